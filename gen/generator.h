@@ -1,0 +1,51 @@
+/*
+ * generator.h - turns a template family plus a variant string into kernel source.
+ *
+ * A handle owns one Lua state with the template engine (gen/engine.lua) loaded. It is not
+ * thread-safe: use one handle per thread. Every failure returns an LNTUNE_* code and leaves a
+ * message, naming the template file and line where one is at fault, in lntune_gen_errmsg.
+ */
+#ifndef LNTUNE_GENERATOR_H
+#define LNTUNE_GENERATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lntune_gen lntune_gen;
+
+/* What a variant is generated for; 0 means "any". */
+typedef struct lntune_shape {
+    int64_t rows;
+    int64_t H;
+} lntune_shape;
+
+/* One generated kernel and what its caller must know to run it. */
+typedef struct lntune_source {
+    char *text;               /* the C (or CUDA) source */
+    char *variant;            /* canonical parameter string, launch parameters included */
+    char template_hash[17];   /* hash of the template files and the engine */
+    int threads;              /* threads to split rows across (launch parameter) */
+    int affine;               /* 1: needs gamma (beta optional); 0: takes neither */
+    int64_t fixed_h;          /* the only H the kernel serves, or 0 for any */
+    char cflags[128];         /* extra compiler flags the variant asks for */
+} lntune_source;
+
+/* template_dir NULL: $LNTUNE_TEMPLATE_DIR if set, else the templates built into the binary. */
+int lntune_gen_open(const char *template_dir, lntune_gen **out);
+void lntune_gen_close(lntune_gen *g); /* NULL is a no-op */
+const char *lntune_gen_errmsg(const lntune_gen *g);
+
+/* Every valid variant of target/op for shape, as canonical strings; free with lntune_gen_free_list. */
+int lntune_gen_variants(lntune_gen *g, const char *target, const char *op, const lntune_shape *shape,
+                        char ***list, size_t *count);
+void lntune_gen_free_list(char **list, size_t count);
+
+/* The parameter space of target/op, one "name: v1 v2 ... - doc" line each (for --help). */
+int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char **text);
+
+/* Generates the source of one variant; symbol names the kernel function (NULL: "lntune_kernel"). */
+int lntune_gen_emit(lntune_gen *g, const char *target, const char *op, const char *variant,
+                    const lntune_shape *shape, const char *symbol, lntune_source *out);
+void lntune_source_free(lntune_source *s); /* frees the fields, not s; NULL is a no-op */
+
+#endif /* LNTUNE_GENERATOR_H */

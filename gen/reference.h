@@ -1,0 +1,23 @@
+/*
+ * reference.h - float64 LayerNorm and RMSNorm, the ground truth every kernel is checked against.
+ */
+#ifndef LNTUNE_REFERENCE_H
+#define LNTUNE_REFERENCE_H
+
+#include <stdint.h>
+
+typedef enum lntune_op { LNTUNE_OP_LAYERNORM = 0, LNTUNE_OP_RMSNORM = 1 } lntune_op;
+
+/* "layernorm" / "rmsnorm" to lntune_op; -1 for anything else. */
+int lntune_op_parse(const char *name);
+const char *lntune_op_name(lntune_op op);
+
+/*
+ * Normalizes one row of H floats in double: z = (x - mean) * rstd for LayerNorm, x * rstd for
+ * RMSNorm, with the variance (mean square) divided by H, as PyTorch does. Writes H values to z
+ * and the row's mean (0 for RMSNorm) and rstd.
+ */
+void lntune_reference_row(lntune_op op, const float *x, int64_t H, double eps, double *z,
+                          double *mean, double *rstd);
+
+#endif /* LNTUNE_REFERENCE_H */

@@ -1,0 +1,22 @@
+/*
+ * shape.h - parses the --shape syntax: "H=4096", "rows=8192,H=4096", "H=768,1024,4096".
+ * A bare number continues the list of the key before it; the result is every rows x H pair.
+ */
+#ifndef LNTUNE_SHAPE_H
+#define LNTUNE_SHAPE_H
+
+#include "generator.h"
+
+#include <stddef.h>
+
+#define LNTUNE_SHAPE_MAX_H (INT64_C(1) << 31)
+#define LNTUNE_SHAPE_MAX_ELEMENTS (INT64_C(1) << 40) /* rows x H: 4 TiB of fp32 */
+
+/*
+ * Appends the shapes text describes to *list (realloc'd; *count updated). On bad text returns
+ * LNTUNE_EINVAL (or LNTUNE_EOVERFLOW) with a message in err, and leaves *list as it was.
+ */
+int lntune_shape_parse(const char *text, lntune_shape **list, size_t *count, char *err,
+                       size_t errlen);
+
+#endif /* LNTUNE_SHAPE_H */

@@ -1,0 +1,98 @@
+/*
+ * lntune.h - the public API of liblntune, the LayerNorm/RMSNorm dispatcher.
+ *
+ * An app opens one handle per process (or per device), then calls lntune_layernorm or
+ * lntune_rmsnorm. Each call runs the fastest kernel that `lntune` measured for that shape on this
+ * machine, or a correct built-in kernel for a shape never tuned. Functions return an LNTUNE_*
+ * code; lntune_errmsg gives the handle's message for the last failure.
+ */
+#ifndef LNTUNE_H
+#define LNTUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define LNTUNE_API
+#else
+#define LNTUNE_API __attribute__((visibility("default")))
+#endif
+
+#define LNTUNE_VERSION_MAJOR 0
+#define LNTUNE_VERSION_MINOR 1
+#define LNTUNE_VERSION_PATCH 0
+#define LNTUNE_VERSION_STRING "0.1.0"
+
+/* Return codes. Stable: new codes are only ever appended. */
+#define LNTUNE_OK 0
+#define LNTUNE_ERROR 1        /* internal error */
+#define LNTUNE_EINVAL 2       /* a bad argument: NULL pointer, H = 0, eps <= 0, ... */
+#define LNTUNE_ENOMEM 3       /* out of memory */
+#define LNTUNE_ENOTFOUND 4    /* no such op, template, variant or record */
+#define LNTUNE_EIO 5          /* file or process I/O failed */
+#define LNTUNE_EDB 6          /* the tuning database is corrupt, foreign, newer, or unwritable */
+#define LNTUNE_ETEMPLATE 7    /* a template failed: syntax, runtime, or a bad parameter */
+#define LNTUNE_ECOMPILE 8     /* the compiler is missing or rejected the source */
+#define LNTUNE_EUNSUPPORTED 9 /* valid request this build or machine cannot serve */
+#define LNTUNE_EVERIFY 10     /* a kernel gave a wrong result */
+#define LNTUNE_ENODEVICE 11   /* no usable GPU, driver or NVRTC */
+#define LNTUNE_EOVERFLOW 12   /* rows x H or a stride does not fit in 64 bits */
+
+typedef enum lntune_dtype {
+    LNTUNE_F32 = 0, /* the zero value: a zero-filled args struct means fp32 */
+    LNTUNE_F16 = 1,
+    LNTUNE_BF16 = 2
+} lntune_dtype;
+
+typedef enum lntune_device_kind {
+    LNTUNE_DEVICE_CPU = 0,
+    LNTUNE_DEVICE_CUDA = 1
+} lntune_device_kind;
+
+/*
+ * One normalization call. Zero-fill it, then set rows, H, x and y (and eps, gamma, beta as
+ * needed): every other field's zero value means "absent" or "the default".
+ */
+typedef struct lntune_args {
+    int64_t rows;
+    int64_t H;
+    float eps;          /* 0 means the default, 1e-5 */
+    lntune_dtype dtype; /* of x, residual and y */
+    const void *x;
+    void *y;
+    const void *gamma; /* optional, H elements */
+    const void *beta;  /* optional, H elements; LayerNorm only */
+    int64_t x_stride;  /* elements between rows; 0 means H */
+    int64_t y_stride;  /* 0 means H */
+    /* Filled in by later releases; must stay zero/NULL for now. */
+    const void *residual;
+    void *residual_out;
+    int64_t residual_stride;
+    int64_t residual_out_stride;
+    float *mean;
+    float *rstd;
+    lntune_device_kind device;
+    int device_index;
+    void *stream; /* CUstream for LNTUNE_DEVICE_CUDA */
+} lntune_args;
+
+typedef struct lntune lntune; /* opaque; one per process or device */
+
+/* NULL db_path: $LNTUNE_DB, else $XDG_CACHE_HOME/lntune/tune.db (~/.cache/lntune/tune.db). */
+LNTUNE_API int lntune_open(const char *db_path, lntune **out);
+LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
+LNTUNE_API int lntune_layernorm(lntune *ctx, const lntune_args *args);
+LNTUNE_API int lntune_rmsnorm(lntune *ctx, const lntune_args *args);
+LNTUNE_API const char *lntune_errmsg(const lntune *ctx); /* owned by ctx; never NULL */
+LNTUNE_API const char *lntune_errstr(int rc);            /* static text; never NULL */
+LNTUNE_API const char *lntune_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LNTUNE_H */

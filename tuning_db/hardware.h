@@ -1,0 +1,51 @@
+/*
+ * hardware.h - what this machine is: the CPU fingerprint that keys every tuning record, and the
+ * ISA features the templates choose from. Used by gen/ (templates, tuner) and runtime/ (lookup).
+ */
+#ifndef LNTUNE_HARDWARE_H
+#define LNTUNE_HARDWARE_H
+
+#include <stdint.h>
+
+/* ISA features, in the order of lntune_hw_feature_names. */
+enum {
+    LNTUNE_ISA_SSE = 1u << 0,
+    LNTUNE_ISA_SSE2 = 1u << 1,
+    LNTUNE_ISA_SSE4_2 = 1u << 2,
+    LNTUNE_ISA_AVX = 1u << 3,
+    LNTUNE_ISA_AVX2 = 1u << 4,
+    LNTUNE_ISA_FMA = 1u << 5,
+    LNTUNE_ISA_F16C = 1u << 6,
+    LNTUNE_ISA_AVX512F = 1u << 7,
+    LNTUNE_ISA_AVX512BW = 1u << 8,
+    LNTUNE_ISA_AVX512VL = 1u << 9,
+    LNTUNE_ISA_AVX512BF16 = 1u << 10,
+    LNTUNE_ISA_AVX512FP16 = 1u << 11,
+    LNTUNE_ISA_NEON = 1u << 12,
+    LNTUNE_ISA_COUNT = 13
+};
+
+typedef struct lntune_cpu_info {
+    char arch[16];   /* "x86_64", "aarch64", ... */
+    char model[128]; /* e.g. "Intel(R) Xeon(R) Processor @ 2.80GHz" */
+    int family, model_id, stepping;
+    uint32_t isa; /* LNTUNE_ISA_* bits */
+    int cores;    /* online logical CPUs */
+    int64_t l1d_bytes, l2_bytes, l3_bytes;
+    char fingerprint[17]; /* 16 hex digits: a hash of every field above */
+} lntune_cpu_info;
+
+/* Fills info for this machine. Never fails: unknown fields stay 0 or empty. */
+void lntune_cpu_info_get(lntune_cpu_info *info);
+
+/* The name of ISA bit i ("avx512f"), or NULL past the last. */
+const char *lntune_hw_feature_name(int i);
+
+/* Writes the features as "avx,avx2,..." into buf (always terminated). */
+void lntune_hw_features_string(uint32_t isa, char *buf, int size);
+
+/* 64-bit FNV-1a of len bytes, continuing from h (start with LNTUNE_FNV_INIT). */
+#define LNTUNE_FNV_INIT 0xcbf29ce484222325ULL
+uint64_t lntune_fnv1a(uint64_t h, const void *data, uint64_t len);
+
+#endif /* LNTUNE_HARDWARE_H */
