@@ -1,0 +1,131 @@
+/*
+ * tuning_db.h - the SQLite tuning database: hardware fingerprints, every measured variant,
+ * compiled artifacts, and the best variant per shape. The schema lives in schema.sql alone.
+ *
+ * Written by gen/ (the tuner) and read by runtime/ (dispatch) and the CLI (show, export).
+ * A handle is used by one thread at a time; open one per thread. Every function returns an
+ * LNTUNE_* code and leaves a message in lntune_db_errmsg on failure. Records passed to callbacks
+ * (and their strings and blobs) are valid only during the callback.
+ */
+#ifndef LNTUNE_TUNING_DB_H
+#define LNTUNE_TUNING_DB_H
+
+#include "hardware.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lntune_db lntune_db;
+
+/* lntune_db_open flags. */
+#define LNTUNE_DB_READONLY 0x1 /* never create, migrate or write */
+#define LNTUNE_DB_FORCE 0x2    /* allow rewriting a database the checks would refuse */
+
+/* $LNTUNE_DB, else $XDG_CACHE_HOME/lntune/tune.db, else $HOME/.cache/lntune/tune.db. */
+int lntune_db_default_path(char *buf, size_t size);
+
+/*
+ * Opens (read-write: creates, with its directory, and migrates forward) the database at path
+ * (NULL: the default path). Refuses with LNTUNE_EDB and a message, without modifying the file:
+ * a file that is not SQLite, a SQLite file of another application, a newer schema version, a
+ * corrupt file. WAL mode and a busy timeout are set on every read-write handle.
+ */
+int lntune_db_open(const char *path, int flags, lntune_db **out);
+void lntune_db_close(lntune_db *db); /* NULL is a no-op */
+const char *lntune_db_errmsg(const lntune_db *db);
+const char *lntune_db_path(const lntune_db *db);
+int lntune_db_schema_version(void); /* the version this build writes */
+
+/* Inserts (or finds) this machine's hardware row; *id receives its row id. */
+int lntune_db_put_hardware(lntune_db *db, const lntune_cpu_info *cpu, const char *compiler,
+                           int64_t *id);
+/* The row id of a fingerprint; LNTUNE_ENOTFOUND if the database has never seen it. */
+int lntune_db_find_hardware(lntune_db *db, const char *fingerprint, int64_t *id);
+
+typedef struct lntune_db_hardware {
+    int64_t id;
+    const char *fingerprint, *arch, *model, *features, *compiler;
+    int family, model_id, stepping, cores;
+    int64_t l1d_bytes, l2_bytes, l3_bytes;
+} lntune_db_hardware;
+int lntune_db_each_hardware(lntune_db *db, int (*cb)(void *ud, const lntune_db_hardware *hw),
+                            void *ud);
+
+/* What a measurement or best record is about. */
+typedef struct lntune_db_key {
+    int64_t hardware_id;
+    const char *target; /* "cpu", "cuda" */
+    const char *op;     /* "layernorm", "rmsnorm" */
+    const char *dtype;  /* "f32", later "bf16", "f16->f32", ... */
+    int64_t H;
+    int64_t rows; /* measurements: the exact row count; best: any row count in the bucket */
+    int affine;   /* 1: gamma (and beta) given; 0: neither */
+} lntune_db_key;
+
+/*
+ * Rows buckets of the best table: 1, 2-8, 9-64, 65-512, 513-4096, 4097-32768, over 32768.
+ * A kernel tuned for one row count serves the calls whose row count falls in its bucket.
+ */
+int lntune_rows_bucket(int64_t rows);
+
+#define LNTUNE_STATUS_OK "ok"
+#define LNTUNE_STATUS_WRONG "wrong"   /* failed verification: never timed, never chosen */
+#define LNTUNE_STATUS_FAILED "failed" /* did not compile, or crashed */
+
+typedef struct lntune_measurement {
+    const char *variant;       /* canonical parameter string */
+    const char *template_hash; /* measurements of an edited template are kept apart */
+    const char *status;        /* LNTUNE_STATUS_* */
+    const char *message;       /* why wrong or failed; may be NULL */
+    const char *artifact_key;  /* may be NULL */
+    double compile_ms;
+    double median_ns, min_ns, max_ns; /* per call, all rows */
+    double gbps;      /* bytes moved (x read + y written) / median */
+    double copy_gbps; /* the better memory copy of the same bytes, same run */
+    double max_error; /* verifier error, in its unit */
+} lntune_measurement;
+
+/* Inserts or replaces the measurement of (key, variant, template_hash). */
+int lntune_db_put_measurement(lntune_db *db, const lntune_db_key *key, const lntune_measurement *m);
+/* Calls cb for each measurement of key (exact rows) with that template hash (NULL: any). */
+int lntune_db_each_measurement(lntune_db *db, const lntune_db_key *key, const char *template_hash,
+                               int (*cb)(void *ud, const lntune_measurement *m), void *ud);
+
+/* A compiled kernel: the source and its object and shared-object bytes. */
+typedef struct lntune_artifact {
+    const char *key;      /* hash of source, flags and compiler version */
+    const char *source;
+    const char *compiler; /* the compiler's version line */
+    const char *flags;
+    const char *symbol;   /* the kernel function's name */
+    const void *object;   /* relocatable object (may be NULL) */
+    size_t object_len;
+    const void *shared;   /* shared object the runtime dlopens (may be NULL) */
+    size_t shared_len;
+} lntune_artifact;
+
+int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a);
+/* LNTUNE_ENOTFOUND if no artifact has that key. */
+int lntune_db_get_artifact(lntune_db *db, const char *key,
+                           int (*cb)(void *ud, const lntune_artifact *a), void *ud);
+
+typedef struct lntune_best {
+    const char *variant;
+    const char *artifact_key;
+    int threads;
+    int64_t tuned_rows; /* the row count it was measured at */
+    double median_ns, gbps, copy_gbps, max_error;
+    double naive_ns; /* the naive two-pass kernel, same run */
+} lntune_best;
+
+/* Sets the winner for key's rows bucket (BEGIN IMMEDIATE; replaces any earlier one). */
+int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_best *b);
+/* The winner for key's rows bucket; LNTUNE_ENOTFOUND if none. */
+int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
+                       int (*cb)(void *ud, const lntune_best *b), void *ud);
+/* Every winner of one hardware row (0: of all), with its key, ordered by target, op, dtype, H. */
+int lntune_db_each_best(lntune_db *db, int64_t hardware_id,
+                        int (*cb)(void *ud, const lntune_db_key *key, const lntune_best *b),
+                        void *ud);
+
+#endif /* LNTUNE_TUNING_DB_H */
