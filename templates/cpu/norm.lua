@@ -37,6 +37,14 @@ local stream = {
     [16] = { gcc = "__builtin_ia32_movntps512", isa = "avx512f" },
 }
 
+-- Every name the source declares at file scope besides the kernel, so that several kernels can
+-- share one translation unit (the engine prefixes them with the kernel's symbol).
+local FILE_SCOPE_NAMES = {
+    "vf", "vd", "LANES", "STEP", "BLOCK", "load", "store", "stream", "hsum", "square", "hsum_wide",
+    "welford", "merge", "sum_shifted", "sum_squared_deviations", "sum_squares", "row_stats",
+    "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn",
+}
+
 -- Rows per iteration only pays off while a row's statistics are short loops.
 local MAX_H_FOR_ROW_GROUPS = 4096
 
@@ -45,6 +53,7 @@ function M.family(op)
     return lntune.family {
         op = op,
         target = "cpu",
+        file_scope_names = FILE_SCOPE_NAMES,
         params = {
             { name = "vec", values = vector_widths, doc = "floats per SIMD vector" },
             { name = "acc", values = { 1, 2, 4 }, doc = "independent accumulators (unroll)" },
