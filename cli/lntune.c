@@ -6,6 +6,7 @@
  * 2 bad usage (unknown command, option, op, target, parameter or value).
  */
 #include "build.h"
+#include "export.h"
 #include "generator.h"
 #include "lntune.h"
 #include "reference.h"
@@ -20,9 +21,11 @@ enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 typedef struct {
     const char *op, *target, *variant, *symbol;
+    const char *out, *db; /* export */
     lntune_shape *shapes;
     size_t nshapes;
     int help;
+    int cmake; /* export --cmake */
 } options;
 
 typedef struct {
@@ -49,10 +52,16 @@ static int parse_options(int argc, char **argv, options *o)
             o->help = 1;
             continue;
         }
+        if (strcmp(a, "--cmake") == 0) {
+            o->cmake = 1;
+            continue;
+        }
         if (strcmp(a, "--op") == 0) slot = &o->op;
         else if (strcmp(a, "--target") == 0) slot = &o->target;
         else if (strcmp(a, "--variant") == 0) slot = &o->variant;
         else if (strcmp(a, "--symbol") == 0) slot = &o->symbol;
+        else if (strcmp(a, "--out") == 0) slot = &o->out;
+        else if (strcmp(a, "--db") == 0) slot = &o->db;
         else if (strcmp(a, "--shape") != 0) return usage_error("unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
         const char *value = argv[++i];
@@ -195,6 +204,23 @@ static int cmd_verify(options *o)
     return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
 }
 
+static int cmd_export(options *o)
+{
+    if (!o->out) return usage_error("%s", "--out DIR is required");
+    lntune_export_config c = {o->out, o->db, o->cmake, stderr};
+    lntune_export_report r;
+    int rc = lntune_export(&c, &r);
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune: export: %s\n", r.message[0] ? r.message : lntune_errstr(rc));
+        return rc == LNTUNE_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+    }
+    printf("wrote %s/lntune_kernels.c and lntune_kernels.h%s: %d tuned kernel(s) of machine %s%s,"
+           " plus the generic kernels\n",
+           o->out, o->cmake ? " and CMakeLists.txt" : "", r.tuned, r.fingerprint,
+           r.skipped ? " (winners left out: see the warnings)" : "");
+    return 0;
+}
+
 static const command commands[] = {
     {"variants", cmd_variants,
      "lntune variants --op layernorm|rmsnorm --target cpu [--shape H=N[,rows=N]]\n"
@@ -209,6 +235,11 @@ static const command commands[] = {
      "lntune verify --op OP --target cpu --variant STRING [--shape H=N]\n"
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
      "  adversarial suite against the float64 reference.\n"},
+    {"export", cmd_export,
+     "lntune export --out DIR [--db PATH] [--cmake]\n"
+     "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels, a dispatch table,\n"
+     "  the generic kernels and a small thread pool, as plain C (libc, libm, pthreads).\n"
+     "  --cmake also writes a CMakeLists.txt for add_subdirectory.\n"},
 };
 
 static void print_help(FILE *f)

@@ -105,6 +105,7 @@ static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *vari
 }
 
 /* A copy of this machine's description under another fingerprint. */
+static void other_machine(lntune_cpu_info *cpu) __attribute__((unused));
 static void other_machine(lntune_cpu_info *cpu) {
     lntune_cpu_info_get(cpu);
     snprintf(cpu->model, sizeof cpu->model, "Some Other CPU");
