@@ -49,35 +49,63 @@ static char *format_diag(const char *what, size_t index, const char *text)
     return s;
 }
 
+/* Sources per translation unit: kernels with distinct symbols share a file, which saves the
+ * compiler's start-up and header parsing (a third of the time of a one-kernel compile). */
+enum { SOURCES_PER_UNIT = 16 };
+
+/* Concatenates sources[first, first + count) into one translation unit. */
+static char *join_sources(const char *const *sources, size_t first, size_t count)
+{
+    size_t len = 1;
+    for (size_t i = first; i < first + count; ++i) len += strlen(sources[i]) + 1;
+    char *unit = malloc(len), *p = unit;
+    if (!unit) return NULL;
+    for (size_t i = first; i < first + count; ++i) {
+        size_t n = strlen(sources[i]);
+        memcpy(p, sources[i], n);
+        p += n;
+        *p++ = '\n';
+    }
+    *p = '\0';
+    return unit;
+}
+
 int lntune_build_library(const char *compiler, const char *const *extra_flags,
                          const char *const *sources, size_t n, int parallel, lntune_library **out,
                          char **diag)
 {
     *out = NULL;
     if (diag) *diag = NULL;
+    const size_t per_unit = n > SOURCES_PER_UNIT * (size_t)parallel ? SOURCES_PER_UNIT : 1;
+    const size_t units = (n + per_unit - 1) / per_unit;
     char *dir = lntune_cc_tempdir();
-    lntune_cc_job *jobs = calloc(n ? n : 1, sizeof *jobs);
-    char **objs = calloc(n ? n : 1, sizeof *objs);
+    lntune_cc_job *jobs = calloc(units ? units : 1, sizeof *jobs);
+    char **objs = calloc(units ? units : 1, sizeof *objs);
+    char **texts = calloc(units ? units : 1, sizeof *texts);
     int rc = LNTUNE_ENOMEM;
-    if (!dir || !jobs || !objs) goto done;
-    for (size_t i = 0; i < n; ++i) {
-        size_t len = strlen(dir) + 32;
-        if (!(objs[i] = malloc(len))) goto done;
-        snprintf(objs[i], len, "%s/k%zu.o", dir, i);
-        jobs[i] = (lntune_cc_job){sources[i], objs[i], extra_flags, 0, NULL};
+    if (!dir || !jobs || !objs || !texts) goto done;
+    for (size_t u = 0; u < units; ++u) {
+        size_t len = strlen(dir) + 32, first = u * per_unit;
+        size_t count = first + per_unit <= n ? per_unit : n - first;
+        if (!(objs[u] = malloc(len))) goto done;
+        snprintf(objs[u], len, "%s/k%zu.o", dir, u);
+        if (!(texts[u] = per_unit == 1 ? strdup(sources[u]) : join_sources(sources, first, count)))
+            goto done;
+        jobs[u] = (lntune_cc_job){texts[u], objs[u], extra_flags, 0, NULL};
     }
     rc = LNTUNE_ECOMPILE;
-    if (lntune_cc_compile(compiler, lntune_kernel_cflags, jobs, n, parallel) != 0) {
-        for (size_t i = 0; i < n; ++i)
-            if (jobs[i].status != 0) {
-                if (diag) *diag = format_diag("compiling source", i, jobs[i].diag);
+    if (lntune_cc_compile(compiler, lntune_kernel_cflags, jobs, units, parallel) != 0) {
+        for (size_t u = 0; u < units; ++u)
+            if (jobs[u].status != 0) {
+                if (diag) *diag = format_diag(per_unit == 1 ? "compiling source" : "compiling the "
+                                              "unit of sources from", u * per_unit, jobs[u].diag);
                 break;
             }
         goto done;
     }
     char so[4200], *link_diag = NULL;
     snprintf(so, sizeof so, "%s/kernels.so", dir);
-    if (lntune_cc_link_shared(compiler, (const char *const *)objs, n, so, &link_diag) != 0) {
+    if (lntune_cc_link_shared(compiler, (const char *const *)objs, units, so, &link_diag) != 0) {
         if (diag) *diag = format_diag("linking sources", n, link_diag);
         free(link_diag);
         goto done;
@@ -96,10 +124,12 @@ int lntune_build_library(const char *compiler, const char *const *extra_flags,
     (*out)->dl = dl;
     rc = LNTUNE_OK;
 done:
-    for (size_t i = 0; jobs && i < n; ++i) free(jobs[i].diag);
-    for (size_t i = 0; objs && i < n; ++i) free(objs[i]);
+    for (size_t u = 0; jobs && u < units; ++u) free(jobs[u].diag);
+    for (size_t u = 0; objs && u < units; ++u) free(objs[u]);
+    for (size_t u = 0; texts && u < units; ++u) free(texts[u]);
     free(jobs);
     free(objs);
+    free(texts);
     lntune_cc_remove_dir(dir);
     free(dir);
     return rc;

@@ -390,7 +390,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         winner *w = &list.w[i];
         char symbol[64];
         snprintf(symbol, sizeof symbol, "lntune_kernels_t%zu", i);
-        lntune_shape shape = {0, w->H};
+        lntune_shape shape = {.H = w->H};
         lntune_source src;
         if (lntune_gen_emit(g, "cpu", w->op, w->variant, &shape, symbol, &src) != LNTUNE_OK) {
             warn(c, "%s H=%lld: variant '%s' no longer generates (%s); left out", w->op,

@@ -139,6 +139,10 @@ static void push_shape(lua_State *L, const lntune_shape *shape)
         lua_pushinteger(L, shape->rows);
         lua_setfield(L, -2, "rows");
     }
+    if (shape && shape->affine != LNTUNE_AFFINE_ANY) {
+        lua_pushstring(L, shape->affine == LNTUNE_AFFINE_GAMMA ? "fused" : "none");
+        lua_setfield(L, -2, "affine");
+    }
 }
 
 int lntune_gen_open(const char *template_dir, lntune_gen **out)
@@ -199,6 +203,11 @@ void lntune_gen_close(lntune_gen *g)
     if (g->L) lua_close(g->L);
     free(g->template_dir);
     free(g);
+}
+
+void lntune_gen_set_cores(lntune_gen *g, int cores)
+{
+    if (g && cores > 0) g->cpu.cores = cores;
 }
 
 const char *lntune_gen_errmsg(const lntune_gen *g)

@@ -17,7 +17,12 @@ typedef struct lntune_gen lntune_gen;
 typedef struct lntune_shape {
     int64_t rows;
     int64_t H;
+    int affine; /* LNTUNE_AFFINE_ANY, or only variants for calls with (without) gamma */
 } lntune_shape;
+
+#define LNTUNE_AFFINE_ANY 0
+#define LNTUNE_AFFINE_GAMMA 1
+#define LNTUNE_AFFINE_NONE 2
 
 /* One generated kernel and what its caller must know to run it. */
 typedef struct lntune_source {
@@ -39,6 +44,9 @@ const char *lntune_gen_errmsg(const lntune_gen *g);
 int lntune_gen_variants(lntune_gen *g, const char *target, const char *op, const lntune_shape *shape,
                         char ***list, size_t *count);
 void lntune_gen_free_list(char **list, size_t count);
+
+/* Generate for a machine with this many cores (thread counts in the space stop there). */
+void lntune_gen_set_cores(lntune_gen *g, int cores);
 
 /* The parameter space of target/op, one "name: v1 v2 ... - doc" line each (for --help). */
 int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char **text);

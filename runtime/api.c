@@ -90,9 +90,9 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     lntune_desc_init(&d);
     d.op = (uint8_t)op;
     d.dtype = (uint8_t)a->dtype;
-    d.affine = a->gamma  ? LNTUNE_AFFINE_GAMMA
-               : a->beta ? LNTUNE_AFFINE_BETA_ONLY
-                         : LNTUNE_AFFINE_NONE;
+    d.affine = a->gamma  ? LNTUNE_DESC_GAMMA
+               : a->beta ? LNTUNE_DESC_BETA_ONLY
+                         : LNTUNE_DESC_NO_AFFINE;
     d.bucket = lntune_rows_bucket(a->rows);
     d.H = a->H;
     uint64_t hash = lntune_desc_hash(&d);

@@ -34,10 +34,10 @@ static int layernorm_beta_only(const lntune_kernel_args *a, int64_t begin, int64
 
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine) {
     if (op == LNTUNE_DESC_RMSNORM)
-        return affine == LNTUNE_AFFINE_GAMMA  ? lntune_builtin_rmsnorm_affine
-               : affine == LNTUNE_AFFINE_NONE ? lntune_builtin_rmsnorm_plain
-                                              : NULL;
-    return affine == LNTUNE_AFFINE_GAMMA  ? lntune_builtin_layernorm_affine
-           : affine == LNTUNE_AFFINE_NONE ? lntune_builtin_layernorm_plain
-                                          : layernorm_beta_only;
+        return affine == LNTUNE_DESC_GAMMA       ? lntune_builtin_rmsnorm_affine
+               : affine == LNTUNE_DESC_NO_AFFINE ? lntune_builtin_rmsnorm_plain
+                                                 : NULL;
+    return affine == LNTUNE_DESC_GAMMA       ? lntune_builtin_layernorm_affine
+           : affine == LNTUNE_DESC_NO_AFFINE ? lntune_builtin_layernorm_plain
+                                             : layernorm_beta_only;
 }

@@ -26,10 +26,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct lntune_loaded {
     char *key; /* artifact key: two best records may share one artifact */
     void *dl;
+    int fd; /* the memfd it was loaded from, or -1; closed after dlclose */
     lntune_kernel_fn kernel;
     lntune_loaded *next;
 };
@@ -92,6 +94,7 @@ void lntune_dispatch_close(lntune *ctx) {
     for (lntune_loaded *l = ctx->loaded, *next; l; l = next) {
         next = l->next;
         dlclose(l->dl);
+        if (l->fd >= 0) close(l->fd);
         free(l->key);
         free(l);
     }
@@ -137,7 +140,7 @@ static int find_best(lntune *ctx, const lntune_desc *d, int64_t rows, best_copy 
                          dtype_names[d->dtype],
                          d->H,
                          rows,
-                         d->affine == LNTUNE_AFFINE_GAMMA};
+                         d->affine == LNTUNE_DESC_GAMMA};
     int rc = lntune_db_get_best(ctx->db, &key, copy_best, best);
     if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
     if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
@@ -160,6 +163,7 @@ static int find_best(lntune *ctx, const lntune_desc *d, int64_t rows, best_copy 
 typedef struct {
     lntune *ctx;
     void *dl;
+    int fd;
     char symbol[256];
     char err[512];
 } artifact_load;
@@ -167,7 +171,7 @@ typedef struct {
 static int load_artifact(void *ud, const lntune_artifact *a) {
     artifact_load *l = ud;
     snprintf(l->symbol, sizeof l->symbol, "%s", a->symbol ? a->symbol : "");
-    l->dl = lntune_load_shared(a->shared, a->shared_len, l->err, sizeof l->err);
+    l->dl = lntune_load_shared(a->shared, a->shared_len, &l->fd, l->err, sizeof l->err);
     return 0;
 }
 
@@ -175,11 +179,13 @@ static int load_artifact(void *ud, const lntune_artifact *a) {
 static lntune_kernel_fn tuned_kernel(lntune *ctx, const best_copy *best, char *err, size_t errlen) {
     for (lntune_loaded *l = ctx->loaded; l; l = l->next)
         if (strcmp(l->key, best->artifact_key) == 0) return l->kernel;
-    artifact_load load = {ctx, NULL, "", ""};
+    artifact_load load = {ctx, NULL, -1, "", ""};
     int rc = lntune_db_get_artifact(ctx->db, best->artifact_key, load_artifact, &load);
     if (rc != LNTUNE_OK || !load.dl) {
         snprintf(err, errlen, "artifact %s: %s", best->artifact_key,
                  rc != LNTUNE_OK ? lntune_db_errmsg(ctx->db) : load.err);
+        if (load.dl) dlclose(load.dl);
+        if (load.fd >= 0) close(load.fd);
         return NULL;
     }
     lntune_kernel_fn fn = NULL;
@@ -191,9 +197,11 @@ static lntune_kernel_fn tuned_kernel(lntune *ctx, const best_copy *best, char *e
                  best->artifact_key, load.symbol);
         free(l);
         dlclose(load.dl);
+        if (load.fd >= 0) close(load.fd);
         return NULL;
     }
     l->dl = load.dl;
+    l->fd = load.fd;
     l->kernel = fn;
     l->next = ctx->loaded;
     ctx->loaded = l;
@@ -223,7 +231,7 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     best_copy best = {0};
     if (!ctx->db) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (no tuning database for this machine)", what);
-    } else if (d->affine == LNTUNE_AFFINE_BETA_ONLY) {
+    } else if (d->affine == LNTUNE_DESC_BETA_ONLY) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (beta without gamma is never tuned)", what);
     } else if (find_best(ctx, d, rows, &best) != LNTUNE_OK) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (not tuned on this machine)", what);

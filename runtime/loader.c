@@ -2,9 +2,10 @@
  * loader.c - shared-object bytes -> dlopen handle.
  *
  * memfd_create gives a file that lives only in memory and vanishes with its last reference;
- * glibc's dlopen takes it by its /proc/self/fd path. Where memfd or /proc is missing (old
- * kernels, sandboxes) a private cache directory stands in; the file is unlinked as soon as it is
- * mapped, so nothing accumulates and no other user can swap it underneath us.
+ * glibc's dlopen takes it by its /proc/self/fd path (the fd stays open while the object is
+ * loaded, so that no later kernel reuses the path: see loader.h). Where memfd or /proc is missing
+ * (old kernels, sandboxes) a private cache directory stands in; the file is unlinked as soon as it
+ * is mapped, so nothing accumulates and no other user can swap it underneath us.
  */
 #define _GNU_SOURCE
 #include "loader.h"
@@ -30,7 +31,7 @@ static int write_all(int fd, const void *bytes, size_t len) {
     return 0;
 }
 
-static void *load_memfd(const void *bytes, size_t len, char *err, size_t errlen) {
+static void *load_memfd(const void *bytes, size_t len, int *fd_out, char *err, size_t errlen) {
     int fd = memfd_create("lntune-kernel", MFD_CLOEXEC);
     if (fd < 0) {
         snprintf(err, errlen, "memfd_create: %s", strerror(errno));
@@ -45,7 +46,10 @@ static void *load_memfd(const void *bytes, size_t len, char *err, size_t errlen)
         if (!(dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
             snprintf(err, errlen, "dlopen of a memfd: %s", dlerror());
     }
-    close(fd); /* the mapping keeps the memory */
+    if (dl)
+        *fd_out = fd; /* kept open: see loader.h */
+    else
+        close(fd);
     return dl;
 }
 
@@ -93,13 +97,14 @@ static void *load_file(const void *bytes, size_t len, char *err, size_t errlen) 
     return dl;
 }
 
-void *lntune_load_shared(const void *bytes, size_t len, char *err, size_t errlen) {
+void *lntune_load_shared(const void *bytes, size_t len, int *fd, char *err, size_t errlen) {
+    *fd = -1;
     if (!bytes || len == 0) {
         snprintf(err, errlen, "the artifact has no shared object");
         return NULL;
     }
     char first[256] = "";
-    void *dl = load_memfd(bytes, len, first, sizeof first);
+    void *dl = load_memfd(bytes, len, fd, first, sizeof first);
     if (dl) return dl;
     char second[256] = "";
     if ((dl = load_file(bytes, len, second, sizeof second))) return dl;

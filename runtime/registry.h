@@ -21,7 +21,7 @@
 typedef struct lntune_desc {
     uint8_t op;     /* LNTUNE_DESC_* */
     uint8_t dtype;  /* lntune_dtype */
-    uint8_t affine; /* LNTUNE_AFFINE_* */
+    uint8_t affine; /* LNTUNE_DESC_* */
     uint8_t reserved;
     int32_t bucket; /* lntune_rows_bucket(rows) */
     int64_t H;
@@ -30,9 +30,9 @@ typedef struct lntune_desc {
 enum { LNTUNE_DESC_LAYERNORM = 0, LNTUNE_DESC_RMSNORM = 1 };
 
 enum {
-    LNTUNE_AFFINE_NONE = 0,      /* neither gamma nor beta */
-    LNTUNE_AFFINE_GAMMA = 1,     /* gamma, beta optional: what the tuner's affine=1 measures */
-    LNTUNE_AFFINE_BETA_ONLY = 2, /* beta without gamma: built-in only */
+    LNTUNE_DESC_NO_AFFINE = 0, /* neither gamma nor beta */
+    LNTUNE_DESC_GAMMA = 1,     /* gamma, beta optional: what the tuner's affine=1 measures */
+    LNTUNE_DESC_BETA_ONLY = 2, /* beta without gamma: built-in only */
 };
 
 typedef struct lntune_entry {

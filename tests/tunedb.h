@@ -70,7 +70,7 @@ static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *vari
                      int64_t rows, int affine, int threads, int behaviour) {
     lntune_gen *g = NULL;
     lntune_source src = {0};
-    lntune_shape shape = {0, H};
+    lntune_shape shape = {.H = H};
     int rc = lntune_gen_open(NULL, &g);
     if (rc == LNTUNE_OK) rc = lntune_gen_emit(g, "cpu", op, variant, &shape, "tuned_inner", &src);
     if (rc != LNTUNE_OK) {

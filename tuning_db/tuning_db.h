@@ -29,6 +29,9 @@ int lntune_db_default_path(char *buf, size_t size);
  * (NULL: the default path). Refuses with LNTUNE_EDB and a message, without modifying the file:
  * a file that is not SQLite, a SQLite file of another application, a newer schema version, a
  * corrupt file. WAL mode and a busy timeout are set on every read-write handle.
+ * Like sqlite3_open, a failed open still sets *out (unless out is NULL or memory ran out) to a
+ * handle that only carries the message: read lntune_db_errmsg, then lntune_db_close it.
+ * LNTUNE_DB_FORCE renames a refused file to <path>.bak (with its -wal) and starts a new one.
  */
 int lntune_db_open(const char *path, int flags, lntune_db **out);
 void lntune_db_close(lntune_db *db); /* NULL is a no-op */

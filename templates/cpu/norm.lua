@@ -1,7 +1,9 @@
 -- templates/cpu/norm.lua - CPU LayerNorm and RMSNorm forward, fp32 in and out.
 --
 -- Shared by cpu/layernorm.lua and cpu/rmsnorm.lua, which differ only in their statistics. The
--- parameter space below is the whole list of knobs: C code reads it, never repeats it.
+-- parameter space below is the whole list of knobs: C code reads it, never repeats it. Each
+-- knob lists its values from the simplest to the most elaborate: the tuner takes the variant of
+-- first values as the naive baseline, and prefers the simpler of two variants within noise.
 --
 -- Numerics. LayerNorm shifts every row by its first element k before summing, so that fp32
 -- partial sums stay of the order of the deviations even when the mean is large (1000 + randn),
@@ -84,6 +86,9 @@ function M.family(op)
                 return false, "rows > 1 is for H <= " .. MAX_H_FOR_ROW_GROUPS
             end
             if p.h == "fixed" and not shape.H then return false, "h=fixed needs a shape with H" end
+            if shape.affine and p.affine ~= shape.affine then
+                return false, "the call " .. (shape.affine == "none" and "has no" or "has") .. " gamma"
+            end
             if shape.rows and p.threads > 1 and p.threads > shape.rows then
                 return false, "more threads than rows"
             end

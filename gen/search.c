@@ -1,0 +1,188 @@
+/*
+ * search.c - the variant table and beam coordinate descent.
+ *
+ * Beam search over knobs: from the beam's variants, try every value of one knob at a time, keep
+ * the B fastest variants seen, and sweep over all knobs until the beam stops changing. With the
+ * knobs of our templates this measures a few percent of the space and lands on the exhaustive
+ * winner or within noise of it (bench/ compares the two).
+ */
+#include "search.h"
+
+#include "lntune.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_PARAMS = 32, MAX_VALUES = 64, EXHAUSTIVE_CHUNK = 64 };
+
+struct lntune_space {
+    size_t n;
+    int nparams;
+    char **variants;
+    unsigned char *ids; /* n x nparams value ranks */
+};
+
+int lntune_space_create(char *const *variants, size_t n, lntune_space **out)
+{
+    *out = NULL;
+    if (n == 0) return LNTUNE_EINVAL;
+    lntune_space *s = calloc(1, sizeof *s);
+    if (!s) return LNTUNE_ENOMEM;
+    s->n = n;
+    s->variants = calloc(n, sizeof *s->variants);
+    /* Distinct values of each parameter, in order of first appearance (= declaration order). */
+    char *values[MAX_PARAMS][MAX_VALUES];
+    int nvalues[MAX_PARAMS] = {0};
+    int rc = LNTUNE_ENOMEM;
+    for (size_t i = 0; s->variants && i < n; ++i) {
+        if (!(s->variants[i] = strdup(variants[i]))) goto fail;
+        int count = 1;
+        for (const char *c = variants[i]; *c; ++c) count += *c == ',';
+        if (i == 0) {
+            s->nparams = count;
+            if (count > MAX_PARAMS || !(s->ids = calloc(n * (size_t)count, 1))) goto fail;
+        }
+        rc = LNTUNE_EINVAL;
+        if (count != s->nparams) goto fail;
+        const char *item = variants[i];
+        for (int j = 0; j < count; ++j) {
+            size_t len = strcspn(item, ",");
+            int v = 0;
+            while (v < nvalues[j] && (strlen(values[j][v]) != len || memcmp(values[j][v], item, len)))
+                ++v;
+            if (v == nvalues[j]) {
+                if (v == MAX_VALUES || !(values[j][v] = strndup(item, len))) goto fail;
+                nvalues[j]++;
+            }
+            s->ids[i * (size_t)count + (size_t)j] = (unsigned char)v;
+            item += len + (item[len] == ',');
+        }
+    }
+    if (!s->variants) goto fail;
+    for (int j = 0; j < s->nparams; ++j)
+        for (int v = 0; v < nvalues[j]; ++v) free(values[j][v]);
+    *out = s;
+    return LNTUNE_OK;
+fail:
+    for (int j = 0; j < MAX_PARAMS; ++j)
+        for (int v = 0; v < nvalues[j]; ++v) free(values[j][v]);
+    lntune_space_destroy(s);
+    return rc;
+}
+
+void lntune_space_destroy(lntune_space *s)
+{
+    if (!s) return;
+    for (size_t i = 0; s->variants && i < s->n; ++i) free(s->variants[i]);
+    free(s->variants);
+    free(s->ids);
+    free(s);
+}
+
+size_t lntune_space_size(const lntune_space *s)
+{
+    return s->n;
+}
+
+const char *lntune_space_variant(const lntune_space *s, size_t i)
+{
+    return s->variants[i];
+}
+
+int lntune_space_complexity(const lntune_space *s, size_t i)
+{
+    int sum = 0;
+    for (int j = 0; j < s->nparams; ++j) sum += s->ids[i * (size_t)s->nparams + (size_t)j];
+    return sum;
+}
+
+/* Variants equal to v in every parameter but p, appended to out (no duplicates). */
+static size_t neighbors(const lntune_space *s, size_t v, int p, size_t *out, size_t count)
+{
+    const unsigned char *a = s->ids + v * (size_t)s->nparams;
+    for (size_t i = 0; i < s->n; ++i) {
+        const unsigned char *b = s->ids + i * (size_t)s->nparams;
+        int same = 1;
+        for (int j = 0; j < s->nparams && same; ++j) same = j == p || a[j] == b[j];
+        if (!same) continue;
+        size_t k = 0;
+        while (k < count && out[k] != i) ++k;
+        if (k == count) out[count++] = i;
+    }
+    return count;
+}
+
+/* Evaluates the variants of idx not yet timed (times[i] is NAN until then). */
+static void evaluate_new(lntune_evaluate_fn evaluate, void *ud, double *times, const size_t *idx,
+                         size_t n, size_t *scratch, double *results)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < n; ++k)
+        if (isnan(times[idx[k]])) scratch[m++] = idx[k];
+    if (m == 0) return;
+    evaluate(ud, scratch, m, results);
+    for (size_t k = 0; k < m; ++k) times[scratch[k]] = results[k];
+}
+
+/* The b fastest timed variants, fastest first (ties: simpler, then earlier). */
+static size_t fastest(const lntune_space *s, const double *times, size_t *out, size_t b)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < s->n; ++i) {
+        if (isnan(times[i]) || isinf(times[i])) continue;
+        size_t k = count < b ? count++ : b;
+        if (k == b && !(times[i] < times[out[b - 1]])) continue;
+        if (k == b) k = b - 1;
+        while (k > 0 && (times[i] < times[out[k - 1]] ||
+                         (times[i] == times[out[k - 1]] &&
+                          lntune_space_complexity(s, i) < lntune_space_complexity(s, out[k - 1])))) {
+            out[k] = out[k - 1];
+            --k;
+        }
+        out[k] = i;
+    }
+    return count;
+}
+
+size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_fn evaluate,
+                     void *ud, size_t *top, size_t max_top)
+{
+    double *times = malloc(s->n * sizeof *times), *results = malloc(s->n * sizeof *results);
+    size_t *cand = malloc(s->n * sizeof *cand), *scratch = malloc(s->n * sizeof *scratch);
+    size_t found = 0;
+    if (!times || !results || !cand || !scratch) goto done;
+    for (size_t i = 0; i < s->n; ++i) times[i] = NAN;
+    if (rigor == LNTUNE_RIGOR_EXHAUSTIVE) {
+        for (size_t i = 0; i < s->n; i += EXHAUSTIVE_CHUNK) {
+            size_t m = s->n - i < EXHAUSTIVE_CHUNK ? s->n - i : EXHAUSTIVE_CHUNK;
+            for (size_t k = 0; k < m; ++k) cand[k] = i + k;
+            evaluate_new(evaluate, ud, times, cand, m, scratch, results);
+        }
+    } else {
+        const size_t beam_width = rigor == LNTUNE_RIGOR_QUICK ? 1 : 4;
+        const int sweeps = rigor == LNTUNE_RIGOR_QUICK ? 1 : 3;
+        size_t beam[4] = {0}, nbeam = 1, previous[4];
+        cand[0] = 0; /* the naive variant: every knob at its first value */
+        evaluate_new(evaluate, ud, times, cand, 1, scratch, results);
+        for (int sweep = 0; sweep < sweeps; ++sweep) {
+            size_t nprev = nbeam;
+            memcpy(previous, beam, sizeof beam);
+            for (int p = 0; p < s->nparams; ++p) {
+                size_t n = 0;
+                for (size_t b = 0; b < nbeam; ++b) n = neighbors(s, beam[b], p, cand, n);
+                evaluate_new(evaluate, ud, times, cand, n, scratch, results);
+                size_t got = fastest(s, times, beam, beam_width);
+                nbeam = got ? got : 1;
+            }
+            if (nbeam == nprev && memcmp(beam, previous, nbeam * sizeof *beam) == 0) break;
+        }
+    }
+    found = fastest(s, times, top, max_top);
+done:
+    free(times);
+    free(results);
+    free(cand);
+    free(scratch);
+    return found;
+}

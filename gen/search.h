@@ -1,0 +1,41 @@
+/*
+ * search.h - the variant space as a table, and the planner's search over it.
+ *
+ * The space is read from the generator's canonical strings ("name=value,..."), never listed in
+ * C: a knob added to a template is searched without a change here. Each knob's values rank in
+ * the order the template declares them, simplest first; the variant of all first values is the
+ * naive baseline and the search's starting point.
+ */
+#ifndef LNTUNE_SEARCH_H
+#define LNTUNE_SEARCH_H
+
+#include "tuner.h"
+
+#include <stddef.h>
+
+typedef struct lntune_space lntune_space;
+
+/* Parses n canonical variant strings (all of one family, same parameter order). */
+int lntune_space_create(char *const *variants, size_t n, lntune_space **out);
+void lntune_space_destroy(lntune_space *s); /* NULL is a no-op */
+size_t lntune_space_size(const lntune_space *s);
+const char *lntune_space_variant(const lntune_space *s, size_t i);
+/* Sum of the value ranks of variant i: 0 for the naive variant; smaller is simpler. */
+int lntune_space_complexity(const lntune_space *s, size_t i);
+
+/*
+ * Evaluates variants idx[0..n): sets times[k] to variant idx[k]'s median time in ns, or INFINITY
+ * if it failed to compile or verify.
+ */
+typedef void (*lntune_evaluate_fn)(void *ud, const size_t *idx, size_t n, double *times);
+
+/*
+ * Searches the space: quick is one sweep over the knobs from the naive variant keeping the best
+ * (coordinate descent), measure a beam of the 4 best through up to 3 sweeps, exhaustive every
+ * variant. Writes up to max_top of the fastest variants seen, fastest first, to top; returns
+ * how many (0 if none was correct).
+ */
+size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_fn evaluate,
+                     void *ud, size_t *top, size_t max_top);
+
+#endif /* LNTUNE_SEARCH_H */

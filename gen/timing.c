@@ -1,0 +1,59 @@
+/*
+ * timing.c - interleaved median timing (see timing.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "timing.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+enum { MAX_ROUNDS = 1000 };
+
+double lntune_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
+                             lntune_pool *pool, int min_rounds, double budget_ns)
+{
+    if (n == 0) return;
+    double *samples = malloc(sizeof(double) * n * MAX_ROUNDS);
+    if (!samples) {
+        for (size_t i = 0; i < n; ++i) c[i].failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        c[i].failed = lntune_pool_run_kernel(pool, c[i].fn, args, c[i].threads) != 0;
+    }
+    const double start = lntune_now_ns();
+    int rounds = 0;
+    while (rounds < MAX_ROUNDS && (rounds < min_rounds || lntune_now_ns() - start < budget_ns)) {
+        for (size_t k = 0; k < n; ++k) {
+            size_t i = (k + (size_t)rounds) % n;
+            if (c[i].failed) continue;
+            double t0 = lntune_now_ns();
+            int rc = lntune_pool_run_kernel(pool, c[i].fn, args, c[i].threads);
+            samples[i * MAX_ROUNDS + (size_t)rounds] = lntune_now_ns() - t0;
+            if (rc) c[i].failed = 1;
+        }
+        rounds++;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        double *s = samples + i * MAX_ROUNDS;
+        if (c[i].failed) continue;
+        qsort(s, (size_t)rounds, sizeof *s, cmp_double);
+        c[i].min_ns = s[0];
+        c[i].max_ns = s[rounds - 1];
+        c[i].median_ns = rounds % 2 ? s[rounds / 2] : 0.5 * (s[rounds / 2 - 1] + s[rounds / 2]);
+    }
+    free(samples);
+}

@@ -1,0 +1,33 @@
+/*
+ * timing.h - interleaved, repeated timing of kernels on the same buffers: every round runs each
+ * candidate once (starting at a different one each round), so that drift in clock speed or
+ * machine load hits all candidates alike; each candidate's figure is its median over rounds.
+ */
+#ifndef LNTUNE_TIMING_H
+#define LNTUNE_TIMING_H
+
+#include "lntune_kernel.h"
+#include "pool.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lntune_timed {
+    lntune_kernel_fn fn;
+    int threads;
+    /* out */
+    double median_ns, min_ns, max_ns;
+    int failed; /* the kernel returned an error code */
+} lntune_timed;
+
+/* Monotonic nanoseconds. */
+double lntune_now_ns(void);
+
+/*
+ * Times each of c[0..n) on args: one warm-up call each, then at least min_rounds rounds, more
+ * while the total stays under budget_ns (at most 1000). pool serves threads > 1.
+ */
+void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
+                             lntune_pool *pool, int min_rounds, double budget_ns);
+
+#endif /* LNTUNE_TIMING_H */

@@ -1,0 +1,585 @@
+/*
+ * tuner.c - one tuning run: for each op x shape, measure the copy bandwidth, search the variant
+ * space (search.c) evaluating candidates as generate -> JIT -> verify -> time, re-time the
+ * leaders with the naive kernel and the copies in one interleaved run, then store everything.
+ *
+ * Every measurement is written as soon as it is taken, so an interrupted run loses nothing, and
+ * a rerun reuses each stored measurement of the same template and compiler instead of compiling.
+ */
+#define _GNU_SOURCE
+#include "tuner.h"
+
+#include "generator.h"
+#include "hardware.h"
+#include "jit.h"
+#include "lntune.h"
+#include "pool.h"
+#include "reference.h"
+#include "search.h"
+#include "timing.h"
+#include "tuning_db.h"
+#include "verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TOP = 4, RETIME_ROUNDS = 15, MIN_ROUNDS = 5 };
+static const double NOISE = 0.01;             /* within 1%, the simpler variant wins */
+static const double BATCH_BUDGET_NS = 150e6;  /* timing of one batch of candidates */
+static const double RETIME_BUDGET_NS = 600e6; /* the final interleaved run */
+
+/* A compiled, loaded source; variants that differ only in launch parameters share one. */
+typedef struct {
+    uint64_t text_hash;
+    lntune_jit_module *module;
+    lntune_kernel_fn fn;
+    lntune_jit_object obj;
+    int ok; /* compiled, loaded and verified */
+    double max_error;
+    char message[512];
+} compiled;
+
+typedef struct {
+    char *variant;
+    lntune_measurement m;
+    char status[8], message[512];
+} stored;
+
+/* Everything one op x shape needs. */
+typedef struct {
+    const lntune_tune_config *cfg;
+    lntune_gen *gen;
+    lntune_jit *jit;
+    lntune_db *db;
+    lntune_pool *pool;
+    lntune_verifier *verifier;
+    const char *op;
+    lntune_shape shape;
+    lntune_db_key key;
+    char code_hash[40]; /* template hash + compiler: measurements of other ones are not reused */
+    lntune_kernel_args args;
+    double bytes;
+    const lntune_space *space;
+    compiled *units;
+    size_t nunits, capunits;
+    int *unit_of;      /* variant -> unit index, -1 unknown */
+    int *threads_of;   /* variant -> threads */
+    stored *db_rows;   /* measurements from earlier runs */
+    size_t ndb_rows;
+    lntune_tune_result *res;
+    double start_ns;
+    size_t done, estimate;
+} job;
+
+static void progress(job *j, const char *stage)
+{
+    if (!j->cfg->progress) return;
+    lntune_tune_progress p = {j->op, j->shape.rows, j->shape.H, stage, j->done,
+                              j->estimate > j->done ? j->estimate : j->done,
+                              (lntune_now_ns() - j->start_ns) * 1e-9};
+    j->cfg->progress(j->cfg->progress_ud, &p);
+}
+
+int64_t lntune_tune_default_rows(int64_t H)
+{
+    int64_t rows = (INT64_C(8) << 20) / (H > 0 ? H : 1);
+    return rows > 0 ? rows : 1;
+}
+
+static int collect_stored(void *ud, const lntune_measurement *m)
+{
+    job *j = ud;
+    stored *grown = realloc(j->db_rows, (j->ndb_rows + 1) * sizeof *grown);
+    if (!grown) return 1;
+    j->db_rows = grown;
+    stored *s = &grown[j->ndb_rows];
+    if (!(s->variant = strdup(m->variant))) return 1;
+    s->m = *m;
+    snprintf(s->status, sizeof s->status, "%s", m->status);
+    snprintf(s->message, sizeof s->message, "%s", m->message ? m->message : "");
+    s->m.variant = s->variant;
+    s->m.status = s->status;
+    s->m.message = s->message;
+    s->m.artifact_key = NULL;
+    s->m.template_hash = NULL;
+    j->ndb_rows++;
+    return 0;
+}
+
+static const stored *find_stored(const job *j, const char *variant)
+{
+    for (size_t i = 0; i < j->ndb_rows; ++i)
+        if (strcmp(j->db_rows[i].variant, variant) == 0) return &j->db_rows[i];
+    return NULL;
+}
+
+static void record(job *j, const char *variant, const char *status, const char *message,
+                   const compiled *u, const lntune_timed *t)
+{
+    lntune_measurement m = {0};
+    m.variant = variant;
+    m.template_hash = j->code_hash;
+    m.status = status;
+    m.message = message && *message ? message : NULL;
+    m.artifact_key = u && u->obj.key[0] ? u->obj.key : NULL;
+    m.compile_ms = u ? u->obj.compile_ms : 0.0;
+    m.max_error = u ? u->max_error : 0.0;
+    if (t) {
+        m.median_ns = t->median_ns;
+        m.min_ns = t->min_ns;
+        m.max_ns = t->max_ns;
+        m.gbps = j->bytes / t->median_ns;
+    }
+    m.copy_gbps = j->res->copy_gbps;
+    lntune_db_put_measurement(j->db, &j->key, &m); /* a failed write costs only a rerun */
+}
+
+/* Emits, compiles (in parallel), loads and verifies the sources of variants idx[0..n). */
+static void build_units(job *j, const size_t *idx, size_t n)
+{
+    size_t first_new = j->nunits;
+    const char **texts = calloc(n, sizeof *texts);
+    lntune_source *srcs = calloc(n, sizeof *srcs);
+    if (!texts || !srcs) goto done;
+    size_t nnew = 0;
+    for (size_t k = 0; k < n; ++k) {
+        size_t v = idx[k];
+        lntune_source src;
+        if (lntune_gen_emit(j->gen, "cpu", j->op, lntune_space_variant(j->space, v), &j->shape,
+                            NULL, &src) != LNTUNE_OK) {
+            record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_FAILED,
+                   lntune_gen_errmsg(j->gen), NULL, NULL);
+            j->res->failed++;
+            continue;
+        }
+        j->threads_of[v] = src.threads;
+        uint64_t h = lntune_fnv1a(LNTUNE_FNV_INIT, src.text, strlen(src.text));
+        size_t u = 0;
+        while (u < j->nunits && j->units[u].text_hash != h) ++u;
+        if (u < j->nunits) {
+            j->unit_of[v] = (int)u;
+            lntune_source_free(&src);
+            continue;
+        }
+        if (j->nunits == j->capunits) {
+            size_t cap = j->capunits ? 2 * j->capunits : 64;
+            compiled *grown = realloc(j->units, cap * sizeof *grown);
+            if (!grown) {
+                lntune_source_free(&src);
+                break;
+            }
+            j->units = grown;
+            j->capunits = cap;
+        }
+        memset(&j->units[j->nunits], 0, sizeof j->units[0]);
+        j->units[j->nunits].text_hash = h;
+        j->unit_of[v] = (int)j->nunits++;
+        srcs[nnew] = src;
+        texts[nnew] = srcs[nnew].text;
+        nnew++;
+    }
+    if (nnew == 0) goto done;
+    progress(j, "compile");
+    lntune_jit_object *objs = calloc(nnew, sizeof *objs);
+    if (!objs) goto done;
+    int parallel = lntune_pool_threads(j->pool);
+    char host_flag[64];
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
+    /* Objects are -march=native: the host's fingerprint keeps them out of other hosts' cache. */
+    snprintf(host_flag, sizeof host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
+    const char *flags[] = {host_flag, NULL};
+    const char *const **extra = calloc(nnew, sizeof *extra);
+    for (size_t k = 0; extra && k < nnew; ++k) extra[k] = flags;
+    lntune_jit_compile_many(j->jit, texts, (const char *const *const *)extra, nnew, parallel, objs);
+    free(extra);
+    progress(j, "verify");
+    for (size_t k = 0; k < nnew; ++k) {
+        compiled *u = &j->units[first_new + k];
+        u->obj = objs[k];
+        if (u->obj.cache_hit) j->res->cache_hits++;
+        else j->res->compiled++;
+        if (!u->obj.data) {
+            snprintf(u->message, sizeof u->message, "compile failed: %s",
+                     u->obj.diag ? u->obj.diag : lntune_jit_errmsg(j->jit));
+            continue;
+        }
+        if (lntune_jit_load(j->jit, u->obj.data, u->obj.len, "lntune_kernel", &u->module, &u->fn)) {
+            snprintf(u->message, sizeof u->message, "load failed: %s", lntune_jit_errmsg(j->jit));
+            continue;
+        }
+        lntune_verify_result vr;
+        int rc = lntune_verifier_check(j->verifier, u->fn, srcs[k].affine, srcs[k].fixed_h,
+                                       srcs[k].threads, j->pool, &vr);
+        u->max_error = vr.max_error;
+        j->res->verified++;
+        if (rc == LNTUNE_OK) u->ok = 1;
+        else snprintf(u->message, sizeof u->message, "%s", vr.message);
+    }
+    free(objs);
+done:
+    for (size_t k = 0; srcs && k < nnew; ++k) lntune_source_free(&srcs[k]);
+    free(srcs);
+    free(texts);
+}
+
+/* The search's evaluate callback: reuse a stored measurement, or build, verify and time. */
+static void evaluate(void *ud, const size_t *idx, size_t n, double *times)
+{
+    job *j = ud;
+    size_t *todo = malloc(n * sizeof *todo), *slot = malloc(n * sizeof *slot);
+    lntune_timed *timed = calloc(n, sizeof *timed);
+    size_t ntodo = 0, ntimed = 0;
+    for (size_t k = 0; k < n; ++k) times[k] = INFINITY;
+    if (!todo || !slot || !timed) goto done;
+    for (size_t k = 0; k < n; ++k) {
+        const char *variant = lntune_space_variant(j->space, idx[k]);
+        const stored *s = j->cfg->retune ? NULL : find_stored(j, variant);
+        if (!s) {
+            slot[ntodo] = k;
+            todo[ntodo++] = idx[k];
+            continue;
+        }
+        j->res->reused++;
+        if (strcmp(s->status, LNTUNE_STATUS_OK) == 0) times[k] = s->m.median_ns;
+    }
+    j->done += n - ntodo;
+    if (ntodo == 0) goto done;
+    build_units(j, todo, ntodo);
+    size_t *timed_slot = todo; /* reused: todo[] is not needed past this point */
+    for (size_t t = 0; t < ntodo; ++t) {
+        size_t k = slot[t], v = idx[k];
+        int u = j->unit_of[v];
+        if (u < 0) continue; /* emit failed, already recorded */
+        if (!j->units[u].ok) {
+            const int wrong = j->units[u].fn != NULL; /* loaded, then failed verification */
+            record(j, lntune_space_variant(j->space, v),
+                   wrong ? LNTUNE_STATUS_WRONG : LNTUNE_STATUS_FAILED, j->units[u].message,
+                   &j->units[u], NULL);
+            if (wrong) j->res->wrong++;
+            else j->res->failed++;
+            continue;
+        }
+        timed[ntimed] = (lntune_timed){j->units[u].fn, j->threads_of[v], 0, 0, 0, 0};
+        timed_slot[ntimed++] = k;
+    }
+    progress(j, "time");
+    lntune_time_interleaved(timed, ntimed, &j->args, j->pool, MIN_ROUNDS, BATCH_BUDGET_NS);
+    for (size_t t = 0; t < ntimed; ++t) {
+        size_t k = timed_slot[t], v = idx[k];
+        compiled *u = &j->units[j->unit_of[v]];
+        j->res->timed++;
+        if (timed[t].failed) {
+            record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_FAILED,
+                   "the kernel returned an error code while timed", u, NULL);
+            continue;
+        }
+        times[k] = timed[t].median_ns;
+        record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_OK, NULL, u, &timed[t]);
+    }
+    j->done += ntodo;
+done:
+    free(todo);
+    free(slot);
+    free(timed);
+}
+
+/* Loads the source of variant v if an earlier run measured it and this one never built it. */
+static compiled *unit_for(job *j, size_t v)
+{
+    if (j->unit_of[v] < 0) build_units(j, &v, 1);
+    int u = j->unit_of[v];
+    return u >= 0 && j->units[u].ok ? &j->units[u] : NULL;
+}
+
+/* Compiles the copy kernels of the same bytes, checks that they copy, and loads them. */
+static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *copies, size_t max)
+{
+    char **list;
+    size_t n, got = 0;
+    lntune_shape any = {0, 0, LNTUNE_AFFINE_ANY};
+    if (lntune_gen_variants(j->gen, "cpu", "copy", &any, &list, &n) != LNTUNE_OK) return 0;
+    for (size_t i = 0; i < n && got < max; ++i) {
+        lntune_source src;
+        lntune_jit_object obj = {0};
+        if (lntune_gen_emit(j->gen, "cpu", "copy", list[i], &any, NULL, &src) != LNTUNE_OK) continue;
+        if (lntune_jit_compile(j->jit, src.text, NULL, &obj) == LNTUNE_OK &&
+            lntune_jit_load(j->jit, obj.data, obj.len, "lntune_kernel", &modules[got],
+                            &copies[got].fn) == LNTUNE_OK) {
+            copies[got].threads = src.threads;
+            lntune_kernel_args a = j->args;
+            a.rows = a.rows < 4 ? a.rows : 4;
+            float *y = a.y;
+            y[0] = -1.0f;
+            lntune_pool_run_kernel(j->pool, copies[got].fn, &a, copies[got].threads);
+            if (memcmp(a.x, a.y, (size_t)(a.rows * a.H) * sizeof(float)) == 0) got++;
+            else lntune_jit_unload(modules[got]);
+        }
+        lntune_jit_object_free(&obj);
+        lntune_source_free(&src);
+    }
+    lntune_gen_free_list(list, n);
+    return got;
+}
+
+/* Among the retimed leaders, the fastest, or the simplest within NOISE of it. */
+static size_t choose(const job *j, const size_t *top, const lntune_timed *t, size_t n)
+{
+    size_t best = 0;
+    for (size_t k = 1; k < n; ++k)
+        if (t[k].median_ns < t[best].median_ns) best = k;
+    size_t pick = best;
+    for (size_t k = 0; k < n; ++k) {
+        if (t[k].failed || t[k].median_ns > t[best].median_ns * (1.0 + NOISE)) continue;
+        int ck = lntune_space_complexity(j->space, top[k]);
+        int cp = lntune_space_complexity(j->space, top[pick]);
+        if (ck < cp || (ck == cp && strcmp(lntune_space_variant(j->space, top[k]),
+                                           lntune_space_variant(j->space, top[pick])) < 0))
+            pick = k;
+    }
+    return pick;
+}
+
+static void store_winner(job *j, size_t v, const lntune_timed *t)
+{
+    compiled *u = unit_for(j, v);
+    lntune_source src;
+    if (!u || lntune_gen_emit(j->gen, "cpu", j->op, lntune_space_variant(j->space, v), &j->shape,
+                              NULL, &src) != LNTUNE_OK)
+        return;
+    void *so = NULL;
+    size_t so_len = 0;
+    char *diag = NULL;
+    lntune_jit_link_shared(j->jit, u->obj.data, u->obj.len, &so, &so_len, &diag);
+    lntune_artifact art = {u->obj.key, src.text, lntune_jit_compiler_version(j->jit),
+                           "-std=c11 -O3 -march=native -fPIC", "lntune_kernel", u->obj.data,
+                           u->obj.len, so, so_len};
+    lntune_db_put_artifact(j->db, &art);
+    lntune_best b = {lntune_space_variant(j->space, v), u->obj.key, src.threads, j->shape.rows,
+                     t->median_ns, j->bytes / t->median_ns, j->res->copy_gbps, u->max_error,
+                     j->res->naive_ns};
+    lntune_db_set_best(j->db, &j->key, &b);
+    free(so);
+    free(diag);
+    lntune_source_free(&src);
+}
+
+static int from_best(void *ud, const lntune_best *b)
+{
+    job *j = ud;
+    const stored *s = find_stored(j, b->variant);
+    if (!s || b->tuned_rows != j->shape.rows) return 0; /* another template, compiler or rows */
+    snprintf(j->res->variant, sizeof j->res->variant, "%s", b->variant);
+    j->res->median_ns = b->median_ns;
+    j->res->gbps = b->gbps;
+    j->res->copy_gbps = b->copy_gbps;
+    j->res->naive_ns = b->naive_ns;
+    j->res->max_error = b->max_error;
+    j->res->from_db = 1;
+    return 0;
+}
+
+static void fill(float *p, size_t n, uint64_t *state, double scale, double offset)
+{
+    for (size_t i = 0; i < n; ++i) {
+        *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+        p[i] = (float)(offset + scale * ((double)(*state >> 11) / 9007199254740992.0 - 0.5));
+    }
+}
+
+/* Tunes one op x shape into res. */
+static void tune_one(job *j)
+{
+    lntune_tune_result *res = j->res;
+    char **list = NULL;
+    size_t n = 0, nunits_done = 0;
+    lntune_space *space = NULL;
+    float *x = NULL, *y = NULL, *gamma = NULL, *beta = NULL;
+    lntune_jit_module *copy_modules[16] = {0};
+    size_t ncopies = 0;
+
+    lntune_db_each_measurement(j->db, &j->key, j->code_hash, collect_stored, j);
+    if (!j->cfg->retune) lntune_db_get_best(j->db, &j->key, from_best, j);
+    if (res->from_db) goto done;
+
+    if (lntune_gen_variants(j->gen, "cpu", j->op, &j->shape, &list, &n) != LNTUNE_OK || n == 0 ||
+        lntune_space_create(list, n, &space) != LNTUNE_OK)
+        goto done;
+    j->space = space;
+    j->unit_of = malloc(n * sizeof *j->unit_of);
+    j->threads_of = calloc(n, sizeof *j->threads_of);
+    const size_t elems = (size_t)(j->shape.rows * j->shape.H);
+    x = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
+    y = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
+    gamma = malloc((size_t)j->shape.H * sizeof(float));
+    beta = malloc((size_t)j->shape.H * sizeof(float));
+    if (!j->unit_of || !j->threads_of || !x || !y || !gamma || !beta) goto done;
+    for (size_t i = 0; i < n; ++i) j->unit_of[i] = -1;
+    uint64_t state = 0x853c49e6748fea9bULL;
+    fill(x, elems, &state, 4.0, 0.0);
+    fill(y, elems, &state, 1.0, 0.0); /* touch y's pages before any timing */
+    fill(gamma, (size_t)j->shape.H, &state, 1.0, 1.0);
+    fill(beta, (size_t)j->shape.H, &state, 1.0, 0.0);
+    j->args = (lntune_kernel_args){.rows = j->shape.rows, .H = j->shape.H, .x_stride = j->shape.H,
+                                   .y_stride = j->shape.H, .x = x, .y = y, .gamma = gamma,
+                                   .beta = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM ? beta : NULL,
+                                   .eps = 1e-5f};
+    j->bytes = 2.0 * (double)elems * sizeof(float);
+
+    progress(j, "copy");
+    lntune_timed copies[16];
+    ncopies = build_copies(j, copy_modules, copies, 16);
+
+    size_t top[TOP];
+    size_t ntop = lntune_search(space, j->cfg->rigor, evaluate, j, top, TOP);
+    if (ntop == 0) goto done;
+
+    /* The leaders, the naive kernel and the copies, timed together in one interleaved run. */
+    progress(j, "retime");
+    lntune_timed group[TOP + 1 + 16];
+    size_t ng = 0, naive_at = SIZE_MAX;
+    for (size_t k = 0; k < ntop; ++k) {
+        compiled *u = unit_for(j, top[k]);
+        if (!u) continue;
+        top[ng] = top[k];
+        group[ng++] = (lntune_timed){u->fn, j->threads_of[top[k]], 0, 0, 0, 0};
+    }
+    nunits_done = ng;
+    compiled *naive = unit_for(j, 0);
+    if (naive) {
+        naive_at = ng;
+        group[ng++] = (lntune_timed){naive->fn, j->threads_of[0], 0, 0, 0, 0};
+    }
+    for (size_t c = 0; c < ncopies; ++c) group[ng++] = copies[c];
+    lntune_time_interleaved(group, ng, &j->args, j->pool, RETIME_ROUNDS, RETIME_BUDGET_NS);
+    double copy_ns = INFINITY;
+    for (size_t c = naive_at == SIZE_MAX ? nunits_done : naive_at + 1; c < ng; ++c)
+        if (!group[c].failed && group[c].median_ns < copy_ns) copy_ns = group[c].median_ns;
+    res->copy_gbps = isinf(copy_ns) ? 0.0 : j->bytes / copy_ns;
+    if (naive_at != SIZE_MAX) res->naive_ns = group[naive_at].median_ns;
+    if (nunits_done == 0) goto done;
+    size_t w = choose(j, top, group, nunits_done);
+    for (size_t k = 0; k < nunits_done; ++k)
+        record(j, lntune_space_variant(space, top[k]), LNTUNE_STATUS_OK, NULL,
+               &j->units[j->unit_of[top[k]]], &group[k]);
+    store_winner(j, top[w], &group[w]);
+    snprintf(res->variant, sizeof res->variant, "%s", lntune_space_variant(space, top[w]));
+    res->median_ns = group[w].median_ns;
+    res->gbps = j->bytes / group[w].median_ns;
+    res->max_error = j->units[j->unit_of[top[w]]].max_error;
+done:
+    for (size_t c = 0; c < ncopies; ++c) lntune_jit_unload(copy_modules[c]);
+    for (size_t u = 0; u < j->nunits; ++u) {
+        lntune_jit_unload(j->units[u].module);
+        lntune_jit_object_free(&j->units[u].obj);
+    }
+    for (size_t i = 0; i < j->ndb_rows; ++i) free(j->db_rows[i].variant);
+    free(j->db_rows);
+    free(j->units);
+    free(j->unit_of);
+    free(j->threads_of);
+    free(x);
+    free(y);
+    free(gamma);
+    free(beta);
+    lntune_space_destroy(space);
+    lntune_gen_free_list(list, n);
+}
+
+/* template hash + compiler version: a measurement holds only for both. */
+static int code_hash(lntune_gen *g, lntune_jit *jit, const char *op, char *out, size_t size)
+{
+    lntune_source src;
+    lntune_shape any = {0, 0, 0};
+    if (lntune_gen_emit(g, "cpu", op, "", &any, NULL, &src) != LNTUNE_OK) return -1;
+    const char *cv = lntune_jit_compiler_version(jit);
+    snprintf(out, size, "%s-%08llx", src.template_hash,
+             (unsigned long long)(lntune_fnv1a(LNTUNE_FNV_INIT, cv, strlen(cv)) & 0xffffffffu));
+    lntune_source_free(&src);
+    return 0;
+}
+
+int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *nresults,
+                char *err, size_t errlen)
+{
+    *results = NULL;
+    *nresults = 0;
+    lntune_gen *gen = NULL;
+    lntune_jit *jit = NULL;
+    lntune_db *db = NULL;
+    lntune_pool *pool = NULL;
+    lntune_cpu_info cpu;
+    int64_t hw = 0;
+    int rc;
+    lntune_cpu_info_get(&cpu);
+    int threads = cfg->max_threads > 0 && cfg->max_threads < cpu.cores ? cfg->max_threads : cpu.cores;
+    if ((rc = lntune_gen_open(NULL, &gen)) != LNTUNE_OK) {
+        snprintf(err, errlen, "%s", lntune_gen_errmsg(gen));
+        goto done;
+    }
+    lntune_gen_set_cores(gen, threads);
+    if ((rc = lntune_jit_open(NULL, &jit)) != LNTUNE_OK) {
+        snprintf(err, errlen, "%s", lntune_jit_errmsg(jit));
+        goto done;
+    }
+    if ((rc = lntune_db_open(cfg->db_path, 0, &db)) != LNTUNE_OK ||
+        (rc = lntune_db_put_hardware(db, &cpu, lntune_jit_compiler_version(jit), &hw)) != LNTUNE_OK) {
+        snprintf(err, errlen, "%s", lntune_db_errmsg(db));
+        goto done;
+    }
+    if ((rc = lntune_pool_create(threads, &pool)) != LNTUNE_OK) {
+        snprintf(err, errlen, "cannot start %d threads", threads);
+        goto done;
+    }
+    lntune_tune_result *res = calloc(cfg->nops * cfg->nshapes + 1, sizeof *res);
+    if (!res) {
+        rc = LNTUNE_ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    *results = res;
+    for (size_t o = 0; o < cfg->nops; ++o) {
+        for (size_t s = 0; s < cfg->nshapes; ++s) {
+            lntune_tune_result *r = &res[(*nresults)++];
+            job j = {0};
+            j.cfg = cfg;
+            j.gen = gen;
+            j.jit = jit;
+            j.db = db;
+            j.pool = pool;
+            j.op = cfg->ops[o];
+            j.shape = cfg->shapes[s];
+            if (j.shape.rows <= 0) j.shape.rows = lntune_tune_default_rows(j.shape.H);
+            j.shape.affine = LNTUNE_AFFINE_GAMMA;
+            j.key = (lntune_db_key){hw, "cpu", j.op, "f32", j.shape.H, j.shape.rows, 1};
+            j.res = r;
+            j.start_ns = lntune_now_ns();
+            j.estimate = cfg->rigor == LNTUNE_RIGOR_QUICK ? 20 : 150;
+            snprintf(r->op, sizeof r->op, "%s", j.op);
+            r->rows = j.shape.rows;
+            r->H = j.shape.H;
+            if (code_hash(gen, jit, j.op, j.code_hash, sizeof j.code_hash) != 0) {
+                rc = LNTUNE_ETEMPLATE;
+                snprintf(err, errlen, "%s", lntune_gen_errmsg(gen));
+                goto done;
+            }
+            int64_t hs[3] = {1, 17, j.shape.H};
+            size_t nh = j.shape.H == 1 || j.shape.H == 17 ? 2 : 3;
+            if ((rc = lntune_verifier_create(lntune_op_parse(j.op), hs, nh, 0, &j.verifier))) {
+                snprintf(err, errlen, "cannot prepare the verifier for H=%lld", (long long)j.shape.H);
+                goto done;
+            }
+            tune_one(&j);
+            lntune_verifier_destroy(j.verifier);
+        }
+    }
+    rc = LNTUNE_OK;
+done:
+    lntune_pool_destroy(pool);
+    lntune_db_close(db);
+    lntune_jit_close(jit);
+    lntune_gen_close(gen);
+    return rc;
+}

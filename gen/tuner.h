@@ -1,0 +1,67 @@
+/*
+ * tuner.h - the main job: for each op and shape, generate the variants, compile them in process,
+ * verify each against the float64 reference, time the correct ones against the memory copy of
+ * the same bytes, and store every measurement, the winner's artifact and the winner in the
+ * tuning database.
+ */
+#ifndef LNTUNE_TUNER_H
+#define LNTUNE_TUNER_H
+
+#include "generator.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Planner rigor, as FFTW's: how much of the variant space is compiled and timed. */
+typedef enum lntune_rigor {
+    LNTUNE_RIGOR_QUICK = 0,      /* one coordinate sweep from the naive variant: seconds */
+    LNTUNE_RIGOR_MEASURE = 1,    /* beam search over the knobs (the default) */
+    LNTUNE_RIGOR_EXHAUSTIVE = 2, /* every variant */
+} lntune_rigor;
+
+typedef struct lntune_tune_progress {
+    const char *op;
+    int64_t rows, H;
+    const char *stage; /* "copy", "compile", "verify", "time", "retime" */
+    size_t done, total; /* variants evaluated, and the estimate of how many will be */
+    double elapsed_s;
+} lntune_tune_progress;
+
+typedef struct lntune_tune_config {
+    const char *db_path;      /* NULL: the default path */
+    const char *const *ops;   /* "layernorm", "rmsnorm" */
+    size_t nops;
+    const lntune_shape *shapes; /* rows 0: lntune_tune_default_rows(H) */
+    size_t nshapes;
+    int max_threads; /* 0: every core */
+    lntune_rigor rigor;
+    int retune; /* measure again even what the database already holds */
+    void (*progress)(void *ud, const lntune_tune_progress *p);
+    void *progress_ud;
+} lntune_tune_config;
+
+typedef struct lntune_tune_result {
+    char op[16];
+    int64_t rows, H;
+    char variant[256]; /* the winner */
+    double median_ns, gbps, copy_gbps, naive_ns, max_error;
+    int compiled, cache_hits, reused, verified, wrong, failed, timed;
+    int from_db; /* the winner came from an earlier run; nothing was measured */
+} lntune_tune_result;
+
+/*
+ * The row count tuned when a shape gives none: 8 Mi elements / H (at least 1), so that x and y
+ * together are 64 MiB of fp32 - more than the last-level cache of the machines lntune targets,
+ * the regime of a Transformer layer over a long batch of tokens. H=4096 -> 2048 rows.
+ */
+int64_t lntune_tune_default_rows(int64_t H);
+
+/*
+ * Tunes every op x shape. *results (malloc'd, *n entries) holds one entry per op x shape.
+ * Returns LNTUNE_OK, or a code with a message in err. A variant that fails to compile or
+ * verify is recorded and skipped; tuning goes on.
+ */
+int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *n, char *err,
+                size_t errlen);
+
+#endif /* LNTUNE_TUNER_H */

@@ -1,0 +1,2 @@
+-- Returns a plain table instead of lntune.family{...}.
+return { op = "notfamily" }

@@ -1,0 +1,12 @@
+-- The template body has a Lua syntax error on line 8.
+return lntune.family {
+    op = "syntax",
+    target = "test",
+    params = { { name = "n", values = { 1 } } },
+    source = lntune.template [==[
+int a;
+@ for i = 1, p.n
+int b;
+@ end
+]==],
+}

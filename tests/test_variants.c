@@ -1,0 +1,161 @@
+/*
+ * test_variants.c - every variant in the CPU space compiles with -Wall -Wextra -Werror under the
+ * compiler named on the command line, and passes the verifier's adversarial suite.
+ *
+ *   test_variants COMPILER [quick]
+ *
+ * Variants that read H at run time are verified at every H of the standard list, on 1 thread
+ * and on every thread count of the space; fixed-H variants at the H they were generated for
+ * (all of H = 4096; every 5th of H = 1, 17, 4097). "quick" takes every 7th variant of each list
+ * (for sanitizer builds).
+ */
+#include "build.h"
+#include "generator.h"
+#include "lntune.h"
+#include "verify.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    int failures, variants, runs;
+} tally;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The variant with its launch parameter (threads=N, always last) removed. */
+static void code_part(const char *variant, char *out, size_t size)
+{
+    snprintf(out, size, "%s", variant);
+    char *t = strstr(out, ",threads=");
+    if (t) *t = '\0';
+}
+
+/*
+ * Compiles every distinct code variant of op for shape (keeping those whose h matches want_h)
+ * and verifies each at every thread count the list gives it.
+ */
+static void check_space(lntune_gen *g, const char *compiler, const char *op, lntune_shape shape,
+                        const char *want_h, int stride, tally *t)
+{
+    char **list;
+    size_t n;
+    if (lntune_gen_variants(g, "cpu", op, &shape, &list, &n) != LNTUNE_OK) {
+        printf("FAIL listing %s: %s\n", op, lntune_gen_errmsg(g));
+        t->failures++;
+        return;
+    }
+    lntune_source *srcs = calloc(n, sizeof *srcs);
+    const char **texts = calloc(n, sizeof *texts);
+    char (*codes)[256] = calloc(n, sizeof *codes);
+    size_t *code_of = calloc(n, sizeof *code_of); /* variant -> index of its code variant */
+    size_t ncode = 0, kept = 0;
+    for (size_t i = 0; i < n; ++i) {
+        char code[256], symbol[32];
+        if (!strstr(list[i], want_h)) continue;
+        if (kept++ % (size_t)stride != 0) continue;
+        code_part(list[i], code, sizeof code);
+        size_t c = 0;
+        while (c < ncode && strcmp(codes[c], code) != 0) ++c;
+        code_of[i] = c + 1;
+        if (c < ncode) continue;
+        snprintf(codes[ncode], sizeof codes[ncode], "%s", code);
+        snprintf(symbol, sizeof symbol, "k%zu", ncode);
+        if (lntune_gen_emit(g, "cpu", op, list[i], &shape, symbol, &srcs[ncode]) != LNTUNE_OK) {
+            printf("FAIL emitting %s: %s\n", list[i], lntune_gen_errmsg(g));
+            t->failures++;
+            code_of[i] = 0;
+            continue;
+        }
+        texts[ncode] = srcs[ncode].text;
+        ncode++;
+    }
+    const char *const werror[] = {"-Wall", "-Wextra", "-Werror", NULL};
+    lntune_library *lib = NULL;
+    char *diag = NULL;
+    double t0 = now_s();
+    int rc = lntune_build_library(compiler, werror, texts, ncode, 2, &lib, &diag);
+    double t1 = now_s();
+    if (rc != LNTUNE_OK) {
+        printf("FAIL %s %s: %s\n", compiler, op, diag ? diag : lntune_errstr(rc));
+        t->failures++;
+        free(diag);
+    } else {
+        const int64_t *hs = lntune_verify_standard_h;
+        size_t nh = lntune_verify_standard_h_count;
+        if (shape.H && strstr(want_h, "fixed")) hs = &shape.H, nh = 1;
+        lntune_verifier *v = NULL;
+        lntune_pool *pool = NULL;
+        lntune_verifier_create(lntune_op_parse(op), hs, nh, 0, &v);
+        for (size_t i = 0; i < n; ++i) {
+            if (!code_of[i]) continue;
+            const lntune_source *s = &srcs[code_of[i] - 1];
+            char symbol[32];
+            snprintf(symbol, sizeof symbol, "k%zu", code_of[i] - 1);
+            const char *th = strstr(list[i], "threads=");
+            int threads = th ? atoi(th + 8) : 1;
+            if (threads > 1 && (!pool || lntune_pool_threads(pool) < threads)) {
+                lntune_pool_destroy(pool);
+                lntune_pool_create(threads, &pool);
+            }
+            lntune_verify_result res;
+            rc = lntune_verifier_check(v, lntune_library_kernel(lib, symbol), s->affine, s->fixed_h,
+                                       threads, pool, &res);
+            t->variants++;
+            t->runs += res.cases;
+            if (rc != LNTUNE_OK) {
+                printf("FAIL %s %s %s: %s\n", compiler, op, list[i], res.message);
+                t->failures++;
+            }
+        }
+        lntune_pool_destroy(pool);
+        lntune_verifier_destroy(v);
+    }
+    printf("  %s %s H=%lld %s: %zu sources compiled in %.1f s, verified in %.1f s\n", compiler,
+           op, (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
+    fflush(stdout);
+    lntune_library_close(lib);
+    for (size_t i = 0; i < ncode; ++i) lntune_source_free(&srcs[i]);
+    free(srcs);
+    free(texts);
+    free(codes);
+    free(code_of);
+    lntune_gen_free_list(list, n);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_variants COMPILER [quick]\n");
+        return 2;
+    }
+    const char *compiler = argv[1];
+    int stride = argc > 2 && strcmp(argv[2], "quick") == 0 ? 7 : 1;
+    lntune_gen *g = NULL;
+    if (lntune_gen_open(NULL, &g) != LNTUNE_OK) {
+        printf("FAIL opening the generator: %s\n", lntune_gen_errmsg(g));
+        return 1;
+    }
+    tally t = {0, 0, 0};
+    const char *ops[] = {"layernorm", "rmsnorm"};
+    /* H=4096 is the shape of the promise: all of it. Other fixed H are sampled. */
+    const int64_t sampled[] = {1, 17, 4097};
+    for (int o = 0; o < 2; ++o) {
+        check_space(g, compiler, ops[o], (lntune_shape){0, 0}, "h=runtime", stride, &t);
+        check_space(g, compiler, ops[o], (lntune_shape){0, 4096}, "h=fixed", stride, &t);
+        for (size_t f = 0; f < sizeof sampled / sizeof sampled[0]; ++f)
+            check_space(g, compiler, ops[o], (lntune_shape){0, sampled[f]}, "h=fixed", stride * 5,
+                        &t);
+    }
+    lntune_gen_close(g);
+    printf("%s: %d variants verified (%d runs), %d failures\n", compiler, t.variants, t.runs,
+           t.failures);
+    return t.failures || t.variants == 0 ? 1 : 0;
+}

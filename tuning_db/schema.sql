@@ -1,0 +1,91 @@
+-- schema.sql - the tuning database schema, the only place it is written down.
+--
+-- Built into the library (cmake/embed.cmake). Each "-- @version N" section migrates a database
+-- at version N-1 to version N; a new database runs every section in order, in one transaction.
+-- A schema change therefore appends a section and never edits an old one: databases already on
+-- disk only ever see the sections after their PRAGMA user_version. The highest section number is
+-- the version this build writes. application_id and user_version are set by db_open.c.
+
+-- @version 1
+
+-- One row per machine. The fingerprint hashes every other CPU field (hardware.c); compiler is
+-- informational, since artifacts carry their own compiler version.
+CREATE TABLE hardware (
+    id INTEGER PRIMARY KEY,
+    fingerprint TEXT NOT NULL UNIQUE,
+    arch TEXT NOT NULL,
+    model TEXT NOT NULL,
+    family INTEGER NOT NULL,
+    model_id INTEGER NOT NULL,
+    stepping INTEGER NOT NULL,
+    features TEXT NOT NULL,
+    cores INTEGER NOT NULL,
+    l1d_bytes INTEGER NOT NULL,
+    l2_bytes INTEGER NOT NULL,
+    l3_bytes INTEGER NOT NULL,
+    compiler TEXT,
+    created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+
+-- Every measured variant, kept even when it loses, so that a changed search space or a second
+-- look does not repeat work. Timings are NULL when there are none (a wrong or failed variant).
+CREATE TABLE measurements (
+    id INTEGER PRIMARY KEY,
+    hardware_id INTEGER NOT NULL REFERENCES hardware (id),
+    target TEXT NOT NULL,
+    op TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    H INTEGER NOT NULL CHECK (H > 0),
+    rows INTEGER NOT NULL CHECK (rows > 0),
+    affine INTEGER NOT NULL CHECK (affine IN (0, 1)),
+    variant TEXT NOT NULL,
+    template_hash TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'wrong', 'failed')),
+    message TEXT,
+    artifact_key TEXT,
+    compile_ms REAL,
+    median_ns REAL,
+    min_ns REAL,
+    max_ns REAL,
+    gbps REAL,
+    copy_gbps REAL,
+    max_error REAL,
+    measured_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    UNIQUE (hardware_id, target, op, dtype, H, rows, affine, variant, template_hash)
+);
+
+-- Compiled kernels, keyed by a hash of source, flags and compiler version, so the runtime can
+-- load a winner without compiling anything.
+CREATE TABLE artifacts (
+    key TEXT PRIMARY KEY NOT NULL,
+    source TEXT NOT NULL,
+    compiler TEXT,
+    flags TEXT,
+    symbol TEXT NOT NULL,
+    object BLOB,
+    shared BLOB,
+    created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+
+-- The winner per shape and rows bucket (lntune_rows_bucket): what the runtime dispatches to.
+CREATE TABLE best (
+    id INTEGER PRIMARY KEY,
+    hardware_id INTEGER NOT NULL REFERENCES hardware (id),
+    target TEXT NOT NULL,
+    op TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    H INTEGER NOT NULL CHECK (H > 0),
+    rows_bucket INTEGER NOT NULL CHECK (rows_bucket BETWEEN 0 AND 6),
+    affine INTEGER NOT NULL CHECK (affine IN (0, 1)),
+    variant TEXT NOT NULL,
+    artifact_key TEXT,
+    threads INTEGER NOT NULL,
+    tuned_rows INTEGER NOT NULL,
+    median_ns REAL,
+    gbps REAL,
+    copy_gbps REAL,
+    max_error REAL,
+    naive_ns REAL,
+    chosen_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    UNIQUE (hardware_id, target, op, dtype, H, rows_bucket, affine)
+);
