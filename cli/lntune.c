@@ -8,23 +8,28 @@
 #include "build.h"
 #include "export.h"
 #include "generator.h"
+#include "hardware.h"
 #include "lntune.h"
 #include "reference.h"
 #include "shape.h"
+#include "tuner.h"
+#include "tuning_db.h"
 #include "verify.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 typedef struct {
-    const char *op, *target, *variant, *symbol;
-    const char *out, *db; /* export */
+    const char *op, *target, *variant, *symbol, *db, *rigor;
+    const char *out; /* export */
     lntune_shape *shapes;
     size_t nshapes;
-    int help;
+    int help, retune, json, all, threads;
     int cmake; /* export --cmake */
 } options;
 
@@ -52,16 +57,31 @@ static int parse_options(int argc, char **argv, options *o)
             o->help = 1;
             continue;
         }
-        if (strcmp(a, "--cmake") == 0) {
-            o->cmake = 1;
+        int *flag = strcmp(a, "--retune") == 0 ? &o->retune
+                    : strcmp(a, "--json") == 0 ? &o->json
+                    : strcmp(a, "--all") == 0  ? &o->all
+                    : strcmp(a, "--cmake") == 0 ? &o->cmake
+                                               : NULL;
+        if (flag) {
+            *flag = 1;
+            continue;
+        }
+        if (strcmp(a, "--threads") == 0) {
+            char *end;
+            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || *end || n < 1 || n > 4096)
+                return usage_error("%s", "--threads needs a whole number from 1 to 4096");
+            o->threads = (int)n;
+            ++i;
             continue;
         }
         if (strcmp(a, "--op") == 0) slot = &o->op;
+        else if (strcmp(a, "--db") == 0) slot = &o->db;
+        else if (strcmp(a, "--out") == 0) slot = &o->out;
+        else if (strcmp(a, "--rigor") == 0) slot = &o->rigor;
         else if (strcmp(a, "--target") == 0) slot = &o->target;
         else if (strcmp(a, "--variant") == 0) slot = &o->variant;
         else if (strcmp(a, "--symbol") == 0) slot = &o->symbol;
-        else if (strcmp(a, "--out") == 0) slot = &o->out;
-        else if (strcmp(a, "--db") == 0) slot = &o->db;
         else if (strcmp(a, "--shape") != 0) return usage_error("unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
         const char *value = argv[++i];
@@ -204,6 +224,168 @@ static int cmd_verify(options *o)
     return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
 }
 
+
+/* The progress bar on a terminal, one line per stage change elsewhere. */
+static void show_progress(void *ud, const lntune_tune_progress *p)
+{
+    static char last[64];
+    int tty = *(int *)ud;
+    double eta = p->done ? p->elapsed_s * (double)(p->total - p->done) / (double)p->done : 0.0;
+    if (tty) {
+        int width = 30, filled = p->total ? (int)(width * p->done / p->total) : 0;
+        fprintf(stderr, "\r%-9s H=%-6lld rows=%-7lld [%.*s%*s] %3zu/%-3zu %-7s %4.0fs ETA %3.0fs ",
+                p->op, (long long)p->H, (long long)p->rows, filled, "##############################",
+                width - filled, "", p->done, p->total, p->stage, p->elapsed_s, eta);
+        fflush(stderr);
+        return;
+    }
+    char now[64];
+    if (strcmp(p->stage, "copy") != 0 && strcmp(p->stage, "retime") != 0) return;
+    snprintf(now, sizeof now, "%s %lld %s", p->op, (long long)p->H, p->stage);
+    if (strcmp(now, last) == 0) return;
+    snprintf(last, sizeof last, "%s", now);
+    fprintf(stderr, "%s H=%lld rows=%lld: %s (%zu variants so far, %.0f s)\n", p->op,
+            (long long)p->H, (long long)p->rows, p->stage, p->done, p->elapsed_s);
+}
+
+static void print_results(const lntune_tune_result *r, size_t n, int json)
+{
+    if (json) {
+        printf("[");
+        for (size_t i = 0; i < n; ++i)
+            printf("%s\n {\"op\": \"%s\", \"rows\": %lld, \"H\": %lld, \"variant\": \"%s\", "
+                   "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
+                   "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
+                   "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
+                   "\"from_db\": %s}",
+                   i ? "," : "", r[i].op, (long long)r[i].rows, (long long)r[i].H, r[i].variant,
+                   r[i].median_ns * 1e-3, r[i].gbps, r[i].copy_gbps,
+                   r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
+                   r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, r[i].max_error,
+                   r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
+                   r[i].from_db ? "true" : "false");
+        printf("\n]\n");
+        return;
+    }
+    printf("%-9s %-16s %10s %8s %7s %8s  %-22s %s\n", "op", "shape", "time", "GB/s", "/copy",
+           "/naive", "compiled/cached/reused", "best variant");
+    for (size_t i = 0; i < n; ++i) {
+        char shape[40];
+        snprintf(shape, sizeof shape, "%lldx%lld", (long long)r[i].rows, (long long)r[i].H);
+        if (!r[i].variant[0]) {
+            printf("%-9s %-16s no correct variant (%d wrong, %d failed)\n", r[i].op, shape,
+                   r[i].wrong, r[i].failed);
+            continue;
+        }
+        char counts[48];
+        snprintf(counts, sizeof counts, "%d/%d/%d%s", r[i].compiled, r[i].cache_hits, r[i].reused,
+                 r[i].from_db ? " (db)" : "");
+        printf("%-9s %-16s %8.1fus %8.2f %6.2fx %7.2fx  %-22s %s\n", r[i].op, shape,
+               r[i].median_ns * 1e-3, r[i].gbps,
+               r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
+               r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, counts, r[i].variant);
+        if (r[i].wrong || r[i].failed)
+            printf("%-9s %-16s %d variants wrong, %d failed (kept in the database)\n", "", "",
+                   r[i].wrong, r[i].failed);
+    }
+}
+
+static int cmd_tune(options *o)
+{
+    static const char *const both[] = {"layernorm", "rmsnorm"};
+    const char *one[1];
+    if (o->nshapes == 0) return usage_error("%s", "--shape is required, e.g. --shape H=4096");
+    if (o->target && strcmp(o->target, "cpu") != 0)
+        return usage_error("unknown target '%s' (expected cpu)", o->target);
+    if (o->op && lntune_op_parse(o->op) < 0)
+        return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
+    lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
+    if (o->rigor) {
+        if (strcmp(o->rigor, "quick") == 0) rigor = LNTUNE_RIGOR_QUICK;
+        else if (strcmp(o->rigor, "exhaustive") == 0) rigor = LNTUNE_RIGOR_EXHAUSTIVE;
+        else if (strcmp(o->rigor, "measure") != 0)
+            return usage_error("unknown rigor '%s' (expected quick, measure or exhaustive)", o->rigor);
+    }
+    for (size_t i = 0; i < o->nshapes; ++i)
+        if (o->shapes[i].H > (INT64_C(1) << 26))
+            return usage_error("%s", "H above 2^26 is not tuned (the verifier's inputs would not fit)");
+    one[0] = o->op;
+    int tty = isatty(2);
+    lntune_tune_config cfg = {o->db, o->op ? one : both, o->op ? 1 : 2, o->shapes, o->nshapes,
+                              o->threads, rigor, o->retune, show_progress, &tty};
+    lntune_tune_result *r = NULL;
+    size_t n = 0;
+    char err[1024] = "";
+    int rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
+    if (tty) fprintf(stderr, "\r%*s\r", 110, "");
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune: %s\n", err[0] ? err : lntune_errstr(rc));
+        free(r);
+        return EXIT_FAIL;
+    }
+    print_results(r, n, o->json);
+    int missing = 0;
+    for (size_t i = 0; i < n; ++i) missing += !r[i].variant[0];
+    free(r);
+    return missing ? EXIT_FAIL : 0;
+}
+
+typedef struct {
+    int json, count;
+    int64_t only_hw;
+} show_state;
+
+static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b)
+{
+    show_state *s = ud;
+    if (s->json) {
+        printf("%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", \"dtype\": \"%s\", "
+               "\"H\": %lld, \"rows\": %lld, \"affine\": %d, \"variant\": \"%s\", \"threads\": %d, "
+               "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g}",
+               s->count ? "," : "", (long long)k->hardware_id, k->target, k->op, k->dtype,
+               (long long)k->H, (long long)b->tuned_rows, k->affine, b->variant, b->threads,
+               b->median_ns * 1e-3, b->gbps, b->copy_gbps, b->max_error);
+    } else {
+        char shape[40];
+        snprintf(shape, sizeof shape, "%lldx%lld", (long long)b->tuned_rows, (long long)k->H);
+        printf("%-4lld %-4s %-9s %-4s %-14s %9.1fus %7.2f %5.2fx  %s\n", (long long)k->hardware_id,
+               k->target, k->op, k->dtype, shape, b->median_ns * 1e-3, b->gbps,
+               b->copy_gbps > 0 ? b->gbps / b->copy_gbps : 0.0, b->variant);
+    }
+    s->count++;
+    return 0;
+}
+
+static int cmd_show(options *o)
+{
+    lntune_db *db = NULL;
+    int rc = lntune_db_open(o->db, LNTUNE_DB_READONLY, &db);
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune: %s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+        lntune_db_close(db);
+        return EXIT_FAIL;
+    }
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
+    show_state s = {o->json, 0, 0};
+    if (!o->all && lntune_db_find_hardware(db, cpu.fingerprint, &s.only_hw) != LNTUNE_OK) {
+        if (!o->json) printf("no tuning results for this machine (%s) in %s\n", cpu.fingerprint,
+                             lntune_db_path(db));
+        else printf("[]\n");
+        lntune_db_close(db);
+        return 0;
+    }
+    if (!o->json)
+        printf("%-4s %-4s %-9s %-4s %-14s %11s %7s %6s  %s\n", "hw", "tgt", "op", "type", "shape",
+               "time", "GB/s", "/copy", "variant");
+    else printf("[");
+    rc = lntune_db_each_best(db, o->all ? 0 : s.only_hw, show_best, &s);
+    if (o->json) printf("\n]\n");
+    if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", lntune_db_errmsg(db));
+    lntune_db_close(db);
+    return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
+}
+
 static int cmd_export(options *o)
 {
     if (!o->out) return usage_error("%s", "--out DIR is required");
@@ -222,6 +404,16 @@ static int cmd_export(options *o)
 }
 
 static const command commands[] = {
+    {"tune", cmd_tune,
+     "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--threads N]\n"
+     "              [--rigor quick|measure|exhaustive] [--db PATH] [--retune] [--json]\n"
+     "  Tunes LayerNorm and RMSNorm (or --op) fp32 for each shape: generates, compiles, verifies\n"
+     "  and times the variants, and stores every result in the database ($LNTUNE_DB, else\n"
+     "  ~/.cache/lntune/tune.db). rows defaults to 8Mi/H (H=4096: 2048 rows). A second run\n"
+     "  reuses every measurement; --retune measures again.\n"},
+    {"show", cmd_show,
+     "lntune show [--db PATH] [--all] [--json]\n"
+     "  Lists the best variants stored for this machine (--all: for every machine).\n"},
     {"variants", cmd_variants,
      "lntune variants --op layernorm|rmsnorm --target cpu [--shape H=N[,rows=N]]\n"
      "  Lists every valid variant, one canonical parameter string a line.\n"},
@@ -265,10 +457,13 @@ int main(int argc, char **argv)
         printf("lntune %s\n", lntune_version());
         return 0;
     }
+    /* "lntune --shape H=4096" is "lntune tune --shape H=4096". */
+    int first = argv[1][0] == '-' ? 1 : 2;
+    const char *name = first == 1 ? "tune" : argv[1];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i) {
-        if (strcmp(argv[1], commands[i].name) != 0) continue;
+        if (strcmp(name, commands[i].name) != 0) continue;
         options o = {0};
-        int rc = parse_options(argc - 2, argv + 2, &o);
+        int rc = parse_options(argc - first, argv + first, &o);
         if (rc == 0 && o.help) {
             fputs(commands[i].usage, stdout);
         } else if (rc == 0) {

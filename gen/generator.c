@@ -65,15 +65,26 @@ static int l_readfile(lua_State *L)
         lua_pushlstring(L, f->text, f->len);
         return 1;
     }
-    luaL_Buffer b;
+    /* A ':'-separated search path; the built-in templates come last. */
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", g->template_dir, rel);
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = NULL;
+    for (const char *dir = g->template_dir; *dir && !fp;) {
+        size_t len = strcspn(dir, ":");
+        snprintf(path, sizeof path, "%.*s/%s", (int)len, dir, rel);
+        fp = fopen(path, "rb");
+        dir += len + (dir[len] == ':');
+    }
     if (!fp) {
+        const embedded_file *f = find_embedded(lntune_embedded_templates, rel);
+        if (f) {
+            lua_pushlstring(L, f->text, f->len);
+            return 1;
+        }
         lua_pushnil(L);
-        lua_pushfstring(L, "cannot open %s", path);
+        lua_pushfstring(L, "no %s in %s or built into lntune", rel, g->template_dir);
         return 2;
     }
+    luaL_Buffer b;
     luaL_buffinit(L, &b);
     size_t n;
     char chunk[4096];

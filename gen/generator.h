@@ -35,7 +35,10 @@ typedef struct lntune_source {
     char cflags[128];         /* extra compiler flags the variant asks for */
 } lntune_source;
 
-/* template_dir NULL: $LNTUNE_TEMPLATE_DIR if set, else the templates built into the binary. */
+/*
+ * template_dir: directories separated by ':' searched before the templates built into the
+ * binary (a file there overrides the built-in one of the same name); NULL: $LNTUNE_TEMPLATE_DIR.
+ */
 int lntune_gen_open(const char *template_dir, lntune_gen **out);
 void lntune_gen_close(lntune_gen *g); /* NULL is a no-op */
 const char *lntune_gen_errmsg(const lntune_gen *g);

@@ -139,11 +139,10 @@ static void record(job *j, const char *variant, const char *status, const char *
 /* Emits, compiles (in parallel), loads and verifies the sources of variants idx[0..n). */
 static void build_units(job *j, const size_t *idx, size_t n)
 {
-    size_t first_new = j->nunits;
+    size_t first_new = j->nunits, nnew = 0;
     const char **texts = calloc(n, sizeof *texts);
     lntune_source *srcs = calloc(n, sizeof *srcs);
     if (!texts || !srcs) goto done;
-    size_t nnew = 0;
     for (size_t k = 0; k < n; ++k) {
         size_t v = idx[k];
         lntune_source src;

@@ -1,11 +1,15 @@
 -- templates/cpu/copy.lua - y = x, row by row: the memory-copy bandwidth every kernel is measured
 -- against. It moves the same bytes as a normalization (x read once, y written once), through
 -- the same ABI, compiler and thread pool, so the ratio of the two is the kernel's efficiency.
+-- The tuner takes the best of every variant here, so the limit is not a weak copy: libc's
+-- memcpy, and vector loops over one or four interleaved rows with plain or non-temporal stores.
 
-local function widest(host)
-    if host.isa.avx512f then return { 16 } end
-    if host.isa.avx then return { 8 } end
-    return { 4 }
+-- Every native vector width.
+local function widths(host)
+    local w = { 4 }
+    if host.isa.avx then w[#w + 1] = 8 end
+    if host.isa.avx512f then w[#w + 1] = 16 end
+    return w
 end
 
 local function thread_counts(host)
@@ -24,16 +28,34 @@ local stream = { [4] = "__builtin_ia32_movntps", [8] = "__builtin_ia32_movntps25
 return lntune.family {
     op = "copy",
     target = "cpu",
-    file_scope_names = { "vf", "load", "store" },
+    file_scope_names = { "vf", "load", "store", "copy_row" },
     params = {
-        { name = "vec", values = widest, doc = "floats per vector: the widest the host has" },
+        { name = "method", values = { "vector", "memcpy" }, doc = "a vector loop, or libc's memcpy" },
+        { name = "vec", values = widths, doc = "floats per vector" },
+        { name = "rows", values = { 1, 4 }, doc = "rows copied together (memory streams)" },
         { name = "store", values = { "plain", "nt" }, doc = "plain or non-temporal stores" },
         { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
     },
-    valid = function(p, host) return p.store == "plain" or host.arch == "x86_64", "nt needs x86" end,
+    valid = function(p, host)
+        if p.method == "memcpy" then
+            return p.vec == 4 and p.rows == 1 and p.store == "plain", "memcpy has no knobs"
+        end
+        return p.store == "plain" or host.arch == "x86_64", "nt needs x86"
+    end,
     properties = function(p) return { threads = p.threads, affine = "none" } end,
     source = lntune.template [==[
 {{ lntune.abi_header() }}
+@ if p.method == "memcpy" then
+#include <string.h>
+
+int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
+{
+    for (int64_t r = row_begin; r < row_end; ++r)
+        memcpy((float *)a->y + r * a->y_stride, (const float *)a->x + r * a->x_stride,
+               (size_t)a->H * sizeof(float));
+    return LNTUNE_KERNEL_OK;
+}
+@ else
 typedef float vf __attribute__((vector_size({{p.vec * 4}})));
 
 static inline vf load(const float *p)
@@ -45,34 +67,53 @@ static inline vf load(const float *p)
 
 static inline void store(float *p, vf v)
 {
-@ if p.store == "nt" then
+@   if p.store == "nt" then
 #if defined(__clang__)
     __builtin_nontemporal_store(v, (vf *)p);
 #else
     {{stream[p.vec]}}(p, v);
 #endif
-@ else
+@   else
     __builtin_memcpy(p, &v, sizeof v);
-@ end
+@   end
+}
+
+/* Copies {{p.rows}} row(s) of H floats, interleaved. */
+static void copy_row(const float *const x[{{p.rows}}], float *const y[{{p.rows}}], int64_t H)
+{
+@   if p.store == "nt" then
+    /* Non-temporal stores need aligned rows: a group with a misaligned row is copied plainly. */
+    for (int r = 0; r < {{p.rows}}; ++r)
+        if (((uintptr_t)y[r] & {{p.vec * 4 - 1}}) != 0) {
+            for (int q = 0; q < {{p.rows}}; ++q) __builtin_memcpy(y[q], x[q], (size_t)H * sizeof(float));
+            return;
+        }
+@   end
+    int64_t i = 0;
+    for (; i + {{p.vec}} <= H; i += {{p.vec}})
+        for (int r = 0; r < {{p.rows}}; ++r) store(y[r] + i, load(x[r] + i));
+    for (; i < H; ++i)
+        for (int r = 0; r < {{p.rows}}; ++r) y[r][i] = x[r][i];
 }
 
 int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 {
-    const int64_t H = a->H;
-    for (int64_t r = row_begin; r < row_end; ++r) {
-        const float *x = (const float *)a->x + r * a->x_stride;
-        float *y = (float *)a->y + r * a->y_stride;
-        int64_t i = 0;
-@ if p.store == "nt" then
-        for (; i < H && ((uintptr_t)(y + i) & {{p.vec * 4 - 1}}) != 0; ++i) y[i] = x[i];
-@ end
-        for (; i + {{p.vec}} <= H; i += {{p.vec}}) store(y + i, load(x + i));
-        for (; i < H; ++i) y[i] = x[i];
+    int64_t r = row_begin;
+    for (; r < row_end; r += {{p.rows}}) {
+        const float *x[{{p.rows}}];
+        float *y[{{p.rows}}];
+        for (int j = 0; j < {{p.rows}}; ++j) {
+            const int64_t row = r + j < row_end ? r + j : row_end - 1;
+            x[j] = (const float *)a->x + row * a->x_stride;
+            y[j] = (float *)a->y + row * a->y_stride;
+        }
+        copy_row(x, y, a->H);
     }
-@ if p.store == "nt" then
+@   if p.store == "nt" then
     __builtin_ia32_sfence();
-@ end
+@   end
     return LNTUNE_KERNEL_OK;
 }
+@ end
 ]==],
 }

@@ -1,0 +1,41 @@
+-- A LayerNorm family with planted faults, for test_tuner: quality=wrong skips the normalization
+-- (the fastest variant, and wrong), quality=broken does not compile. The tuner must record
+-- both and choose a right one.
+return lntune.family {
+    op = "layernorm",
+    target = "cpu",
+    params = {
+        { name = "quality", values = { "right", "wrong", "broken" } },
+        { name = "threads", values = { 1 }, launch = true },
+    },
+    properties = function(p) return { threads = p.threads, affine = "fused" } end,
+    source = lntune.template [==[
+{{ lntune.abi_header() }}
+@ if p.quality == "broken" then
+this is not C;
+@ end
+
+int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
+{
+    const float *g = a->gamma, *b = a->beta;
+    if (!g)
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+    for (int64_t r = row_begin; r < row_end; ++r) {
+        const float *x = (const float *)a->x + r * a->x_stride;
+        float *y = (float *)a->y + r * a->y_stride;
+@ if p.quality == "wrong" then
+        for (int64_t i = 0; i < a->H; ++i) y[i] = x[i] * g[i];
+@ else
+        double mean = 0.0, var = 0.0;
+        for (int64_t i = 0; i < a->H; ++i) mean += x[i];
+        mean /= (double)a->H;
+        for (int64_t i = 0; i < a->H; ++i) var += (x[i] - mean) * (x[i] - mean);
+        const double rstd = 1.0 / __builtin_sqrt(var / (double)a->H + (double)a->eps);
+        for (int64_t i = 0; i < a->H; ++i)
+            y[i] = (float)((x[i] - mean) * rstd * g[i] + (b ? b[i] : 0.0f));
+@ end
+    }
+    return LNTUNE_KERNEL_OK;
+}
+]==],
+}

@@ -1,0 +1,145 @@
+/*
+ * test_tuner.c - end-to-end tuning into a fresh database:
+ *  - a small shape is tuned and the winner is a verified variant, stored as best with its
+ *    artifact;
+ *  - a deliberately wrong variant (faster than any right one) is recorded as wrong and never
+ *    chosen; a variant that does not compile is recorded as failed, and tuning goes on;
+ *  - a second run reuses every measurement and compiles nothing; --retune hits the JIT's object
+ *    cache instead of the compiler.
+ */
+#define _GNU_SOURCE
+#include "lntune.h"
+#include "tuner.h"
+#include "tuning_db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            failures++;                                                                            \
+        } else {                                                                                   \
+            printf("ok: ");                                                                        \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static lntune_tune_result tune(const char *db, const char *op, int64_t H, lntune_rigor rigor,
+                               int retune, int *rc)
+{
+    const char *ops[] = {op};
+    lntune_shape shape = {64, H, 0};
+    lntune_tune_config cfg = {db, ops, 1, &shape, 1, 0, rigor, retune, NULL, NULL};
+    lntune_tune_result *r = NULL, out;
+    size_t n = 0;
+    char err[512] = "";
+    memset(&out, 0, sizeof out);
+    *rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
+    if (*rc != LNTUNE_OK) printf("tune failed: %s\n", err);
+    if (r && n == 1) out = r[0];
+    free(r);
+    return out;
+}
+
+typedef struct {
+    int ok, wrong, failed;
+    char failed_message[256];
+} census;
+
+static int count(void *ud, const lntune_measurement *m)
+{
+    census *c = ud;
+    if (strcmp(m->status, LNTUNE_STATUS_OK) == 0) c->ok++;
+    if (strcmp(m->status, LNTUNE_STATUS_WRONG) == 0) c->wrong++;
+    if (strcmp(m->status, LNTUNE_STATUS_FAILED) == 0) {
+        c->failed++;
+        snprintf(c->failed_message, sizeof c->failed_message, "%s", m->message ? m->message : "");
+    }
+    return 0;
+}
+
+static int has_artifact(void *ud, const lntune_artifact *a)
+{
+    *(int *)ud = a->shared_len > 0 && a->object_len > 0 && strstr(a->source, "lntune_kernel");
+    return 0;
+}
+
+static int best_artifact(void *ud, const lntune_best *b)
+{
+    snprintf(ud, 64, "%s", b->artifact_key ? b->artifact_key : "");
+    return 0;
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/lntune-tuner-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char db[4200], tpl[4200];
+    snprintf(db, sizeof db, "%s/tune.db", dir);
+    setenv("XDG_CACHE_HOME", dir, 1); /* the JIT's object cache */
+    int rc;
+
+    /* The real templates: a verified winner for a small shape, stored with its artifact. */
+    unsetenv("LNTUNE_TEMPLATE_DIR");
+    lntune_tune_result r = tune(db, "rmsnorm", 96, LNTUNE_RIGOR_QUICK, 0, &rc);
+    CHECK(rc == LNTUNE_OK && r.variant[0], "rmsnorm H=96 tuned: %s, %.2f us, %.2fx copy", r.variant,
+          r.median_ns * 1e-3, r.copy_gbps > 0 ? r.gbps / r.copy_gbps : 0.0);
+    CHECK(r.compiled > 0 && r.wrong == 0 && r.max_error < 1e-6, "compiled %d, wrong %d, error %.3g",
+          r.compiled, r.wrong, r.max_error);
+    lntune_tune_result again = tune(db, "rmsnorm", 96, LNTUNE_RIGOR_QUICK, 0, &rc);
+    CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 && again.cache_hits == 0 &&
+              strcmp(again.variant, r.variant) == 0,
+          "second run reuses the stored winner, compiling nothing (compiled %d)", again.compiled);
+    lntune_tune_result re = tune(db, "rmsnorm", 96, LNTUNE_RIGOR_QUICK, 1, &rc);
+    CHECK(rc == LNTUNE_OK && !re.from_db && re.compiled == 0 && re.cache_hits > 0,
+          "--retune measures again from the object cache (compiled %d, cache hits %d)",
+          re.compiled, re.cache_hits);
+
+    lntune_db *h = NULL;
+    lntune_cpu_info cpu;
+    int64_t hw = 0;
+    lntune_cpu_info_get(&cpu);
+    CHECK(lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK &&
+              lntune_db_find_hardware(h, cpu.fingerprint, &hw) == LNTUNE_OK,
+          "database holds this machine");
+    lntune_db_key key = {hw, "cpu", "rmsnorm", "f32", 96, 64, 1};
+    char art_key[64] = "";
+    int art_ok = 0;
+    lntune_db_get_best(h, &key, best_artifact, art_key);
+    lntune_db_get_artifact(h, art_key, has_artifact, &art_ok);
+    CHECK(art_ok, "best record %s has an artifact with object and shared-object bytes", art_key);
+    lntune_db_close(h);
+
+    /* Planted faults: the wrong variant is faster but never chosen; the broken one is recorded. */
+    snprintf(tpl, sizeof tpl, "%s/templates/tuner", LNTUNE_TEST_SOURCE_DIR);
+    setenv("LNTUNE_TEMPLATE_DIR", tpl, 1);
+    r = tune(db, "layernorm", 64, LNTUNE_RIGOR_EXHAUSTIVE, 0, &rc);
+    CHECK(rc == LNTUNE_OK && strstr(r.variant, "quality=right") != NULL,
+          "winner among planted faults: '%s'", r.variant);
+    CHECK(r.wrong == 1 && r.failed == 1, "one wrong and one failed variant (%d, %d)", r.wrong,
+          r.failed);
+    census c = {0, 0, 0, ""};
+    h = NULL;
+    lntune_db_open(db, LNTUNE_DB_READONLY, &h);
+    lntune_db_key lkey = {hw, "cpu", "layernorm", "f32", 64, 64, 1};
+    lntune_db_each_measurement(h, &lkey, NULL, count, &c);
+    lntune_db_close(h);
+    CHECK(c.ok == 1 && c.wrong == 1 && c.failed == 1, "stored: %d ok, %d wrong, %d failed", c.ok,
+          c.wrong, c.failed);
+    CHECK(strstr(c.failed_message, "error") != NULL, "the compiler's message is kept: %.80s",
+          c.failed_message);
+
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
+    return failures ? 1 : 0;
+}
