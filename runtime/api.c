@@ -86,32 +86,32 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     int rc = check_args(ctx, a, op);
     if (rc != LNTUNE_OK || a->rows == 0) return rc;
 
-    lntune_desc d;
-    lntune_desc_init(&d);
-    d.op = (uint8_t)op;
-    d.dtype = (uint8_t)a->dtype;
-    d.affine = a->gamma  ? LNTUNE_DESC_GAMMA
-               : a->beta ? LNTUNE_DESC_BETA_ONLY
-                         : LNTUNE_DESC_NO_AFFINE;
-    d.bucket = lntune_rows_bucket(a->rows);
-    d.H = a->H;
+    const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
+                       : a->beta ? LNTUNE_DESC_BETA_ONLY
+                                 : LNTUNE_DESC_NO_AFFINE;
+    const lntune_desc d =
+        lntune_desc_make(op, (int)a->dtype, affine, lntune_rows_bucket(a->rows), a->H);
     uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
 
-    const lntune_kernel_args ka = {
-        .rows = a->rows,
-        .H = a->H,
-        .x_stride = a->x_stride ? a->x_stride : a->H,
-        .y_stride = a->y_stride ? a->y_stride : a->H,
-        .x = a->x,
-        .gamma = a->gamma,
-        .beta = a->beta,
-        .y = a->y,
-        .mean = a->mean,
-        .rstd = a->rstd,
-        .eps = a->eps > 0.0f ? a->eps : 1e-5f,
-    };
+    /* Field by field: an initializer would zero the struct first (rep stos), which costs
+     * more than the whole lookup. */
+    lntune_kernel_args ka;
+    ka.rows = a->rows;
+    ka.H = a->H;
+    ka.x_stride = a->x_stride ? a->x_stride : a->H;
+    ka.y_stride = a->y_stride ? a->y_stride : a->H;
+    ka.residual_stride = ka.residual_out_stride = 0;
+    ka.x = a->x;
+    ka.residual = NULL;
+    ka.gamma = a->gamma;
+    ka.beta = a->beta;
+    ka.y = a->y;
+    ka.residual_out = NULL;
+    ka.mean = a->mean;
+    ka.rstd = a->rstd;
+    ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;
     int builtin_threads =
         a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;
     int threads = e->kernel == e->fallback ? builtin_threads : e->threads;

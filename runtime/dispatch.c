@@ -136,17 +136,17 @@ static int copy_best(void *ud, const lntune_best *b) {
 static int find_best(lntune *ctx, const lntune_desc *d, int64_t rows, best_copy *best) {
     lntune_db_key key = {ctx->hardware_id,
                          "cpu",
-                         op_names[d->op],
-                         dtype_names[d->dtype],
+                         op_names[lntune_desc_op(d)],
+                         dtype_names[lntune_desc_dtype(d)],
                          d->H,
                          rows,
-                         d->affine == LNTUNE_DESC_GAMMA};
+                         lntune_desc_affine(d) == LNTUNE_DESC_GAMMA};
     int rc = lntune_db_get_best(ctx->db, &key, copy_best, best);
     if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
     if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
     int at = -1;
     for (int i = 0; i < ctx->nbuckets; ++i)
-        if (ctx->bucket_id[i] == d->bucket) at = i;
+        if (ctx->bucket_id[i] == lntune_desc_bucket(d)) at = i;
     for (int dist = 1; at >= 0 && dist < ctx->nbuckets; ++dist) {
         for (int side = 0; side < 2; ++side) {
             int j = side == 0 ? at + dist : at - dist;
@@ -223,15 +223,15 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         return lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "out of memory resolving a kernel");
     }
     e->desc = *d;
-    e->kernel = e->fallback = lntune_builtin_kernel(d->op, d->affine);
+    e->kernel = e->fallback = lntune_builtin_kernel(lntune_desc_op(d), lntune_desc_affine(d));
     char what[128];
-    snprintf(what, sizeof what, "%s %s H=%lld rows=%lld (bucket %d), %s", op_names[d->op],
-             dtype_names[d->dtype], (long long)d->H, (long long)rows, (int)d->bucket,
-             affine_names[d->affine]);
+    snprintf(what, sizeof what, "%s %s H=%lld rows=%lld (bucket %d), %s",
+             op_names[lntune_desc_op(d)], dtype_names[lntune_desc_dtype(d)], (long long)d->H,
+             (long long)rows, (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
     best_copy best = {0};
     if (!ctx->db) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (no tuning database for this machine)", what);
-    } else if (d->affine == LNTUNE_DESC_BETA_ONLY) {
+    } else if (lntune_desc_affine(d) == LNTUNE_DESC_BETA_ONLY) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (beta without gamma is never tuned)", what);
     } else if (find_best(ctx, d, rows, &best) != LNTUNE_OK) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (not tuned on this machine)", what);

@@ -5,8 +5,6 @@
 
 #include <stdlib.h>
 
-_Static_assert(sizeof(lntune_desc) == 16, "the hash reads a descriptor as two 64-bit words");
-
 void lntune_registry_insert(lntune_registry *r, lntune_entry *e, uint64_t hash) {
     _Atomic(lntune_entry *) *slot = &r->slots[hash & (LNTUNE_REGISTRY_SLOTS - 1)];
     e->next = atomic_load_explicit(slot, memory_order_relaxed);

@@ -1,8 +1,8 @@
 /*
  * registry.h - the dispatch registry: descriptor -> kernel, read without locks on every call.
  *
- * As in LIBXSMM, a descriptor is zero-filled and then filled, so that its bytes (padding
- * included) hash the same in every call and every run. The table is a fixed array of chains:
+ * As in LIBXSMM, a descriptor is fully defined (see lntune_desc), so that it hashes the same in
+ * every call and every run. The table is a fixed array of chains:
  * readers load a chain head with acquire order and walk entries that never change once
  * published; writers (the first call of a key, under the owner's mutex) push a fully built entry
  * with release order. Entries live until the registry is cleared at lntune_close, so a reader
@@ -14,16 +14,17 @@
 #include "lntune_kernel.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
-/* What a call asks for. Zero-fill (lntune_desc_init) before setting fields. */
+/*
+ * What a call asks for: op, dtype, affine kind and rows bucket packed into one word, H in the
+ * other. Every bit is defined (no padding to forget to zero), and the hash and the comparison
+ * read two integers that were just computed in registers, never bytes stored a moment before
+ * (a store-forwarding stall costs more than the rest of the lookup).
+ */
 typedef struct lntune_desc {
-    uint8_t op;     /* LNTUNE_DESC_* */
-    uint8_t dtype;  /* lntune_dtype */
-    uint8_t affine; /* LNTUNE_DESC_* */
-    uint8_t reserved;
-    int32_t bucket; /* lntune_rows_bucket(rows) */
+    uint64_t kind; /* op | dtype << 8 | affine << 16 | (uint32_t)bucket << 32 */
     int64_t H;
 } lntune_desc;
 
@@ -49,15 +50,29 @@ typedef struct lntune_registry {
     _Atomic(lntune_entry *) slots[LNTUNE_REGISTRY_SLOTS];
 } lntune_registry;
 
-static inline void lntune_desc_init(lntune_desc *d) {
-    memset(d, 0, sizeof *d);
+static inline lntune_desc lntune_desc_make(int op, int dtype, int affine, int32_t bucket,
+                                           int64_t H) {
+    lntune_desc d = {(uint64_t)(uint8_t)op | (uint64_t)(uint8_t)dtype << 8 |
+                         (uint64_t)(uint8_t)affine << 16 | (uint64_t)(uint32_t)bucket << 32,
+                     H};
+    return d;
 }
 
-/* A 64-bit mix of the descriptor's two words (splitmix64's finalizer): fast and reproducible. */
+static inline int lntune_desc_op(const lntune_desc *d) {
+    return (int)(d->kind & 0xff);
+}
+static inline int lntune_desc_dtype(const lntune_desc *d) {
+    return (int)(d->kind >> 8 & 0xff);
+}
+static inline int lntune_desc_affine(const lntune_desc *d) {
+    return (int)(d->kind >> 16 & 0xff);
+}
+static inline int32_t lntune_desc_bucket(const lntune_desc *d) {
+    return (int32_t)(uint32_t)(d->kind >> 32);
+}
+
 static inline uint64_t lntune_desc_hash(const lntune_desc *d) {
-    uint64_t w[2];
-    memcpy(w, d, sizeof w);
-    uint64_t h = w[0] * 0x9e3779b97f4a7c15ULL ^ w[1];
+    uint64_t h = d->kind * 0x9e3779b97f4a7c15ULL ^ (uint64_t)d->H;
     h ^= h >> 30;
     h *= 0xbf58476d1ce4e5b9ULL;
     h ^= h >> 27;
@@ -71,7 +86,7 @@ static inline const lntune_entry *lntune_registry_find(const lntune_registry *r,
         (_Atomic(lntune_entry *) *)&r->slots[hash & (LNTUNE_REGISTRY_SLOTS - 1)],
         memory_order_acquire);
     for (; e; e = e->next)
-        if (memcmp(&e->desc, d, sizeof *d) == 0) return e;
+        if (e->desc.kind == d->kind && e->desc.H == d->H) return e;
     return NULL;
 }
 
