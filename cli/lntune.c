@@ -5,6 +5,9 @@
  * Exit codes: 0 success, 1 a failure while working (a compile error, a wrong kernel, I/O),
  * 2 bad usage (unknown command, option, op, target, parameter or value).
  */
+#ifdef LNTUNE_HAVE_BENCH
+#include "bench.h"
+#endif
 #include "build.h"
 #include "generator.h"
 #include "hardware.h"
@@ -381,6 +384,52 @@ static int cmd_show(options *o)
     return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
 }
 
+#ifdef LNTUNE_HAVE_BENCH
+static void show_bench_progress(void *ud, const lntune_bench_progress *p) {
+    (void)ud;
+    fprintf(stderr, "[%zu/%zu] %s %lldx%lld (%.0f s)\n", p->shape + 1, p->nshapes, p->what,
+            (long long)p->rows, (long long)p->H, p->elapsed_s);
+}
+#endif
+
+/* Runs the bench (bench/) on the shapes tuned in the database, or on --shape. */
+static int cmd_bench(options *o) {
+#ifdef LNTUNE_HAVE_BENCH
+    lntune_bench_shape *shapes = NULL;
+    size_t n = 0;
+    char err[512] = "";
+    if (o->nshapes) {
+        if (!(shapes = calloc(o->nshapes, sizeof *shapes))) return EXIT_FAIL;
+        for (size_t i = 0; i < o->nshapes; ++i) {
+            const lntune_shape *s = &o->shapes[i];
+            shapes[i].rows = s->rows ? s->rows : lntune_tune_default_rows(s->H);
+            shapes[i].H = s->H;
+        }
+        n = o->nshapes;
+    } else if (lntune_bench_db_shapes(o->db, &shapes, &n, err, sizeof err) != LNTUNE_OK) {
+        fprintf(stderr, "lntune: %s\n", err);
+        return EXIT_FAIL;
+    }
+    lntune_bench_config cfg = {shapes, n,  o->threads,          o->db, NULL, NULL,
+                               7,      50, show_bench_progress, NULL};
+    lntune_bench_records rs = {0};
+    int rc = lntune_bench_run(&cfg, &rs, err, sizeof err);
+    if (err[0]) fprintf(stderr, "lntune: %s\n", err);
+    if (rc == LNTUNE_OK && o->json)
+        for (size_t i = 0; i < rs.n; ++i) lntune_bench_record_write(stdout, &rs.r[i]);
+    else if (rc == LNTUNE_OK)
+        lntune_bench_write_markdown(stdout, &rs, "lntune bench");
+    lntune_bench_records_free(&rs);
+    free(shapes);
+    return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
+#else
+    (void)o;
+    fprintf(stderr, "lntune: this build has no benchmarks (configure with oneDNN installed: "
+                    "bench/install-deps)\n");
+    return EXIT_FAIL;
+#endif
+}
+
 static const command commands[] = {
     {"tune", cmd_tune,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--threads N]\n"
@@ -392,6 +441,10 @@ static const command commands[] = {
     {"show", cmd_show,
      "lntune show [--db PATH] [--all] [--json]\n"
      "  Lists the best variants stored for this machine (--all: for every machine).\n"},
+    {"bench", cmd_bench,
+     "lntune bench [--db PATH] [--shape ...] [--threads N] [--json]\n"
+     "  Times the shapes tuned in the database (or --shape) against oneDNN, PyTorch, a naive\n"
+     "  kernel and the memory copy; prints a markdown table (--json: one record a line).\n"},
     {"variants", cmd_variants,
      "lntune variants --op layernorm|rmsnorm --target cpu [--shape H=N[,rows=N]]\n"
      "  Lists every valid variant, one canonical parameter string a line.\n"},
