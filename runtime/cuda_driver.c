@@ -274,8 +274,8 @@ int lntune_cuda_set_max_smem(lntune_cuda *c, void *function, int64_t bytes) {
     return LNTUNE_OK;
 }
 
-int lntune_cuda_launch(lntune_cuda *c, void *function, int64_t grid, int block, int64_t smem,
-                       void *stream, void *param) {
+int lntune_cuda_launch_kernel(lntune_cuda *c, void *function, int64_t grid, int block, int64_t smem,
+                              void *stream, void *param) {
     if (!c || !c->ctx || !function || grid < 1 || grid > INT32_MAX || block < 1 || smem < 0 ||
         smem > INT32_MAX)
         return LNTUNE_EINVAL;

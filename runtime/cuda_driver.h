@@ -40,8 +40,8 @@ void lntune_cuda_module_unload(lntune_cuda *c, void *module); /* NULL is a no-op
 /* Lets function use up to bytes of dynamic shared memory (needed above 48 KiB). */
 int lntune_cuda_set_max_smem(lntune_cuda *c, void *function, int64_t bytes);
 /* Launches function on a 1-D grid with one parameter block (e.g. lntune_kernel_args). */
-int lntune_cuda_launch(lntune_cuda *c, void *function, int64_t grid, int block, int64_t smem,
-                       void *stream, void *param);
+int lntune_cuda_launch_kernel(lntune_cuda *c, void *function, int64_t grid, int block, int64_t smem,
+                              void *stream, void *param);
 
 /* Memory. */
 int lntune_cuda_alloc(lntune_cuda *c, size_t bytes, uint64_t *ptr);
