@@ -27,11 +27,12 @@
 
 local M = {}
 
--- Dynamic shared memory a block may use, by compute capability (opt-in maximum).
+-- Dynamic shared memory a block may use, by compute capability: the opt-in maximum less 1 KiB
+-- for the kernels' static reduction buffers.
 local function max_smem(sm)
-    if sm >= 90 then return 227 * 1024 end
-    if sm >= 80 then return 163 * 1024 end
-    return 48 * 1024
+    if sm >= 90 then return 226 * 1024 end
+    if sm >= 80 then return 162 * 1024 end
+    return 47 * 1024
 end
 
 local WARP_MAX_REGS = 128  -- floats a warp-layout thread may cache (fixed H)
