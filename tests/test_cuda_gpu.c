@@ -131,7 +131,7 @@ static void *compile_worker(void *arg) {
 static size_t collect(lntune_gen *g, const char *op, job **jobs) {
     size_t n = 0, cap = 0;
     for (size_t s = 0; s <= sizeof fixed_shapes / sizeof fixed_shapes[0]; ++s) {
-        lntune_shape shape = {0, s ? fixed_shapes[s - 1] : 0};
+        lntune_shape shape = {0, s ? fixed_shapes[s - 1] : 0, 0};
         char **list = NULL;
         size_t count = 0;
         if (lntune_gen_variants(g, "cuda", op, &shape, &list, &count)) {
