@@ -121,6 +121,10 @@ static void worker(batch *b, pid_t parent, lntune_pool *parent_pool) {
     if (getppid() != parent) _exit(127);
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
+    /* A kernel's fault must end the worker by its signal, which names it, even where the
+     * program (or a sanitizer) installed handlers that would report and exit instead. */
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; ++i) signal(faults[i], SIG_DFL);
     lntune_pool *pool = NULL;
     int threads = lntune_pool_threads(parent_pool);
     if (threads > 1 && lntune_pool_create(threads, &pool) != LNTUNE_OK) _exit(126);

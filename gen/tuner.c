@@ -475,7 +475,7 @@ static void tune_one(job *j)
     j->bytes = 2.0 * (double)elems * sizeof(float);
 
     progress(j, "copy");
-    lntune_timed copies[16];
+    lntune_timed copies[16] = {{0}}; /* all defined: the sandbox copies them whole */
     ncopies = build_copies(j, copy_modules, copies, 16);
 
     size_t top[TOP];
