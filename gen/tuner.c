@@ -312,12 +312,14 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times)
         j->res->timed++;
         if (timed[t].failed) {
             const int crashed = outs[t].state == LNTUNE_SANDBOX_CRASHED;
-            u->ok = 0; /* never a leader */
+            /* Never a leader; variants sharing its source are recorded failed with this. */
+            u->ok = 0;
+            u->crashed = 1;
+            snprintf(u->message, sizeof u->message, "%s",
+                     crashed ? outs[t].message : "the kernel returned an error code while timed");
             j->res->failed++;
             j->res->crashed += crashed;
-            record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_FAILED,
-                   crashed ? outs[t].message : "the kernel returned an error code while timed", u,
-                   NULL);
+            record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_FAILED, u->message, u, NULL);
             continue;
         }
         times[k] = timed[t].median_ns;

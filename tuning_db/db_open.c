@@ -489,7 +489,10 @@ static int check_writable(lntune_db *db, int state) {
     char *dir = strdup(db->path);
     if (!dir) return lntune_dbi_fail(db, LNTUNE_ENOMEM, "out of memory");
     char *slash = strrchr(dir, '/');
-    if (slash) slash == dir ? (void)(slash[1] = '\0') : (void)(*slash = '\0');
+    if (slash == dir)
+        slash[1] = '\0'; /* "/x.db": the root */
+    else if (slash)
+        *slash = '\0';
     const char *d = slash ? dir : ".";
     int rc = LNTUNE_OK;
     if (state != FILE_MISSING && on_read_only_fs(db->path))
