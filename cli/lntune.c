@@ -8,6 +8,7 @@
  * left as it was), 128 + N killed by signal N after saving the work done (130 SIGINT, 143 SIGTERM).
  */
 #include "build.h"
+#include "export.h"
 #include "generator.h"
 #include "hardware.h"
 #include "lntune.h"
@@ -28,9 +29,11 @@ enum { EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DB = 3, EXIT_SIGNAL = 128 };
 
 typedef struct {
     const char *op, *target, *variant, *symbol, *db, *rigor, *dtype;
+    const char *out; /* export */
     lntune_shape *shapes;
     size_t nshapes;
     int help, retune, json, all, threads, force;
+    int cmake; /* export --cmake */
 } options;
 
 typedef struct {
@@ -61,6 +64,7 @@ static int parse_options(int argc, char **argv, options *o)
                     : strcmp(a, "--json") == 0 ? &o->json
                     : strcmp(a, "--all") == 0  ? &o->all
                     : strcmp(a, "--force") == 0 ? &o->force
+                    : strcmp(a, "--cmake") == 0 ? &o->cmake
                                                : NULL;
         if (flag) {
             *flag = 1;
@@ -77,6 +81,7 @@ static int parse_options(int argc, char **argv, options *o)
         }
         if (strcmp(a, "--op") == 0) slot = &o->op;
         else if (strcmp(a, "--db") == 0) slot = &o->db;
+        else if (strcmp(a, "--out") == 0) slot = &o->out;
         else if (strcmp(a, "--rigor") == 0) slot = &o->rigor;
         else if (strcmp(a, "--target") == 0) slot = &o->target;
         else if (strcmp(a, "--variant") == 0) slot = &o->variant;
@@ -441,6 +446,23 @@ static int cmd_show(options *o)
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
+static int cmd_export(options *o)
+{
+    if (!o->out) return usage_error("%s", "--out DIR is required");
+    lntune_export_config c = {o->out, o->db, o->cmake, stderr};
+    lntune_export_report r;
+    int rc = lntune_export(&c, &r);
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune: export: %s\n", r.message[0] ? r.message : lntune_errstr(rc));
+        return rc == LNTUNE_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+    }
+    printf("wrote %s/lntune_kernels.c and lntune_kernels.h%s: %d tuned kernel(s) of machine %s%s,"
+           " plus the generic kernels\n",
+           o->out, o->cmake ? " and CMakeLists.txt" : "", r.tuned, r.fingerprint,
+           r.skipped ? " (winners left out: see the warnings)" : "");
+    return 0;
+}
+
 static const command commands[] = {
     {"tune", cmd_tune,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--threads N]\n"
@@ -468,6 +490,11 @@ static const command commands[] = {
      "lntune verify --op OP --target cpu --variant STRING [--shape H=N]\n"
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
      "  adversarial suite against the float64 reference.\n"},
+    {"export", cmd_export,
+     "lntune export --out DIR [--db PATH] [--cmake]\n"
+     "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels, a dispatch table,\n"
+     "  the generic kernels and a small thread pool, as plain C (libc, libm, pthreads).\n"
+     "  --cmake also writes a CMakeLists.txt for add_subdirectory.\n"},
 };
 
 static void print_help(FILE *f)

@@ -97,6 +97,21 @@ int lntune_space_complexity(const lntune_space *s, size_t i)
     return sum;
 }
 
+size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor)
+{
+    if (rigor == LNTUNE_RIGOR_EXHAUSTIVE) return s->n;
+    size_t per_sweep = 0; /* the values of each knob beyond the current one */
+    for (int j = 0; j < s->nparams; ++j) {
+        int most = 0;
+        for (size_t i = 0; i < s->n; ++i)
+            if (s->ids[i * (size_t)s->nparams + (size_t)j] > most) most = s->ids[i * (size_t)s->nparams + (size_t)j];
+        per_sweep += (size_t)most;
+    }
+    /* measure: a beam of 4 over about two sweeps, many neighbours shared or already timed */
+    size_t estimate = 1 + (rigor == LNTUNE_RIGOR_QUICK ? per_sweep : 5 * per_sweep);
+    return estimate < s->n ? estimate : s->n;
+}
+
 /* Variants equal to v in every parameter but p, appended to out (no duplicates). */
 static size_t neighbors(const lntune_space *s, size_t v, int p, size_t *out, size_t count)
 {

@@ -23,6 +23,9 @@ const char *lntune_space_variant(const lntune_space *s, size_t i);
 /* Sum of the value ranks of variant i: 0 for the naive variant; smaller is simpler. */
 int lntune_space_complexity(const lntune_space *s, size_t i);
 
+/* About how many variants lntune_search evaluates at this rigor (for a progress bar). */
+size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor);
+
 /*
  * Evaluates variants idx[0..n): sets times[k] to variant idx[k]'s median time in ns, or INFINITY
  * if it failed to compile or verify.

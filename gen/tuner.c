@@ -61,6 +61,7 @@ typedef struct {
     lntune_shape shape;
     lntune_db_key key;
     char code_hash[40]; /* template hash + compiler: measurements of other ones are not reused */
+    char host_flag[64]; /* -DLNTUNE_HOST=<fingerprint>, see build_units */
     lntune_kernel_args args;
     double bytes;
     const lntune_space *space;
@@ -197,12 +198,7 @@ static void build_units(job *j, const size_t *idx, size_t n)
     lntune_jit_object *objs = calloc(nnew, sizeof *objs);
     if (!objs) goto done;
     int parallel = lntune_pool_threads(j->pool);
-    char host_flag[64];
-    lntune_cpu_info cpu;
-    lntune_cpu_info_get(&cpu);
-    /* Objects are -march=native: the host's fingerprint keeps them out of other hosts' cache. */
-    snprintf(host_flag, sizeof host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
-    const char *flags[] = {host_flag, NULL};
+    const char *flags[] = {j->host_flag, NULL};
     const char *const **extra = calloc(nnew, sizeof *extra);
     for (size_t k = 0; extra && k < nnew; ++k) extra[k] = flags;
     lntune_jit_compile_many(j->jit, texts, (const char *const *const *)extra, nnew, parallel, objs);
@@ -456,6 +452,7 @@ static void tune_one(job *j)
         lntune_space_create(list, n, &space) != LNTUNE_OK)
         goto done;
     j->space = space;
+    j->estimate = lntune_search_estimate(space, j->cfg->rigor);
     j->unit_of = malloc(n * sizeof *j->unit_of);
     j->threads_of = calloc(n, sizeof *j->threads_of);
     const size_t elems = (size_t)(j->shape.rows * j->shape.H);
@@ -614,7 +611,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             j.res = r;
             j.write_err = write_err;
             j.start_ns = lntune_now_ns();
-            j.estimate = cfg->rigor == LNTUNE_RIGOR_QUICK ? 20 : 150;
+            /* Objects are -march=native: the fingerprint keeps them out of other hosts' cache. */
+            snprintf(j.host_flag, sizeof j.host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
             snprintf(r->op, sizeof r->op, "%s", j.op);
             r->rows = j.shape.rows;
             r->H = j.shape.H;

@@ -82,12 +82,36 @@ typedef struct lntune_args {
 
 typedef struct lntune lntune; /* opaque; one per process or device */
 
-/* NULL db_path: $LNTUNE_DB, else $XDG_CACHE_HOME/lntune/tune.db (~/.cache/lntune/tune.db). */
+/*
+ * NULL db_path: $LNTUNE_DB, else $XDG_CACHE_HOME/lntune/tune.db (~/.cache/lntune/tune.db).
+ * The database is opened read-only. A missing database, a foreign one, or one that never saw
+ * this machine is not an error: every shape then runs a built-in kernel, and LNTUNE_LOG=debug
+ * says why on stderr (and, once per shape, which kernel serves it). Fails only when out of
+ * resources (LNTUNE_ENOMEM) or given out == NULL (LNTUNE_EINVAL); *out is NULL on failure.
+ */
 LNTUNE_API int lntune_open(const char *db_path, lntune **out);
 LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
+/*
+ * Normalize args->rows rows. Thread-safe: any number of threads may call with one handle. The
+ * first call of a shape (op, dtype, H, rows bucket, gamma/beta given) finds its kernel; every
+ * later call is one lock-free lookup, with no SQL, file access or compilation. Returns:
+ *   LNTUNE_OK           done (rows == 0 is a successful no-op)
+ *   LNTUNE_EINVAL       ctx, args, x or y NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride
+ *                       neither 0 nor >= H; dtype or device out of range; device_index or stream
+ *                       set for the CPU; beta given to RMSNorm
+ *   LNTUNE_EUNSUPPORTED fp16/bf16, the CUDA device, residual/residual_out (or their strides)
+ *   LNTUNE_EOVERFLOW    rows x stride does not fit in the address space
+ *   LNTUNE_ENOMEM, LNTUNE_ERROR  out of memory on a first call; a kernel failed
+ * mean and rstd, when given, receive each row's statistics (mean 0 for RMSNorm).
+ */
 LNTUNE_API int lntune_layernorm(lntune *ctx, const lntune_args *args);
 LNTUNE_API int lntune_rmsnorm(lntune *ctx, const lntune_args *args);
-LNTUNE_API const char *lntune_errmsg(const lntune *ctx); /* owned by ctx; never NULL */
+/*
+ * The message of the calling thread's last failed call on ctx (each thread has its own, so
+ * concurrent failures never mix). Owned by ctx; valid until that thread's next failure on ctx
+ * or lntune_close; never NULL.
+ */
+LNTUNE_API const char *lntune_errmsg(const lntune *ctx);
 LNTUNE_API const char *lntune_errstr(int rc);            /* static text; never NULL */
 LNTUNE_API const char *lntune_version(void);
 

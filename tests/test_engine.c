@@ -4,23 +4,13 @@
  * Test families live in tests/templates/test/.
  */
 #include "generator.h"
+#include "check.h"
 #include "lntune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* Emits op with variant and expects rc and a message containing want. */
 static void expect_error(lntune_gen *g, const char *op, const char *variant, int rc_want,
@@ -116,8 +106,24 @@ int main(void)
           "deterministic output");
     lntune_source_free(&sa);
     lntune_source_free(&sb);
+
+    /* Every variant of every built-in family emits (the copy baselines have no other test). */
+    const char *ops[] = {"layernorm", "rmsnorm", "copy"};
+    for (int o = 0; o < 3; ++o) {
+        char **list;
+        size_t n, emitted = 0;
+        lntune_shape shape = {0, 4096, 0};
+        if (lntune_gen_variants(a, "cpu", ops[o], &shape, &list, &n) != LNTUNE_OK) n = 0;
+        for (size_t i = 0; i < n; ++i) {
+            lntune_source src;
+            int rc = lntune_gen_emit(a, "cpu", ops[o], list[i], &shape, NULL, &src);
+            if (rc != LNTUNE_OK) CHECK(0, "emit %s %s: %s", ops[o], list[i], lntune_gen_errmsg(a));
+            else emitted++, lntune_source_free(&src);
+        }
+        CHECK(n > 0 && emitted == n, "cpu/%s: %zu of %zu variants emit", ops[o], emitted, n);
+        lntune_gen_free_list(list, n);
+    }
     lntune_gen_close(a);
     lntune_gen_close(b);
-    printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
-    return failures ? 1 : 0;
+    return CHECK_SUMMARY();
 }

@@ -4,26 +4,14 @@
 -- The tuner takes the best of every variant here, so the limit is not a weak copy: libc's
 -- memcpy, and vector loops over one or four interleaved rows with plain or non-temporal stores.
 
+local cpu = lntune.import("cpu/host.lua")
+
 -- Every native vector width.
-local function widths(host)
-    local w = { 4 }
-    if host.isa.avx then w[#w + 1] = 8 end
-    if host.isa.avx512f then w[#w + 1] = 16 end
+local function widths(h)
+    local w = cpu.vector_widths(h)
+    table.remove(w, 1) -- scalar code is no copy limit
     return w
 end
-
-local function thread_counts(host)
-    local counts, n = {}, 1
-    while n < host.cores do
-        counts[#counts + 1] = n
-        n = n * 2
-    end
-    counts[#counts + 1] = host.cores
-    return counts
-end
-
-local stream = { [4] = "__builtin_ia32_movntps", [8] = "__builtin_ia32_movntps256",
-                 [16] = "__builtin_ia32_movntps512" }
 
 return lntune.family {
     op = "copy",
@@ -34,7 +22,7 @@ return lntune.family {
         { name = "vec", values = widths, doc = "floats per vector" },
         { name = "rows", values = { 1, 4 }, doc = "rows copied together (memory streams)" },
         { name = "store", values = { "plain", "nt" }, doc = "plain or non-temporal stores" },
-        { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
+        { name = "threads", values = cpu.thread_counts, launch = true, doc = "threads across rows" },
     },
     valid = function(p, host)
         if p.method == "memcpy" then
@@ -42,6 +30,7 @@ return lntune.family {
         end
         return p.store == "plain" or host.arch == "x86_64", "nt needs x86"
     end,
+    derive = function(p) return { nt_builtin = p.store == "nt" and cpu.stream[p.vec].gcc } end,
     properties = function(p) return { threads = p.threads, affine = "none" } end,
     source = lntune.template [==[
 {{ lntune.abi_header() }}
@@ -71,7 +60,7 @@ static inline void store(float *p, vf v)
 #if defined(__clang__)
     __builtin_nontemporal_store(v, (vf *)p);
 #else
-    {{stream[p.vec]}}(p, v);
+    {{nt_builtin}}(p, v);
 #endif
 @   else
     __builtin_memcpy(p, &v, sizeof v);

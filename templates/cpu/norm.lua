@@ -13,31 +13,8 @@
 
 local M = {}
 
--- SIMD widths the host can run natively, in floats.
-local function vector_widths(host)
-    local widths = { 1, 4 }
-    if host.isa.avx then widths[#widths + 1] = 8 end
-    if host.isa.avx512f then widths[#widths + 1] = 16 end
-    return widths
-end
-
--- Thread counts worth trying: powers of two up to the core count, and the core count.
-local function thread_counts(host)
-    local counts, n = {}, 1
-    while n < host.cores do
-        counts[#counts + 1] = n
-        n = n * 2
-    end
-    counts[#counts + 1] = host.cores
-    return counts
-end
-
--- GCC's non-temporal store builtin for a vector of that many floats, and the ISA it needs.
-local stream = {
-    [4] = { gcc = "__builtin_ia32_movntps", isa = "sse" },
-    [8] = { gcc = "__builtin_ia32_movntps256", isa = "avx" },
-    [16] = { gcc = "__builtin_ia32_movntps512", isa = "avx512f" },
-}
+local cpu = lntune.import("cpu/host.lua")
+local vector_widths, thread_counts, stream = cpu.vector_widths, cpu.thread_counts, cpu.stream
 
 -- Every name the source declares at file scope besides the kernel, so that several kernels can
 -- share one translation unit (the engine prefixes them with the kernel's symbol).

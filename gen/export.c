@@ -1,0 +1,499 @@
+/*
+ * export.c - writes lntune_kernels.{c,h} (see export.h for what and why).
+ *
+ * The dispatch code of the exported file is fixed text below; only the kernels, the table and
+ * the header comment vary. The rows buckets of the table come from lntune_rows_bucket, so the
+ * exported code picks a winner exactly as the runtime does: the winner of the call's bucket,
+ * else the nearest tuned bucket of the same op, H and affine, else the generic kernel.
+ */
+#include "export.h"
+
+#include "builtin.h"
+#include "generator.h"
+#include "lntune.h"
+#include "tuning_db.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The copy of include/lntune_kernel.h built into gen (cmake/embed.cmake's layout). */
+typedef struct {
+    const char *path;
+    const char *text;
+    size_t len;
+} embedded_file;
+extern const embedded_file lntune_embedded_engine[];
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int oom;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || b->oom) return;
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s, b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+typedef struct {
+    char op[16], dtype[16], variant[512], template_hash[17];
+    int64_t H, tuned_rows, rows_lo, rows_hi;
+    int affine, threads;
+    double median_ns, gbps, copy_gbps, max_error;
+} winner;
+
+typedef struct {
+    winner *w;
+    size_t n, cap;
+    int oom;
+} winner_list;
+
+/* The range of row counts in the bucket of rows: lntune_rows_bucket is monotone. */
+static void bucket_range(int64_t rows, int64_t *lo, int64_t *hi) {
+    int b = lntune_rows_bucket(rows);
+    int64_t a = 1, z = rows; /* lowest row count in the bucket, by bisection */
+    while (a < z) {
+        int64_t m = a + (z - a) / 2;
+        if (lntune_rows_bucket(m) == b)
+            z = m;
+        else
+            a = m + 1;
+    }
+    *lo = a;
+    a = rows, z = INT64_C(1) << 62; /* highest */
+    if (lntune_rows_bucket(z) == b) {
+        *hi = INT64_MAX;
+        return;
+    }
+    while (a + 1 < z) {
+        int64_t m = a + (z - a) / 2;
+        if (lntune_rows_bucket(m) == b)
+            a = m;
+        else
+            z = m;
+    }
+    *hi = a;
+}
+
+static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
+    winner_list *l = ud;
+    if (strcmp(key->target, "cpu") != 0 || strcmp(key->dtype, "f32") != 0) return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        winner *w = realloc(l->w, cap * sizeof *w);
+        if (!w) {
+            l->oom = 1;
+            return 1;
+        }
+        l->w = w, l->cap = cap;
+    }
+    winner *w = &l->w[l->n++];
+    memset(w, 0, sizeof *w);
+    snprintf(w->op, sizeof w->op, "%s", key->op);
+    snprintf(w->dtype, sizeof w->dtype, "%s", key->dtype);
+    snprintf(w->variant, sizeof w->variant, "%s", b->variant ? b->variant : "");
+    w->H = key->H;
+    w->tuned_rows = b->tuned_rows > 0 ? b->tuned_rows : key->rows;
+    w->affine = key->affine;
+    w->threads = b->threads > 0 ? b->threads : 1;
+    w->median_ns = b->median_ns, w->gbps = b->gbps, w->copy_gbps = b->copy_gbps;
+    w->max_error = b->max_error;
+    bucket_range(w->tuned_rows > 0 ? w->tuned_rows : 1, &w->rows_lo, &w->rows_hi);
+    return 0;
+}
+
+typedef struct {
+    const char *variant;
+    char *hash;
+    size_t size;
+} hash_find;
+
+static int find_hash(void *ud, const lntune_measurement *m) {
+    hash_find *f = ud;
+    if (m->variant && strcmp(m->variant, f->variant) == 0 && m->template_hash)
+        snprintf(f->hash, f->size, "%s", m->template_hash);
+    return 0;
+}
+
+static int write_file(const char *dir, const char *name, const buf *b, char *msg, size_t msglen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(b->s, 1, b->len, f) == b->len;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) snprintf(msg, msglen, "cannot write %.900s", path);
+    return ok ? LNTUNE_OK : LNTUNE_EIO;
+}
+
+static void warn(const lntune_export_config *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warn(const lntune_export_config *c, const char *fmt, ...) {
+    if (!c->warnings) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(c->warnings, "lntune export: warning: ");
+    vfprintf(c->warnings, fmt, ap);
+    fprintf(c->warnings, "\n");
+    va_end(ap);
+}
+
+static const char *abi_header(void) {
+    for (const embedded_file *f = lntune_embedded_engine; f->path; ++f)
+        if (strcmp(f->path, "lntune_kernel.h") == 0) return f->text;
+    return NULL;
+}
+
+/* The fixed part of lntune_kernels.c after the kernels and the table: pool and dispatch. */
+static const char dispatch_text[] =
+    "/* A persistent pool: workers start on the first multi-threaded call and then sleep on a\n"
+    " * condition variable between calls. A call that finds the pool busy runs on its own thread. "
+    "*/\n"
+    "static struct {\n"
+    "    pthread_mutex_t lock, busy;\n"
+    "    pthread_cond_t work, done;\n"
+    "    unsigned generation;\n"
+    "    int started, pending, n, rc;\n"
+    "    lntune_kernel_fn fn;\n"
+    "    const lntune_kernel_args *args;\n"
+    "    unsigned born[LNTUNE_KERNELS_MAX_THREADS];\n"
+    "} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,\n"
+    "          PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, {0}};\n"
+    "\n"
+    "static int run_part(lntune_kernel_fn fn, const lntune_kernel_args *a, int i, int n)\n"
+    "{\n"
+    "    int64_t begin = a->rows * i / n, end = a->rows * (i + 1) / n;\n"
+    "    return begin < end ? fn(a, begin, end) : LNTUNE_KERNEL_OK;\n"
+    "}\n"
+    "\n"
+    "static void *worker(void *p)\n"
+    "{\n"
+    "    int index = (int)(intptr_t)p;\n"
+    "    pthread_mutex_lock(&pool.lock);\n"
+    "    unsigned seen = pool.born[index];\n"
+    "    for (;;) {\n"
+    "        while (pool.generation == seen) pthread_cond_wait(&pool.work, &pool.lock);\n"
+    "        seen = pool.generation;\n"
+    "        if (index >= pool.n) continue;\n"
+    "        lntune_kernel_fn fn = pool.fn;\n"
+    "        const lntune_kernel_args *a = pool.args;\n"
+    "        int n = pool.n;\n"
+    "        pthread_mutex_unlock(&pool.lock);\n"
+    "        int rc = run_part(fn, a, index, n);\n"
+    "        pthread_mutex_lock(&pool.lock);\n"
+    "        if (rc != LNTUNE_KERNEL_OK && pool.rc == LNTUNE_KERNEL_OK) pool.rc = rc;\n"
+    "        if (--pool.pending == 0) pthread_cond_signal(&pool.done);\n"
+    "    }\n"
+    "    return NULL;\n"
+    "}\n"
+    "\n"
+    "static int run_threads(lntune_kernel_fn fn, const lntune_kernel_args *a, int threads)\n"
+    "{\n"
+    "    if (threads > LNTUNE_KERNELS_MAX_THREADS) threads = LNTUNE_KERNELS_MAX_THREADS;\n"
+    "    if (threads <= 1 || a->rows < 2 || pthread_mutex_trylock(&pool.busy) != 0)\n"
+    "        return fn(a, 0, a->rows);\n"
+    "    pthread_mutex_lock(&pool.lock);\n"
+    "    while (pool.started < threads - 1) {\n"
+    "        pthread_t t;\n"
+    "        int index = pool.started + 1;\n"
+    "        pool.born[index] = pool.generation;\n"
+    "        if (pthread_create(&t, NULL, worker, (void *)(intptr_t)index) != 0) break;\n"
+    "        pthread_detach(t);\n"
+    "        ++pool.started;\n"
+    "    }\n"
+    "    if (threads > pool.started + 1) threads = pool.started + 1;\n"
+    "    pool.fn = fn, pool.args = a, pool.n = threads, pool.rc = LNTUNE_KERNEL_OK;\n"
+    "    pool.pending = threads - 1;\n"
+    "    ++pool.generation;\n"
+    "    pthread_cond_broadcast(&pool.work);\n"
+    "    pthread_mutex_unlock(&pool.lock);\n"
+    "    int rc = run_part(fn, a, 0, threads);\n"
+    "    pthread_mutex_lock(&pool.lock);\n"
+    "    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);\n"
+    "    if (rc == LNTUNE_KERNEL_OK) rc = pool.rc;\n"
+    "    pthread_mutex_unlock(&pool.lock);\n"
+    "    pthread_mutex_unlock(&pool.busy);\n"
+    "    return rc;\n"
+    "}\n"
+    "\n"
+    "/* The winner of (op, H, affine) for rows: its bucket, else the nearest tuned bucket. */\n"
+    "static const tuned_entry *find_tuned(int op, int64_t H, int affine, int64_t rows)\n"
+    "{\n"
+    "    const tuned_entry *best = NULL;\n"
+    "    double best_distance = 0.0;\n"
+    "    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {\n"
+    "        const tuned_entry *e = &tuned[i];\n"
+    "        if (!e->fn || e->op != op || e->H != H || e->affine != affine) continue;\n"
+    "        if (rows >= e->rows_lo && rows <= e->rows_hi) return e;\n"
+    "        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows\n"
+    "                                     : (double)rows / (double)e->rows_hi;\n"
+    "        if (!best || d < best_distance) best = e, best_distance = d;\n"
+    "    }\n"
+    "    return best;\n"
+    "}\n"
+    "\n"
+    "/* Beta without gamma: the generic plain kernel, then beta added. */\n"
+    "static int layernorm_beta_only(const lntune_kernel_args *a, int64_t begin, int64_t end)\n"
+    "{\n"
+    "    lntune_kernel_args plain = *a;\n"
+    "    plain.beta = NULL;\n"
+    "    int rc = lntune_kernels_generic_layernorm_plain(&plain, begin, end);\n"
+    "    for (int64_t r = begin; rc == LNTUNE_KERNEL_OK && r < end; ++r) {\n"
+    "        float *y = (float *)a->y + r * a->y_stride;\n"
+    "        for (int64_t i = 0; i < a->H; ++i) y[i] += ((const float *)a->beta)[i];\n"
+    "    }\n"
+    "    return rc;\n"
+    "}\n"
+    "\n"
+    "static int run(int op, const lntune_kernel_args *args)\n"
+    "{\n"
+    "    if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||\n"
+    "        args->residual || args->residual_out || (op == 1 && args->beta))\n"
+    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
+    "    if (args->rows == 0) return LNTUNE_KERNEL_OK;\n"
+    "    lntune_kernel_args a = *args;\n"
+    "    if (a.x_stride == 0) a.x_stride = a.H;\n"
+    "    if (a.y_stride == 0) a.y_stride = a.H;\n"
+    "    if (!(a.eps > 0.0f)) a.eps = 1e-5f;\n"
+    "    if (a.x_stride < a.H || a.y_stride < a.H) return LNTUNE_KERNEL_EUNSUPPORTED;\n"
+    "    int affine = a.gamma ? 1 : a.beta ? 2 : 0;\n"
+    "    const tuned_entry *e = affine < 2 ? find_tuned(op, a.H, affine, a.rows) : NULL;\n"
+    "    if (e) {\n"
+    "        int rc = run_threads(e->fn, &a, e->threads);\n"
+    "        if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;\n"
+    "    }\n"
+    "    lntune_kernel_fn generic = op == 0 ? (affine == 1   ? "
+    "lntune_kernels_generic_layernorm_affine\n"
+    "                                          : affine == 0 ? "
+    "lntune_kernels_generic_layernorm_plain\n"
+    "                                                        : layernorm_beta_only)\n"
+    "                                       : (affine == 1 ? "
+    "lntune_kernels_generic_rmsnorm_affine\n"
+    "                                                      : "
+    "lntune_kernels_generic_rmsnorm_plain);\n"
+    "    int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? "
+    "LNTUNE_KERNELS_MAX_THREADS : 1;\n"
+    "    return run_threads(generic, &a, threads);\n"
+    "}\n"
+    "\n"
+    "int lntune_kernels_layernorm(const lntune_kernel_args *args)\n"
+    "{\n"
+    "    return run(0, args);\n"
+    "}\n"
+    "\n"
+    "int lntune_kernels_rmsnorm(const lntune_kernel_args *args)\n"
+    "{\n"
+    "    return run(1, args);\n"
+    "}\n";
+
+static void write_header_comment(buf *b, const lntune_cpu_info *cpu, const winner_list *l,
+                                 const int *ok, const char *db_note) {
+    char features[256];
+    lntune_hw_features_string(cpu->isa, features, sizeof features);
+    put(b, "/*\n * generated by lntune export; do not edit.\n *\n");
+    put(b, " * hardware: %s (fingerprint %s), %s, %d logical CPUs\n", cpu->model, cpu->fingerprint,
+        features, cpu->cores);
+    put(b, " * Compile on this machine (the tuned kernels were measured with -march=native).\n");
+    if (db_note) put(b, " * %s\n", db_note);
+    put(b, " *\n * tuned kernels (op dtype H rows-bucket affine: variant, threads, median time,\n"
+           " * bandwidth, verified max error in units of 2^-24 of the output's terms):\n");
+    int any = 0;
+    for (size_t i = 0; i < l->n; ++i) {
+        const winner *w = &l->w[i];
+        if (!ok[i]) continue;
+        any = 1;
+        char hi[32];
+        if (w->rows_hi == INT64_MAX)
+            snprintf(hi, sizeof hi, "...");
+        else
+            snprintf(hi, sizeof hi, "%lld", (long long)w->rows_hi);
+        put(b,
+            " *   t%zu: %s %s H=%lld rows %lld-%s (tuned at %lld) %s: %s, %d thread(s), "
+            "%.0f ns, %.1f GB/s (copy %.1f), max error %.3g\n",
+            i, w->op, w->dtype, (long long)w->H, (long long)w->rows_lo, hi,
+            (long long)w->tuned_rows, w->affine ? "affine" : "no affine", w->variant, w->threads,
+            w->median_ns, w->gbps, w->copy_gbps, w->max_error);
+    }
+    if (!any) put(b, " *   (none)\n");
+    put(b, " *\n * generic kernels (any shape no winner covers):\n");
+    for (size_t i = 0; i < lntune_builtin_variant_count; ++i)
+        put(b, " *   %s %s: %s\n", lntune_builtin_variants[i].op,
+            lntune_builtin_variants[i].affine ? "affine" : "no affine",
+            lntune_builtin_variants[i].variant);
+    put(b, " */\n");
+}
+
+int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
+    memset(r, 0, sizeof *r);
+    if (!c || !c->out_dir) {
+        snprintf(r->message, sizeof r->message, "no output directory");
+        return LNTUNE_EINVAL;
+    }
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
+    snprintf(r->fingerprint, sizeof r->fingerprint, "%s", cpu.fingerprint);
+
+    /* This machine's winners, if the database knows it. */
+    winner_list list = {0};
+    lntune_db *db = NULL;
+    char note[600] = "";
+    int64_t hw = 0;
+    int rc = lntune_db_open(c->db_path, LNTUNE_DB_READONLY, &db);
+    if (rc != LNTUNE_OK) {
+        snprintf(note, sizeof note, "no tuning database (%s): generic kernels only",
+                 db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+    } else if ((rc = lntune_db_find_hardware(db, cpu.fingerprint, &hw)) != LNTUNE_OK) {
+        snprintf(note, sizeof note,
+                 "the tuning database %s has no record of this machine: "
+                 "generic kernels only",
+                 lntune_db_path(db));
+    } else if ((rc = lntune_db_each_best(db, hw, collect, &list)) != LNTUNE_OK || list.oom) {
+        snprintf(r->message, sizeof r->message, "reading the winners: %s",
+                 list.oom ? "out of memory" : lntune_db_errmsg(db));
+        lntune_db_close(db);
+        free(list.w);
+        return list.oom ? LNTUNE_ENOMEM : rc;
+    }
+    if (note[0]) warn(c, "%s", note);
+
+    lntune_gen *g = NULL;
+    buf kernels = {0}, out = {0}, header = {0};
+    int *ok = calloc(list.n ? list.n : 1, sizeof *ok);
+    int max_threads = 1;
+    if (!ok) {
+        rc = LNTUNE_ENOMEM;
+        goto done;
+    }
+    if ((rc = lntune_gen_open(NULL, &g)) != LNTUNE_OK) {
+        snprintf(r->message, sizeof r->message, "%s", g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
+        goto done;
+    }
+    for (size_t i = 0; i < list.n; ++i) {
+        winner *w = &list.w[i];
+        char symbol[64];
+        snprintf(symbol, sizeof symbol, "lntune_kernels_t%zu", i);
+        lntune_shape shape = {.H = w->H};
+        lntune_source src;
+        if (lntune_gen_emit(g, "cpu", w->op, w->variant, &shape, symbol, &src) != LNTUNE_OK) {
+            warn(c, "%s H=%lld: variant '%s' no longer generates (%s); left out", w->op,
+                 (long long)w->H, w->variant, lntune_gen_errmsg(g));
+            ++r->skipped;
+            continue;
+        }
+        char measured[17] = "";
+        hash_find f = {w->variant, measured, sizeof measured};
+        lntune_db_key key = {hw, "cpu", w->op, w->dtype, w->H, w->tuned_rows, w->affine};
+        lntune_db_each_measurement(db, &key, NULL, find_hash, &f);
+        if (measured[0] && strcmp(measured, src.template_hash) != 0)
+            warn(c,
+                 "%s H=%lld: the template changed since '%s' was measured (hash %s, now %s); "
+                 "exporting the regenerated source: re-tune to refresh its timing",
+                 w->op, (long long)w->H, w->variant, measured, src.template_hash);
+        put(&kernels, "%s\n", src.text);
+        lntune_source_free(&src);
+        ok[i] = 1;
+        ++r->tuned;
+        if (w->threads > max_threads) max_threads = w->threads;
+    }
+    char *generic = NULL;
+    if ((rc = lntune_builtin_emit(g, "lntune_kernels_generic", &generic)) != LNTUNE_OK) {
+        snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
+        goto done;
+    }
+    put(&kernels, "%s", generic);
+    free(generic);
+    if (cpu.cores > max_threads) max_threads = cpu.cores;
+
+    /* lntune_kernels.c */
+    write_header_comment(&out, &cpu, &list, ok, note[0] ? note : NULL);
+    put(&out, "#define _POSIX_C_SOURCE 200809L\n#include \"lntune_kernels.h\"\n\n");
+    put(&out, "#include <pthread.h>\n#include <stddef.h>\n#include <stdint.h>\n\n");
+    put(&out, "#define LNTUNE_KERNELS_MAX_THREADS %d\n\n", max_threads);
+    put(&out, "%s\n", kernels.s ? kernels.s : "");
+    put(&out, "typedef struct {\n    int op; /* 0 layernorm, 1 rmsnorm */\n    int64_t H;\n"
+              "    int affine;\n    int64_t rows_lo, rows_hi;\n    lntune_kernel_fn fn;\n"
+              "    int threads;\n} tuned_entry;\n\n");
+    put(&out, "static const tuned_entry tuned[] = {\n");
+    for (size_t i = 0; i < list.n; ++i) {
+        const winner *w = &list.w[i];
+        if (!ok[i]) continue;
+        put(&out,
+            "    {%d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), lntune_kernels_t%zu, %d},\n",
+            strcmp(w->op, "rmsnorm") == 0, (long long)w->H, w->affine, (long long)w->rows_lo,
+            (long long)w->rows_hi, i, w->threads);
+    }
+    put(&out, "    {0, 0, 0, 0, 0, NULL, 0} /* keeps the table non-empty */\n};\n\n");
+    put(&out, "%s", dispatch_text);
+
+    /* lntune_kernels.h */
+    const char *abi = abi_header();
+    put(&header,
+        "/*\n * lntune_kernels.h - generated by lntune export; do not edit.\n *\n"
+        " * LayerNorm and RMSNorm tuned for one machine (%s); see lntune_kernels.c.\n"
+        " * Fill an lntune_kernel_args (rows, H, x, y; gamma, beta, mean, rstd optional;\n"
+        " * strides of 0 mean H, eps of 0 means 1e-5) and call one of the functions below.\n"
+        " * They return LNTUNE_KERNEL_OK, or LNTUNE_KERNEL_EUNSUPPORTED for arguments no\n"
+        " * kernel serves (NULL x or y, H <= 0, a stride < H, residual, RMSNorm with beta).\n"
+        " * Thread-safe; multi-threaded winners share one pool, and a call that finds it\n"
+        " * busy runs on the calling thread.\n */\n",
+        cpu.fingerprint);
+    put(&header, "#ifndef LNTUNE_KERNELS_H\n#define LNTUNE_KERNELS_H\n\n%s\n", abi ? abi : "");
+    put(&header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+                 "int lntune_kernels_layernorm(const lntune_kernel_args *args);\n"
+                 "int lntune_kernels_rmsnorm(const lntune_kernel_args *args);\n\n"
+                 "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
+    if (out.oom || header.oom || kernels.oom || !abi) {
+        rc = abi ? LNTUNE_ENOMEM : LNTUNE_ERROR;
+        snprintf(r->message, sizeof r->message, "%s", abi ? "out of memory" : "no ABI header");
+        goto done;
+    }
+    rc = write_file(c->out_dir, "lntune_kernels.c", &out, r->message, sizeof r->message);
+    if (rc == LNTUNE_OK)
+        rc = write_file(c->out_dir, "lntune_kernels.h", &header, r->message, sizeof r->message);
+    if (rc == LNTUNE_OK && c->cmake) {
+        buf cm = {0};
+        put(&cm,
+            "# generated by lntune export; do not edit.\n"
+            "# add_subdirectory() this folder, then link lntune_kernels. -march=native: build\n"
+            "# on the machine the kernels were tuned for (%s).\n"
+            "cmake_minimum_required(VERSION 3.16)\n"
+            "project(lntune_kernels LANGUAGES C)\n"
+            "find_package(Threads REQUIRED)\n"
+            "add_library(lntune_kernels STATIC lntune_kernels.c)\n"
+            "target_include_directories(lntune_kernels PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})\n"
+            "target_compile_features(lntune_kernels PRIVATE c_std_11)\n"
+            "target_compile_options(lntune_kernels PRIVATE -O3 -march=native)\n"
+            "target_link_libraries(lntune_kernels PUBLIC Threads::Threads m)\n",
+            cpu.fingerprint);
+        rc = cm.oom ? LNTUNE_ENOMEM
+                    : write_file(c->out_dir, "CMakeLists.txt", &cm, r->message, sizeof r->message);
+        free(cm.s);
+    }
+done:
+    if (rc == LNTUNE_ENOMEM && !r->message[0])
+        snprintf(r->message, sizeof r->message, "out of memory");
+    lntune_gen_close(g);
+    lntune_db_close(db);
+    free(kernels.s), free(out.s), free(header.s);
+    free(ok);
+    free(list.w);
+    return rc;
+}

@@ -1,0 +1,44 @@
+/*
+ * export.h - `lntune export`: this machine's tuned kernels as plain C for apps that want no
+ * runtime library (FFTW's wisdom, frozen into code).
+ *
+ * Writes lntune_kernels.c and lntune_kernels.h (and, on request, a CMakeLists.txt for
+ * add_subdirectory) into a directory: every winner of this machine's hardware in the tuning
+ * database, regenerated from its variant string for its H with a unique name, a dispatch table
+ * on (op, dtype, H, affine, rows bucket), the generic built-in kernels for everything else, and
+ * a small persistent pthread pool for multi-threaded winners. The files need only libc, libm and
+ * pthreads, and compile with -std=c11 -Wall -Wextra -Werror under gcc and clang.
+ *
+ * Sources are regenerated rather than copied from the artifacts, so that each kernel gets a name
+ * of its own and one translation unit holds them all. If the template changed since the winner
+ * was measured (its measurement's template hash differs from the current one), the regenerated
+ * kernel is not the measured one: export warns and still writes it, since the variant is what
+ * the tuner chose and the generated code is verified-by-construction from the same template the
+ * runtime's built-ins come from. Re-tune to refresh the timings recorded in the header.
+ */
+#ifndef LNTUNE_EXPORT_H
+#define LNTUNE_EXPORT_H
+
+#include <stdio.h>
+
+typedef struct lntune_export_config {
+    const char *out_dir; /* must exist */
+    const char *db_path; /* NULL: the default database */
+    int cmake;           /* also write CMakeLists.txt */
+    FILE *warnings;      /* warnings, one a line (may be NULL) */
+} lntune_export_config;
+
+typedef struct lntune_export_report {
+    int tuned;            /* tuned kernels written */
+    int skipped;          /* winners left out, each with a warning */
+    char fingerprint[17]; /* this machine */
+    char message[1024];   /* why it failed */
+} lntune_export_report;
+
+/*
+ * Exports. A missing database, or one that never saw this machine, is a warning: the files then
+ * hold the generic kernels only. Returns an LNTUNE_* code; report->message says why on failure.
+ */
+int lntune_export(const lntune_export_config *config, lntune_export_report *report);
+
+#endif /* LNTUNE_EXPORT_H */

@@ -1,0 +1,139 @@
+/*
+ * api.c - lntune_layernorm and lntune_rmsnorm: check the arguments, find the kernel, run it.
+ *
+ * This is the hot path. After the first call of a shape it takes no lock, makes no system call
+ * and touches neither SQLite nor a file: a descriptor is hashed, one registry chain is walked
+ * with acquire loads, and the kernel runs on this thread or the handle's pool.
+ *
+ * Argument errors, each with a message on the handle (lntune_errmsg):
+ *   LNTUNE_EINVAL       args, x or y NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride that is
+ *                       neither 0 nor >= H; a dtype or device outside its enum; device_index or
+ *                       stream set for the CPU; beta given to RMSNorm
+ *   LNTUNE_EUNSUPPORTED fp16/bf16 data, the CUDA device, residual or residual_out (or their
+ *                       strides): valid requests a later release will serve
+ *   LNTUNE_EOVERFLOW    the last element of x or y lies beyond what a pointer can address
+ * rows == 0 is a successful no-op. A NULL ctx returns LNTUNE_EINVAL (no handle for a message).
+ */
+#include "context.h"
+#include "dispatch.h"
+
+#include <math.h>
+#include <stdint.h>
+
+/* Built-in kernels split rows across the pool from this many elements per call: below it, the
+ * wake-up of the workers costs more than the second core gains. */
+#define BUILTIN_PARALLEL_ELEMENTS (INT64_C(1) << 18)
+
+static const char *const api_names[] = {"lntune_layernorm", "lntune_rmsnorm"};
+
+/* Bytes from the first to the last element of a matrix, or -1 if that overflows. */
+static int64_t extent_bytes(int64_t rows, int64_t H, int64_t stride) {
+    int64_t n;
+    if (__builtin_mul_overflow(rows - 1, stride, &n) || __builtin_add_overflow(n, H, &n) ||
+        __builtin_mul_overflow(n, (int64_t)sizeof(float), &n) || (uint64_t)n > PTRDIFF_MAX)
+        return -1;
+    return n;
+}
+
+static int check_args(lntune *ctx, const lntune_args *a, int op) {
+    const char *fn = api_names[op];
+    if (!a) return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: args is NULL", fn);
+    if (a->H <= 0)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: H = %lld; it must be positive", fn,
+                               (long long)a->H);
+    if (a->rows < 0)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: rows = %lld is negative", fn,
+                               (long long)a->rows);
+    if (!a->x || !a->y)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s is NULL", fn, !a->x ? "x" : "y");
+    if (!(a->eps >= 0.0f)) /* also catches NaN */
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: eps = %g; it must be >= 0 (0: 1e-5)", fn,
+                               (double)a->eps);
+    if ((a->x_stride != 0 && a->x_stride < a->H) || (a->y_stride != 0 && a->y_stride < a->H))
+        return lntune_ctx_fail(
+            ctx, LNTUNE_EINVAL,
+            "%s: x_stride = %lld, y_stride = %lld; each must be 0 or >= H = %lld", fn,
+            (long long)a->x_stride, (long long)a->y_stride, (long long)a->H);
+    if ((unsigned)a->dtype > LNTUNE_BF16)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown dtype %d", fn, (int)a->dtype);
+    if ((unsigned)a->device > LNTUNE_DEVICE_CUDA)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown device %d", fn, (int)a->device);
+    if (a->device == LNTUNE_DEVICE_CPU && (a->device_index != 0 || a->stream))
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                               "%s: device_index and stream must be 0/NULL for the CPU", fn);
+    if (op == LNTUNE_DESC_RMSNORM && a->beta)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: RMSNorm takes no beta", fn);
+    if (a->device == LNTUNE_DEVICE_CUDA)
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED, "%s: the CUDA device is not served yet",
+                               fn);
+    if (a->dtype != LNTUNE_F32)
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED, "%s: only fp32 data is served yet", fn);
+    if (a->residual || a->residual_out || a->residual_stride || a->residual_out_stride)
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                               "%s: residual and residual_out are not served yet; leave them "
+                               "and their strides 0",
+                               fn);
+    if (a->rows > 0 && (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H) < 0 ||
+                        extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H) < 0))
+        return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
+                               "%s: rows = %lld by its stride does not fit in memory", fn,
+                               (long long)a->rows);
+    return LNTUNE_OK;
+}
+
+static int run(lntune *ctx, const lntune_args *a, int op) {
+    if (!ctx) return LNTUNE_EINVAL;
+    int rc = check_args(ctx, a, op);
+    if (rc != LNTUNE_OK || a->rows == 0) return rc;
+
+    const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
+                       : a->beta ? LNTUNE_DESC_BETA_ONLY
+                                 : LNTUNE_DESC_NO_AFFINE;
+    const lntune_desc d =
+        lntune_desc_make(op, (int)a->dtype, affine, lntune_rows_bucket(a->rows), a->H);
+    uint64_t hash = lntune_desc_hash(&d);
+    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
+    if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
+
+    /* Field by field: an initializer would zero the struct first (rep stos), which costs
+     * more than the whole lookup. */
+    lntune_kernel_args ka;
+    ka.rows = a->rows;
+    ka.H = a->H;
+    ka.x_stride = a->x_stride ? a->x_stride : a->H;
+    ka.y_stride = a->y_stride ? a->y_stride : a->H;
+    ka.residual_stride = ka.residual_out_stride = 0;
+    ka.x = a->x;
+    ka.residual = NULL;
+    ka.gamma = a->gamma;
+    ka.beta = a->beta;
+    ka.y = a->y;
+    ka.residual_out = NULL;
+    ka.mean = a->mean;
+    ka.rstd = a->rstd;
+    ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;
+    int builtin_threads =
+        a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;
+    int threads = e->kernel == e->fallback ? builtin_threads : e->threads;
+    lntune_pool *pool = NULL;
+    if (threads > 1 && !(pool = atomic_load_explicit(&ctx->pool, memory_order_acquire)))
+        pool = lntune_dispatch_pool(ctx);
+    rc = lntune_pool_run_kernel(pool, e->kernel, &ka, threads);
+    if (rc == LNTUNE_KERNEL_EUNSUPPORTED && e->kernel != e->fallback) {
+        /* The tuned kernel declined these args (its checks are stricter than the key). */
+        if (builtin_threads > 1 && !pool) pool = lntune_dispatch_pool(ctx);
+        rc = lntune_pool_run_kernel(pool, e->fallback, &ka, builtin_threads);
+    }
+    if (rc != LNTUNE_KERNEL_OK)
+        return lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: the kernel for H = %lld returned %d",
+                               api_names[op], (long long)a->H, rc);
+    return LNTUNE_OK;
+}
+
+int lntune_layernorm(lntune *ctx, const lntune_args *args) {
+    return run(ctx, args, LNTUNE_DESC_LAYERNORM);
+}
+
+int lntune_rmsnorm(lntune *ctx, const lntune_args *args) {
+    return run(ctx, args, LNTUNE_DESC_RMSNORM);
+}

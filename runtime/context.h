@@ -1,0 +1,49 @@
+/*
+ * context.h - the inside of an lntune handle, shared by the runtime's files and no one else.
+ */
+#ifndef LNTUNE_CONTEXT_H
+#define LNTUNE_CONTEXT_H
+
+#include "lntune.h"
+#include "pool.h"
+#include "registry.h"
+#include "tuning_db.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct lntune_loaded lntune_loaded; /* an artifact dlopen'd by dispatch.c */
+typedef struct lntune_msg lntune_msg;       /* one thread's message buffer (context.c) */
+
+enum { LNTUNE_MAX_BUCKETS = 32 };
+
+struct lntune {
+    lntune_registry registry; /* read without locks on every call */
+    pthread_mutex_t lock;     /* serializes first calls: the DB, registry inserts, loads, pool */
+    lntune_db *db;            /* NULL: no tuned kernel for this machine */
+    int64_t hardware_id;
+    lntune_cpu_info cpu;
+    int debug;                   /* LNTUNE_LOG=debug */
+    _Atomic(lntune_pool *) pool; /* created on the first multi-threaded call */
+    lntune_loaded *loaded;
+    /* The rows buckets of the best table in increasing order, each with a row count inside it,
+     * found by probing lntune_rows_bucket, for the nearest-bucket search of dispatch.c. */
+    int nbuckets;
+    int bucket_id[LNTUNE_MAX_BUCKETS];
+    int64_t bucket_rows[LNTUNE_MAX_BUCKETS];
+    /* Messages: one buffer per thread per handle (a pthread key), listed so close frees all. */
+    pthread_key_t msg_key;
+    int have_msg_key;
+    pthread_mutex_t msg_lock;
+    lntune_msg *msgs;
+};
+
+/* Sets this thread's message on ctx (printf-style) and returns rc. */
+int lntune_ctx_fail(lntune *ctx, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Writes "lntune: ..." to stderr when LNTUNE_LOG=debug. */
+void lntune_ctx_debug(const lntune *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* LNTUNE_CONTEXT_H */

@@ -1,0 +1,255 @@
+/*
+ * dispatch.c - the first call of a shape: which kernel serves it, from where.
+ *
+ * lntune_open opens the tuning database read-only and looks this machine's fingerprint up in
+ * it. A database that is missing, unreadable, foreign, or has never seen this machine is not an
+ * error: every shape then runs a built-in kernel, and LNTUNE_LOG=debug says why, once.
+ *
+ * The first call of a descriptor (op, dtype, H, rows bucket, affine) asks the database for the
+ * best kernel of that bucket. Policy when the bucket has none: the nearest tuned bucket of the
+ * same op, dtype, H and affine serves it (one bucket away first, the larger row count first on a
+ * tie), since any kernel tuned for this H on this machine beats the generic one by more than a
+ * neighbouring bucket's tuning differs; with no tuned bucket at all the built-in kernel does.
+ * The winner's shared object comes from its artifact and is loaded with lntune_load_shared;
+ * nothing is ever compiled here. The resolved entry goes into the registry, and later calls
+ * never come back to this file.
+ *
+ * Everything here runs under ctx->lock, which also makes the single SQLite handle safe.
+ */
+#define _GNU_SOURCE
+#include "dispatch.h"
+
+#include "builtin.h"
+#include "loader.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct lntune_loaded {
+    char *key; /* artifact key: two best records may share one artifact */
+    void *dl;
+    int fd; /* the memfd it was loaded from, or -1; closed after dlclose */
+    lntune_kernel_fn kernel;
+    lntune_loaded *next;
+};
+
+static const char *const op_names[] = {"layernorm", "rmsnorm"};
+static const char *const dtype_names[] = {"f32", "f16", "bf16"};
+static const char *const affine_names[] = {"no gamma/beta", "gamma", "beta only"};
+
+/* Probes lntune_rows_bucket for the bucket list, in increasing row counts. */
+static void find_buckets(lntune *ctx) {
+    int64_t rows = 1;
+    ctx->nbuckets = 0;
+    while (rows > 0 && rows <= (INT64_C(1) << 48) && ctx->nbuckets < LNTUNE_MAX_BUCKETS) {
+        int b = lntune_rows_bucket(rows);
+        if (ctx->nbuckets == 0 || ctx->bucket_id[ctx->nbuckets - 1] != b) {
+            ctx->bucket_id[ctx->nbuckets] = b;
+            ctx->bucket_rows[ctx->nbuckets++] = rows;
+        }
+        rows = rows < 1024 ? rows + 1 : rows * 2; /* exact where buckets are narrow */
+    }
+}
+
+int lntune_dispatch_open(lntune *ctx, const char *db_path) {
+    lntune_cpu_info_get(&ctx->cpu);
+    find_buckets(ctx);
+    char path[4096] = "";
+    if (db_path)
+        snprintf(path, sizeof path, "%s", db_path);
+    else if (lntune_db_default_path(path, sizeof path) != LNTUNE_OK)
+        path[0] = '\0';
+    lntune_db *db = NULL;
+    int rc = lntune_db_open(db_path, LNTUNE_DB_READONLY, &db);
+    if (rc != LNTUNE_OK) {
+        lntune_ctx_debug(ctx,
+                         "no tuned kernels: cannot use tuning database %s: %s; every shape "
+                         "runs a built-in kernel",
+                         path, db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+        lntune_db_close(db);
+        return LNTUNE_OK;
+    }
+    rc = lntune_db_find_hardware(db, ctx->cpu.fingerprint, &ctx->hardware_id);
+    if (rc != LNTUNE_OK) {
+        lntune_ctx_debug(ctx,
+                         "no tuned kernels: tuning database %s has %s (%s); every shape "
+                         "runs a built-in kernel",
+                         path, rc == LNTUNE_ENOTFOUND ? "no record of this machine" : "an error",
+                         rc == LNTUNE_ENOTFOUND ? ctx->cpu.fingerprint : lntune_db_errmsg(db));
+        lntune_db_close(db);
+        return LNTUNE_OK;
+    }
+    ctx->db = db;
+    lntune_ctx_debug(ctx, "tuning database %s, this machine is %s", path, ctx->cpu.fingerprint);
+    return LNTUNE_OK;
+}
+
+void lntune_dispatch_close(lntune *ctx) {
+    lntune_pool_destroy(atomic_load(&ctx->pool));
+    atomic_store(&ctx->pool, NULL);
+    lntune_registry_clear(&ctx->registry);
+    for (lntune_loaded *l = ctx->loaded, *next; l; l = next) {
+        next = l->next;
+        dlclose(l->dl);
+        if (l->fd >= 0) close(l->fd);
+        free(l->key);
+        free(l);
+    }
+    ctx->loaded = NULL;
+    lntune_db_close(ctx->db);
+    ctx->db = NULL;
+}
+
+lntune_pool *lntune_dispatch_pool(lntune *ctx) {
+    pthread_mutex_lock(&ctx->lock);
+    lntune_pool *pool = atomic_load_explicit(&ctx->pool, memory_order_acquire);
+    if (!pool && ctx->cpu.cores > 1 && lntune_pool_create(ctx->cpu.cores, &pool) == LNTUNE_OK)
+        atomic_store_explicit(&ctx->pool, pool, memory_order_release);
+    pthread_mutex_unlock(&ctx->lock);
+    return pool;
+}
+
+typedef struct {
+    int found;
+    char variant[512];
+    char artifact_key[128];
+    int threads;
+    int64_t tuned_rows;
+    double median_ns;
+} best_copy;
+
+static int copy_best(void *ud, const lntune_best *b) {
+    best_copy *c = ud;
+    c->found = 1;
+    snprintf(c->variant, sizeof c->variant, "%s", b->variant ? b->variant : "");
+    snprintf(c->artifact_key, sizeof c->artifact_key, "%s", b->artifact_key ? b->artifact_key : "");
+    c->threads = b->threads;
+    c->tuned_rows = b->tuned_rows;
+    c->median_ns = b->median_ns;
+    return 0;
+}
+
+/* The best record for d at rows, else for the nearest tuned bucket (see the policy above). */
+static int find_best(lntune *ctx, const lntune_desc *d, int64_t rows, best_copy *best) {
+    lntune_db_key key = {ctx->hardware_id,
+                         "cpu",
+                         op_names[lntune_desc_op(d)],
+                         dtype_names[lntune_desc_dtype(d)],
+                         d->H,
+                         rows,
+                         lntune_desc_affine(d) == LNTUNE_DESC_GAMMA};
+    int rc = lntune_db_get_best(ctx->db, &key, copy_best, best);
+    if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
+    if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
+    int at = -1;
+    for (int i = 0; i < ctx->nbuckets; ++i)
+        if (ctx->bucket_id[i] == lntune_desc_bucket(d)) at = i;
+    for (int dist = 1; at >= 0 && dist < ctx->nbuckets; ++dist) {
+        for (int side = 0; side < 2; ++side) {
+            int j = side == 0 ? at + dist : at - dist;
+            if (j < 0 || j >= ctx->nbuckets) continue;
+            key.rows = ctx->bucket_rows[j];
+            rc = lntune_db_get_best(ctx->db, &key, copy_best, best);
+            if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
+            if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
+        }
+    }
+    return LNTUNE_ENOTFOUND;
+}
+
+typedef struct {
+    lntune *ctx;
+    void *dl;
+    int fd;
+    char symbol[256];
+    char err[512];
+} artifact_load;
+
+static int load_artifact(void *ud, const lntune_artifact *a) {
+    artifact_load *l = ud;
+    snprintf(l->symbol, sizeof l->symbol, "%s", a->symbol ? a->symbol : "");
+    l->dl = lntune_load_shared(a->shared, a->shared_len, &l->fd, l->err, sizeof l->err);
+    return 0;
+}
+
+/* The tuned kernel named by best, loading its artifact unless an earlier key loaded it. */
+static lntune_kernel_fn tuned_kernel(lntune *ctx, const best_copy *best, char *err, size_t errlen) {
+    for (lntune_loaded *l = ctx->loaded; l; l = l->next)
+        if (strcmp(l->key, best->artifact_key) == 0) return l->kernel;
+    artifact_load load = {ctx, NULL, -1, "", ""};
+    int rc = lntune_db_get_artifact(ctx->db, best->artifact_key, load_artifact, &load);
+    if (rc != LNTUNE_OK || !load.dl) {
+        snprintf(err, errlen, "artifact %s: %s", best->artifact_key,
+                 rc != LNTUNE_OK ? lntune_db_errmsg(ctx->db) : load.err);
+        if (load.dl) dlclose(load.dl);
+        if (load.fd >= 0) close(load.fd);
+        return NULL;
+    }
+    lntune_kernel_fn fn = NULL;
+    void *sym = load.symbol[0] ? dlsym(load.dl, load.symbol) : NULL;
+    memcpy(&fn, &sym, sizeof fn); /* object-to-function pointer, as POSIX allows */
+    lntune_loaded *l = fn ? calloc(1, sizeof *l) : NULL;
+    if (!l || !(l->key = strdup(best->artifact_key))) {
+        snprintf(err, errlen, fn ? "out of memory" : "artifact %s has no symbol '%s'",
+                 best->artifact_key, load.symbol);
+        free(l);
+        dlclose(load.dl);
+        if (load.fd >= 0) close(load.fd);
+        return NULL;
+    }
+    l->dl = load.dl;
+    l->fd = load.fd;
+    l->kernel = fn;
+    l->next = ctx->loaded;
+    ctx->loaded = l;
+    return fn;
+}
+
+int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows,
+                            const lntune_entry **out) {
+    pthread_mutex_lock(&ctx->lock);
+    const lntune_entry *found = lntune_registry_find(&ctx->registry, d, hash);
+    if (found) { /* another thread resolved it while we waited */
+        pthread_mutex_unlock(&ctx->lock);
+        *out = found;
+        return LNTUNE_OK;
+    }
+    lntune_entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        pthread_mutex_unlock(&ctx->lock);
+        return lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "out of memory resolving a kernel");
+    }
+    e->desc = *d;
+    e->kernel = e->fallback = lntune_builtin_kernel(lntune_desc_op(d), lntune_desc_affine(d));
+    char what[128];
+    snprintf(what, sizeof what, "%s %s H=%lld rows=%lld (bucket %d), %s",
+             op_names[lntune_desc_op(d)], dtype_names[lntune_desc_dtype(d)], (long long)d->H,
+             (long long)rows, (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
+    best_copy best = {0};
+    if (!ctx->db) {
+        lntune_ctx_debug(ctx, "%s: built-in kernel (no tuning database for this machine)", what);
+    } else if (lntune_desc_affine(d) == LNTUNE_DESC_BETA_ONLY) {
+        lntune_ctx_debug(ctx, "%s: built-in kernel (beta without gamma is never tuned)", what);
+    } else if (find_best(ctx, d, rows, &best) != LNTUNE_OK) {
+        lntune_ctx_debug(ctx, "%s: built-in kernel (not tuned on this machine)", what);
+    } else {
+        char err[768];
+        lntune_kernel_fn fn = tuned_kernel(ctx, &best, err, sizeof err);
+        if (!fn) {
+            lntune_ctx_debug(ctx, "%s: built-in kernel (tuned %s unusable: %s)", what, best.variant,
+                             err);
+        } else {
+            e->kernel = fn;
+            e->threads = best.threads > 0 ? best.threads : 1;
+            lntune_ctx_debug(ctx, "%s: tuned %s, %d thread(s), measured %.0f ns at rows=%lld", what,
+                             best.variant, e->threads, best.median_ns, (long long)best.tuned_rows);
+        }
+    }
+    lntune_registry_insert(&ctx->registry, e, hash);
+    pthread_mutex_unlock(&ctx->lock);
+    *out = e;
+    return LNTUNE_OK;
+}

@@ -1,0 +1,99 @@
+/*
+ * registry.h - the dispatch registry: descriptor -> kernel, read without locks on every call.
+ *
+ * As in LIBXSMM, a descriptor is fully defined (see lntune_desc), so that it hashes the same in
+ * every call and every run. The table is a fixed array of chains:
+ * readers load a chain head with acquire order and walk entries that never change once
+ * published; writers (the first call of a key, under the owner's mutex) push a fully built entry
+ * with release order. Entries live until the registry is cleared at lntune_close, so a reader
+ * never sees freed memory and there is no resize to race with.
+ */
+#ifndef LNTUNE_REGISTRY_H
+#define LNTUNE_REGISTRY_H
+
+#include "lntune_kernel.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * What a call asks for: op, dtype, affine kind and rows bucket packed into one word, H in the
+ * other. Every bit is defined (no padding to forget to zero), and the hash and the comparison
+ * read two integers that were just computed in registers, never bytes stored a moment before
+ * (a store-forwarding stall costs more than the rest of the lookup).
+ */
+typedef struct lntune_desc {
+    uint64_t kind; /* op | dtype << 8 | affine << 16 | (uint32_t)bucket << 32 */
+    int64_t H;
+} lntune_desc;
+
+enum { LNTUNE_DESC_LAYERNORM = 0, LNTUNE_DESC_RMSNORM = 1 };
+
+enum {
+    LNTUNE_DESC_NO_AFFINE = 0, /* neither gamma nor beta */
+    LNTUNE_DESC_GAMMA = 1,     /* gamma, beta optional: what the tuner's affine=1 measures */
+    LNTUNE_DESC_BETA_ONLY = 2, /* beta without gamma: built-in only */
+};
+
+typedef struct lntune_entry {
+    lntune_desc desc;
+    lntune_kernel_fn kernel;   /* tuned, or the built-in */
+    lntune_kernel_fn fallback; /* the built-in; for a tuned kernel that declines the args */
+    int threads;               /* the tuned thread count; 0: the built-in heuristic */
+    struct lntune_entry *next;
+} lntune_entry;
+
+enum { LNTUNE_REGISTRY_SLOTS = 256 }; /* a power of two */
+
+typedef struct lntune_registry {
+    _Atomic(lntune_entry *) slots[LNTUNE_REGISTRY_SLOTS];
+} lntune_registry;
+
+static inline lntune_desc lntune_desc_make(int op, int dtype, int affine, int32_t bucket,
+                                           int64_t H) {
+    lntune_desc d = {(uint64_t)(uint8_t)op | (uint64_t)(uint8_t)dtype << 8 |
+                         (uint64_t)(uint8_t)affine << 16 | (uint64_t)(uint32_t)bucket << 32,
+                     H};
+    return d;
+}
+
+static inline int lntune_desc_op(const lntune_desc *d) {
+    return (int)(d->kind & 0xff);
+}
+static inline int lntune_desc_dtype(const lntune_desc *d) {
+    return (int)(d->kind >> 8 & 0xff);
+}
+static inline int lntune_desc_affine(const lntune_desc *d) {
+    return (int)(d->kind >> 16 & 0xff);
+}
+static inline int32_t lntune_desc_bucket(const lntune_desc *d) {
+    return (int32_t)(uint32_t)(d->kind >> 32);
+}
+
+static inline uint64_t lntune_desc_hash(const lntune_desc *d) {
+    uint64_t h = d->kind * 0x9e3779b97f4a7c15ULL ^ (uint64_t)d->H;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
+static inline const lntune_entry *lntune_registry_find(const lntune_registry *r,
+                                                       const lntune_desc *d, uint64_t hash) {
+    const lntune_entry *e = atomic_load_explicit(
+        (_Atomic(lntune_entry *) *)&r->slots[hash & (LNTUNE_REGISTRY_SLOTS - 1)],
+        memory_order_acquire);
+    for (; e; e = e->next)
+        if (e->desc.kind == d->kind && e->desc.H == d->H) return e;
+    return NULL;
+}
+
+/* Publishes e (fully built) under hash. The caller holds the owner's mutex. */
+void lntune_registry_insert(lntune_registry *r, lntune_entry *e, uint64_t hash);
+
+/* Frees every entry. No reader may be running. */
+void lntune_registry_clear(lntune_registry *r);
+
+#endif /* LNTUNE_REGISTRY_H */

@@ -1,0 +1,102 @@
+/*
+ * test_tuned.c - shapes tuned on this machine run their tuned kernel, loaded from the database's
+ * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, a multi-threaded
+ * winner on the pool, a winner that declines its args (the built-in takes over), and a winner
+ * whose artifact is not a loadable shared object (the built-in serves, the call succeeds).
+ * Every result is also checked against the float64 reference.
+ *
+ *   test_tuned SCRATCH_DIR
+ */
+#include "lntune.h"
+#include "testutil.h"
+#include "tunedb.h"
+
+#include <string.h>
+
+/* Runs one call; returns the tuned calls it made, or -1 on a wrong result. */
+static int call(lntune *ctx, int op, int64_t H, int64_t rows, int gamma, int beta) {
+    float *x = malloc((size_t)(rows * H) * sizeof *x), *y = malloc((size_t)(rows * H) * 4);
+    float *g = malloc((size_t)H * sizeof *g), *b = malloc((size_t)H * sizeof *b);
+    test_fill(x, rows * H, 10.0, 3.0);
+    test_fill(g, H, 1.0, 0.2);
+    test_fill(b, H, 0.0, 0.5);
+    lntune_args a = {0};
+    a.rows = rows, a.H = H, a.x = x, a.y = y;
+    a.gamma = gamma ? g : NULL;
+    a.beta = beta ? b : NULL;
+    int before = __atomic_load_n(&lntune_test_tuned_calls, __ATOMIC_RELAXED);
+    int rc = op ? lntune_rmsnorm(ctx, &a) : lntune_layernorm(ctx, &a);
+    double err =
+        rc ? INFINITY
+           : test_error((lntune_op)op, x, H, y, H, rows, H, a.gamma, a.beta, 1e-5, NULL, NULL);
+    int calls = __atomic_load_n(&lntune_test_tuned_calls, __ATOMIC_RELAXED) - before;
+    free(x), free(y), free(g), free(b);
+    if (rc != LNTUNE_OK || !(err <= TOLERANCE)) {
+        printf("      rc %d (%s), error %.3g\n", rc, lntune_errmsg(ctx), err);
+        return -1;
+    }
+    return calls;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) return 2;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tuned.db", argv[1]);
+    remove(path);
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
+    lntune_db *db = NULL;
+    int64_t hw = 0;
+    int rc = lntune_db_open(path, 0, &db);
+    if (rc == LNTUNE_OK) rc = lntune_db_put_hardware(db, &cpu, "cc", &hw);
+    if (!test_case(rc == LNTUNE_OK, "create a database for this machine (%s): rc %d %s",
+                   cpu.fingerprint, rc, db ? lntune_db_errmsg(db) : "")) {
+        lntune_db_close(db);
+        return test_summary();
+    }
+    /* Winners: 768 at rows 9-64 (fixed H, 2 threads); 1000 declining; 4096 at 4096 rows. */
+    int ok =
+        put_tuned(db, hw, "layernorm", "vec=8,acc=4,stats=welford,affine=fused,h=fixed,threads=2",
+                  768, 64, 1, 2, TUNED_RUNS) == 0;
+    ok &= put_tuned(db, hw, "rmsnorm", "vec=4,stats=wide,affine=none,threads=1", 1000, 1, 0, 1,
+                    TUNED_DECLINES) == 0;
+    ok &= put_tuned(db, hw, "layernorm", "vec=16,acc=2,stats=onepass,affine=fused,threads=2", 4096,
+                    4096, 1, 2, TUNED_RUNS) == 0;
+    /* A winner whose artifact holds no shared object the loader can use. */
+    lntune_artifact junk = {"junk", "", "cc", "", "tuned_entry", NULL, 0, "not an ELF file", 15};
+    lntune_db_key k = {hw, "cpu", "layernorm", "f32", 512, 1, 0};
+    lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0};
+    ok &= lntune_db_put_artifact(db, &junk) == LNTUNE_OK && lntune_db_set_best(db, &k, &best) == 0;
+    test_case(ok, "store four tuned winners with their artifacts");
+    lntune_db_close(db);
+
+    lntune *ctx = NULL;
+    rc = lntune_open(path, &ctx);
+    if (!test_case(rc == LNTUNE_OK, "open the runtime on it: rc %d", rc)) return test_summary();
+    int n;
+    n = call(ctx, 0, 768, 64, 1, 1);
+    test_case(n >= 1, "layernorm H=768 rows=64 gamma+beta: tuned kernel ran (%d calls)", n);
+    n = call(ctx, 0, 768, 40, 1, 0);
+    test_case(n >= 1, "layernorm H=768 rows=40 gamma only: same bucket, tuned (%d calls)", n);
+    n = call(ctx, 0, 768, 1, 1, 1);
+    test_case(n == 1, "layernorm H=768 rows=1: nearest tuned bucket serves it (%d calls)", n);
+    n = call(ctx, 0, 768, 64, 0, 0);
+    test_case(n == 0, "layernorm H=768 without gamma: affine differs, built-in (%d calls)", n);
+    n = call(ctx, 0, 769, 64, 1, 1);
+    test_case(n == 0, "layernorm H=769: not tuned, built-in (%d calls)", n);
+    n = call(ctx, 1, 768, 64, 1, 0);
+    test_case(n == 0, "rmsnorm H=768: not tuned, built-in (%d calls)", n);
+    n = call(ctx, 1, 1000, 1, 0, 0);
+    test_case(n == 1, "rmsnorm H=1000: tuned kernel declined, built-in gave the result (%d calls)",
+              n);
+    n = call(ctx, 1, 1000, 1, 0, 0);
+    test_case(n == 1, "rmsnorm H=1000 again: still asks the tuned one first (%d calls)", n);
+    n = call(ctx, 0, 4096, 4096, 1, 1);
+    test_case(n == 2, "layernorm H=4096 rows=4096: tuned, split over its 2 threads (%d calls)", n);
+    n = call(ctx, 0, 512, 1, 0, 0);
+    test_case(n == 0, "layernorm H=512: unloadable artifact, built-in serves (%d calls)", n);
+    for (int i = 0; i < 3; ++i) n = call(ctx, 0, 768, 64, 1, 1);
+    test_case(n >= 1, "repeat calls keep the tuned kernel (%d calls)", n);
+    lntune_close(ctx);
+    return test_summary();
+}

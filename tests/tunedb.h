@@ -1,0 +1,115 @@
+/*
+ * tunedb.h - builds tuning databases for the runtime tests: a hardware row, and best records
+ * whose artifacts hold real shared objects compiled from generated variants.
+ *
+ * Each tuned artifact's entry point is a wrapper that counts its calls in
+ * lntune_test_tuned_calls, a symbol of the test program (linked with ENABLE_EXPORTS), so a test
+ * can tell a tuned kernel from the built-in one by more than its (equally correct) output.
+ */
+#ifndef LNTUNE_TUNEDB_H
+#define LNTUNE_TUNEDB_H
+
+#include "cc.h"
+#include "generator.h"
+#include "lntune.h"
+#include "tuning_db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int lntune_test_tuned_calls; /* bumped by every tuned kernel call (see above) */
+
+/* How a tuned artifact's wrapper behaves. */
+enum { TUNED_RUNS = 0, TUNED_DECLINES = 1 };
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n > 0 ? malloc((size_t)n) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = buf ? (size_t)n : 0;
+    return buf;
+}
+
+/* Compiles C source into shared-object bytes with the default compiler; NULL on failure. */
+static void *build_shared(const char *source, size_t *len) {
+    static const char *const flags[] = {"-std=c11", "-O2", "-fPIC", "-c", "-x", "c", NULL};
+    char *dir = lntune_cc_tempdir(), obj[4200], so[4200];
+    if (!dir) return NULL;
+    snprintf(obj, sizeof obj, "%s/k.o", dir);
+    snprintf(so, sizeof so, "%s/k.so", dir);
+    lntune_cc_job job = {source, obj, NULL, 0, NULL};
+    const char *objs[] = {obj};
+    char *diag = NULL, *bytes = NULL;
+    if (lntune_cc_compile("cc", flags, &job, 1, 1) != 0)
+        fprintf(stderr, "compile failed: %s\n", job.diag ? job.diag : "?");
+    else if (lntune_cc_link_shared("cc", objs, 1, so, &diag) != 0)
+        fprintf(stderr, "link failed: %s\n", diag ? diag : "?");
+    else
+        bytes = read_all(so, len);
+    free(job.diag);
+    free(diag);
+    lntune_cc_remove_dir(dir);
+    free(dir);
+    return bytes;
+}
+
+/*
+ * Stores a tuned kernel for (op, H, rows' bucket, affine) on hardware hw: variant generated for
+ * H, wrapped (see above), compiled, saved as an artifact, and made the best. 0 on success.
+ */
+static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
+                     int64_t rows, int affine, int threads, int behaviour) {
+    lntune_gen *g = NULL;
+    lntune_source src = {0};
+    lntune_shape shape = {.H = H};
+    int rc = lntune_gen_open(NULL, &g);
+    if (rc == LNTUNE_OK) rc = lntune_gen_emit(g, "cpu", op, variant, &shape, "tuned_inner", &src);
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "emit %s: %s\n", variant, g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
+        lntune_gen_close(g);
+        return -1;
+    }
+    lntune_gen_close(g);
+    size_t n = strlen(src.text) + 1024, so_len = 0;
+    char *text = malloc(n);
+    snprintf(text, n,
+             "%s\nextern int lntune_test_tuned_calls;\n"
+             "int tuned_entry(const lntune_kernel_args *a, int64_t b, int64_t e)\n{\n"
+             "    __atomic_fetch_add(&lntune_test_tuned_calls, 1, __ATOMIC_RELAXED);\n"
+             "    return %s;\n}\n",
+             src.text,
+             behaviour == TUNED_DECLINES ? "LNTUNE_KERNEL_EUNSUPPORTED" : "tuned_inner(a, b, e)");
+    void *so = build_shared(text, &so_len);
+    char key[64];
+    snprintf(key, sizeof key, "test-%s-%lld-%lld-%d-%d", op, (long long)H, (long long)rows, affine,
+             behaviour);
+    lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len};
+    lntune_db_key k = {hw, "cpu", op, "f32", H, rows, affine};
+    lntune_best best = {src.variant, key, threads, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0};
+    rc = so ? lntune_db_put_artifact(db, &art) : -1;
+    if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &k, &best);
+    if (rc != LNTUNE_OK) fprintf(stderr, "put_tuned: %s\n", lntune_db_errmsg(db));
+    free(so);
+    free(text);
+    lntune_source_free(&src);
+    return rc == LNTUNE_OK ? 0 : -1;
+}
+
+/* A copy of this machine's description under another fingerprint. */
+static void other_machine(lntune_cpu_info *cpu) __attribute__((unused));
+static void other_machine(lntune_cpu_info *cpu) {
+    lntune_cpu_info_get(cpu);
+    snprintf(cpu->model, sizeof cpu->model, "Some Other CPU");
+    snprintf(cpu->fingerprint, sizeof cpu->fingerprint, "00000000deadbeef");
+}
+
+#endif /* LNTUNE_TUNEDB_H */
