@@ -9,7 +9,7 @@ return lntune.family {
     target = "cpu",
     params = {
         { name = "quality", values = { "right", "segv", "farwrite", "fpe", "trap", "hang",
-                                       "late_segv", "late_hang" } },
+                                       "late_segv", "late_hang", "overrun" } },
         { name = "threads", values = { 1 }, launch = true },
     },
     properties = function(p) return { threads = p.threads, affine = "fused" } end,
@@ -39,6 +39,9 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 @ elseif p.quality == "late_segv" then
     if (a->rows > 32)
         *(volatile float *)(uintptr_t)zero = 1.0f;
+@ elseif p.quality == "overrun" then
+    if (row_begin == 0)
+        ((float *)a->y)[-1] = 0.0f;
 @ elseif p.quality == "late_hang" then
     while (a->rows > 32 && spin) {
     }
