@@ -7,6 +7,9 @@
  * value, a bad shape), 3 the tuning database was refused or could not be written (the file is
  * left as it was), 128 + N killed by signal N after saving the work done (130 SIGINT, 143 SIGTERM).
  */
+#ifdef LNTUNE_HAVE_BENCH
+#include "bench.h"
+#endif
 #include "build.h"
 #include "export.h"
 #include "generator.h"
@@ -42,8 +45,7 @@ typedef struct {
     const char *usage;
 } command;
 
-static int usage_error(const char *fmt, const char *arg)
-{
+static int usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "lntune: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nTry 'lntune --help'.\n");
@@ -51,8 +53,7 @@ static int usage_error(const char *fmt, const char *arg)
 }
 
 /* Parses the options shared by every command; returns 0 or an exit code. */
-static int parse_options(int argc, char **argv, options *o)
-{
+static int parse_options(int argc, char **argv, options *o) {
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
         const char **slot = NULL;
@@ -60,12 +61,12 @@ static int parse_options(int argc, char **argv, options *o)
             o->help = 1;
             continue;
         }
-        int *flag = strcmp(a, "--retune") == 0 ? &o->retune
-                    : strcmp(a, "--json") == 0 ? &o->json
-                    : strcmp(a, "--all") == 0  ? &o->all
+        int *flag = strcmp(a, "--retune") == 0  ? &o->retune
+                    : strcmp(a, "--json") == 0  ? &o->json
+                    : strcmp(a, "--all") == 0   ? &o->all
                     : strcmp(a, "--force") == 0 ? &o->force
                     : strcmp(a, "--cmake") == 0 ? &o->cmake
-                                               : NULL;
+                                                : NULL;
         if (flag) {
             *flag = 1;
             continue;
@@ -79,15 +80,24 @@ static int parse_options(int argc, char **argv, options *o)
             ++i;
             continue;
         }
-        if (strcmp(a, "--op") == 0) slot = &o->op;
-        else if (strcmp(a, "--db") == 0) slot = &o->db;
-        else if (strcmp(a, "--out") == 0) slot = &o->out;
-        else if (strcmp(a, "--rigor") == 0) slot = &o->rigor;
-        else if (strcmp(a, "--target") == 0) slot = &o->target;
-        else if (strcmp(a, "--variant") == 0) slot = &o->variant;
-        else if (strcmp(a, "--symbol") == 0) slot = &o->symbol;
-        else if (strcmp(a, "--dtype") == 0) slot = &o->dtype;
-        else if (strcmp(a, "--shape") != 0) return usage_error("unknown option '%s'", a);
+        if (strcmp(a, "--op") == 0)
+            slot = &o->op;
+        else if (strcmp(a, "--db") == 0)
+            slot = &o->db;
+        else if (strcmp(a, "--out") == 0)
+            slot = &o->out;
+        else if (strcmp(a, "--rigor") == 0)
+            slot = &o->rigor;
+        else if (strcmp(a, "--target") == 0)
+            slot = &o->target;
+        else if (strcmp(a, "--variant") == 0)
+            slot = &o->variant;
+        else if (strcmp(a, "--symbol") == 0)
+            slot = &o->symbol;
+        else if (strcmp(a, "--dtype") == 0)
+            slot = &o->dtype;
+        else if (strcmp(a, "--shape") != 0)
+            return usage_error("unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
         const char *value = argv[++i];
         if (slot) {
@@ -101,43 +111,39 @@ static int parse_options(int argc, char **argv, options *o)
     return 0;
 }
 
-static int check_op_target(const options *o, int need_variant)
-{
+static int check_op_target(const options *o, int need_variant) {
     if (!o->op) return usage_error("%s", "--op is required (layernorm or rmsnorm)");
     if (lntune_op_parse(o->op) < 0)
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
     if (!o->target) return usage_error("%s", "--target is required (cpu)");
-    if (strcmp(o->target, "cpu") != 0) return usage_error("unknown target '%s' (expected cpu)", o->target);
+    if (strcmp(o->target, "cpu") != 0)
+        return usage_error("unknown target '%s' (expected cpu)", o->target);
     if (need_variant && !o->variant) return usage_error("%s", "--variant is required");
     if (o->nshapes > 1) return usage_error("%s", "give one shape");
     return 0;
 }
 
 /* fp32 is the one dtype generated today; the others are named so the message can say so. */
-static int check_dtype(const options *o)
-{
+static int check_dtype(const options *o) {
     if (!o->dtype || strcmp(o->dtype, "f32") == 0) return 0;
     if (strcmp(o->dtype, "f16") == 0 || strcmp(o->dtype, "bf16") == 0)
         return usage_error("dtype '%s' is not generated yet (only f32)", o->dtype);
     return usage_error("unknown dtype '%s' (expected f32)", o->dtype);
 }
 
-static int db_exit_code(int rc)
-{
+static int db_exit_code(int rc) {
     return rc == LNTUNE_EDB ? EXIT_DB : EXIT_FAIL;
 }
 
 /* SIGINT/SIGTERM while tuning: the tuner finishes the write in hand and stops. */
 static volatile sig_atomic_t stop_signal;
 
-static void on_stop_signal(int sig)
-{
+static void on_stop_signal(int sig) {
     stop_signal = sig;
 }
 
 /* Opens the generator; prints its message on failure. */
-static lntune_gen *open_gen(void)
-{
+static lntune_gen *open_gen(void) {
     lntune_gen *g = NULL;
     int rc = lntune_gen_open(NULL, &g);
     if (rc != LNTUNE_OK) {
@@ -148,20 +154,17 @@ static lntune_gen *open_gen(void)
     return g;
 }
 
-static int gen_failure(lntune_gen *g, int rc)
-{
+static int gen_failure(lntune_gen *g, int rc) {
     fprintf(stderr, "lntune: %s\n", lntune_gen_errmsg(g));
     lntune_gen_close(g);
     return rc == LNTUNE_EINVAL || rc == LNTUNE_ENOTFOUND ? EXIT_USAGE : EXIT_FAIL;
 }
 
-static const lntune_shape *the_shape(const options *o)
-{
+static const lntune_shape *the_shape(const options *o) {
     return o->nshapes ? &o->shapes[0] : NULL;
 }
 
-static int cmd_variants(options *o)
-{
+static int cmd_variants(options *o) {
     int rc = check_op_target(o, 0);
     if (rc) return rc;
     lntune_gen *g = open_gen();
@@ -176,22 +179,21 @@ static int cmd_variants(options *o)
     return 0;
 }
 
-static int cmd_params(options *o)
-{
+static int cmd_params(options *o) {
     int rc = check_op_target(o, 0);
     if (rc) return rc;
     lntune_gen *g = open_gen();
     if (!g) return EXIT_FAIL;
     char *text;
-    if ((rc = lntune_gen_describe(g, o->target, o->op, &text)) != LNTUNE_OK) return gen_failure(g, rc);
+    if ((rc = lntune_gen_describe(g, o->target, o->op, &text)) != LNTUNE_OK)
+        return gen_failure(g, rc);
     fputs(text, stdout);
     free(text);
     lntune_gen_close(g);
     return 0;
 }
 
-static int cmd_emit(options *o)
-{
+static int cmd_emit(options *o) {
     int rc = check_op_target(o, 1);
     if (rc) return rc;
     lntune_gen *g = open_gen();
@@ -205,8 +207,7 @@ static int cmd_emit(options *o)
     return 0;
 }
 
-static int cmd_verify(options *o)
-{
+static int cmd_verify(options *o) {
     int rc = check_op_target(o, 1);
     if (rc) return rc;
     lntune_gen *g = open_gen();
@@ -239,8 +240,8 @@ static int cmd_verify(options *o)
         rc = lntune_verifier_check(v, lntune_library_kernel(lib, "lntune_kernel"), src.affine,
                                    src.fixed_h, src.threads, pool, &res);
     if (rc == LNTUNE_OK)
-        printf("ok: %s: %d cases, max error %.3g (tolerance %.3g) at %s\n", src.variant,
-               res.cases, res.max_error, LNTUNE_VERIFY_TOLERANCE, res.worst);
+        printf("ok: %s: %d cases, max error %.3g (tolerance %.3g) at %s\n", src.variant, res.cases,
+               res.max_error, LNTUNE_VERIFY_TOLERANCE, res.worst);
     else
         fprintf(stderr, "lntune: %s: %s\n", src.variant,
                 rc == LNTUNE_EVERIFY ? res.message : lntune_errstr(rc));
@@ -251,18 +252,17 @@ static int cmd_verify(options *o)
     return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
 }
 
-
 /* The progress bar on a terminal, one line per stage change elsewhere. */
-static void show_progress(void *ud, const lntune_tune_progress *p)
-{
+static void show_progress(void *ud, const lntune_tune_progress *p) {
     static char last[64];
     int tty = *(int *)ud;
     double eta = p->done ? p->elapsed_s * (double)(p->total - p->done) / (double)p->done : 0.0;
     if (tty) {
         int width = 30, filled = p->total ? (int)(width * p->done / p->total) : 0;
         fprintf(stderr, "\r%-9s H=%-6lld rows=%-7lld [%.*s%*s] %3zu/%-3zu %-7s %4.0fs ETA %3.0fs ",
-                p->op, (long long)p->H, (long long)p->rows, filled, "##############################",
-                width - filled, "", p->done, p->total, p->stage, p->elapsed_s, eta);
+                p->op, (long long)p->H, (long long)p->rows, filled,
+                "##############################", width - filled, "", p->done, p->total, p->stage,
+                p->elapsed_s, eta);
         fflush(stderr);
         return;
     }
@@ -275,22 +275,22 @@ static void show_progress(void *ud, const lntune_tune_progress *p)
             (long long)p->H, (long long)p->rows, p->stage, p->done, p->elapsed_s);
 }
 
-static void print_results(const lntune_tune_result *r, size_t n, int json)
-{
+static void print_results(const lntune_tune_result *r, size_t n, int json) {
     if (json) {
         printf("[");
         for (size_t i = 0; i < n; ++i)
-            printf("%s\n {\"op\": \"%s\", \"rows\": %lld, \"H\": %lld, \"variant\": \"%s\", "
-                   "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
-                   "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
-                   "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
-                   "\"from_db\": %s}",
-                   i ? "," : "", r[i].op, (long long)r[i].rows, (long long)r[i].H, r[i].variant,
-                   r[i].median_ns * 1e-3, r[i].gbps, r[i].copy_gbps,
-                   r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
-                   r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, r[i].max_error,
-                   r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
-                   r[i].from_db ? "true" : "false");
+            printf(
+                "%s\n {\"op\": \"%s\", \"rows\": %lld, \"H\": %lld, \"variant\": \"%s\", "
+                "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
+                "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
+                "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
+                "\"from_db\": %s}",
+                i ? "," : "", r[i].op, (long long)r[i].rows, (long long)r[i].H, r[i].variant,
+                r[i].median_ns * 1e-3, r[i].gbps, r[i].copy_gbps,
+                r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
+                r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, r[i].max_error,
+                r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
+                r[i].from_db ? "true" : "false");
         printf("\n]\n");
         return;
     }
@@ -317,8 +317,7 @@ static void print_results(const lntune_tune_result *r, size_t n, int json)
     }
 }
 
-static int cmd_tune(options *o)
-{
+static int cmd_tune(options *o) {
     static const char *const both[] = {"layernorm", "rmsnorm"};
     const char *one[1];
     if (o->nshapes == 0) return usage_error("%s", "--shape is required, e.g. --shape H=4096");
@@ -330,10 +329,13 @@ static int cmd_tune(options *o)
     if (rc) return rc;
     lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
     if (o->rigor) {
-        if (strcmp(o->rigor, "quick") == 0) rigor = LNTUNE_RIGOR_QUICK;
-        else if (strcmp(o->rigor, "exhaustive") == 0) rigor = LNTUNE_RIGOR_EXHAUSTIVE;
+        if (strcmp(o->rigor, "quick") == 0)
+            rigor = LNTUNE_RIGOR_QUICK;
+        else if (strcmp(o->rigor, "exhaustive") == 0)
+            rigor = LNTUNE_RIGOR_EXHAUSTIVE;
         else if (strcmp(o->rigor, "measure") != 0)
-            return usage_error("unknown rigor '%s' (expected quick, measure or exhaustive)", o->rigor);
+            return usage_error("unknown rigor '%s' (expected quick, measure or exhaustive)",
+                               o->rigor);
     }
     /* x and y of the tuned shape must fit in memory: at most half of it. */
     const double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
@@ -341,20 +343,22 @@ static int cmd_tune(options *o)
         const lntune_shape *s = &o->shapes[i];
         const double rows = s->rows ? (double)s->rows : (double)lntune_tune_default_rows(s->H);
         if (s->H > (INT64_C(1) << 26))
-            return usage_error("%s", "H above 2^26 is not tuned (the verifier's inputs would not fit)");
+            return usage_error("%s",
+                               "H above 2^26 is not tuned (the verifier's inputs would not fit)");
         if (memory > 0 && rows * (double)s->H * 8.0 > memory / 2) {
             char msg[160];
-            snprintf(msg, sizeof msg, "rows x H = %.0f x %lld needs %.1f GiB for x and y, over half "
-                     "of this machine's memory", rows, (long long)s->H,
-                     rows * (double)s->H * 8.0 / (1 << 30));
+            snprintf(msg, sizeof msg,
+                     "rows x H = %.0f x %lld needs %.1f GiB for x and y, over half "
+                     "of this machine's memory",
+                     rows, (long long)s->H, rows * (double)s->H * 8.0 / (1 << 30));
             return usage_error("%s", msg);
         }
     }
     one[0] = o->op;
     int tty = isatty(2);
-    lntune_tune_config cfg = {o->db, o->op ? one : both, o->op ? 1 : 2, o->shapes, o->nshapes,
-                              o->threads, rigor, o->retune, show_progress, &tty, &stop_signal,
-                              o->force};
+    lntune_tune_config cfg = {
+        o->db, o->op ? one : both, o->op ? 1 : 2, o->shapes, o->nshapes,   o->threads,
+        rigor, o->retune,          show_progress, &tty,      &stop_signal, o->force};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -370,14 +374,17 @@ static int cmd_tune(options *o)
     for (size_t i = 0; i < n; ++i) saved += r[i].saved;
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune: %s\n", err[0] ? err : lntune_errstr(rc));
-        if (n) fprintf(stderr, "lntune: %d measurements of this run were saved before it stopped\n",
-                       saved);
+        if (n)
+            fprintf(stderr, "lntune: %d measurements of this run were saved before it stopped\n",
+                    saved);
         free(r);
         return db_exit_code(rc);
     }
     if (stop_signal) {
-        fprintf(stderr, "lntune: stopped by %s: %d measurements of this run saved in %s; the same "
-                "command resumes from them\n", stop_signal == SIGINT ? "SIGINT" : "SIGTERM", saved,
+        fprintf(stderr,
+                "lntune: stopped by %s: %d measurements of this run saved in %s; the same "
+                "command resumes from them\n",
+                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", saved,
                 o->db ? o->db : "the default database");
         free(r);
         return EXIT_SIGNAL + stop_signal;
@@ -394,16 +401,16 @@ typedef struct {
     int64_t only_hw;
 } show_state;
 
-static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b)
-{
+static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b) {
     show_state *s = ud;
     if (s->json) {
-        printf("%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", \"dtype\": \"%s\", "
-               "\"H\": %lld, \"rows\": %lld, \"affine\": %d, \"variant\": \"%s\", \"threads\": %d, "
-               "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g}",
-               s->count ? "," : "", (long long)k->hardware_id, k->target, k->op, k->dtype,
-               (long long)k->H, (long long)b->tuned_rows, k->affine, b->variant, b->threads,
-               b->median_ns * 1e-3, b->gbps, b->copy_gbps, b->max_error);
+        printf(
+            "%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", \"dtype\": \"%s\", "
+            "\"H\": %lld, \"rows\": %lld, \"affine\": %d, \"variant\": \"%s\", \"threads\": %d, "
+            "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g}",
+            s->count ? "," : "", (long long)k->hardware_id, k->target, k->op, k->dtype,
+            (long long)k->H, (long long)b->tuned_rows, k->affine, b->variant, b->threads,
+            b->median_ns * 1e-3, b->gbps, b->copy_gbps, b->max_error);
     } else {
         char shape[40];
         snprintf(shape, sizeof shape, "%lldx%lld", (long long)b->tuned_rows, (long long)k->H);
@@ -415,8 +422,7 @@ static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b)
     return 0;
 }
 
-static int cmd_show(options *o)
-{
+static int cmd_show(options *o) {
     lntune_db *db = NULL;
     if (o->force) return usage_error("%s", "--force applies to tuning; show never writes");
     int rc = lntune_db_open(o->db, LNTUNE_DB_READONLY, &db);
@@ -429,16 +435,19 @@ static int cmd_show(options *o)
     lntune_cpu_info_get(&cpu);
     show_state s = {o->json, 0, 0};
     if (!o->all && lntune_db_find_hardware(db, cpu.fingerprint, &s.only_hw) != LNTUNE_OK) {
-        if (!o->json) printf("no tuning results for this machine (%s) in %s\n", cpu.fingerprint,
-                             lntune_db_path(db));
-        else printf("[]\n");
+        if (!o->json)
+            printf("no tuning results for this machine (%s) in %s\n", cpu.fingerprint,
+                   lntune_db_path(db));
+        else
+            printf("[]\n");
         lntune_db_close(db);
         return 0;
     }
     if (!o->json)
         printf("%-4s %-4s %-9s %-4s %-14s %11s %7s %6s  %s\n", "hw", "tgt", "op", "type", "shape",
                "time", "GB/s", "/copy", "variant");
-    else printf("[");
+    else
+        printf("[");
     rc = lntune_db_each_best(db, o->all ? 0 : s.only_hw, show_best, &s);
     if (o->json) printf("\n]\n");
     if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", lntune_db_errmsg(db));
@@ -446,8 +455,7 @@ static int cmd_show(options *o)
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
-static int cmd_export(options *o)
-{
+static int cmd_export(options *o) {
     if (!o->out) return usage_error("%s", "--out DIR is required");
     lntune_export_config c = {o->out, o->db, o->cmake, stderr};
     lntune_export_report r;
@@ -461,6 +469,52 @@ static int cmd_export(options *o)
            o->out, o->cmake ? " and CMakeLists.txt" : "", r.tuned, r.fingerprint,
            r.skipped ? " (winners left out: see the warnings)" : "");
     return 0;
+}
+
+#ifdef LNTUNE_HAVE_BENCH
+static void show_bench_progress(void *ud, const lntune_bench_progress *p) {
+    (void)ud;
+    fprintf(stderr, "[%zu/%zu] %s %lldx%lld (%.0f s)\n", p->shape + 1, p->nshapes, p->what,
+            (long long)p->rows, (long long)p->H, p->elapsed_s);
+}
+#endif
+
+/* Runs the bench (bench/) on the shapes tuned in the database, or on --shape. */
+static int cmd_bench(options *o) {
+#ifdef LNTUNE_HAVE_BENCH
+    lntune_bench_shape *shapes = NULL;
+    size_t n = 0;
+    char err[512] = "";
+    if (o->nshapes) {
+        if (!(shapes = calloc(o->nshapes, sizeof *shapes))) return EXIT_FAIL;
+        for (size_t i = 0; i < o->nshapes; ++i) {
+            const lntune_shape *s = &o->shapes[i];
+            shapes[i].rows = s->rows ? s->rows : lntune_tune_default_rows(s->H);
+            shapes[i].H = s->H;
+        }
+        n = o->nshapes;
+    } else if (lntune_bench_db_shapes(o->db, &shapes, &n, err, sizeof err) != LNTUNE_OK) {
+        fprintf(stderr, "lntune: %s\n", err);
+        return EXIT_FAIL;
+    }
+    lntune_bench_config cfg = {shapes, n,  o->threads,          o->db, NULL, NULL,
+                               7,      50, show_bench_progress, NULL};
+    lntune_bench_records rs = {0};
+    int rc = lntune_bench_run(&cfg, &rs, err, sizeof err);
+    if (err[0]) fprintf(stderr, "lntune: %s\n", err);
+    if (rc == LNTUNE_OK && o->json)
+        for (size_t i = 0; i < rs.n; ++i) lntune_bench_record_write(stdout, &rs.r[i]);
+    else if (rc == LNTUNE_OK)
+        lntune_bench_write_markdown(stdout, &rs, "lntune bench");
+    lntune_bench_records_free(&rs);
+    free(shapes);
+    return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
+#else
+    (void)o;
+    fprintf(stderr, "lntune: this build has no benchmarks (configure with oneDNN installed: "
+                    "bench/install-deps)\n");
+    return EXIT_FAIL;
+#endif
 }
 
 static const command commands[] = {
@@ -477,6 +531,10 @@ static const command commands[] = {
     {"show", cmd_show,
      "lntune show [--db PATH] [--all] [--json]\n"
      "  Lists the best variants stored for this machine (--all: for every machine).\n"},
+    {"bench", cmd_bench,
+     "lntune bench [--db PATH] [--shape ...] [--threads N] [--json]\n"
+     "  Times the shapes tuned in the database (or --shape) against oneDNN, PyTorch, a naive\n"
+     "  kernel and the memory copy; prints a markdown table (--json: one record a line).\n"},
     {"variants", cmd_variants,
      "lntune variants --op layernorm|rmsnorm --target cpu [--shape H=N[,rows=N]]\n"
      "  Lists every valid variant, one canonical parameter string a line.\n"},
@@ -497,8 +555,7 @@ static const command commands[] = {
      "  --cmake also writes a CMakeLists.txt for add_subdirectory.\n"},
 };
 
-static void print_help(FILE *f)
-{
+static void print_help(FILE *f) {
     fprintf(f, "lntune %s - LayerNorm/RMSNorm kernel generator and autotuner\n\nCommands:\n",
             lntune_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
@@ -506,8 +563,7 @@ static void print_help(FILE *f)
     fprintf(f, "\n'lntune COMMAND --help' describes one command.\n");
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2) {
         print_help(stderr);
         return EXIT_USAGE;

@@ -30,6 +30,7 @@ struct lntune_gen {
     int engine_ref; /* registry reference to the engine module table */
     char *template_dir;
     lntune_cpu_info cpu;
+    int cuda_sm; /* host.sm for CUDA templates; 0: not set */
     char errmsg[2048];
 };
 
@@ -137,6 +138,10 @@ static void push_host(lntune_gen *g)
         lua_setfield(L, -2, lntune_hw_feature_name(i));
     }
     lua_setfield(L, -2, "isa");
+    if (g->cuda_sm > 0) {
+        lua_pushinteger(L, g->cuda_sm);
+        lua_setfield(L, -2, "sm");
+    }
 }
 
 static void push_shape(lua_State *L, const lntune_shape *shape)
@@ -219,6 +224,13 @@ void lntune_gen_close(lntune_gen *g)
 void lntune_gen_set_cores(lntune_gen *g, int cores)
 {
     if (g && cores > 0) g->cpu.cores = cores;
+}
+
+int lntune_gen_set_cuda_arch(lntune_gen *g, int sm)
+{
+    if (!g || sm < 0) return LNTUNE_EINVAL;
+    g->cuda_sm = sm;
+    return LNTUNE_OK;
 }
 
 const char *lntune_gen_errmsg(const lntune_gen *g)

@@ -43,6 +43,9 @@ int lntune_gen_open(const char *template_dir, lntune_gen **out);
 void lntune_gen_close(lntune_gen *g); /* NULL is a no-op */
 const char *lntune_gen_errmsg(const lntune_gen *g);
 
+/* The GPU CUDA templates generate for, as host.sm (80 for sm_80, 90 for sm_90); 0 unsets it. */
+int lntune_gen_set_cuda_arch(lntune_gen *g, int sm);
+
 /* Every valid variant of target/op for shape, as canonical strings; free with lntune_gen_free_list. */
 int lntune_gen_variants(lntune_gen *g, const char *target, const char *op, const lntune_shape *shape,
                         char ***list, size_t *count);

@@ -1,0 +1,289 @@
+/*
+ * bench.c - the runner (see bench.h): for each shape, every implementation is opened on the same
+ * buffers, checked against the float64 reference, calibrated, then timed in interleaved rounds
+ * (each round runs every implementation for one repetition, starting at a different one), so that
+ * drift and other processes' load hit all of them alike. A repetition loops the call until it
+ * has lasted rep_ms; the figure is the median per-call time over repetitions.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include "busy.h"
+#include "lntune.h"
+#include "peers.h"
+#include "reference.h"
+
+#include <math.h>
+#include <omp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const lntune_bench_shape lntune_bench_default_shapes[] = {
+    {4096, 768},  {4096, 1024}, {256, 16384},
+    {2048, 4096}, {1024, 8192}, {32768, 4096}, /* 1 GiB moved: out of every cache */
+    {1, 4096},    {8, 4096},                   /* latency */
+};
+const size_t lntune_bench_default_shape_count =
+    sizeof lntune_bench_default_shapes / sizeof lntune_bench_default_shapes[0];
+
+/* Few enough elements that the call's fixed cost, not bandwidth, is what an app sees. */
+int lntune_bench_is_latency(int64_t rows, int64_t H) {
+    return rows * H <= 64 * 1024;
+}
+
+/* Elements whose output is compared with the reference per implementation and shape: all of a
+ * small shape, evenly spaced rows (first and last included) of a large one. */
+#define CHECK_ELEMENTS (INT64_C(1) << 24)
+
+static const lntune_bench_family *const families[] = {
+    &lntune_bench_lntune_family, &lntune_bench_onednn_family, &lntune_bench_naive_copy_family};
+enum { NFAMILIES = sizeof families / sizeof families[0] };
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* xorshift64* and Box-Muller: reproducible normal data without libc's rand state. */
+static uint64_t next_u64(uint64_t *s) {
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1DULL;
+}
+
+static void fill_normal(float *v, int64_t n, double mean, double sd, uint64_t seed) {
+    uint64_t s = seed | 1;
+    for (int64_t i = 0; i < n; i += 2) {
+        double u1 = ((double)(next_u64(&s) >> 11) + 0.5) / 9007199254740992.0;
+        double u2 = (double)(next_u64(&s) >> 11) / 9007199254740992.0;
+        double r = sqrt(-2.0 * log(u1));
+        v[i] = (float)(mean + sd * r * cos(6.283185307179586 * u2));
+        if (i + 1 < n) v[i + 1] = (float)(mean + sd * r * sin(6.283185307179586 * u2));
+    }
+}
+
+/* The verifier's error unit (gen/verify.h) on one row; copies must be exact. */
+static double row_error(int op, const lntune_bench_problem *p, int64_t r, double *z) {
+    const int64_t H = p->H;
+    const float *x = p->x + r * H, *y = p->y + r * H;
+    if (op == LNTUNE_BENCH_COPY) return memcmp(x, y, (size_t)H * sizeof(float)) ? INFINITY : 0.0;
+    double mean, rstd, worst = 0.0;
+    lntune_reference_row(op == LNTUNE_BENCH_LAYERNORM ? LNTUNE_OP_LAYERNORM : LNTUNE_OP_RMSNORM, x,
+                         H, p->eps, z, &mean, &rstd);
+    for (int64_t i = 0; i < H; ++i) {
+        const double g = p->gamma[i], b = op == LNTUNE_BENCH_LAYERNORM ? p->beta[i] : 0.0;
+        const double unit = (fabs(mean) * rstd + fabs(z[i]) + 1.0) * fabs(g) + fabs(b);
+        const double e = fabs((double)y[i] - (z[i] * g + b)) / unit;
+        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e; /* NaN output is an error */
+    }
+    return worst;
+}
+
+/* The largest error over the checked rows (all of them, or evenly spaced ones and the last). */
+static double max_error(int op, const lntune_bench_problem *p, double *z) {
+    const int64_t per = CHECK_ELEMENTS / p->H > 0 ? CHECK_ELEMENTS / p->H : 1;
+    const int64_t step = p->rows <= per ? 1 : (p->rows + per - 1) / per;
+    double worst = row_error(op, p, p->rows - 1, z);
+    for (int64_t r = 0; r < p->rows; r += step) {
+        const double e = row_error(op, p, r, z);
+        if (!(e <= worst)) worst = e;
+    }
+    return worst;
+}
+
+typedef struct {
+    const lntune_bench_peer *peer;
+    void *state;
+    lntune_bench_record rec;
+    double batch;           /* calls per timing batch */
+    double *samples;        /* per-call ns, one per repetition */
+    double other_s, wall_s; /* other processes' CPU seconds and wall seconds while it ran */
+    int live;
+} candidate;
+
+static const char *op_name(int op) {
+    return op == LNTUNE_BENCH_LAYERNORM ? "layernorm"
+           : op == LNTUNE_BENCH_RMSNORM ? "rmsnorm"
+                                        : "copy";
+}
+
+/* Runs c for at least rep_ns; returns ns per call, or -1 if a call failed. */
+static double repetition(candidate *c, double rep_ns) {
+    const double t0 = now_ns();
+    double t = t0, calls = 0;
+    do {
+        for (double k = 0; k < c->batch; ++k)
+            if (c->peer->run(c->state) != 0) return -1.0;
+        calls += c->batch;
+        t = now_ns();
+    } while (t - t0 < rep_ns);
+    return (t - t0) / calls;
+}
+
+/* Restricts the process to n of its allowed CPUs, so that every implementation, including those
+ * that size their thread pools from the machine, runs on n cores. */
+static int pin_to(int n, char *note, size_t notelen) {
+    cpu_set_t allowed, use;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) <= n) return 0;
+    CPU_ZERO(&use);
+    for (int cpu = 0, k = 0; cpu < CPU_SETSIZE && k < n; ++cpu)
+        if (CPU_ISSET(cpu, &allowed)) CPU_SET(cpu, &use), ++k;
+    if (sched_setaffinity(0, sizeof use, &use) != 0) {
+        snprintf(note, notelen, "could not pin to %d cores", n);
+        return -1;
+    }
+    return 1;
+}
+
+static void progress(const lntune_bench_config *cfg, const char *what, const lntune_bench_shape *s,
+                     size_t i, double t0) {
+    if (!cfg->progress) return;
+    lntune_bench_progress p = {what, s->rows, s->H, i, cfg->nshapes, (now_ns() - t0) * 1e-9};
+    cfg->progress(cfg->progress_ud, &p);
+}
+
+static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape *shape, int threads,
+                       const char *family_note[NFAMILIES], lntune_bench_records *out) {
+    const int reps = cfg->reps > 7 ? cfg->reps : 7;
+    const double rep_ns = (cfg->rep_ms > 50 ? cfg->rep_ms : 50) * 1e6;
+    const int64_t rows = shape->rows, H = shape->H, n = rows * H;
+    int rc = LNTUNE_OK;
+    float *x = NULL, *y = NULL, *gamma = NULL, *beta = NULL;
+    double *z = malloc((size_t)H * sizeof(double));
+    candidate cand[32];
+    size_t ncand = 0;
+    if (posix_memalign((void **)&x, 64, (size_t)n * sizeof(float)) ||
+        posix_memalign((void **)&y, 64, (size_t)n * sizeof(float)) ||
+        posix_memalign((void **)&gamma, 64, (size_t)H * sizeof(float)) ||
+        posix_memalign((void **)&beta, 64, (size_t)H * sizeof(float)) || !z) {
+        rc = LNTUNE_ENOMEM;
+        goto done;
+    }
+    fill_normal(x, n, 1.0, 1.0, 0x9E3779B97F4A7C15ULL ^ (uint64_t)(rows * 131 + H));
+    fill_normal(gamma, H, 1.0, 0.1, 7);
+    fill_normal(beta, H, 0.0, 0.1, 11);
+    memset(y, 0, (size_t)n * sizeof(float));
+    const lntune_bench_problem prob = {rows, H, 1e-5f, x, gamma, beta, y, threads};
+
+    for (size_t f = 0; f < NFAMILIES; ++f)
+        for (size_t i = 0; i < families[f]->npeers && ncand < 32; ++i) {
+            candidate *c = &cand[ncand];
+            memset(c, 0, sizeof *c);
+            c->peer = &families[f]->peers[i];
+            lntune_bench_record *r = &c->rec;
+            snprintf(r->impl, sizeof r->impl, "%s", c->peer->impl);
+            snprintf(r->op, sizeof r->op, "%s", op_name(c->peer->op));
+            r->rows = rows, r->H = H, r->threads = threads;
+            r->us = r->gbps = r->max_error = -1.0;
+            if (family_note[f]) {
+                snprintf(r->note, sizeof r->note, "%s", family_note[f]);
+            } else if (c->peer->open(&prob, &c->state, r->note, sizeof r->note) == LNTUNE_OK) {
+                c->live = 1;
+                c->samples = calloc((size_t)reps, sizeof(double));
+                if (!c->samples) c->live = 0, rc = LNTUNE_ENOMEM;
+            }
+            ncand++;
+        }
+
+    /* Check each output against the reference (y poisoned with NaN first), then calibrate. */
+    for (size_t i = 0; i < ncand; ++i) {
+        candidate *c = &cand[i];
+        if (!c->live) continue;
+        memset(y, 0xff, (size_t)n * sizeof(float));
+        if (c->peer->run(c->state) != 0) {
+            snprintf(c->rec.note, sizeof c->rec.note, "the call failed");
+            c->live = 0;
+            continue;
+        }
+        c->rec.max_error = max_error(c->peer->op, &prob, z);
+        c->rec.flagged = !(c->rec.max_error <= LNTUNE_BENCH_TOLERANCE);
+        double t0 = now_ns(), calls = 0;
+        do {
+            c->peer->run(c->state);
+            calls++;
+        } while (now_ns() - t0 < rep_ns / 10);
+        const double per_call = (now_ns() - t0) / calls;
+        c->batch = ceil(rep_ns / 8 / per_call);
+    }
+
+    for (int rep = 0; rep < reps; ++rep)
+        for (size_t k = 0; k < ncand; ++k) {
+            candidate *c = &cand[(k + (size_t)rep) % ncand];
+            if (!c->live) continue;
+            lntune_busy_sample a, b;
+            lntune_busy_sample_now(&a);
+            double t = repetition(c, rep_ns);
+            lntune_busy_sample_now(&b);
+            if (t < 0) {
+                snprintf(c->rec.note, sizeof c->rec.note, "a call failed while timing");
+                c->live = 0;
+                continue;
+            }
+            c->samples[c->rec.reps++] = t;
+            c->other_s += lntune_busy_other_cores(&a, &b) * (b.wall_s - a.wall_s);
+            c->wall_s += b.wall_s - a.wall_s;
+        }
+
+    for (size_t i = 0; i < ncand && rc == LNTUNE_OK; ++i) {
+        candidate *c = &cand[i];
+        lntune_bench_record *r = &c->rec;
+        if (c->live && r->reps > 0) {
+            qsort(c->samples, (size_t)r->reps, sizeof(double), cmp_double);
+            const int m = r->reps;
+            const double med =
+                m % 2 ? c->samples[m / 2] : 0.5 * (c->samples[m / 2 - 1] + c->samples[m / 2]);
+            r->us = med * 1e-3;
+            r->gbps = 2.0 * (double)n * sizeof(float) / med; /* bytes per ns = GB/s */
+            r->busy = c->wall_s > 0 ? c->other_s / c->wall_s : 0.0;
+        }
+        rc = lntune_bench_records_add(out, r);
+    }
+done:
+    for (size_t i = 0; i < ncand; ++i) {
+        if (cand[i].state) cand[i].peer->close(cand[i].state);
+        free(cand[i].samples);
+    }
+    free(x), free(y), free(gamma), free(beta), free(z);
+    return rc;
+}
+
+int lntune_bench_run(const lntune_bench_config *cfg, lntune_bench_records *out, char *err,
+                     size_t errlen) {
+    const double t0 = now_ns();
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cfg->threads > 0 ? cfg->threads : cores > 0 ? cores : 1;
+    char pin_note[64] = "";
+    pin_to(threads, pin_note, sizeof pin_note);
+    omp_set_num_threads(threads); /* oneDNN sizes its parallel regions from this */
+
+    progress(cfg, "torch", &cfg->shapes[0], 0, t0);
+    int rc = lntune_bench_torch(cfg, cfg->shapes, cfg->nshapes, threads, out);
+    if (rc != LNTUNE_OK) {
+        snprintf(err, errlen, "running the PyTorch script: %s", lntune_errstr(rc));
+        return rc;
+    }
+    char notes[NFAMILIES][120];
+    const char *family_note[NFAMILIES];
+    for (size_t f = 0; f < NFAMILIES; ++f) {
+        family_note[f] = NULL;
+        if (families[f]->init && families[f]->init(cfg, notes[f], sizeof notes[f]) != LNTUNE_OK)
+            family_note[f] = notes[f];
+    }
+    for (size_t i = 0; i < cfg->nshapes && rc == LNTUNE_OK; ++i) {
+        progress(cfg, "time", &cfg->shapes[i], i, t0);
+        rc = bench_shape(cfg, &cfg->shapes[i], threads, family_note, out);
+    }
+    for (size_t f = 0; f < NFAMILIES; ++f)
+        if (families[f]->fini) families[f]->fini();
+    if (rc != LNTUNE_OK) snprintf(err, errlen, "%s", lntune_errstr(rc));
+    if (pin_note[0] && rc == LNTUNE_OK) snprintf(err, errlen, "warning: %s", pin_note);
+    return rc;
+}

@@ -1,0 +1,240 @@
+/*
+ * bench_cpu.c - the benchmark program: option parsing and orchestration only (bench.c measures,
+ * report.c and chart.c write). With --threads it measures at that thread count and prints JSON
+ * records; without, it runs itself once per thread count (1 and every core: one process each,
+ * so thread pools and OpenMP start fresh) and writes the markdown report and the SVG chart.
+ *
+ *   bench_cpu [--db PATH] [--db1 PATH] [--out PREFIX] [--shapes RxH,...] [--no-torch]
+ *   bench_cpu --threads N [...] > records.jsonl
+ *   bench_cpu --report PREFIX records.jsonl...
+ *   bench_cpu --has-runtime   (exit 0 if lntune itself is measured in this build)
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include "lntune.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef struct {
+    const char *db, *db1, *out, *shapes_text, *torch_script, *title;
+    int threads, no_torch, reps, report;
+    double rep_ms;
+    lntune_bench_shape *shapes;
+    size_t nshapes;
+    char **files;
+    int nfiles;
+} options;
+
+static int usage(const char *why) {
+    fprintf(stderr,
+            "bench_cpu: %s\n"
+            "usage: bench_cpu [--db PATH] [--db1 PATH] [--out PREFIX] [--shapes RxH,...]\n"
+            "                 [--reps N] [--rep-ms MS] [--torch SCRIPT | --no-torch]\n"
+            "       bench_cpu --threads N [same options]   (JSON records to stdout)\n"
+            "       bench_cpu --report PREFIX FILE.jsonl...\n"
+            "  --db: the tuned database for the all-cores run; --db1: for the 1-thread run\n"
+            "  (default: --db). PREFIX gets .md and .svg (default bench/results/cpu-DATE).\n",
+            why);
+    return 2;
+}
+
+static int parse_shapes(const char *text, options *o) {
+    for (const char *p = text; *p;) {
+        long long rows, H;
+        int used = 0;
+        if (sscanf(p, "%lldx%lld%n", &rows, &H, &used) != 2 || rows < 1 || H < 1) return -1;
+        lntune_bench_shape *s = realloc(o->shapes, (o->nshapes + 1) * sizeof *s);
+        if (!s) return -1;
+        o->shapes = s;
+        o->shapes[o->nshapes++] = (lntune_bench_shape){rows, H};
+        p += used;
+        if (*p == ',')
+            ++p;
+        else if (*p)
+            return -1;
+    }
+    return 0;
+}
+
+static void show_progress(void *ud, const lntune_bench_progress *p) {
+    (void)ud;
+    fprintf(stderr, "bench_cpu: [%zu/%zu] %s %lldx%lld (%.0f s)\n", p->shape + 1, p->nshapes,
+            p->what, (long long)p->rows, (long long)p->H, p->elapsed_s);
+}
+
+/* One thread count, in this process: records to stdout. */
+static int measure(const options *o) {
+    lntune_bench_config cfg = {o->nshapes ? o->shapes : lntune_bench_default_shapes,
+                               o->nshapes ? o->nshapes : lntune_bench_default_shape_count,
+                               o->threads,
+                               o->threads == 1 && o->db1 ? o->db1 : o->db,
+                               o->no_torch ? "" : o->torch_script,
+                               NULL,
+                               o->reps,
+                               o->rep_ms,
+                               show_progress,
+                               NULL};
+    lntune_bench_records rs = {0};
+    char err[256] = "";
+    int rc = lntune_bench_run(&cfg, &rs, err, sizeof err);
+    if (err[0]) fprintf(stderr, "bench_cpu: %s\n", err);
+    for (size_t i = 0; i < rs.n; ++i) lntune_bench_record_write(stdout, &rs.r[i]);
+    lntune_bench_records_free(&rs);
+    return rc == LNTUNE_OK ? 0 : 1;
+}
+
+static int write_report(const char *prefix, const lntune_bench_records *rs) {
+    char path[4096], title[256];
+    char cpu[128] = "this machine";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+                snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+                cpu[strcspn(cpu, "\n")] = '\0';
+                break;
+            }
+        fclose(f);
+    }
+    snprintf(title, sizeof title, "lntune vs oneDNN, PyTorch and memory copy: %s, %ld cores", cpu,
+             sysconf(_SC_NPROCESSORS_ONLN));
+    const char *ext[] = {".md", ".svg"};
+    for (int k = 0; k < 2; ++k) {
+        snprintf(path, sizeof path, "%s%s", prefix, ext[k]);
+        if (!(f = fopen(path, "w"))) {
+            fprintf(stderr, "bench_cpu: cannot write %s\n", path);
+            return 1;
+        }
+        if (k == 0)
+            lntune_bench_write_markdown(f, rs, title);
+        else
+            lntune_bench_write_svg(f, rs, title);
+        fclose(f);
+        fprintf(stderr, "bench_cpu: wrote %s\n", path);
+    }
+    return 0;
+}
+
+/* Runs this program with --threads t, its records going to file. */
+static int run_child(char **argv, int argc, int t, const char *file) {
+    char tbuf[16];
+    snprintf(tbuf, sizeof tbuf, "%d", t);
+    char **args = calloc((size_t)argc + 4, sizeof *args);
+    if (!args) return -1;
+    int n = 0;
+    args[n++] = argv[0];
+    args[n++] = "--threads";
+    args[n++] = tbuf;
+    for (int i = 1; i < argc; ++i) {
+        /* --out names the report, which only this process writes. */
+        if (strcmp(argv[i], "--out") == 0) {
+            ++i;
+            continue;
+        }
+        args[n++] = argv[i];
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    free(args);
+    int status = 0;
+    if (rc != 0 || waitpid(pid, &status, 0) < 0) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int main(int argc, char **argv) {
+    options o = {0};
+    o.reps = 7, o.rep_ms = 50;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--has-runtime") == 0) return lntune_bench_has_runtime() ? 0 : 1;
+        if (strcmp(a, "--no-torch") == 0) {
+            o.no_torch = 1;
+            continue;
+        }
+        if (strcmp(a, "--report") == 0) {
+            if (!v) return usage("--report needs a prefix");
+            o.report = 1, o.out = v, ++i;
+            o.files = argv + i + 1, o.nfiles = argc - i - 1;
+            break;
+        }
+        if (!v) return usage("an option needs a value");
+        ++i;
+        if (strcmp(a, "--db") == 0)
+            o.db = v;
+        else if (strcmp(a, "--db1") == 0)
+            o.db1 = v;
+        else if (strcmp(a, "--out") == 0)
+            o.out = v;
+        else if (strcmp(a, "--torch") == 0)
+            o.torch_script = v;
+        else if (strcmp(a, "--threads") == 0)
+            o.threads = atoi(v);
+        else if (strcmp(a, "--reps") == 0)
+            o.reps = atoi(v);
+        else if (strcmp(a, "--rep-ms") == 0)
+            o.rep_ms = atof(v);
+        else if (strcmp(a, "--shapes") == 0) {
+            if (parse_shapes(v, &o) != 0) return usage("bad --shapes (expected ROWSxH,...)");
+        } else
+            return usage("unknown option");
+    }
+    int rc;
+    if (o.threads > 0) {
+        rc = measure(&o);
+    } else {
+        char prefix[256];
+        if (!o.out) {
+            char day[32];
+            time_t now = time(NULL);
+            strftime(day, sizeof day, "%Y-%m-%d", localtime(&now));
+            snprintf(prefix, sizeof prefix, "bench/results/cpu-%s", day);
+            o.out = prefix;
+        }
+        lntune_bench_records rs = {0};
+        rc = 0;
+        if (o.report) {
+            for (int i = 0; i < o.nfiles && rc == 0; ++i) {
+                FILE *f = fopen(o.files[i], "r");
+                if (!f)
+                    rc = 1, fprintf(stderr, "bench_cpu: cannot read %s\n", o.files[i]);
+                else
+                    rc = lntune_bench_records_read(f, &rs) != LNTUNE_OK, fclose(f);
+            }
+        } else {
+            /* Raw records stay beside the report: the report can be rewritten from them. */
+            const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            const int counts[2] = {1, cores > 1 ? (int)cores : 0};
+            for (int k = 0; k < 2 && rc == 0; ++k) {
+                if (!counts[k]) continue;
+                char file[300];
+                snprintf(file, sizeof file, "%s-t%d.jsonl", o.out, counts[k]);
+                fprintf(stderr, "bench_cpu: %d thread(s) -> %s\n", counts[k], file);
+                rc = run_child(argv, argc, counts[k], file);
+                FILE *f = fopen(file, "r");
+                if (f) lntune_bench_records_read(f, &rs), fclose(f);
+            }
+        }
+        if (rc == 0 && rs.n)
+            rc = write_report(o.out, &rs);
+        else if (rc == 0)
+            rc = 1, fprintf(stderr, "bench_cpu: no records\n");
+        lntune_bench_records_free(&rs);
+    }
+    free(o.shapes);
+    return rc;
+}

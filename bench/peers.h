@@ -1,0 +1,56 @@
+/*
+ * peers.h - the in-process implementations the bench times, behind one small interface, so that
+ * the runner treats lntune, oneDNN, the naive kernel and the copies alike. Each peers_*.c file
+ * exports a table of them; PyTorch runs in its own process (peers_torch.c).
+ */
+#ifndef LNTUNE_BENCH_PEERS_H
+#define LNTUNE_BENCH_PEERS_H
+
+#include "bench.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { LNTUNE_BENCH_LAYERNORM = 0, LNTUNE_BENCH_RMSNORM = 1, LNTUNE_BENCH_COPY = 2 };
+
+/* One problem: y = norm(x) * gamma (+ beta), rows x H contiguous fp32. */
+typedef struct lntune_bench_problem {
+    int64_t rows, H;
+    float eps;
+    const float *x, *gamma, *beta; /* beta: LayerNorm only */
+    float *y;
+    int threads;
+} lntune_bench_problem;
+
+typedef struct lntune_bench_peer {
+    const char *impl; /* record key */
+    int op;           /* LNTUNE_BENCH_* */
+    /*
+     * Prepares state for one problem (pointers included). Returns LNTUNE_OK, or another code
+     * with the reason in note: the peer is then reported as n/a for this shape.
+     */
+    int (*open)(const lntune_bench_problem *p, void **state, char *note, size_t notelen);
+    int (*run)(void *state); /* one call; non-zero on failure */
+    void (*close)(void *state);
+} lntune_bench_peer;
+
+/* Process-wide setup of a peer family (e.g. opening the runtime); may be NULL. */
+typedef struct lntune_bench_family {
+    const lntune_bench_peer *peers;
+    size_t npeers;
+    int (*init)(const lntune_bench_config *cfg, char *note, size_t notelen);
+    void (*fini)(void);
+} lntune_bench_family;
+
+extern const lntune_bench_family lntune_bench_naive_copy_family;
+extern const lntune_bench_family lntune_bench_onednn_family;
+extern const lntune_bench_family lntune_bench_lntune_family; /* empty without the runtime */
+
+/*
+ * Runs the PyTorch script at cfg's threads on shapes and appends its records. A missing
+ * Python or torch adds n/a records saying so; it is not an error.
+ */
+int lntune_bench_torch(const lntune_bench_config *cfg, const lntune_bench_shape *shapes,
+                       size_t nshapes, int threads, lntune_bench_records *out);
+
+#endif /* LNTUNE_BENCH_PEERS_H */

@@ -1,0 +1,44 @@
+/*
+ * cuda_launch.c - parses the launch line of generated CUDA kernels and applies its rules (see
+ * "Launch" in templates/cuda/norm.lua).
+ */
+#include "cuda_launch.h"
+
+#include "lntune.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char marker[] = "// lntune-cuda-launch:";
+
+int lntune_cuda_launch_parse(const char *source, lntune_cuda_launch *out) {
+    if (!source || !out) return LNTUNE_EINVAL;
+    memset(out, 0, sizeof *out);
+    const char *line = strstr(source, marker);
+    if (!line) return LNTUNE_EINVAL;
+    int n = sscanf(line + sizeof marker - 1,
+                   " block=%d rows_per_block=%d cluster=%d smem=%" SCNd64 " smem_per_h=%" SCNd64
+                   " max_h=%" SCNd64,
+                   &out->block, &out->rows_per_block, &out->cluster, &out->smem, &out->smem_per_h,
+                   &out->max_h);
+    if (n != 6 || out->block < 1 || out->block > 1024 || out->rows_per_block < 1 ||
+        out->cluster < 1 || out->smem < 0 || out->smem_per_h < 0 || out->max_h < 0)
+        return LNTUNE_EINVAL;
+    return LNTUNE_OK;
+}
+
+int64_t lntune_cuda_launch_grid(const lntune_cuda_launch *l, int64_t rows) {
+    /* Kernels stride over rows, so the grid may stop short of one block per row group. */
+    const int64_t max_blocks = INT32_MAX / l->cluster;
+    int64_t groups = (rows + l->rows_per_block - 1) / l->rows_per_block;
+    if (groups > max_blocks) groups = max_blocks;
+    return groups * l->cluster;
+}
+
+int64_t lntune_cuda_launch_smem(const lntune_cuda_launch *l, int64_t H) {
+    /* The slice a block caches: H over the cluster, rounded up to 4 floats. */
+    const int64_t per_block = (H + l->cluster - 1) / l->cluster;
+    const int64_t slice = (per_block + 3) / 4 * 4;
+    return l->smem + l->smem_per_h * slice;
+}

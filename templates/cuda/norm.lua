@@ -1,0 +1,521 @@
+-- templates/cuda/norm.lua - CUDA LayerNorm and RMSNorm forward, fp32 in and out, fp32 data
+-- path with statistics reduced in double.
+--
+-- Shared by cuda/layernorm.lua and cuda/rmsnorm.lua. The parameter space below is the whole list
+-- of knobs: C code reads it, never repeats it. host.sm is the target's compute capability
+-- (80, 90, ...), set by the caller with lntune_gen_set_cuda_arch.
+--
+-- Layouts. warp: a group of tpr threads (1..32) per row, block/tpr rows per block, reduced with
+-- shuffles only. block: one block per row, the row cached in registers (fixed H) or shared
+-- memory. uncached: one block per row, x read from global memory in every pass. cluster: a
+-- thread-block cluster per row (sm_90), each block caching a slice in shared memory and the
+-- partial statistics exchanged through distributed shared memory.
+--
+-- Numerics. LayerNorm shifts every row by its first element k, so fp32 sums stay of the order of
+-- the deviations when the mean is large (1000 + randn), and a constant row has variance exactly 0.
+-- A thread accumulates at most CHUNK elements in fp32 before adding them to a double, and the
+-- reductions across threads and blocks run in double, so no long fp32 chain forms even with one
+-- thread per row and H = 65536. A NaN or Inf anywhere in a LayerNorm row makes the row NaN, as in
+-- PyTorch; RMSNorm gives x * 0 (NaN at the Inf) as its formula does.
+--
+-- Launch. properties() returns what the host needs, and the source repeats it in one line
+--   // lntune-cuda-launch: block=B rows_per_block=R cluster=C smem=S smem_per_h=E max_h=M
+-- (the generator's C side reads only threads/affine/fixed_h/cflags for now). The host runs
+-- ceil(rows / R) * C blocks of B threads (any fewer is also correct: the kernels stride over
+-- rows), with S + E * slice bytes of dynamic shared memory, slice = ceil(ceil(H / C) / 4) * 4,
+-- and refuses H > M when M > 0.
+
+local M = {}
+
+-- Dynamic shared memory a block may use, by compute capability: the opt-in maximum less 1 KiB
+-- for the kernels' static reduction buffers.
+local function max_smem(sm)
+    if sm >= 90 then return 226 * 1024 end
+    if sm >= 80 then return 162 * 1024 end
+    return 47 * 1024
+end
+
+local WARP_MAX_REGS = 128  -- floats a warp-layout thread may cache (fixed H)
+local BLOCK_MAX_REGS = 64  -- floats a block-layout thread may cache (fixed H)
+local WARP_MAX_LOOP = 1024 -- with a known H, warp-layout threads loop over at most this many
+local CLUSTER_MIN_H = 8192 -- clusters pay off only for very large rows
+
+local function ceil_div(a, b) return (a + b - 1) // b end
+
+-- The row slice a block caches: H split over cluster blocks, rounded up to 4 floats so that
+-- slices start 16-byte aligned. Must match the kernel's computation of S.
+local function slice(H, cluster) return ceil_div(ceil_div(H, cluster), 4) * 4 end
+
+-- What the host needs to launch a variant (see "Launch" above).
+local function launch(p, host, shape)
+    local smem_per_h = p.cache == "smem" and 4 or 0
+    local runtime_smem = smem_per_h > 0 and p.h ~= "fixed"
+    return {
+        block = p.block,
+        rows_per_block = p.layout == "warp" and p.block // p.tpr or 1,
+        cluster = p.cluster,
+        smem = 0,
+        smem_per_h = smem_per_h,
+        max_h = runtime_smem and (max_smem(host.sm or 0) // 4) * p.cluster or 0,
+    }
+end
+
+function M.family(op)
+    local layernorm = op == "layernorm"
+    return lntune.family {
+        op = op,
+        target = "cuda",
+        params = {
+            { name = "layout", values = { "warp", "block", "uncached", "cluster" },
+              doc = "warp: tpr threads per row; block: block per row, cached; uncached: block per row, "
+                  .. "x re-read; cluster: cluster per row (sm_90)" },
+            { name = "tpr", values = { 32, 16, 8, 4, 2, 1 }, doc = "threads per row (layout=warp; else 32)" },
+            { name = "cluster", values = { 1, 2, 4, 8 }, doc = "blocks per row (layout=cluster; else 1)" },
+            { name = "block", values = { 128, 256, 512, 1024 }, doc = "threads per block (warp: <= 256)" },
+            { name = "pack", values = { 4, 2, 1 },
+              doc = "floats per load/store when pointers, strides and H allow (else scalar)" },
+            { name = "cache", values = { "regs", "smem", "none" },
+              doc = "where a row stays between passes: registers (fixed H), shared memory, or nowhere" },
+            { name = "stats", values = layernorm and { "twopass", "welford" } or { "sumsq" },
+              doc = layernorm and "twopass: shifted sum, then squared deviations; welford: per-lane "
+                  .. "Welford merged with Chan's formula" or "sum of squares" },
+            {
+                name = "h",
+                values = function(_, shape) return shape.H and { "runtime", "fixed" } or { "runtime" } end,
+                doc = "H read at run time, or fixed when the source is generated",
+            },
+            { name = "affine", values = { "fused", "none" }, doc = "gamma (and beta) in the normalize pass, or none" },
+        },
+        valid = function(p, host, shape)
+            local sm = host.sm or 0
+            local H = shape.H
+            local fixed = p.h == "fixed"
+            if fixed and not H then return false, "h=fixed needs a shape with H" end
+            if p.layout ~= "warp" and p.tpr ~= 32 then return false, "tpr is for layout=warp" end
+            if (p.layout == "cluster") ~= (p.cluster > 1) then return false, "cluster > 1 is layout=cluster" end
+            if fixed and p.cache ~= "regs" and p.layout ~= "cluster" then
+                return false, "fixed H pays off with a register cache (or cluster slices)"
+            end
+            if p.layout == "warp" then
+                if p.block > 256 then return false, "warp layout uses blocks of 128 or 256" end
+                if p.cache ~= (fixed and "regs" or "none") then
+                    return false, "warp layout caches in registers with fixed H, else re-reads"
+                end
+                if H then
+                    if fixed and ceil_div(H, p.tpr) > WARP_MAX_REGS then return false, "row too long for registers" end
+                    if not fixed and ceil_div(H, p.tpr) > WARP_MAX_LOOP then return false, "too few threads for H" end
+                    if p.tpr > 1 and p.tpr * p.pack > 2 * H then return false, "more threads than columns" end
+                end
+                return true
+            end
+            if H and p.block > 128 and p.block * p.pack > H * p.cluster then
+                return false, "more threads than columns"
+            end
+            if p.layout == "uncached" then
+                return p.cache == "none", "uncached re-reads x"
+            end
+            if p.layout == "block" then
+                if p.cache == "none" then return false, "layout=uncached is the block layout without a cache" end
+                if p.cache == "regs" then
+                    if not fixed then return false, "a register cache needs fixed H" end
+                    if ceil_div(H, p.block) > BLOCK_MAX_REGS then return false, "row too long for registers" end
+                    return true
+                end
+                if H and 4 * slice(H, 1) > max_smem(sm) then return false, "row too long for shared memory" end
+                return true
+            end
+            -- cluster
+            if sm < 90 then return false, "thread-block clusters need sm_90" end
+            if p.cache ~= "smem" then return false, "cluster blocks cache their slice in shared memory" end
+            if p.pack ~= 4 then return false, "rows long enough for clusters use 16-byte accesses" end
+            if H then
+                if H < CLUSTER_MIN_H then return false, "clusters are for H >= " .. CLUSTER_MIN_H end
+                if 4 * slice(H, p.cluster) > max_smem(sm) then return false, "slice too long for shared memory" end
+            end
+            return true
+        end,
+        derive = function(p, host, shape)
+            local warp = p.layout == "warp"
+            local fixed_H = p.h == "fixed" and shape.H or false
+            return {
+                layernorm = layernorm,
+                LAYOUT = p.layout,
+                T = warp and p.tpr or p.block, -- threads per row (per block for clusters)
+                RPB = warp and p.block // p.tpr or 1,
+                CL = p.cluster,
+                BLOCK = p.block,
+                P = p.pack,
+                fixed_H = fixed_H,
+                SLICE = fixed_H and slice(fixed_H, p.cluster) or false,
+                launch = launch(p, host, shape),
+            }
+        end,
+        properties = function(p, host, shape)
+            local props = launch(p, host, shape)
+            props.threads = 1
+            props.affine = p.affine
+            props.fixed_h = p.h == "fixed" and shape.H or 0
+            return props
+        end,
+        source = lntune.template [==[
+@ local LN = layernorm
+@ local fixed = fixed_H ~= false
+@ local cache = p.cache
+@ local CHUNK_PACKS = 4 -- packs per unrolled chunk of a loop over a row: loads in flight
+// lntune-cuda-launch: block={{launch.block}} rows_per_block={{launch.rows_per_block}} cluster={{launch.cluster}} smem={{launch.smem}} smem_per_h={{launch.smem_per_h}} max_h={{launch.max_h}}
+/* NVRTC has no standard headers without an include path: the few types the ABI needs. */
+typedef long int64_t;
+typedef unsigned long uint64_t;
+typedef unsigned long uintptr_t;
+{{ (lntune.abi_header():gsub("#include <stdint.h>\n", "")) }}
+
+#define LN_INLINE __device__ __forceinline__
+
+/* Threads per row group, rows per block, blocks per row, threads per block, widest pack. */
+enum { T = {{T}}, RPB = {{RPB}}, CL = {{CL}}, BLOCK = {{BLOCK}}, P = {{P}}, CHUNK = {{CHUNK_PACKS}} };
+static_assert(T * RPB == BLOCK, "row groups fill the block");
+
+/* V floats moved as one access: 8 or 16 bytes when the address is aligned to that. */
+template <int V> struct alignas(4 * V) packf {
+    float v[V];
+};
+
+template <int V> LN_INLINE packf<V> load(const float *p)
+{
+    return *reinterpret_cast<const packf<V> *>(p);
+}
+
+template <int V> LN_INLINE void store(float *p, const packf<V> &q)
+{
+    *reinterpret_cast<packf<V> *>(p) = q;
+}
+
+/* Chan et al.: merges (nb, mb, m2b) into the running Welford state (n, mu, m2). */
+LN_INLINE void chan_merge(double &n, double &mu, double &m2, double nb, double mb, double m2b)
+{
+    if (nb == 0.0) return;
+    const double total = n + nb, d = mb - mu;
+    mu += d * (nb / total);
+    m2 += m2b + d * d * (n * nb / total);
+    n = total;
+}
+@ if LAYOUT ~= "warp" then
+
+enum { WARPS = BLOCK / 32 };
+__shared__ double red_slots[3][WARPS]; /* one warp total per slot, for block reductions */
+@ end
+@ if LAYOUT == "cluster" then
+__shared__ double cluster_part[3]; /* this block's statistics, read by the other blocks */
+extern __shared__ __attribute__((aligned(16))) float dyn_smem[];
+
+LN_INLINE unsigned cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+LN_INLINE unsigned cluster_id()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+    return r;
+}
+
+LN_INLINE unsigned cluster_count()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+    return r;
+}
+
+/* Every thread of every block in the cluster; orders shared memory writes before reads. */
+LN_INLINE void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+
+/* Reads a double at the same shared memory offset as p in block rank of the cluster. */
+LN_INLINE double cluster_load(const double *p, unsigned rank)
+{
+    unsigned local, remote;
+    double v;
+    asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(local) : "l"(p));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote) : "memory");
+    return v;
+}
+@ elseif cache == "smem" then
+extern __shared__ __attribute__((aligned(16))) float dyn_smem[];
+@ end
+
+/* Sums v over the T lanes of a row group (every lane gets the same total). */
+LN_INLINE double group_sum(double v, int slot)
+{
+@ if LAYOUT == "warp" then
+    (void)slot;
+    for (int o = T / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+@ else
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads(); /* the previous reader of red_slots is done */
+    if ((threadIdx.x & 31) == 0) red_slots[slot][threadIdx.x >> 5] = v;
+    __syncthreads();
+    double s = 0.0;
+    for (int w = 0; w < WARPS; ++w) s += red_slots[slot][w];
+@   if LAYOUT == "cluster" then
+    if (threadIdx.x == 0) cluster_part[slot] = s;
+    cluster_sync();
+    s = 0.0;
+    for (unsigned r = 0; r < CL; ++r) s += cluster_load(&cluster_part[slot], r);
+    cluster_sync(); /* no block moves on (or exits) while another reads its part */
+@   end
+    return s;
+@ end
+}
+@ if LN and p.stats == "welford" then
+
+/* Merges Welford states over the row group; every lane gets the state of lane 0's order. */
+LN_INLINE void group_welford(double &n, double &mu, double &m2)
+{
+@   if LAYOUT == "warp" then
+    for (int o = T / 2; o > 0; o >>= 1) {
+        const double nb = __shfl_xor_sync(0xffffffffu, n, o);
+        const double mb = __shfl_xor_sync(0xffffffffu, mu, o);
+        const double qb = __shfl_xor_sync(0xffffffffu, m2, o);
+        chan_merge(n, mu, m2, nb, mb, qb);
+    }
+    /* Chan's merge is not symmetric in its operands: take one lane's result for all. */
+    n = __shfl_sync(0xffffffffu, n, 0, T);
+    mu = __shfl_sync(0xffffffffu, mu, 0, T);
+    m2 = __shfl_sync(0xffffffffu, m2, 0, T);
+@   else
+    for (int o = 16; o > 0; o >>= 1) {
+        const double nb = __shfl_xor_sync(0xffffffffu, n, o);
+        const double mb = __shfl_xor_sync(0xffffffffu, mu, o);
+        const double qb = __shfl_xor_sync(0xffffffffu, m2, o);
+        chan_merge(n, mu, m2, nb, mb, qb);
+    }
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) {
+        red_slots[0][threadIdx.x >> 5] = n;
+        red_slots[1][threadIdx.x >> 5] = mu;
+        red_slots[2][threadIdx.x >> 5] = m2;
+    }
+    __syncthreads();
+    n = mu = m2 = 0.0;
+    for (int w = 0; w < WARPS; ++w) chan_merge(n, mu, m2, red_slots[0][w], red_slots[1][w], red_slots[2][w]);
+@     if LAYOUT == "cluster" then
+    if (threadIdx.x == 0) {
+        cluster_part[0] = n;
+        cluster_part[1] = mu;
+        cluster_part[2] = m2;
+    }
+    cluster_sync();
+    n = mu = m2 = 0.0;
+    for (unsigned r = 0; r < CL; ++r)
+        chan_merge(n, mu, m2, cluster_load(&cluster_part[0], r), cluster_load(&cluster_part[1], r),
+                   cluster_load(&cluster_part[2], r));
+    cluster_sync();
+@     end
+@   end
+}
+@ end
+@
+@ -- Emits a loop over this thread's packs of the row slice [lo, hi): pre once per fp32 chunk,
+@ -- body per pack (with q: the pack's V values, i: its first column, ord: its 1-based place in
+@ -- the chunk, a constant once unrolled), post after each chunk.
+@ -- first: the pass that reads x from global memory and fills the cache.
+@ local function sweep(first, pre, body, post)
+@   local function fetch()
+@     if cache == "regs" then
+@       if first then
+            cached[j] = load<V>(xr + i);
+@       end
+            const packf<V> q = cached[j];
+@     elseif cache == "smem" then
+@       if first then
+            const packf<V> q = load<V>(xr + i);
+            store<V>(srow + (i - lo), q);
+@       else
+            const packf<V> q = load<V>(srow + (i - lo));
+@       end
+@     else
+            const packf<V> q = load<V>(xr + i);
+@     end
+@   end
+@   if cache == "regs" then
+    {
+        {{pre}}
+#pragma unroll
+        for (int j = 0; j < NPACKS; ++j) {
+            const int64_t i = lo + ((int64_t)j * T + t) * V;
+            const int ord = j + 1;
+            if (i >= hi) break;
+@     fetch()
+            {{body}}
+        }
+        {{post}}
+    }
+@   else
+    for (int64_t i0 = lo + (int64_t)t * V; i0 < hi; i0 += (int64_t)CHUNK * T * V) {
+        {{pre}}
+#pragma unroll
+        for (int c = 0; c < CHUNK; ++c) {
+            const int64_t i = i0 + (int64_t)c * T * V;
+            const int ord = c + 1;
+            if (i >= hi) break;
+@     fetch()
+            {{body}}
+        }
+        {{post}}
+    }
+@   end
+@ end
+@
+@ local function normalize(g, b)
+@   local e = LN and "(q.v[e] - mean) * rstd" or "q.v[e] * rstd"
+@   local pre_load = ""
+@   if g then pre_load = pre_load .. "const packf<V> g = load<V>(gamma + i); " end
+@   -- fmaf(z, g, 0) rounds like z * g, so a missing beta is a zero pack, not a second loop.
+@   if b then pre_load = pre_load .. "const packf<V> b = beta ? load<V>(beta + i) : packf<V>{}; " end
+@   if g and b then e = "fmaf(" .. e .. ", g.v[e], b.v[e])" elseif g then e = e .. " * g.v[e]" end
+@   sweep(false, "", pre_load .. "packf<V> o; for (int e = 0; e < V; ++e) o.v[e] = " .. e .. "; store<V>(yr + i, o);", "")
+@ end
+
+@ -- Emits fn_name: this kernel's rows with V-float accesses, the row kept in cache_mode.
+@ local function emit_run(fn_name, V, cache_mode)
+@ cache = cache_mode
+/* The rows of this kernel, {{V}} float(s) per access, row cache: {{cache}}. */
+LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
+{
+    enum { V = {{V}} };
+    const float *const x = (const float *)a.x;
+    float *const y = (float *)a.y;
+    const float *const gamma = (const float *)a.gamma;
+    const float *const beta = (const float *)a.beta;
+    (void)gamma, (void)beta;
+@ if fixed then
+    const int64_t H = {{fixed_H}};
+@ else
+    const int64_t H = a.H;
+@ end
+@ if LAYOUT == "warp" then
+    const int t = threadIdx.x % T;
+    for (int64_t r0 = (int64_t)blockIdx.x * RPB; r0 < a.rows; r0 += (int64_t)gridDim.x * RPB) {
+        /* The whole block iterates together, so every lane reaches every shuffle. */
+        const int64_t row = r0 + threadIdx.x / T;
+        const bool active = row < a.rows;
+        const int64_t lo = 0, hi = active ? H : 0;
+@ elseif LAYOUT == "cluster" then
+    const int t = threadIdx.x;
+    const unsigned rank = cluster_rank();
+    /* A slice per block, a multiple of 4 floats (see slice() in the template). */
+    const int64_t S = ((H + CL - 1) / CL + 3) / 4 * 4;
+    const int64_t lo = (int64_t)rank * S < H ? (int64_t)rank * S : H;
+    const int64_t hi = lo + S < H ? lo + S : H;
+    float *const srow = dyn_smem;
+    for (int64_t row = cluster_id(); row < a.rows; row += cluster_count()) {
+        const bool active = true;
+@ else
+    const int t = threadIdx.x;
+    const int64_t lo = 0, hi = H;
+@   if cache == "smem" then
+    float *const srow = dyn_smem;
+@   end
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const bool active = true;
+@ end
+        const float *const xr = x + row * a.x_stride;
+        float *const yr = y + row * a.y_stride;
+        (void)active;
+@ if cache == "regs" then
+        constexpr int NPACKS = ({{SLICE}} + T * V - 1) / (T * V);
+        packf<V> cached[NPACKS];
+@ end
+@ if LN then
+        /* The shift: the row's first element, the same for every thread of the row. */
+        const float k = active ? xr[0] : 0.0f;
+@ end
+        float mean, rstd;
+@ if LN and p.stats == "twopass" then
+        double s = 0.0;
+@   sweep(true, "float acc = 0.0f;", "for (int e = 0; e < V; ++e) acc += q.v[e] - k;", "s += acc;")
+        s = group_sum(s, 0);
+        mean = (float)((double)k + s / (double)H);
+        double ss = 0.0;
+@   sweep(false, "float acc = 0.0f;", "for (int e = 0; e < V; ++e) { const float d = q.v[e] - mean; acc += d * d; }", "ss += acc;")
+        ss = group_sum(ss, 1);
+        rstd = (float)(1.0 / __dsqrt_rn(ss / (double)H + (double)a.eps));
+@ elseif LN then
+        double n = 0.0, mu = 0.0, m2 = 0.0;
+@   -- 1 / ord folds to a constant: no division per element.
+@   sweep(true, "float cnt = 0.0f, m[V] = {}, q2[V] = {};",
+@         "cnt = (float)ord; const float inv = 1.0f / (float)ord; for (int e = 0; e < V; ++e) { const float v = q.v[e] - k, d = v - m[e]; m[e] += d * inv; q2[e] += d * (v - m[e]); }",
+@         "for (int e = 0; e < V; ++e) chan_merge(n, mu, m2, (double)cnt, (double)m[e], (double)q2[e]);")
+        group_welford(n, mu, m2);
+        mean = (float)((double)k + mu);
+        rstd = (float)(1.0 / __dsqrt_rn(m2 / (double)H + (double)a.eps));
+@ else
+        double s = 0.0;
+@   sweep(true, "float acc = 0.0f;", "for (int e = 0; e < V; ++e) acc += q.v[e] * q.v[e];", "s += acc;")
+        s = group_sum(s, 0);
+        mean = 0.0f;
+        rstd = (float)(1.0 / __dsqrt_rn(s / (double)H + (double)a.eps));
+@ end
+@ if p.affine == "fused" then
+@   normalize(true, LN)
+@ else
+@   normalize(false, false)
+@ end
+@ if LAYOUT == "cluster" then
+        if (active && t == 0 && rank == 0) {
+@ else
+        if (active && t == 0) {
+@ end
+            if (a.mean) a.mean[row] = mean;
+            if (a.rstd) a.rstd[row] = rstd;
+        }
+    }
+}
+
+@ end
+@ if P > 1 then
+@   emit_run("run_packed", P, p.cache)
+@   -- Misaligned pointers or odd strides are rare: scalar accesses re-reading x keep them
+@   -- correct without a second copy of the cached code.
+@   emit_run("run_scalar", 1, "none")
+@ else
+@   emit_run("run_packed", 1, p.cache)
+@ end
+
+/* Vector accesses need every row start and gamma/beta aligned to P floats. */
+LN_INLINE bool packs_fit(const lntune_kernel_args &a)
+{
+    const uintptr_t addr = (uintptr_t)a.x | (uintptr_t)a.y | (uintptr_t)a.gamma | (uintptr_t)a.beta;
+    return P > 1 && addr % (4 * P) == 0 && a.H % P == 0 && a.x_stride % P == 0 && a.y_stride % P == 0;
+}
+
+@ if LAYOUT == "cluster" then
+extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(BLOCK) {{symbol}}(lntune_kernel_args a)
+@ else
+extern "C" __global__ void __launch_bounds__(BLOCK) {{symbol}}(lntune_kernel_args a)
+@ end
+{
+@ if fixed then
+    if (a.H != {{fixed_H}}) return; /* the host checks fixed_h before launching */
+@ end
+@ if P > 1 then
+    if (packs_fit(a))
+        run_packed(a);
+    else
+        run_scalar(a);
+@ else
+    run_packed(a);
+@ end
+}
+]==],
+    }
+end
+
+return M

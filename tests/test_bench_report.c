@@ -1,0 +1,101 @@
+/*
+ * test_bench_report.c - the bench's records and report, without timing anything: records survive
+ * the JSON-lines round trip (ours and Python's json.dumps spelling), the markdown table gives the
+ * ratio to the better copy, says n/a with its reason, and marks busy and disagreeing cells; the
+ * SVG is one complete document. Built only with the bench (oneDNN present).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "bench.h"
+
+#include "lntune.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond, what)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, what);                         \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static lntune_bench_record rec(const char *impl, const char *op, double gbps, double busy,
+                               int flagged, const char *note) {
+    lntune_bench_record r = {0};
+    snprintf(r.impl, sizeof r.impl, "%s", impl);
+    snprintf(r.op, sizeof r.op, "%s", op);
+    r.rows = 2048, r.H = 4096, r.threads = 1, r.reps = 7;
+    r.gbps = gbps;
+    r.us = gbps > 0 ? 2.0 * 2048 * 4096 * 4 / gbps * 1e-3 : -1.0;
+    r.max_error = gbps > 0 ? 1e-7 : -1.0;
+    r.busy = busy, r.flagged = flagged;
+    snprintf(r.note, sizeof r.note, "%s", note);
+    return r;
+}
+
+/* Renders rs with writer into a string (caller frees). */
+static char *render(const lntune_bench_records *rs, int svg) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (svg)
+        lntune_bench_write_svg(f, rs, "t");
+    else
+        lntune_bench_write_markdown(f, rs, "t");
+    fclose(f);
+    return buf;
+}
+
+int main(void) {
+    /* A record written and parsed back is the same record. */
+    lntune_bench_record a = rec("onednn", "layernorm", 4.5, 0.02, 0, "oneDNN simple:any"), b;
+    char *line = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&line, &len);
+    lntune_bench_record_write(f, &a);
+    fclose(f);
+    CHECK(lntune_bench_record_parse(line, &b) == LNTUNE_OK, "round trip parses");
+    CHECK(strcmp(b.impl, a.impl) == 0 && strcmp(b.op, a.op) == 0 && b.rows == a.rows &&
+              b.H == a.H && b.reps == 7 && strcmp(b.note, a.note) == 0,
+          "round trip keeps the fields");
+    CHECK(b.gbps > 4.49 && b.gbps < 4.51, "round trip keeps GB/s");
+    free(line);
+
+    /* Python's spelling (escapes, key order) parses too; a line that is not a record does not. */
+    CHECK(lntune_bench_record_parse("{\"note\": \"a \\\"q\\\" \\u00e9\", \"impl\": \"torch\", "
+                                    "\"op\": \"rmsnorm\", \"rows\": 1, \"H\": 4096, \"us\": 2.5}",
+                                    &b) == LNTUNE_OK &&
+              strcmp(b.impl, "torch") == 0 && b.us == 2.5,
+          "json.dumps line parses");
+    CHECK(lntune_bench_record_parse("bench_torch: 1x4096 at 1 thread(s)", &b) != LNTUNE_OK,
+          "progress text is not a record");
+
+    /* The table: ratio to the better copy, n/a with reason, busy and disagreement marks. */
+    lntune_bench_records rs = {0};
+    lntune_bench_record in[] = {
+        rec("copy_memcpy", "copy", 6.0, 0.0, 0, ""),
+        rec("copy_nt", "copy", 8.0, 0.0, 0, ""),
+        rec("onednn", "layernorm", 4.0, 0.0, 0, ""),
+        rec("naive", "layernorm", 2.0, 0.5, 1, ""),
+        rec("onednn", "rmsnorm", -1.0, 0.0, 0, "oneDNN 2.6 has no RMSNorm primitive"),
+    };
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; ++i) lntune_bench_records_add(&rs, &in[i]);
+    char *md = render(&rs, 0);
+    CHECK(strstr(md, "4.0 GB/s (0.50x) |") != NULL, "oneDNN at half the better copy, unmarked");
+    CHECK(strstr(md, "2.0 GB/s (0.25x) \\* ! |") != NULL, "a busy, disagreeing cell is marked");
+    CHECK(strstr(md, "n/a: oneDNN 2.6 has no RMSNorm primitive") != NULL, "n/a says why");
+    CHECK(strstr(md, "## RMSNorm, 1 thread") != NULL, "RMSNorm has its own table");
+    free(md);
+    char *svg = render(&rs, 1);
+    CHECK(strncmp(svg, "<svg", 4) == 0 && strstr(svg, "</svg>\n") != NULL, "one SVG document");
+    CHECK(strstr(svg, "fill-opacity=\"0.45\"") != NULL, "the busy bar is pale");
+    free(svg);
+    lntune_bench_records_free(&rs);
+
+    if (failures) return 1;
+    printf("test_bench_report: all checks passed\n");
+    return 0;
+}
