@@ -2,8 +2,10 @@
  * lntune.c - the command line: argument parsing and printing only. Every decision is made in
  * gen/ (generate, verify, tune) or runtime/ (dispatch).
  *
- * Exit codes: 0 success, 1 a failure while working (a compile error, a wrong kernel, I/O),
- * 2 bad usage (unknown command, option, op, target, parameter or value).
+ * Exit codes (README.md lists them): 0 success, 1 a failure while working (a compile error, no
+ * correct variant, I/O), 2 bad usage (unknown command, option, op, dtype, target, parameter or
+ * value, a bad shape), 3 the tuning database was refused or could not be written (the file is
+ * left as it was), 128 + N killed by signal N after saving the work done (130 SIGINT, 143 SIGTERM).
  */
 #ifdef LNTUNE_HAVE_BENCH
 #include "bench.h"
@@ -20,19 +22,20 @@
 #include "verify.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DB = 3, EXIT_SIGNAL = 128 };
 
 typedef struct {
-    const char *op, *target, *variant, *symbol, *db, *rigor;
+    const char *op, *target, *variant, *symbol, *db, *rigor, *dtype;
     const char *out; /* export */
     lntune_shape *shapes;
     size_t nshapes;
-    int help, retune, json, all, threads;
+    int help, retune, json, all, threads, force;
     int cmake; /* export --cmake */
 } options;
 
@@ -61,6 +64,7 @@ static int parse_options(int argc, char **argv, options *o) {
         int *flag = strcmp(a, "--retune") == 0  ? &o->retune
                     : strcmp(a, "--json") == 0  ? &o->json
                     : strcmp(a, "--all") == 0   ? &o->all
+                    : strcmp(a, "--force") == 0 ? &o->force
                     : strcmp(a, "--cmake") == 0 ? &o->cmake
                                                 : NULL;
         if (flag) {
@@ -90,6 +94,8 @@ static int parse_options(int argc, char **argv, options *o) {
             slot = &o->variant;
         else if (strcmp(a, "--symbol") == 0)
             slot = &o->symbol;
+        else if (strcmp(a, "--dtype") == 0)
+            slot = &o->dtype;
         else if (strcmp(a, "--shape") != 0)
             return usage_error("unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
@@ -115,6 +121,25 @@ static int check_op_target(const options *o, int need_variant) {
     if (need_variant && !o->variant) return usage_error("%s", "--variant is required");
     if (o->nshapes > 1) return usage_error("%s", "give one shape");
     return 0;
+}
+
+/* fp32 is the one dtype generated today; the others are named so the message can say so. */
+static int check_dtype(const options *o) {
+    if (!o->dtype || strcmp(o->dtype, "f32") == 0) return 0;
+    if (strcmp(o->dtype, "f16") == 0 || strcmp(o->dtype, "bf16") == 0)
+        return usage_error("dtype '%s' is not generated yet (only f32)", o->dtype);
+    return usage_error("unknown dtype '%s' (expected f32)", o->dtype);
+}
+
+static int db_exit_code(int rc) {
+    return rc == LNTUNE_EDB ? EXIT_DB : EXIT_FAIL;
+}
+
+/* SIGINT/SIGTERM while tuning: the tuner finishes the write in hand and stops. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) {
+    stop_signal = sig;
 }
 
 /* Opens the generator; prints its message on failure. */
@@ -300,6 +325,8 @@ static int cmd_tune(options *o) {
         return usage_error("unknown target '%s' (expected cpu)", o->target);
     if (o->op && lntune_op_parse(o->op) < 0)
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
+    int rc = check_dtype(o);
+    if (rc) return rc;
     lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
     if (o->rigor) {
         if (strcmp(o->rigor, "quick") == 0)
@@ -310,24 +337,57 @@ static int cmd_tune(options *o) {
             return usage_error("unknown rigor '%s' (expected quick, measure or exhaustive)",
                                o->rigor);
     }
-    for (size_t i = 0; i < o->nshapes; ++i)
-        if (o->shapes[i].H > (INT64_C(1) << 26))
+    /* x and y of the tuned shape must fit in memory: at most half of it. */
+    const double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < o->nshapes; ++i) {
+        const lntune_shape *s = &o->shapes[i];
+        const double rows = s->rows ? (double)s->rows : (double)lntune_tune_default_rows(s->H);
+        if (s->H > (INT64_C(1) << 26))
             return usage_error("%s",
                                "H above 2^26 is not tuned (the verifier's inputs would not fit)");
+        if (memory > 0 && rows * (double)s->H * 8.0 > memory / 2) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "rows x H = %.0f x %lld needs %.1f GiB for x and y, over half "
+                     "of this machine's memory",
+                     rows, (long long)s->H, rows * (double)s->H * 8.0 / (1 << 30));
+            return usage_error("%s", msg);
+        }
+    }
     one[0] = o->op;
     int tty = isatty(2);
     lntune_tune_config cfg = {
-        o->db, o->op ? one : both, o->op ? 1 : 2, o->shapes, o->nshapes, o->threads,
-        rigor, o->retune,          show_progress, &tty};
+        o->db, o->op ? one : both, o->op ? 1 : 2, o->shapes, o->nshapes,   o->threads,
+        rigor, o->retune,          show_progress, &tty,      &stop_signal, o->force};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     lntune_tune_result *r = NULL;
     size_t n = 0;
     char err[1024] = "";
-    int rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
+    rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
     if (tty) fprintf(stderr, "\r%*s\r", 110, "");
+    int saved = 0;
+    for (size_t i = 0; i < n; ++i) saved += r[i].saved;
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune: %s\n", err[0] ? err : lntune_errstr(rc));
+        if (n)
+            fprintf(stderr, "lntune: %d measurements of this run were saved before it stopped\n",
+                    saved);
         free(r);
-        return EXIT_FAIL;
+        return db_exit_code(rc);
+    }
+    if (stop_signal) {
+        fprintf(stderr,
+                "lntune: stopped by %s: %d measurements of this run saved in %s; the same "
+                "command resumes from them\n",
+                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", saved,
+                o->db ? o->db : "the default database");
+        free(r);
+        return EXIT_SIGNAL + stop_signal;
     }
     print_results(r, n, o->json);
     int missing = 0;
@@ -364,11 +424,12 @@ static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b) {
 
 static int cmd_show(options *o) {
     lntune_db *db = NULL;
+    if (o->force) return usage_error("%s", "--force applies to tuning; show never writes");
     int rc = lntune_db_open(o->db, LNTUNE_DB_READONLY, &db);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune: %s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
         lntune_db_close(db);
-        return EXIT_FAIL;
+        return db_exit_code(rc);
     }
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);
@@ -391,7 +452,7 @@ static int cmd_show(options *o) {
     if (o->json) printf("\n]\n");
     if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", lntune_db_errmsg(db));
     lntune_db_close(db);
-    return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
+    return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
 static int cmd_export(options *o) {
@@ -459,11 +520,14 @@ static int cmd_bench(options *o) {
 static const command commands[] = {
     {"tune", cmd_tune,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--threads N]\n"
-     "              [--rigor quick|measure|exhaustive] [--db PATH] [--retune] [--json]\n"
+     "              [--rigor quick|measure|exhaustive] [--db PATH] [--retune] [--force] [--json]\n"
      "  Tunes LayerNorm and RMSNorm (or --op) fp32 for each shape: generates, compiles, verifies\n"
      "  and times the variants, and stores every result in the database ($LNTUNE_DB, else\n"
      "  ~/.cache/lntune/tune.db). rows defaults to 8Mi/H (H=4096: 2048 rows). A second run\n"
-     "  reuses every measurement; --retune measures again.\n"},
+     "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"
+     "  not SQLite, another application's, newer) is never touched; --force moves it to\n"
+     "  PATH.bak and starts a new one. Ctrl-C keeps every measurement taken; rerun to resume.\n"
+     "  Exit: 0 ok, 1 failed, 2 bad usage, 3 database refused or unwritable, 130/143 signal.\n"},
     {"show", cmd_show,
      "lntune show [--db PATH] [--all] [--json]\n"
      "  Lists the best variants stored for this machine (--all: for every machine).\n"},

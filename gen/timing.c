@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "timing.h"
 
+#include "sandbox.h"
+
 #include <stdlib.h>
 #include <time.h>
 
@@ -32,6 +34,7 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
         return;
     }
     for (size_t i = 0; i < n; ++i) {
+        lntune_sandbox_progress((int64_t)i); /* names the candidate a crash or hang is blamed on */
         c[i].failed = lntune_pool_run_kernel(pool, c[i].fn, args, c[i].threads) != 0;
     }
     const double start = lntune_now_ns();
@@ -40,6 +43,7 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
         for (size_t k = 0; k < n; ++k) {
             size_t i = (k + (size_t)rounds) % n;
             if (c[i].failed) continue;
+            lntune_sandbox_progress((int64_t)i);
             double t0 = lntune_now_ns();
             int rc = lntune_pool_run_kernel(pool, c[i].fn, args, c[i].threads);
             samples[i * MAX_ROUNDS + (size_t)rounds] = lntune_now_ns() - t0;

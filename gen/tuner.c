@@ -15,6 +15,7 @@
 #include "lntune.h"
 #include "pool.h"
 #include "reference.h"
+#include "sandbox.h"
 #include "search.h"
 #include "timing.h"
 #include "tuning_db.h"
@@ -37,6 +38,7 @@ typedef struct {
     lntune_kernel_fn fn;
     lntune_jit_object obj;
     int ok; /* compiled, loaded and verified */
+    int crashed, lost; /* crashed or hung in the sandbox; not run (interrupted) */
     double max_error;
     char message[512];
 } compiled;
@@ -72,7 +74,16 @@ typedef struct {
     lntune_tune_result *res;
     double start_ns;
     size_t done, estimate;
+    char *write_err; /* the run's first failed write: the run stops (sized WRITE_ERR) */
 } job;
+
+enum { WRITE_ERR = 1024 };
+
+/* A signal asked to stop, or the database stopped taking writes. */
+static int stopped(const job *j)
+{
+    return (j->cfg->stop && *j->cfg->stop) || j->write_err[0];
+}
 
 static void progress(job *j, const char *stage)
 {
@@ -134,7 +145,9 @@ static void record(job *j, const char *variant, const char *status, const char *
         m.gbps = j->bytes / t->median_ns;
     }
     m.copy_gbps = j->res->copy_gbps;
-    lntune_db_put_measurement(j->db, &j->key, &m); /* a failed write costs only a rerun */
+    if (j->write_err[0]) return; /* the run is stopping: write nothing more */
+    if (lntune_db_put_measurement(j->db, &j->key, &m) == LNTUNE_OK) j->res->saved++;
+    else snprintf(j->write_err, WRITE_ERR, "%s", lntune_db_errmsg(j->db));
 }
 
 /* Emits, compiles (in parallel), loads and verifies the sources of variants idx[0..n). */
@@ -191,6 +204,10 @@ static void build_units(job *j, const size_t *idx, size_t n)
     lntune_jit_compile_many(j->jit, texts, (const char *const *const *)extra, nnew, parallel, objs);
     free(extra);
     progress(j, "verify");
+    /* Loaded here, run only in the sandbox's worker: a crash or hang is the variant's fault. */
+    lntune_sandbox_check *checks = calloc(nnew, sizeof *checks);
+    lntune_sandbox_outcome *outs = calloc(nnew, sizeof *outs);
+    size_t *check_of = calloc(nnew, sizeof *check_of), nchecks = 0;
     for (size_t k = 0; k < nnew; ++k) {
         compiled *u = &j->units[first_new + k];
         u->obj = objs[k];
@@ -205,14 +222,32 @@ static void build_units(job *j, const size_t *idx, size_t n)
             snprintf(u->message, sizeof u->message, "load failed: %s", lntune_jit_errmsg(j->jit));
             continue;
         }
-        lntune_verify_result vr;
-        int rc = lntune_verifier_check(j->verifier, u->fn, srcs[k].affine, srcs[k].fixed_h,
-                                       srcs[k].threads, j->pool, &vr);
-        u->max_error = vr.max_error;
-        j->res->verified++;
-        if (rc == LNTUNE_OK) u->ok = 1;
-        else snprintf(u->message, sizeof u->message, "%s", vr.message);
+        if (!checks || !outs || !check_of) {
+            u->lost = 1;
+            continue;
+        }
+        checks[nchecks] = (lntune_sandbox_check){.fn = u->fn, .affine = srcs[k].affine,
+                                                 .fixed_h = srcs[k].fixed_h,
+                                                 .threads = srcs[k].threads};
+        check_of[nchecks++] = first_new + k;
     }
+    lntune_sandbox_verify(j->verifier, checks, nchecks, j->pool, outs);
+    for (size_t c = 0; c < nchecks; ++c) {
+        compiled *u = &j->units[check_of[c]];
+        if (outs[c].state != LNTUNE_SANDBOX_DONE) {
+            u->crashed = outs[c].state == LNTUNE_SANDBOX_CRASHED;
+            u->lost = !u->crashed;
+            snprintf(u->message, sizeof u->message, "%s", outs[c].message);
+            continue;
+        }
+        u->max_error = checks[c].result.max_error;
+        j->res->verified++;
+        if (checks[c].rc == LNTUNE_OK) u->ok = 1;
+        else snprintf(u->message, sizeof u->message, "%s", checks[c].result.message);
+    }
+    free(checks);
+    free(outs);
+    free(check_of);
     free(objs);
 done:
     for (size_t k = 0; srcs && k < nnew; ++k) lntune_source_free(&srcs[k]);
@@ -226,9 +261,10 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times)
     job *j = ud;
     size_t *todo = malloc(n * sizeof *todo), *slot = malloc(n * sizeof *slot);
     lntune_timed *timed = calloc(n, sizeof *timed);
+    lntune_sandbox_outcome *outs = calloc(n, sizeof *outs);
     size_t ntodo = 0, ntimed = 0;
     for (size_t k = 0; k < n; ++k) times[k] = INFINITY;
-    if (!todo || !slot || !timed) goto done;
+    if (!todo || !slot || !timed || !outs || stopped(j)) goto done;
     for (size_t k = 0; k < n; ++k) {
         const char *variant = lntune_space_variant(j->space, idx[k]);
         const stored *s = j->cfg->retune ? NULL : find_stored(j, variant);
@@ -248,8 +284,11 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times)
         size_t k = slot[t], v = idx[k];
         int u = j->unit_of[v];
         if (u < 0) continue; /* emit failed, already recorded */
+        if (j->units[u].lost) continue; /* never ran: a later run measures it */
         if (!j->units[u].ok) {
-            const int wrong = j->units[u].fn != NULL; /* loaded, then failed verification */
+            /* loaded, then failed verification (a crash is a failure, not a wrong answer) */
+            const int wrong = j->units[u].fn != NULL && !j->units[u].crashed;
+            j->res->crashed += j->units[u].crashed;
             record(j, lntune_space_variant(j->space, v),
                    wrong ? LNTUNE_STATUS_WRONG : LNTUNE_STATUS_FAILED, j->units[u].message,
                    &j->units[u], NULL);
@@ -261,14 +300,22 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times)
         timed_slot[ntimed++] = k;
     }
     progress(j, "time");
-    lntune_time_interleaved(timed, ntimed, &j->args, j->pool, MIN_ROUNDS, BATCH_BUDGET_NS);
+    lntune_sandbox_time(timed, ntimed, &j->args, j->pool, MIN_ROUNDS, BATCH_BUDGET_NS, outs);
     for (size_t t = 0; t < ntimed; ++t) {
         size_t k = timed_slot[t], v = idx[k];
         compiled *u = &j->units[j->unit_of[v]];
+        if (outs[t].state == LNTUNE_SANDBOX_LOST) continue;
         j->res->timed++;
         if (timed[t].failed) {
-            record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_FAILED,
-                   "the kernel returned an error code while timed", u, NULL);
+            const int crashed = outs[t].state == LNTUNE_SANDBOX_CRASHED;
+            /* Never a leader; variants sharing its source are recorded failed with this. */
+            u->ok = 0;
+            u->crashed = 1;
+            snprintf(u->message, sizeof u->message, "%s",
+                     crashed ? outs[t].message : "the kernel returned an error code while timed");
+            j->res->failed++;
+            j->res->crashed += crashed;
+            record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_FAILED, u->message, u, NULL);
             continue;
         }
         times[k] = timed[t].median_ns;
@@ -279,6 +326,7 @@ done:
     free(todo);
     free(slot);
     free(timed);
+    free(outs);
 }
 
 /* Loads the source of variant v if an earlier run measured it and this one never built it. */
@@ -324,7 +372,7 @@ static size_t choose(const job *j, const size_t *top, const lntune_timed *t, siz
 {
     size_t best = 0;
     for (size_t k = 1; k < n; ++k)
-        if (t[k].median_ns < t[best].median_ns) best = k;
+        if (t[best].failed || (!t[k].failed && t[k].median_ns < t[best].median_ns)) best = k;
     size_t pick = best;
     for (size_t k = 0; k < n; ++k) {
         if (t[k].failed || t[k].median_ns > t[best].median_ns * (1.0 + NOISE)) continue;
@@ -351,11 +399,12 @@ static void store_winner(job *j, size_t v, const lntune_timed *t)
     lntune_artifact art = {u->obj.key, src.text, lntune_jit_compiler_version(j->jit),
                            "-std=c11 -O3 -march=native -fPIC", "lntune_kernel", u->obj.data,
                            u->obj.len, so, so_len};
-    lntune_db_put_artifact(j->db, &art);
     lntune_best b = {lntune_space_variant(j->space, v), u->obj.key, src.threads, j->shape.rows,
                      t->median_ns, j->bytes / t->median_ns, j->res->copy_gbps, u->max_error,
                      j->res->naive_ns};
-    lntune_db_set_best(j->db, &j->key, &b);
+    if (lntune_db_put_artifact(j->db, &art) != LNTUNE_OK ||
+        lntune_db_set_best(j->db, &j->key, &b) != LNTUNE_OK)
+        snprintf(j->write_err, WRITE_ERR, "%s", lntune_db_errmsg(j->db));
     free(so);
     free(diag);
     lntune_source_free(&src);
@@ -425,12 +474,12 @@ static void tune_one(job *j)
     j->bytes = 2.0 * (double)elems * sizeof(float);
 
     progress(j, "copy");
-    lntune_timed copies[16];
+    lntune_timed copies[16] = {{0}}; /* all defined: the sandbox copies them whole */
     ncopies = build_copies(j, copy_modules, copies, 16);
 
     size_t top[TOP];
     size_t ntop = lntune_search(space, j->cfg->rigor, evaluate, j, top, TOP);
-    if (ntop == 0) goto done;
+    if (ntop == 0 || stopped(j)) goto done;
 
     /* The leaders, the naive kernel and the copies, timed together in one interleaved run. */
     progress(j, "retime");
@@ -449,7 +498,9 @@ static void tune_one(job *j)
         group[ng++] = (lntune_timed){naive->fn, j->threads_of[0], 0, 0, 0, 0};
     }
     for (size_t c = 0; c < ncopies; ++c) group[ng++] = copies[c];
-    lntune_time_interleaved(group, ng, &j->args, j->pool, RETIME_ROUNDS, RETIME_BUDGET_NS);
+    lntune_sandbox_outcome outs[TOP + 1 + 16];
+    lntune_sandbox_time(group, ng, &j->args, j->pool, RETIME_ROUNDS, RETIME_BUDGET_NS, outs);
+    if (stopped(j)) goto done;
     double copy_ns = INFINITY;
     for (size_t c = naive_at == SIZE_MAX ? nunits_done : naive_at + 1; c < ng; ++c)
         if (!group[c].failed && group[c].median_ns < copy_ns) copy_ns = group[c].median_ns;
@@ -457,9 +508,15 @@ static void tune_one(job *j)
     if (naive_at != SIZE_MAX) res->naive_ns = group[naive_at].median_ns;
     if (nunits_done == 0) goto done;
     size_t w = choose(j, top, group, nunits_done);
-    for (size_t k = 0; k < nunits_done; ++k)
-        record(j, lntune_space_variant(space, top[k]), LNTUNE_STATUS_OK, NULL,
-               &j->units[j->unit_of[top[k]]], &group[k]);
+    for (size_t k = 0; k < nunits_done; ++k) {
+        const int crashed = outs[k].state == LNTUNE_SANDBOX_CRASHED;
+        if (outs[k].state == LNTUNE_SANDBOX_LOST) continue;
+        record(j, lntune_space_variant(space, top[k]),
+               group[k].failed ? LNTUNE_STATUS_FAILED : LNTUNE_STATUS_OK,
+               crashed ? outs[k].message : group[k].failed ? "the kernel returned an error code" : NULL,
+               &j->units[j->unit_of[top[k]]], group[k].failed ? NULL : &group[k]);
+    }
+    if (group[w].failed) goto done;
     store_winner(j, top[w], &group[w]);
     snprintf(res->variant, sizeof res->variant, "%s", lntune_space_variant(space, top[w]));
     res->median_ns = group[w].median_ns;
@@ -509,6 +566,7 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
     lntune_cpu_info cpu;
     int64_t hw = 0;
     int rc;
+    char write_err[WRITE_ERR] = "";
     lntune_cpu_info_get(&cpu);
     int threads = cfg->max_threads > 0 && cfg->max_threads < cpu.cores ? cfg->max_threads : cpu.cores;
     if ((rc = lntune_gen_open(NULL, &gen)) != LNTUNE_OK) {
@@ -520,7 +578,7 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
         snprintf(err, errlen, "%s", lntune_jit_errmsg(jit));
         goto done;
     }
-    if ((rc = lntune_db_open(cfg->db_path, 0, &db)) != LNTUNE_OK ||
+    if ((rc = lntune_db_open(cfg->db_path, cfg->force ? LNTUNE_DB_FORCE : 0, &db)) != LNTUNE_OK ||
         (rc = lntune_db_put_hardware(db, &cpu, lntune_jit_compiler_version(jit), &hw)) != LNTUNE_OK) {
         snprintf(err, errlen, "%s", lntune_db_errmsg(db));
         goto done;
@@ -551,6 +609,7 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             j.shape.affine = LNTUNE_AFFINE_GAMMA;
             j.key = (lntune_db_key){hw, "cpu", j.op, "f32", j.shape.H, j.shape.rows, 1};
             j.res = r;
+            j.write_err = write_err;
             j.start_ns = lntune_now_ns();
             /* Objects are -march=native: the fingerprint keeps them out of other hosts' cache. */
             snprintf(j.host_flag, sizeof j.host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
@@ -570,8 +629,15 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             }
             tune_one(&j);
             lntune_verifier_destroy(j.verifier);
+            if (write_err[0]) {
+                rc = LNTUNE_EDB;
+                snprintf(err, errlen, "cannot write the tuning database, stopped: %s", write_err);
+                goto done;
+            }
+            if (stopped(&j)) goto stop;
         }
     }
+stop:
     rc = LNTUNE_OK;
 done:
     lntune_pool_destroy(pool);

@@ -9,6 +9,7 @@
 
 #include "generator.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,10 @@ typedef struct lntune_tune_config {
     int retune; /* measure again even what the database already holds */
     void (*progress)(void *ud, const lntune_tune_progress *p);
     void *progress_ud;
+    /* Non-zero *stop (set by a signal handler): finish the write in hand, record nothing more,
+     * return LNTUNE_OK with what was done. May be NULL. */
+    const volatile sig_atomic_t *stop;
+    int force; /* open the database with LNTUNE_DB_FORCE (tuning_db.h) */
 } lntune_tune_config;
 
 typedef struct lntune_tune_result {
@@ -46,6 +51,8 @@ typedef struct lntune_tune_result {
     char variant[256]; /* the winner */
     double median_ns, gbps, copy_gbps, naive_ns, max_error;
     int compiled, cache_hits, reused, verified, wrong, failed, timed;
+    int crashed; /* of the failed: crashed or hung in the sandbox (sandbox.h) */
+    int saved;   /* measurements written to the database by this run */
     int from_db; /* the winner came from an earlier run; nothing was measured */
 } lntune_tune_result;
 
@@ -59,7 +66,9 @@ int64_t lntune_tune_default_rows(int64_t H);
 /*
  * Tunes every op x shape. *results (malloc'd, *n entries) holds one entry per op x shape.
  * Returns LNTUNE_OK, or a code with a message in err. A variant that fails to compile or
- * verify is recorded and skipped; tuning goes on.
+ * verify, crashes or hangs (verification and timing run in a sandbox: sandbox.h) is recorded and
+ * skipped; tuning goes on. A measurement that cannot be written (disk full, read-only file)
+ * stops the run with LNTUNE_EDB: what was written stays, and a rerun resumes from it.
  */
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *n, char *err,
                 size_t errlen);

@@ -5,6 +5,7 @@
 #include "verify.h"
 
 #include "lntune.h"
+#include "sandbox.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -205,6 +206,7 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     const char *where_fmt = "H=%" PRId64 ", %s, %s, seed %" PRIu64 ": ";
     char where[200];
     snprintf(where, sizeof where, where_fmt, H, dataset_names[d], layout_names[l], v->seed);
+    lntune_sandbox_progress(-1); /* a heartbeat for the worker's time limit */
     int rc = lntune_pool_run_kernel(pool, kernel, &a, threads);
     res->cases++;
     if (rc != LNTUNE_KERNEL_OK) {

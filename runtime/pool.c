@@ -21,7 +21,7 @@ struct lntune_pool {
     pthread_cond_t wake;
     pthread_mutex_t busy; /* held by the caller whose work the pool runs */
     atomic_uint generation;
-    atomic_int pending; /* tasks of the current generation not yet finished */
+    atomic_int pending; /* workers that have not yet finished with the current generation */
     atomic_int stop;
     void (*task)(void *, int, int);
     void *arg;
@@ -63,10 +63,10 @@ static void *worker_main(void *p)
         }
         if (atomic_load(&pool->stop)) return NULL;
         seen = gen;
-        if (index < pool->n) {
-            pool->task(pool->arg, index, pool->n);
-            atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
-        }
+        /* Every worker reports, not only the n that run a task: one that read n late could
+         * otherwise read the next call's n and task before their generation, and run it twice. */
+        if (index < pool->n) pool->task(pool->arg, index, pool->n);
+        atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
     }
 }
 
@@ -128,7 +128,7 @@ void lntune_pool_run(lntune_pool *pool, int n, void (*task)(void *arg, int i, in
     pool->task = task;
     pool->arg = arg;
     pool->n = n;
-    atomic_store(&pool->pending, n - 1);
+    atomic_store(&pool->pending, pool->threads - 1); /* every worker acknowledges */
     pthread_mutex_lock(&pool->lock);
     atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);

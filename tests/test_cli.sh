@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_cli.sh LNTUNE - the command line's answers to good and bad input: exit 0 with output for
-# good input, exit 2 and a message naming the fault for bad usage, never a crash.
+# good input, exit 2 and a message naming the fault for bad usage (README.md: exit codes), never
+# a crash.
 lntune=$1
 failures=0
 
@@ -39,6 +40,38 @@ expect 2 "is not in range" variants --op layernorm --target cpu --shape H=999999
 expect 2 "is too large" variants --op layernorm --target cpu --shape rows=4000000000,H=1000000
 expect 2 "unknown key 'W'" variants --op layernorm --target cpu --shape W=4
 expect 2 "H is required" variants --op layernorm --target cpu --shape rows=8
+
+# The tune command (the default one) refuses bad input with exit 2 before it opens a database:
+# no file may appear at --db.
+nodb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+expect 2 "'0' is not a positive whole number" --shape H=0 --db "$nodb"
+expect 2 "'-64' is not a positive whole number" --shape H=-64 --db "$nodb"
+expect 2 "'sixty' is not a positive whole number" --shape H=sixty --db "$nodb"
+expect 2 "'' is not a positive whole number" --shape H= --db "$nodb"
+expect 2 "given twice" --shape H=64,H=128 --db "$nodb"
+expect 2 "is not in range" --shape H=3000000000 --db "$nodb"
+expect 2 "H above 2^26 is not tuned" --shape H=100000000 --db "$nodb"
+expect 2 "is too large" --shape rows=2000000,H=2000000000 --db "$nodb"
+expect 2 "over half of this machine's memory" --shape rows=10000000,H=65536 --db "$nodb"
+expect 2 "unknown op 'batchnorm'" --shape H=64 --op batchnorm --db "$nodb"
+expect 2 "unknown dtype 'f64'" --shape H=64 --dtype f64 --db "$nodb"
+expect 2 "dtype 'bf16' is not generated yet" --shape H=64 --dtype bf16 --db "$nodb"
+expect 2 "unknown rigor 'extreme'" --shape H=64 --rigor extreme --db "$nodb"
+expect 2 "unknown option '--turbo'" --shape H=64 --turbo --db "$nodb"
+expect 2 "--threads needs a whole number" --shape H=64 --threads 0 --db "$nodb"
+expect 2 "--threads needs a whole number" --shape H=64 --threads -2 --db "$nodb"
+expect 2 "--threads needs a whole number" --shape H=64 --threads many --db "$nodb"
+expect 2 "--shape is required" --db "$nodb"
+expect 2 "needs a value" --shape
+expect 2 "unknown target 'tpu'" --shape H=64 --target tpu --db "$nodb"
+if [ -e "$nodb" ]; then
+    echo "FAIL: bad input created $nodb"
+    failures=$((failures + 1))
+    rm -f "$nodb"*
+else
+    echo "ok: no database was created by bad input"
+fi
+expect 1 "does not exist" show --db "$nodb"
 
 # Good input: at least 100 variants for H=4096, each one a canonical string; emit prints C.
 n=$("$lntune" variants --op layernorm --target cpu --shape H=4096 | grep -c '^vec=.*threads=')

@@ -23,7 +23,7 @@ static lntune_tune_result tune(const char *db, const char *op, int64_t H, lntune
 {
     const char *ops[] = {op};
     lntune_shape shape = {64, H, 0};
-    lntune_tune_config cfg = {db, ops, 1, &shape, 1, 0, rigor, retune, NULL, NULL};
+    lntune_tune_config cfg = {db, ops, 1, &shape, 1, 0, rigor, retune, NULL, NULL, NULL, 0};
     lntune_tune_result *r = NULL, out;
     size_t n = 0;
     char err[512] = "";

@@ -17,6 +17,8 @@ struct lntune_db {
     int flags;   /* LNTUNE_DB_* */
     char *path;
     char errmsg[1024];
+    int refused; /* the open failed because the file is not a usable lntune database of this
+                    schema (as opposed to busy, locked or unreadable): what FORCE may move */
 };
 
 /* Formats the handle's message and returns rc, so a failure is one `return` statement. */

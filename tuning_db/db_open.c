@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define LNTUNE_DB_APPLICATION_ID 0x4C4E5455 /* "LNTU", at offset 68 of the SQLite header */
@@ -66,11 +67,28 @@ int lntune_dbi_code(int sqlite_rc) {
     }
 }
 
+/* A verdict on the file itself (foreign, newer, corrupt), as opposed to a transient failure. */
+static int refuse(lntune_db *db) {
+    db->refused = 1;
+    return LNTUNE_EDB;
+}
+
+/* SQLite's verdict that the file is damaged or not a database; busy or I/O errors are not. */
+static int is_damage(int sqlite_rc) {
+    return (sqlite_rc & 0xff) == SQLITE_CORRUPT || (sqlite_rc & 0xff) == SQLITE_NOTADB;
+}
+
 /* Like lntune_dbi_sqlfail, for a connection that is not (yet) the handle's. */
 static int conn_fail(lntune_db *db, sqlite3 *sq, const char *what) {
-    int rc = lntune_dbi_code(sq ? sqlite3_extended_errcode(sq) : SQLITE_NOMEM);
+    int src = sq ? sqlite3_extended_errcode(sq) : SQLITE_NOMEM;
+    int rc = lntune_dbi_code(src);
     /* A failed call always means failure, even if the connection's last code says otherwise. */
     if (rc == LNTUNE_OK) rc = LNTUNE_EDB;
+    if (is_damage(src)) refuse(db);
+    if ((src & 0xff) == SQLITE_BUSY || (src & 0xff) == SQLITE_LOCKED)
+        return lntune_dbi_fail(db, rc,
+                               "%s: %s (%s): another process held it longer than %d s; try again",
+                               what, sqlite3_errmsg(sq), db->path, LNTUNE_DB_BUSY_MS / 1000);
     return lntune_dbi_fail(db, rc, "%s: %s (%s)", what, sqlite3_errmsg(sq), db->path);
 }
 
@@ -190,21 +208,21 @@ static int inspect_file(lntune_db *db, int *state) {
         return lntune_dbi_fail(db, LNTUNE_EIO, "cannot read %s: %s", db->path, strerror(err));
     if (n < 16 || memcmp(h, "SQLite format 3", 16) != 0)
         return lntune_dbi_fail(
-            db, LNTUNE_EDB,
+            db, refuse(db),
             "%s is not an SQLite database; refusing to touch it (move it away, or "
             "set LNTUNE_DB to another path)",
             db->path);
     if (n < (ssize_t)sizeof h)
-        return lntune_dbi_fail(db, LNTUNE_EDB, "%s is corrupt: its SQLite header is truncated",
+        return lntune_dbi_fail(db, refuse(db), "%s is corrupt: its SQLite header is truncated",
                                db->path);
     uint32_t version = be32(h + 60), app = be32(h + 68);
     if (app != 0 && app != LNTUNE_DB_APPLICATION_ID)
-        return lntune_dbi_fail(db, LNTUNE_EDB,
+        return lntune_dbi_fail(db, refuse(db),
                                "%s is the SQLite database of another application (application_id "
                                "0x%08x, lntune's is 0x%08x); refusing to touch it",
                                db->path, (unsigned)app, (unsigned)LNTUNE_DB_APPLICATION_ID);
     if (app == LNTUNE_DB_APPLICATION_ID && version > (uint32_t)lntune_db_schema_version())
-        return lntune_dbi_fail(db, LNTUNE_EDB,
+        return lntune_dbi_fail(db, refuse(db),
                                "%s has schema version %u, newer than this build's %d; use a newer "
                                "lntune with it",
                                db->path, (unsigned)version, lntune_db_schema_version());
@@ -242,19 +260,19 @@ static int classify(lntune_db *db, sqlite3 *sq, int *version) {
                        &objects);
     if (rc) return rc;
     if (app != LNTUNE_DB_APPLICATION_ID && (app != 0 || ver != 0 || objects > 0))
-        return lntune_dbi_fail(db, LNTUNE_EDB,
+        return lntune_dbi_fail(db, refuse(db),
                                "%s is the SQLite database of another application (application_id "
                                "0x%08llx, user_version %lld, %lld schema objects); refusing "
                                "to touch it",
                                db->path, (unsigned long long)app, (long long)ver,
                                (long long)objects);
     if (ver > lntune_db_schema_version())
-        return lntune_dbi_fail(db, LNTUNE_EDB,
+        return lntune_dbi_fail(db, refuse(db),
                                "%s has schema version %lld, newer than this build's %d; use a "
                                "newer lntune with it",
                                db->path, (long long)ver, lntune_db_schema_version());
     if (app == LNTUNE_DB_APPLICATION_ID && ver <= 0)
-        return lntune_dbi_fail(db, LNTUNE_EDB,
+        return lntune_dbi_fail(db, refuse(db),
                                "%s is corrupt: lntune's application_id without a schema version",
                                db->path);
     *version = (int)ver;
@@ -267,16 +285,19 @@ static int quick_check(lntune_db *db, sqlite3 *sq) {
     int src = sqlite3_prepare_v2(sq, "PRAGMA quick_check", -1, &st, NULL);
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src != SQLITE_ROW) {
-        lntune_dbi_fail(db, LNTUNE_EDB, "%s is corrupt: %s", db->path, sqlite3_errmsg(sq));
+        /* Busy, locked or unreadable says nothing about the file: only damage is a verdict. */
+        int rc = conn_fail(db, sq, "cannot check the database");
+        if (db->refused)
+            lntune_dbi_fail(db, LNTUNE_EDB, "%s is corrupt: %s", db->path, sqlite3_errmsg(sq));
         sqlite3_finalize(st);
-        return LNTUNE_EDB;
+        return rc;
     }
     const char *first = (const char *)sqlite3_column_text(st, 0);
     if (first && strcmp(first, "ok") == 0 && sqlite3_step(st) == SQLITE_DONE) {
         sqlite3_finalize(st);
         return LNTUNE_OK;
     }
-    lntune_dbi_fail(db, LNTUNE_EDB, "%s is corrupt: quick_check says: %s", db->path,
+    lntune_dbi_fail(db, refuse(db), "%s is corrupt: quick_check says: %s", db->path,
                     first ? first : sqlite3_errmsg(sq));
     sqlite3_finalize(st);
     return LNTUNE_EDB;
@@ -286,10 +307,58 @@ static int quick_check(lntune_db *db, sqlite3 *sq) {
  * The second look, on a read-only connection, which never writes the main file: not even the
  * checkpoint a read-write connection runs on close, which would fold someone's leftover WAL in.
  */
+static int exists(const char *path, const char *suffix) {
+    char buf[4200];
+    struct stat st;
+    snprintf(buf, sizeof buf, "%s%s", path, suffix);
+    return stat(buf, &st) == 0;
+}
+
+/*
+ * A read-only connection to a WAL file creates its -wal and -shm; once the file is refused,
+ * removes them again if this open made them and no one wrote to the WAL, so that a refused
+ * file is left exactly as it was found.
+ */
+static void remove_companions(lntune_db *db, int had_wal, int had_shm) {
+    char wal[4200], shm[4200];
+    struct stat st;
+    if (had_wal || had_shm || !db->refused) return;
+    snprintf(wal, sizeof wal, "%s-wal", db->path);
+    snprintf(shm, sizeof shm, "%s-shm", db->path);
+    if (stat(wal, &st) == 0 && st.st_size != 0) return;
+    unlink(wal);
+    unlink(shm);
+}
+
+/* On a read-only file system no one can be writing the file: SQLite may read it as immutable. */
+static int on_read_only_fs(const char *path) {
+    struct statvfs vfs;
+    return statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+}
+
+/* "file:PATH?immutable=1", PATH percent-encoded where a URI needs it. */
+static char *immutable_uri(const char *path) {
+    static const char tail[] = "?immutable=1";
+    char *uri = malloc(5 + 3 * strlen(path) + sizeof tail), *o = uri;
+    if (!uri) return NULL;
+    o += sprintf(o, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; ++p)
+        o += (*p == '?' || *p == '#' || *p == '%' || *p < 0x20) ? sprintf(o, "%%%02X", *p)
+                                                                : sprintf(o, "%c", *p);
+    memcpy(o, tail, sizeof tail);
+    return uri;
+}
+
 static int probe(lntune_db *db, sqlite3 **out, int *version) {
     sqlite3 *sq = NULL;
     int rc = LNTUNE_OK;
-    if (sqlite3_open_v2(db->path, &sq, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+    const int had_wal = exists(db->path, "-wal"), had_shm = exists(db->path, "-shm");
+    /* A WAL file on read-only media cannot get its -shm: read it as immutable instead. */
+    char *uri = on_read_only_fs(db->path) ? immutable_uri(db->path) : NULL;
+    int open_rc = sqlite3_open_v2(uri ? uri : db->path, &sq,
+                                  SQLITE_OPEN_READONLY | (uri ? SQLITE_OPEN_URI : 0), NULL);
+    free(uri);
+    if (open_rc != SQLITE_OK)
         rc = conn_fail(db, sq, "cannot open the database");
     else if (sqlite3_busy_timeout(sq, LNTUNE_DB_BUSY_MS) != SQLITE_OK)
         rc = conn_fail(db, sq, "cannot set the busy timeout");
@@ -297,6 +366,7 @@ static int probe(lntune_db *db, sqlite3 **out, int *version) {
     if (!rc) rc = classify(db, sq, version);
     if (rc) {
         sqlite3_close_v2(sq);
+        remove_companions(db, had_wal, had_shm);
         return rc;
     }
     *out = sq;
@@ -305,7 +375,8 @@ static int probe(lntune_db *db, sqlite3 **out, int *version) {
 
 /*
  * LNTUNE_DB_FORCE: a refused file is renamed to <path>.bak (with its WAL) rather than deleted,
- * so that forcing never destroys what might be someone's data.
+ * so that forcing never destroys what might be someone's data. Only a verdict on the file
+ * (db->refused) moves it: a healthy database that is merely locked or unreadable stays.
  */
 static int move_aside(lntune_db *db) {
     static const char *const suffix[] = {"-wal", "-journal", "-shm", ""};
@@ -413,15 +484,46 @@ static int open_readonly(lntune_db *db) {
     return LNTUNE_OK;
 }
 
+/* Tuning writes: a file or directory it cannot write is refused up front, with the reason. */
+static int check_writable(lntune_db *db, int state) {
+    char *dir = strdup(db->path);
+    if (!dir) return lntune_dbi_fail(db, LNTUNE_ENOMEM, "out of memory");
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0'; /* "/x.db": the root */
+    else if (slash)
+        *slash = '\0';
+    const char *d = slash ? dir : ".";
+    int rc = LNTUNE_OK;
+    if (state != FILE_MISSING && on_read_only_fs(db->path))
+        rc = lntune_dbi_fail(db, LNTUNE_EDB,
+                             "%s is on a read-only file system; tuning writes to it (lntune show "
+                             "reads it; tune into a copy elsewhere with --db)",
+                             db->path);
+    else if (state != FILE_MISSING && access(db->path, W_OK) != 0)
+        rc = lntune_dbi_fail(db, LNTUNE_EDB,
+                             "%s is not writable (%s); tuning writes to it (lntune show reads it; "
+                             "tune into a copy elsewhere with --db)",
+                             db->path, strerror(errno));
+    else if (state != FILE_MISSING && access(d, W_OK) != 0)
+        rc = lntune_dbi_fail(db, LNTUNE_EDB,
+                             "the directory %s is not writable (%s): SQLite keeps %s-wal and "
+                             "-shm next to the database",
+                             d, strerror(errno), db->path);
+    free(dir);
+    return rc;
+}
+
 static int open_readwrite(lntune_db *db) {
     int state = FILE_MISSING, version = 0;
     sqlite3 *sq = NULL;
     int rc = inspect_file(db, &state);
+    if (!rc) rc = check_writable(db, state);
     if (!rc && state == FILE_PRESENT) {
         rc = probe(db, &sq, &version);
         sqlite3_close_v2(sq); /* NULL-safe; the read-write connection below replaces it */
     }
-    if (rc == LNTUNE_EDB && (db->flags & LNTUNE_DB_FORCE)) {
+    if (rc == LNTUNE_EDB && db->refused && (db->flags & LNTUNE_DB_FORCE)) {
         rc = move_aside(db);
         state = FILE_MISSING;
     }

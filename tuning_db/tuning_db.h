@@ -31,7 +31,8 @@ int lntune_db_default_path(char *buf, size_t size);
  * corrupt file. WAL mode and a busy timeout are set on every read-write handle.
  * Like sqlite3_open, a failed open still sets *out (unless out is NULL or memory ran out) to a
  * handle that only carries the message: read lntune_db_errmsg, then lntune_db_close it.
- * LNTUNE_DB_FORCE renames a refused file to <path>.bak (with its -wal) and starts a new one.
+ * LNTUNE_DB_FORCE renames a refused file to <path>.bak (with its -wal) and starts a new one;
+ * never a valid lntune database of this schema that is only busy, locked or unreadable.
  */
 int lntune_db_open(const char *path, int flags, lntune_db **out);
 void lntune_db_close(lntune_db *db); /* NULL is a no-op */

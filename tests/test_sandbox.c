@@ -1,0 +1,142 @@
+/*
+ * test_sandbox.c - a variant that crashes or hangs never takes the tuner down (gen/sandbox.h):
+ *  - tests/templates/sandbox holds variants that write to NULL, write 1 TiB past their output,
+ *    divide an integer by zero, execute a trap instruction and loop forever, at verification,
+ *    and two that crash or hang only at the tuned shape, so during timing;
+ *  - tuning that family finishes, chooses the one right variant, and stores every other one as
+ *    failed, its message naming its signal (SIGSEGV, SIGFPE, SIGILL) or the timeout;
+ *  - a small out-of-bounds write (one float before y) does not crash: the verifier's guard zone
+ *    catches it, and it is stored as wrong;
+ *  - a second run reuses those records and runs none of the faulty variants again.
+ * With the sandbox off (LNTUNE_SANDBOX=off) the first faulty variant kills this test.
+ */
+#define _GNU_SOURCE
+#include "lntune.h"
+#include "tuner.h"
+#include "tuning_db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            failures++;                                                                            \
+        } else {                                                                                   \
+            printf("ok: ");                                                                        \
+        }                                                                                          \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        fflush(stdout);                                                                            \
+    } while (0)
+
+/* Each faulty variant and what its stored message must say. */
+static const struct {
+    const char *quality, *says;
+} expected[] = {
+    {"segv", "SIGSEGV"},          {"farwrite", "SIGSEGV"}, {"fpe", "SIGFPE"},
+    {"trap", "SIGILL"},           {"hang", "timed out"},   {"late_segv", "while timed"},
+    {"late_hang", "while timed"},
+};
+enum { FAULTY = sizeof expected / sizeof expected[0] };
+
+typedef struct {
+    int ok, failed, wrong, other;
+    char wrong_message[256];
+    char message[FAULTY][256];
+    int seen[FAULTY];
+} census;
+
+static int count(void *ud, const lntune_measurement *m) {
+    census *c = ud;
+    if (strcmp(m->status, LNTUNE_STATUS_OK) == 0)
+        c->ok += strstr(m->variant, "quality=right") != 0;
+    else if (strcmp(m->status, LNTUNE_STATUS_FAILED) == 0)
+        c->failed++;
+    else if (strcmp(m->status, LNTUNE_STATUS_WRONG) == 0 &&
+             strncmp(m->variant, "quality=overrun,", 16) == 0) {
+        c->wrong++;
+        snprintf(c->wrong_message, sizeof c->wrong_message, "%s", m->message ? m->message : "");
+    } else
+        c->other++;
+    for (int i = 0; i < FAULTY; ++i) {
+        char q[64];
+        snprintf(q, sizeof q, "quality=%s,", expected[i].quality);
+        if (strncmp(m->variant, q, strlen(q)) != 0) continue;
+        c->seen[i]++;
+        snprintf(c->message[i], sizeof c->message[i], "%s: %s", m->status,
+                 m->message ? m->message : "(no message)");
+    }
+    return 0;
+}
+
+static lntune_tune_result tune(const char *db, int *rc) {
+    const char *ops[] = {"layernorm"};
+    lntune_shape shape = {64, 64, 0};
+    lntune_tune_config cfg = {db, ops,  1,    &shape, 1, 1, LNTUNE_RIGOR_EXHAUSTIVE,
+                              0,  NULL, NULL, NULL,   0};
+    lntune_tune_result *r = NULL, out;
+    size_t n = 0;
+    char err[512] = "";
+    memset(&out, 0, sizeof out);
+    *rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
+    if (*rc != LNTUNE_OK) printf("tune failed: %s\n", err);
+    if (r && n == 1) out = r[0];
+    free(r);
+    return out;
+}
+
+int main(void) {
+    char dir[] = "/tmp/lntune-sandbox-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char db[4200], tpl[4200];
+    snprintf(db, sizeof db, "%s/tune.db", dir);
+    snprintf(tpl, sizeof tpl, "%s/templates/sandbox", LNTUNE_TEST_SOURCE_DIR);
+    setenv("XDG_CACHE_HOME", dir, 1);
+    setenv("LNTUNE_TEMPLATE_DIR", tpl, 1);
+    setenv("LNTUNE_SANDBOX_TIMEOUT", "2", 0); /* the hanging variants each cost this */
+    int rc;
+
+    lntune_tune_result r = tune(db, &rc);
+    CHECK(rc == LNTUNE_OK, "the tuner survives every faulty variant (rc %d)", rc);
+    CHECK(strstr(r.variant, "quality=right") != NULL, "and chooses the right one: '%s'", r.variant);
+    CHECK(r.failed == FAULTY && r.crashed == FAULTY && r.wrong == 1,
+          "%d failed, %d of them crashed or hung, %d wrong (want %d, %d, 1)", r.failed, r.crashed,
+          r.wrong, FAULTY, FAULTY);
+
+    lntune_db *h = NULL;
+    lntune_cpu_info cpu;
+    int64_t hw = 0;
+    lntune_cpu_info_get(&cpu);
+    CHECK(lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK &&
+              lntune_db_find_hardware(h, cpu.fingerprint, &hw) == LNTUNE_OK,
+          "the database holds this machine");
+    census c;
+    memset(&c, 0, sizeof c);
+    lntune_db_key key = {hw, "cpu", "layernorm", "f32", 64, 64, 1};
+    lntune_db_each_measurement(h, &key, NULL, count, &c);
+    lntune_db_close(h);
+    CHECK(c.ok == 1 && c.failed == FAULTY && c.wrong == 1 && c.other == 0,
+          "stored: %d right, %d failed, %d wrong, %d other", c.ok, c.failed, c.wrong, c.other);
+    CHECK(strstr(c.wrong_message, "wrote before y") != NULL,
+          "the small overrun is caught by the guard zone: %s", c.wrong_message);
+    for (int i = 0; i < FAULTY; ++i)
+        CHECK(c.seen[i] == 1 && strncmp(c.message[i], "failed: ", 8) == 0 &&
+                  strstr(c.message[i], expected[i].says) != NULL,
+              "quality=%s stored once, saying '%s': %s", expected[i].quality, expected[i].says,
+              c.message[i]);
+
+    lntune_tune_result again = tune(db, &rc);
+    CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 && again.crashed == 0,
+          "a second run reuses the records and runs no faulty variant (crashed %d)", again.crashed);
+
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
+    return failures ? 1 : 0;
+}
