@@ -18,11 +18,10 @@ struct lntune_library {
     void *dl;
 };
 
-const char *const lntune_kernel_cflags[] = {"-std=c11", "-O3", "-march=native", "-fPIC",
-                                            "-c", "-x", "c", NULL};
+const char *const lntune_kernel_cflags[] = {"-std=c11", "-O3", "-march=native", "-fPIC", "-c", "-x",
+                                            "c",        NULL};
 
-static int on_path(const char *name)
-{
+static int on_path(const char *name) {
     const char *path = getenv("PATH");
     char buf[4096];
     while (path && *path) {
@@ -34,15 +33,13 @@ static int on_path(const char *name)
     return 0;
 }
 
-const char *lntune_default_compiler(void)
-{
+const char *lntune_default_compiler(void) {
     const char *cc = getenv("LNTUNE_CC");
     if (cc && *cc) return cc;
     return on_path("clang-14") ? "clang-14" : "cc";
 }
 
-static char *format_diag(const char *what, size_t index, const char *text)
-{
+static char *format_diag(const char *what, size_t index, const char *text) {
     size_t len = strlen(what) + (text ? strlen(text) : 0) + 64;
     char *s = malloc(len);
     if (s) snprintf(s, len, "%s %zu: %s", what, index, text && *text ? text : "(no output)");
@@ -54,8 +51,7 @@ static char *format_diag(const char *what, size_t index, const char *text)
 enum { SOURCES_PER_UNIT = 16 };
 
 /* Concatenates sources[first, first + count) into one translation unit. */
-static char *join_sources(const char *const *sources, size_t first, size_t count)
-{
+static char *join_sources(const char *const *sources, size_t first, size_t count) {
     size_t len = 1;
     for (size_t i = first; i < first + count; ++i) len += strlen(sources[i]) + 1;
     char *unit = malloc(len), *p = unit;
@@ -72,8 +68,7 @@ static char *join_sources(const char *const *sources, size_t first, size_t count
 
 int lntune_build_library(const char *compiler, const char *const *extra_flags,
                          const char *const *sources, size_t n, int parallel, lntune_library **out,
-                         char **diag)
-{
+                         char **diag) {
     *out = NULL;
     if (diag) *diag = NULL;
     const size_t per_unit = n > SOURCES_PER_UNIT * (size_t)parallel ? SOURCES_PER_UNIT : 1;
@@ -97,8 +92,11 @@ int lntune_build_library(const char *compiler, const char *const *extra_flags,
     if (lntune_cc_compile(compiler, lntune_kernel_cflags, jobs, units, parallel) != 0) {
         for (size_t u = 0; u < units; ++u)
             if (jobs[u].status != 0) {
-                if (diag) *diag = format_diag(per_unit == 1 ? "compiling source" : "compiling the "
-                                              "unit of sources from", u * per_unit, jobs[u].diag);
+                if (diag)
+                    *diag = format_diag(per_unit == 1 ? "compiling source"
+                                                      : "compiling the "
+                                                        "unit of sources from",
+                                        u * per_unit, jobs[u].diag);
                 break;
             }
         goto done;
@@ -135,8 +133,7 @@ done:
     return rc;
 }
 
-lntune_kernel_fn lntune_library_kernel(lntune_library *lib, const char *symbol)
-{
+lntune_kernel_fn lntune_library_kernel(lntune_library *lib, const char *symbol) {
     if (!lib || !symbol) return NULL;
     lntune_kernel_fn fn;
     void *sym = dlsym(lib->dl, symbol);
@@ -144,8 +141,7 @@ lntune_kernel_fn lntune_library_kernel(lntune_library *lib, const char *symbol)
     return fn;
 }
 
-void lntune_library_close(lntune_library *lib)
-{
+void lntune_library_close(lntune_library *lib) {
     if (!lib) return;
     dlclose(lib->dl);
     free(lib);

@@ -15,8 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-char *lntune_cc_tempdir(void)
-{
+char *lntune_cc_tempdir(void) {
     const char *base = getenv("TMPDIR");
     char tmpl[4096];
     snprintf(tmpl, sizeof tmpl, "%s/lntune-XXXXXX", base && *base ? base : "/tmp");
@@ -24,8 +23,7 @@ char *lntune_cc_tempdir(void)
     return strdup(tmpl);
 }
 
-void lntune_cc_remove_dir(const char *dir)
-{
+void lntune_cc_remove_dir(const char *dir) {
     if (!dir) return;
     DIR *d = opendir(dir);
     if (d) {
@@ -41,8 +39,7 @@ void lntune_cc_remove_dir(const char *dir)
     rmdir(dir);
 }
 
-static char *read_file(const char *path)
-{
+static char *read_file(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -57,8 +54,7 @@ static char *read_file(const char *path)
     return buf;
 }
 
-static int write_file(const char *path, const char *text)
-{
+static int write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
     size_t n = strlen(text);
@@ -67,8 +63,7 @@ static int write_file(const char *path, const char *text)
 }
 
 /* Starts argv with stdout and stderr going to log_path; returns the pid or -1. */
-static pid_t spawn(char *const argv[], const char *log_path)
-{
+static pid_t spawn(char *const argv[], const char *log_path) {
     pid_t pid = fork();
     if (pid != 0) return pid;
     int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -88,8 +83,7 @@ typedef struct {
     char src[4096], log[4096];
 } running;
 
-static void finish(lntune_cc_job *job, running *r, int wstatus)
-{
+static void finish(lntune_cc_job *job, running *r, int wstatus) {
     job->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
     job->diag = read_file(r->log);
     unlink(r->src);
@@ -97,8 +91,7 @@ static void finish(lntune_cc_job *job, running *r, int wstatus)
 }
 
 size_t lntune_cc_compile(const char *compiler, const char *const *flags, lntune_cc_job *jobs,
-                         size_t n, int parallel)
-{
+                         size_t n, int parallel) {
     size_t failed = 0, next = 0, active = 0;
     char *dir = lntune_cc_tempdir();
     if (parallel < 1) parallel = 1;
@@ -130,8 +123,8 @@ size_t lntune_cc_compile(const char *compiler, const char *const *flags, lntune_
             argv[argc++] = "-o";
             argv[argc++] = job->out_path;
             argv[argc] = NULL;
-            pid_t pid = write_file(r->src, job->source) == 0 ? spawn((char *const *)argv, r->log)
-                                                              : -1;
+            pid_t pid =
+                write_file(r->src, job->source) == 0 ? spawn((char *const *)argv, r->log) : -1;
             if (pid < 0) {
                 job->status = -1;
                 job->diag = strdup("cannot start the compiler");
@@ -163,8 +156,7 @@ size_t lntune_cc_compile(const char *compiler, const char *const *flags, lntune_
 }
 
 int lntune_cc_link_shared(const char *compiler, const char *const *objs, size_t n,
-                          const char *out_path, char **diag)
-{
+                          const char *out_path, char **diag) {
     char *dir = lntune_cc_tempdir();
     if (!dir) return -1;
     char log[4096];

@@ -11,8 +11,8 @@ typedef struct lntune_cc_job {
     const char *source;   /* C source text, fed through a temporary file */
     const char *out_path; /* the object (or, with -shared in flags, shared object) to write */
     const char *const *extra_flags; /* NULL-terminated, may be NULL */
-    int status;           /* out: 0 on success, the compiler's exit code, or -1 */
-    char *diag;           /* out: the compiler's output (malloc'd, may be NULL) */
+    int status;                     /* out: 0 on success, the compiler's exit code, or -1 */
+    char *diag;                     /* out: the compiler's output (malloc'd, may be NULL) */
 } lntune_cc_job;
 
 /*

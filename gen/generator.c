@@ -34,21 +34,18 @@ struct lntune_gen {
     char errmsg[2048];
 };
 
-static void set_error(lntune_gen *g, const char *fmt, const char *detail)
-{
+static void set_error(lntune_gen *g, const char *fmt, const char *detail) {
     snprintf(g->errmsg, sizeof g->errmsg, fmt, detail ? detail : "");
 }
 
-static const embedded_file *find_embedded(const embedded_file *files, const char *path)
-{
+static const embedded_file *find_embedded(const embedded_file *files, const char *path) {
     for (; files->path; ++files)
         if (strcmp(files->path, path) == 0) return files;
     return NULL;
 }
 
 /* engine.readfile(relpath): text, or nil and a message. Relative paths only, no "..". */
-static int l_readfile(lua_State *L)
-{
+static int l_readfile(lua_State *L) {
     lntune_gen *g = lua_touserdata(L, lua_upvalueindex(1));
     const char *rel = luaL_checkstring(L, 1);
     if (rel[0] == '/' || strstr(rel, "..")) {
@@ -96,8 +93,7 @@ static int l_readfile(lua_State *L)
 }
 
 /* Message handler for lua_pcall: keeps string messages, describes anything else. */
-static int message_handler(lua_State *L)
-{
+static int message_handler(lua_State *L) {
     if (lua_type(L, 1) != LUA_TSTRING) {
         const char *what = luaL_typename(L, 1);
         lua_pushfstring(L, "(error object is a %s value)", what);
@@ -106,8 +102,7 @@ static int message_handler(lua_State *L)
 }
 
 /* Calls engine[fn] with the nargs values on the stack; leaves nres results. */
-static int call_engine(lntune_gen *g, const char *fn, int nargs, int nres)
-{
+static int call_engine(lntune_gen *g, const char *fn, int nargs, int nres) {
     lua_State *L = g->L;
     int base = lua_gettop(L) - nargs;
     lua_pushcfunction(L, message_handler);
@@ -124,8 +119,7 @@ static int call_engine(lntune_gen *g, const char *fn, int nargs, int nres)
     return 0;
 }
 
-static void push_host(lntune_gen *g)
-{
+static void push_host(lntune_gen *g) {
     lua_State *L = g->L;
     lua_createtable(L, 0, 3);
     lua_pushstring(L, g->cpu.arch);
@@ -144,8 +138,7 @@ static void push_host(lntune_gen *g)
     }
 }
 
-static void push_shape(lua_State *L, const lntune_shape *shape)
-{
+static void push_shape(lua_State *L, const lntune_shape *shape) {
     lua_createtable(L, 0, 2);
     if (shape && shape->H > 0) {
         lua_pushinteger(L, shape->H);
@@ -161,8 +154,7 @@ static void push_shape(lua_State *L, const lntune_shape *shape)
     }
 }
 
-int lntune_gen_open(const char *template_dir, lntune_gen **out)
-{
+int lntune_gen_open(const char *template_dir, lntune_gen **out) {
     if (!out) return LNTUNE_EINVAL;
     *out = NULL;
     lntune_gen *g = calloc(1, sizeof *g);
@@ -213,34 +205,29 @@ int lntune_gen_open(const char *template_dir, lntune_gen **out)
     return LNTUNE_OK;
 }
 
-void lntune_gen_close(lntune_gen *g)
-{
+void lntune_gen_close(lntune_gen *g) {
     if (!g) return;
     if (g->L) lua_close(g->L);
     free(g->template_dir);
     free(g);
 }
 
-void lntune_gen_set_cores(lntune_gen *g, int cores)
-{
+void lntune_gen_set_cores(lntune_gen *g, int cores) {
     if (g && cores > 0) g->cpu.cores = cores;
 }
 
-int lntune_gen_set_cuda_arch(lntune_gen *g, int sm)
-{
+int lntune_gen_set_cuda_arch(lntune_gen *g, int sm) {
     if (!g || sm < 0) return LNTUNE_EINVAL;
     g->cuda_sm = sm;
     return LNTUNE_OK;
 }
 
-const char *lntune_gen_errmsg(const lntune_gen *g)
-{
+const char *lntune_gen_errmsg(const lntune_gen *g) {
     return g ? g->errmsg : "out of memory";
 }
 
 /* Pushes the family for target/op. */
-static int load_family(lntune_gen *g, const char *target, const char *op)
-{
+static int load_family(lntune_gen *g, const char *target, const char *op) {
     if (!target || !op) {
         set_error(g, "%s", "target and op are required");
         return LNTUNE_EINVAL;
@@ -252,9 +239,8 @@ static int load_family(lntune_gen *g, const char *target, const char *op)
     return LNTUNE_OK;
 }
 
-int lntune_gen_variants(lntune_gen *g, const char *target, const char *op, const lntune_shape *shape,
-                        char ***list, size_t *count)
-{
+int lntune_gen_variants(lntune_gen *g, const char *target, const char *op,
+                        const lntune_shape *shape, char ***list, size_t *count) {
     if (!g || !list || !count) return LNTUNE_EINVAL;
     *list = NULL;
     *count = 0;
@@ -287,15 +273,13 @@ int lntune_gen_variants(lntune_gen *g, const char *target, const char *op, const
     return LNTUNE_OK;
 }
 
-void lntune_gen_free_list(char **list, size_t count)
-{
+void lntune_gen_free_list(char **list, size_t count) {
     if (!list) return;
     for (size_t i = 0; i < count; ++i) free(list[i]);
     free(list);
 }
 
-int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char **text)
-{
+int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char **text) {
     if (!g || !text) return LNTUNE_EINVAL;
     *text = NULL;
     int top = lua_gettop(g->L);
@@ -309,8 +293,7 @@ int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char 
     return *text ? LNTUNE_OK : LNTUNE_ENOMEM;
 }
 
-static lua_Integer int_field(lua_State *L, int idx, const char *name)
-{
+static lua_Integer int_field(lua_State *L, int idx, const char *name) {
     lua_getfield(L, idx, name);
     lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
     lua_pop(L, 1);
@@ -318,8 +301,7 @@ static lua_Integer int_field(lua_State *L, int idx, const char *name)
 }
 
 int lntune_gen_emit(lntune_gen *g, const char *target, const char *op, const char *variant,
-                    const lntune_shape *shape, const char *symbol, lntune_source *out)
-{
+                    const lntune_shape *shape, const char *symbol, lntune_source *out) {
     if (!g || !out) return LNTUNE_EINVAL;
     memset(out, 0, sizeof *out);
     lua_State *L = g->L;
@@ -369,8 +351,7 @@ int lntune_gen_emit(lntune_gen *g, const char *target, const char *op, const cha
     return LNTUNE_OK;
 }
 
-void lntune_source_free(lntune_source *s)
-{
+void lntune_source_free(lntune_source *s) {
     if (!s) return;
     free(s->text);
     free(s->variant);

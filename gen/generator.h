@@ -26,13 +26,13 @@ typedef struct lntune_shape {
 
 /* One generated kernel and what its caller must know to run it. */
 typedef struct lntune_source {
-    char *text;               /* the C (or CUDA) source */
-    char *variant;            /* canonical parameter string, launch parameters included */
-    char template_hash[17];   /* hash of the template files and the engine */
-    int threads;              /* threads to split rows across (launch parameter) */
-    int affine;               /* 1: needs gamma (beta optional); 0: takes neither */
-    int64_t fixed_h;          /* the only H the kernel serves, or 0 for any */
-    char cflags[128];         /* extra compiler flags the variant asks for */
+    char *text;             /* the C (or CUDA) source */
+    char *variant;          /* canonical parameter string, launch parameters included */
+    char template_hash[17]; /* hash of the template files and the engine */
+    int threads;            /* threads to split rows across (launch parameter) */
+    int affine;             /* 1: needs gamma (beta optional); 0: takes neither */
+    int64_t fixed_h;        /* the only H the kernel serves, or 0 for any */
+    char cflags[128];       /* extra compiler flags the variant asks for */
 } lntune_source;
 
 /*
@@ -46,9 +46,10 @@ const char *lntune_gen_errmsg(const lntune_gen *g);
 /* The GPU CUDA templates generate for, as host.sm (80 for sm_80, 90 for sm_90); 0 unsets it. */
 int lntune_gen_set_cuda_arch(lntune_gen *g, int sm);
 
-/* Every valid variant of target/op for shape, as canonical strings; free with lntune_gen_free_list. */
-int lntune_gen_variants(lntune_gen *g, const char *target, const char *op, const lntune_shape *shape,
-                        char ***list, size_t *count);
+/* Every valid variant of target/op for shape, as canonical strings; free with lntune_gen_free_list.
+ */
+int lntune_gen_variants(lntune_gen *g, const char *target, const char *op,
+                        const lntune_shape *shape, char ***list, size_t *count);
 void lntune_gen_free_list(char **list, size_t count);
 
 /* Generate for a machine with this many cores (thread counts in the space stop there). */

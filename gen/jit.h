@@ -32,10 +32,10 @@ const char *lntune_jit_compiler_version(const lntune_jit *jit); /* first line of
 typedef struct lntune_jit_object {
     void *data; /* malloc'd object bytes */
     size_t len;
-    char key[17];    /* cache key: hash of source, flags, compiler version */
-    int cache_hit;   /* 1 if no compiler ran */
+    char key[17];  /* cache key: hash of source, flags, compiler version */
+    int cache_hit; /* 1 if no compiler ran */
     double compile_ms;
-    char *diag;      /* the compiler's messages on failure (malloc'd), else NULL */
+    char *diag; /* the compiler's messages on failure (malloc'd), else NULL */
 } lntune_jit_object;
 
 /*

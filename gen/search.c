@@ -23,8 +23,7 @@ struct lntune_space {
     unsigned char *ids; /* n x nparams value ranks */
 };
 
-int lntune_space_create(char *const *variants, size_t n, lntune_space **out)
-{
+int lntune_space_create(char *const *variants, size_t n, lntune_space **out) {
     *out = NULL;
     if (n == 0) return LNTUNE_EINVAL;
     lntune_space *s = calloc(1, sizeof *s);
@@ -49,7 +48,8 @@ int lntune_space_create(char *const *variants, size_t n, lntune_space **out)
         for (int j = 0; j < count; ++j) {
             size_t len = strcspn(item, ",");
             int v = 0;
-            while (v < nvalues[j] && (strlen(values[j][v]) != len || memcmp(values[j][v], item, len)))
+            while (v < nvalues[j] &&
+                   (strlen(values[j][v]) != len || memcmp(values[j][v], item, len)))
                 ++v;
             if (v == nvalues[j]) {
                 if (v == MAX_VALUES || !(values[j][v] = strndup(item, len))) goto fail;
@@ -71,8 +71,7 @@ fail:
     return rc;
 }
 
-void lntune_space_destroy(lntune_space *s)
-{
+void lntune_space_destroy(lntune_space *s) {
     if (!s) return;
     for (size_t i = 0; s->variants && i < s->n; ++i) free(s->variants[i]);
     free(s->variants);
@@ -80,31 +79,28 @@ void lntune_space_destroy(lntune_space *s)
     free(s);
 }
 
-size_t lntune_space_size(const lntune_space *s)
-{
+size_t lntune_space_size(const lntune_space *s) {
     return s->n;
 }
 
-const char *lntune_space_variant(const lntune_space *s, size_t i)
-{
+const char *lntune_space_variant(const lntune_space *s, size_t i) {
     return s->variants[i];
 }
 
-int lntune_space_complexity(const lntune_space *s, size_t i)
-{
+int lntune_space_complexity(const lntune_space *s, size_t i) {
     int sum = 0;
     for (int j = 0; j < s->nparams; ++j) sum += s->ids[i * (size_t)s->nparams + (size_t)j];
     return sum;
 }
 
-size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor)
-{
+size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor) {
     if (rigor == LNTUNE_RIGOR_EXHAUSTIVE) return s->n;
     size_t per_sweep = 0; /* the values of each knob beyond the current one */
     for (int j = 0; j < s->nparams; ++j) {
         int most = 0;
         for (size_t i = 0; i < s->n; ++i)
-            if (s->ids[i * (size_t)s->nparams + (size_t)j] > most) most = s->ids[i * (size_t)s->nparams + (size_t)j];
+            if (s->ids[i * (size_t)s->nparams + (size_t)j] > most)
+                most = s->ids[i * (size_t)s->nparams + (size_t)j];
         per_sweep += (size_t)most;
     }
     /* measure: a beam of 4 over about two sweeps, many neighbours shared or already timed */
@@ -113,8 +109,7 @@ size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor)
 }
 
 /* Variants equal to v in every parameter but p, appended to out (no duplicates). */
-static size_t neighbors(const lntune_space *s, size_t v, int p, size_t *out, size_t count)
-{
+static size_t neighbors(const lntune_space *s, size_t v, int p, size_t *out, size_t count) {
     const unsigned char *a = s->ids + v * (size_t)s->nparams;
     for (size_t i = 0; i < s->n; ++i) {
         const unsigned char *b = s->ids + i * (size_t)s->nparams;
@@ -130,8 +125,7 @@ static size_t neighbors(const lntune_space *s, size_t v, int p, size_t *out, siz
 
 /* Evaluates the variants of idx not yet timed (times[i] is NAN until then). */
 static void evaluate_new(lntune_evaluate_fn evaluate, void *ud, double *times, const size_t *idx,
-                         size_t n, size_t *scratch, double *results)
-{
+                         size_t n, size_t *scratch, double *results) {
     size_t m = 0;
     for (size_t k = 0; k < n; ++k)
         if (isnan(times[idx[k]])) scratch[m++] = idx[k];
@@ -141,17 +135,17 @@ static void evaluate_new(lntune_evaluate_fn evaluate, void *ud, double *times, c
 }
 
 /* The b fastest timed variants, fastest first (ties: simpler, then earlier). */
-static size_t fastest(const lntune_space *s, const double *times, size_t *out, size_t b)
-{
+static size_t fastest(const lntune_space *s, const double *times, size_t *out, size_t b) {
     size_t count = 0;
     for (size_t i = 0; i < s->n; ++i) {
         if (isnan(times[i]) || isinf(times[i])) continue;
         size_t k = count < b ? count++ : b;
         if (k == b && !(times[i] < times[out[b - 1]])) continue;
         if (k == b) k = b - 1;
-        while (k > 0 && (times[i] < times[out[k - 1]] ||
-                         (times[i] == times[out[k - 1]] &&
-                          lntune_space_complexity(s, i) < lntune_space_complexity(s, out[k - 1])))) {
+        while (k > 0 &&
+               (times[i] < times[out[k - 1]] ||
+                (times[i] == times[out[k - 1]] &&
+                 lntune_space_complexity(s, i) < lntune_space_complexity(s, out[k - 1])))) {
             out[k] = out[k - 1];
             --k;
         }
@@ -161,8 +155,7 @@ static size_t fastest(const lntune_space *s, const double *times, size_t *out, s
 }
 
 size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_fn evaluate,
-                     void *ud, size_t *top, size_t max_top)
-{
+                     void *ud, size_t *top, size_t max_top) {
     double *times = malloc(s->n * sizeof *times), *results = malloc(s->n * sizeof *results);
     size_t *cand = malloc(s->n * sizeof *cand), *scratch = malloc(s->n * sizeof *scratch);
     size_t found = 0;

@@ -12,8 +12,7 @@
 
 enum { MAX_VALUES = 64 };
 
-static int parse_number(const char *s, size_t len, int64_t max, int64_t *out)
-{
+static int parse_number(const char *s, size_t len, int64_t max, int64_t *out) {
     int64_t v = 0;
     if (len == 0) return LNTUNE_EINVAL;
     for (size_t i = 0; i < len; ++i) {
@@ -26,8 +25,7 @@ static int parse_number(const char *s, size_t len, int64_t max, int64_t *out)
 }
 
 int lntune_shape_parse(const char *text, lntune_shape **list, size_t *count, char *err,
-                       size_t errlen)
-{
+                       size_t errlen) {
     int64_t hs[MAX_VALUES], rows[MAX_VALUES];
     size_t nh = 0, nrows = 0;
     int64_t *current = NULL;
@@ -99,6 +97,7 @@ int lntune_shape_parse(const char *text, lntune_shape **list, size_t *count, cha
     }
     *list = grown;
     for (size_t i = 0; i < nrows; ++i)
-        for (size_t j = 0; j < nh; ++j) grown[(*count)++] = (lntune_shape){rows[i], hs[j], LNTUNE_AFFINE_ANY};
+        for (size_t j = 0; j < nh; ++j)
+            grown[(*count)++] = (lntune_shape){rows[i], hs[j], LNTUNE_AFFINE_ANY};
     return LNTUNE_OK;
 }

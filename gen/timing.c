@@ -11,22 +11,19 @@
 
 enum { MAX_ROUNDS = 1000 };
 
-double lntune_now_ns(void)
-{
+double lntune_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
 void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
-                             lntune_pool *pool, int min_rounds, double budget_ns)
-{
+                             lntune_pool *pool, int min_rounds, double budget_ns) {
     if (n == 0) return;
     double *samples = malloc(sizeof(double) * n * MAX_ROUNDS);
     if (!samples) {

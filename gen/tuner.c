@@ -37,7 +37,7 @@ typedef struct {
     lntune_jit_module *module;
     lntune_kernel_fn fn;
     lntune_jit_object obj;
-    int ok; /* compiled, loaded and verified */
+    int ok;            /* compiled, loaded and verified */
     int crashed, lost; /* crashed or hung in the sandbox; not run (interrupted) */
     double max_error;
     char message[512];
@@ -67,9 +67,9 @@ typedef struct {
     const lntune_space *space;
     compiled *units;
     size_t nunits, capunits;
-    int *unit_of;      /* variant -> unit index, -1 unknown */
-    int *threads_of;   /* variant -> threads */
-    stored *db_rows;   /* measurements from earlier runs */
+    int *unit_of;    /* variant -> unit index, -1 unknown */
+    int *threads_of; /* variant -> threads */
+    stored *db_rows; /* measurements from earlier runs */
     size_t ndb_rows;
     lntune_tune_result *res;
     double start_ns;
@@ -80,28 +80,28 @@ typedef struct {
 enum { WRITE_ERR = 1024 };
 
 /* A signal asked to stop, or the database stopped taking writes. */
-static int stopped(const job *j)
-{
+static int stopped(const job *j) {
     return (j->cfg->stop && *j->cfg->stop) || j->write_err[0];
 }
 
-static void progress(job *j, const char *stage)
-{
+static void progress(job *j, const char *stage) {
     if (!j->cfg->progress) return;
-    lntune_tune_progress p = {j->op, j->shape.rows, j->shape.H, stage, j->done,
+    lntune_tune_progress p = {j->op,
+                              j->shape.rows,
+                              j->shape.H,
+                              stage,
+                              j->done,
                               j->estimate > j->done ? j->estimate : j->done,
                               (lntune_now_ns() - j->start_ns) * 1e-9};
     j->cfg->progress(j->cfg->progress_ud, &p);
 }
 
-int64_t lntune_tune_default_rows(int64_t H)
-{
+int64_t lntune_tune_default_rows(int64_t H) {
     int64_t rows = (INT64_C(8) << 20) / (H > 0 ? H : 1);
     return rows > 0 ? rows : 1;
 }
 
-static int collect_stored(void *ud, const lntune_measurement *m)
-{
+static int collect_stored(void *ud, const lntune_measurement *m) {
     job *j = ud;
     stored *grown = realloc(j->db_rows, (j->ndb_rows + 1) * sizeof *grown);
     if (!grown) return 1;
@@ -120,16 +120,14 @@ static int collect_stored(void *ud, const lntune_measurement *m)
     return 0;
 }
 
-static const stored *find_stored(const job *j, const char *variant)
-{
+static const stored *find_stored(const job *j, const char *variant) {
     for (size_t i = 0; i < j->ndb_rows; ++i)
         if (strcmp(j->db_rows[i].variant, variant) == 0) return &j->db_rows[i];
     return NULL;
 }
 
 static void record(job *j, const char *variant, const char *status, const char *message,
-                   const compiled *u, const lntune_timed *t)
-{
+                   const compiled *u, const lntune_timed *t) {
     lntune_measurement m = {0};
     m.variant = variant;
     m.template_hash = j->code_hash;
@@ -146,13 +144,14 @@ static void record(job *j, const char *variant, const char *status, const char *
     }
     m.copy_gbps = j->res->copy_gbps;
     if (j->write_err[0]) return; /* the run is stopping: write nothing more */
-    if (lntune_db_put_measurement(j->db, &j->key, &m) == LNTUNE_OK) j->res->saved++;
-    else snprintf(j->write_err, WRITE_ERR, "%s", lntune_db_errmsg(j->db));
+    if (lntune_db_put_measurement(j->db, &j->key, &m) == LNTUNE_OK)
+        j->res->saved++;
+    else
+        snprintf(j->write_err, WRITE_ERR, "%s", lntune_db_errmsg(j->db));
 }
 
 /* Emits, compiles (in parallel), loads and verifies the sources of variants idx[0..n). */
-static void build_units(job *j, const size_t *idx, size_t n)
-{
+static void build_units(job *j, const size_t *idx, size_t n) {
     size_t first_new = j->nunits, nnew = 0;
     const char **texts = calloc(n, sizeof *texts);
     lntune_source *srcs = calloc(n, sizeof *srcs);
@@ -211,8 +210,10 @@ static void build_units(job *j, const size_t *idx, size_t n)
     for (size_t k = 0; k < nnew; ++k) {
         compiled *u = &j->units[first_new + k];
         u->obj = objs[k];
-        if (u->obj.cache_hit) j->res->cache_hits++;
-        else j->res->compiled++;
+        if (u->obj.cache_hit)
+            j->res->cache_hits++;
+        else
+            j->res->compiled++;
         if (!u->obj.data) {
             snprintf(u->message, sizeof u->message, "compile failed: %s",
                      u->obj.diag ? u->obj.diag : lntune_jit_errmsg(j->jit));
@@ -226,7 +227,8 @@ static void build_units(job *j, const size_t *idx, size_t n)
             u->lost = 1;
             continue;
         }
-        checks[nchecks] = (lntune_sandbox_check){.fn = u->fn, .affine = srcs[k].affine,
+        checks[nchecks] = (lntune_sandbox_check){.fn = u->fn,
+                                                 .affine = srcs[k].affine,
                                                  .fixed_h = srcs[k].fixed_h,
                                                  .threads = srcs[k].threads};
         check_of[nchecks++] = first_new + k;
@@ -242,8 +244,10 @@ static void build_units(job *j, const size_t *idx, size_t n)
         }
         u->max_error = checks[c].result.max_error;
         j->res->verified++;
-        if (checks[c].rc == LNTUNE_OK) u->ok = 1;
-        else snprintf(u->message, sizeof u->message, "%s", checks[c].result.message);
+        if (checks[c].rc == LNTUNE_OK)
+            u->ok = 1;
+        else
+            snprintf(u->message, sizeof u->message, "%s", checks[c].result.message);
     }
     free(checks);
     free(outs);
@@ -256,8 +260,7 @@ done:
 }
 
 /* The search's evaluate callback: reuse a stored measurement, or build, verify and time. */
-static void evaluate(void *ud, const size_t *idx, size_t n, double *times)
-{
+static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
     job *j = ud;
     size_t *todo = malloc(n * sizeof *todo), *slot = malloc(n * sizeof *slot);
     lntune_timed *timed = calloc(n, sizeof *timed);
@@ -279,11 +282,12 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times)
     j->done += n - ntodo;
     if (ntodo == 0) goto done;
     build_units(j, todo, ntodo);
+    if (stopped(j)) goto done; /* a signal during the compile: this batch was never measured */
     size_t *timed_slot = todo; /* reused: todo[] is not needed past this point */
     for (size_t t = 0; t < ntodo; ++t) {
         size_t k = slot[t], v = idx[k];
         int u = j->unit_of[v];
-        if (u < 0) continue; /* emit failed, already recorded */
+        if (u < 0) continue;            /* emit failed, already recorded */
         if (j->units[u].lost) continue; /* never ran: a later run measures it */
         if (!j->units[u].ok) {
             /* loaded, then failed verification (a crash is a failure, not a wrong answer) */
@@ -292,8 +296,10 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times)
             record(j, lntune_space_variant(j->space, v),
                    wrong ? LNTUNE_STATUS_WRONG : LNTUNE_STATUS_FAILED, j->units[u].message,
                    &j->units[u], NULL);
-            if (wrong) j->res->wrong++;
-            else j->res->failed++;
+            if (wrong)
+                j->res->wrong++;
+            else
+                j->res->failed++;
             continue;
         }
         timed[ntimed] = (lntune_timed){j->units[u].fn, j->threads_of[v], 0, 0, 0, 0};
@@ -330,16 +336,14 @@ done:
 }
 
 /* Loads the source of variant v if an earlier run measured it and this one never built it. */
-static compiled *unit_for(job *j, size_t v)
-{
+static compiled *unit_for(job *j, size_t v) {
     if (j->unit_of[v] < 0) build_units(j, &v, 1);
     int u = j->unit_of[v];
     return u >= 0 && j->units[u].ok ? &j->units[u] : NULL;
 }
 
 /* Compiles the copy kernels of the same bytes, checks that they copy, and loads them. */
-static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *copies, size_t max)
-{
+static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *copies, size_t max) {
     char **list;
     size_t n, got = 0;
     lntune_shape any = {0, 0, LNTUNE_AFFINE_ANY};
@@ -347,7 +351,8 @@ static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *co
     for (size_t i = 0; i < n && got < max; ++i) {
         lntune_source src;
         lntune_jit_object obj = {0};
-        if (lntune_gen_emit(j->gen, "cpu", "copy", list[i], &any, NULL, &src) != LNTUNE_OK) continue;
+        if (lntune_gen_emit(j->gen, "cpu", "copy", list[i], &any, NULL, &src) != LNTUNE_OK)
+            continue;
         if (lntune_jit_compile(j->jit, src.text, NULL, &obj) == LNTUNE_OK &&
             lntune_jit_load(j->jit, obj.data, obj.len, "lntune_kernel", &modules[got],
                             &copies[got].fn) == LNTUNE_OK) {
@@ -357,8 +362,10 @@ static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *co
             float *y = a.y;
             y[0] = -1.0f;
             lntune_pool_run_kernel(j->pool, copies[got].fn, &a, copies[got].threads);
-            if (memcmp(a.x, a.y, (size_t)(a.rows * a.H) * sizeof(float)) == 0) got++;
-            else lntune_jit_unload(modules[got]);
+            if (memcmp(a.x, a.y, (size_t)(a.rows * a.H) * sizeof(float)) == 0)
+                got++;
+            else
+                lntune_jit_unload(modules[got]);
         }
         lntune_jit_object_free(&obj);
         lntune_source_free(&src);
@@ -368,8 +375,7 @@ static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *co
 }
 
 /* Among the retimed leaders, the fastest, or the simplest within NOISE of it. */
-static size_t choose(const job *j, const size_t *top, const lntune_timed *t, size_t n)
-{
+static size_t choose(const job *j, const size_t *top, const lntune_timed *t, size_t n) {
     size_t best = 0;
     for (size_t k = 1; k < n; ++k)
         if (t[best].failed || (!t[k].failed && t[k].median_ns < t[best].median_ns)) best = k;
@@ -385,8 +391,7 @@ static size_t choose(const job *j, const size_t *top, const lntune_timed *t, siz
     return pick;
 }
 
-static void store_winner(job *j, size_t v, const lntune_timed *t)
-{
+static void store_winner(job *j, size_t v, const lntune_timed *t) {
     compiled *u = unit_for(j, v);
     lntune_source src;
     if (!u || lntune_gen_emit(j->gen, "cpu", j->op, lntune_space_variant(j->space, v), &j->shape,
@@ -396,11 +401,23 @@ static void store_winner(job *j, size_t v, const lntune_timed *t)
     size_t so_len = 0;
     char *diag = NULL;
     lntune_jit_link_shared(j->jit, u->obj.data, u->obj.len, &so, &so_len, &diag);
-    lntune_artifact art = {u->obj.key, src.text, lntune_jit_compiler_version(j->jit),
-                           "-std=c11 -O3 -march=native -fPIC", "lntune_kernel", u->obj.data,
-                           u->obj.len, so, so_len};
-    lntune_best b = {lntune_space_variant(j->space, v), u->obj.key, src.threads, j->shape.rows,
-                     t->median_ns, j->bytes / t->median_ns, j->res->copy_gbps, u->max_error,
+    lntune_artifact art = {u->obj.key,
+                           src.text,
+                           lntune_jit_compiler_version(j->jit),
+                           "-std=c11 -O3 -march=native -fPIC",
+                           "lntune_kernel",
+                           u->obj.data,
+                           u->obj.len,
+                           so,
+                           so_len};
+    lntune_best b = {lntune_space_variant(j->space, v),
+                     u->obj.key,
+                     src.threads,
+                     j->shape.rows,
+                     t->median_ns,
+                     j->bytes / t->median_ns,
+                     j->res->copy_gbps,
+                     u->max_error,
                      j->res->naive_ns};
     if (lntune_db_put_artifact(j->db, &art) != LNTUNE_OK ||
         lntune_db_set_best(j->db, &j->key, &b) != LNTUNE_OK)
@@ -410,8 +427,7 @@ static void store_winner(job *j, size_t v, const lntune_timed *t)
     lntune_source_free(&src);
 }
 
-static int from_best(void *ud, const lntune_best *b)
-{
+static int from_best(void *ud, const lntune_best *b) {
     job *j = ud;
     const stored *s = find_stored(j, b->variant);
     if (!s || b->tuned_rows != j->shape.rows) return 0; /* another template, compiler or rows */
@@ -425,8 +441,7 @@ static int from_best(void *ud, const lntune_best *b)
     return 0;
 }
 
-static void fill(float *p, size_t n, uint64_t *state, double scale, double offset)
-{
+static void fill(float *p, size_t n, uint64_t *state, double scale, double offset) {
     for (size_t i = 0; i < n; ++i) {
         *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
         p[i] = (float)(offset + scale * ((double)(*state >> 11) / 9007199254740992.0 - 0.5));
@@ -434,8 +449,7 @@ static void fill(float *p, size_t n, uint64_t *state, double scale, double offse
 }
 
 /* Tunes one op x shape into res. */
-static void tune_one(job *j)
-{
+static void tune_one(job *j) {
     lntune_tune_result *res = j->res;
     char **list = NULL;
     size_t n = 0, nunits_done = 0;
@@ -467,10 +481,16 @@ static void tune_one(job *j)
     fill(y, elems, &state, 1.0, 0.0); /* touch y's pages before any timing */
     fill(gamma, (size_t)j->shape.H, &state, 1.0, 1.0);
     fill(beta, (size_t)j->shape.H, &state, 1.0, 0.0);
-    j->args = (lntune_kernel_args){.rows = j->shape.rows, .H = j->shape.H, .x_stride = j->shape.H,
-                                   .y_stride = j->shape.H, .x = x, .y = y, .gamma = gamma,
-                                   .beta = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM ? beta : NULL,
-                                   .eps = 1e-5f};
+    j->args =
+        (lntune_kernel_args){.rows = j->shape.rows,
+                             .H = j->shape.H,
+                             .x_stride = j->shape.H,
+                             .y_stride = j->shape.H,
+                             .x = x,
+                             .y = y,
+                             .gamma = gamma,
+                             .beta = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM ? beta : NULL,
+                             .eps = 1e-5f};
     j->bytes = 2.0 * (double)elems * sizeof(float);
 
     progress(j, "copy");
@@ -513,7 +533,9 @@ static void tune_one(job *j)
         if (outs[k].state == LNTUNE_SANDBOX_LOST) continue;
         record(j, lntune_space_variant(space, top[k]),
                group[k].failed ? LNTUNE_STATUS_FAILED : LNTUNE_STATUS_OK,
-               crashed ? outs[k].message : group[k].failed ? "the kernel returned an error code" : NULL,
+               crashed           ? outs[k].message
+               : group[k].failed ? "the kernel returned an error code"
+                                 : NULL,
                &j->units[j->unit_of[top[k]]], group[k].failed ? NULL : &group[k]);
     }
     if (group[w].failed) goto done;
@@ -542,8 +564,7 @@ done:
 }
 
 /* template hash + compiler version: a measurement holds only for both. */
-static int code_hash(lntune_gen *g, lntune_jit *jit, const char *op, char *out, size_t size)
-{
+static int code_hash(lntune_gen *g, lntune_jit *jit, const char *op, char *out, size_t size) {
     lntune_source src;
     lntune_shape any = {0, 0, 0};
     if (lntune_gen_emit(g, "cpu", op, "", &any, NULL, &src) != LNTUNE_OK) return -1;
@@ -555,8 +576,7 @@ static int code_hash(lntune_gen *g, lntune_jit *jit, const char *op, char *out, 
 }
 
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *nresults,
-                char *err, size_t errlen)
-{
+                char *err, size_t errlen) {
     *results = NULL;
     *nresults = 0;
     lntune_gen *gen = NULL;
@@ -568,7 +588,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
     int rc;
     char write_err[WRITE_ERR] = "";
     lntune_cpu_info_get(&cpu);
-    int threads = cfg->max_threads > 0 && cfg->max_threads < cpu.cores ? cfg->max_threads : cpu.cores;
+    int threads =
+        cfg->max_threads > 0 && cfg->max_threads < cpu.cores ? cfg->max_threads : cpu.cores;
     if ((rc = lntune_gen_open(NULL, &gen)) != LNTUNE_OK) {
         snprintf(err, errlen, "%s", lntune_gen_errmsg(gen));
         goto done;
@@ -579,7 +600,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
         goto done;
     }
     if ((rc = lntune_db_open(cfg->db_path, cfg->force ? LNTUNE_DB_FORCE : 0, &db)) != LNTUNE_OK ||
-        (rc = lntune_db_put_hardware(db, &cpu, lntune_jit_compiler_version(jit), &hw)) != LNTUNE_OK) {
+        (rc = lntune_db_put_hardware(db, &cpu, lntune_jit_compiler_version(jit), &hw)) !=
+            LNTUNE_OK) {
         snprintf(err, errlen, "%s", lntune_db_errmsg(db));
         goto done;
     }
@@ -624,7 +646,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             int64_t hs[3] = {1, 17, j.shape.H};
             size_t nh = j.shape.H == 1 || j.shape.H == 17 ? 2 : 3;
             if ((rc = lntune_verifier_create(lntune_op_parse(j.op), hs, nh, 0, &j.verifier))) {
-                snprintf(err, errlen, "cannot prepare the verifier for H=%lld", (long long)j.shape.H);
+                snprintf(err, errlen, "cannot prepare the verifier for H=%lld",
+                         (long long)j.shape.H);
                 goto done;
             }
             tune_one(&j);

@@ -23,14 +23,14 @@ typedef enum lntune_rigor {
 typedef struct lntune_tune_progress {
     const char *op;
     int64_t rows, H;
-    const char *stage; /* "copy", "compile", "verify", "time", "retime" */
+    const char *stage;  /* "copy", "compile", "verify", "time", "retime" */
     size_t done, total; /* variants evaluated, and the estimate of how many will be */
     double elapsed_s;
 } lntune_tune_progress;
 
 typedef struct lntune_tune_config {
-    const char *db_path;      /* NULL: the default path */
-    const char *const *ops;   /* "layernorm", "rmsnorm" */
+    const char *db_path;    /* NULL: the default path */
+    const char *const *ops; /* "layernorm", "rmsnorm" */
     size_t nops;
     const lntune_shape *shapes; /* rows 0: lntune_tune_default_rows(H) */
     size_t nshapes;

@@ -32,8 +32,8 @@ static const char *const layout_names[LAYOUTS] = {"contiguous", "x and y misalig
 typedef struct {
     int64_t H;
     float *gamma, *beta;
-    float *x[DATASETS];       /* ROWS x H, logical layout */
-    double *z[DATASETS];      /* reference (x - mean) * rstd */
+    float *x[DATASETS];  /* ROWS x H, logical layout */
+    double *z[DATASETS]; /* reference (x - mean) * rstd */
     double *mean[DATASETS], *rstd[DATASETS];
 } h_case;
 
@@ -46,8 +46,7 @@ struct lntune_verifier {
     size_t buf_floats;
 };
 
-static uint64_t next_u64(uint64_t *s)
-{
+static uint64_t next_u64(uint64_t *s) {
     *s ^= *s >> 12;
     *s ^= *s << 25;
     *s ^= *s >> 27;
@@ -59,13 +58,11 @@ static double uniform(uint64_t *s) /* in (0, 1) */
     return ((double)(next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
 }
 
-static double randn(uint64_t *s)
-{
+static double randn(uint64_t *s) {
     return sqrt(-2.0 * log(uniform(s))) * cos(6.283185307179586 * uniform(s));
 }
 
-static void fill_dataset(lntune_verifier *v, h_case *c, int d)
-{
+static void fill_dataset(lntune_verifier *v, h_case *c, int d) {
     int64_t H = c->H;
     float *x = c->x[d];
     for (int r = 0; r < ROWS; ++r) {
@@ -87,8 +84,7 @@ static void fill_dataset(lntune_verifier *v, h_case *c, int d)
 }
 
 int lntune_verifier_create(lntune_op op, const int64_t *hs, size_t nh, uint64_t seed,
-                           lntune_verifier **out)
-{
+                           lntune_verifier **out) {
     if (!out || !hs || nh == 0) return LNTUNE_EINVAL;
     *out = NULL;
     for (size_t i = 0; i < nh; ++i)
@@ -136,8 +132,7 @@ oom:
     return LNTUNE_ENOMEM;
 }
 
-void lntune_verifier_destroy(lntune_verifier *v)
-{
+void lntune_verifier_destroy(lntune_verifier *v) {
     if (!v) return;
     for (size_t k = 0; k < v->nh && v->cases; ++k) {
         h_case *c = &v->cases[k];
@@ -156,21 +151,18 @@ void lntune_verifier_destroy(lntune_verifier *v)
     free(v);
 }
 
-uint64_t lntune_verifier_seed(const lntune_verifier *v)
-{
+uint64_t lntune_verifier_seed(const lntune_verifier *v) {
     return v ? v->seed : 0;
 }
 
-static int is_poison(float f)
-{
+static int is_poison(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u == POISON;
 }
 
 /* Same class and value within tolerance: NaN for NaN, the same infinity, else finite. */
-static int compare(double ref, float got, double unit, double *err)
-{
+static int compare(double ref, float got, double unit, double *err) {
     if (isnan(ref)) return isnan(got);
     if (isinf(ref)) return isinf(got) && (ref > 0) == (got > 0);
     if (!isfinite(got)) return 0;
@@ -180,8 +172,7 @@ static int compare(double ref, float got, double unit, double *err)
 
 /* One run: lays out data set d in layout l, runs the kernel, and checks every element. */
 static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_kernel_fn kernel,
-                    int affine, int threads, lntune_pool *pool, lntune_verify_result *res)
-{
+                    int affine, int threads, lntune_pool *pool, lntune_verify_result *res) {
     const int64_t H = c->H;
     const int64_t xs = l == 2 ? H + 5 : H, ys = l == 2 ? H + 3 : H;
     const int64_t shift = l == 1 ? 1 : 0;
@@ -235,8 +226,8 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
                 continue;
             }
             if (is_poison(got)) {
-                snprintf(res->message, sizeof res->message,
-                         "%snever wrote y[%d][%" PRId64 "]", where, r, i);
+                snprintf(res->message, sizeof res->message, "%snever wrote y[%d][%" PRId64 "]",
+                         where, r, i);
                 return 0;
             }
             const double z = c->z[d][r * H + i];
@@ -267,8 +258,7 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
 }
 
 int lntune_verifier_check(lntune_verifier *v, lntune_kernel_fn kernel, int affine, int64_t fixed_h,
-                          int threads, lntune_pool *pool, lntune_verify_result *res)
-{
+                          int threads, lntune_pool *pool, lntune_verify_result *res) {
     if (!v || !kernel || !res) return LNTUNE_EINVAL;
     memset(res, 0, sizeof *res);
     int found = 0;
@@ -278,11 +268,12 @@ int lntune_verifier_check(lntune_verifier *v, lntune_kernel_fn kernel, int affin
         found = 1;
         for (int d = 0; d < DATASETS; ++d)
             for (int l = 0; l < LAYOUTS; ++l)
-                if (!run_case(v, c, d, l, kernel, affine, threads, pool, res)) return LNTUNE_EVERIFY;
+                if (!run_case(v, c, d, l, kernel, affine, threads, pool, res))
+                    return LNTUNE_EVERIFY;
     }
     if (!found) {
-        snprintf(res->message, sizeof res->message,
-                 "the verifier has no inputs for H=%" PRId64, fixed_h);
+        snprintf(res->message, sizeof res->message, "the verifier has no inputs for H=%" PRId64,
+                 fixed_h);
         return LNTUNE_EINVAL;
     }
     return LNTUNE_OK;

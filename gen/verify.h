@@ -33,9 +33,9 @@ extern const size_t lntune_verify_standard_h_count;
 typedef struct lntune_verifier lntune_verifier;
 
 typedef struct lntune_verify_result {
-    double max_error; /* in the unit above, over every finite output */
-    int64_t worst_h;  /* H where max_error was seen */
-    int cases;        /* runs made */
+    double max_error;  /* in the unit above, over every finite output */
+    int64_t worst_h;   /* H where max_error was seen */
+    int cases;         /* runs made */
     char worst[256];   /* where max_error was seen */
     char message[512]; /* the first failure, naming H, data set, layout and element */
 } lntune_verify_result;

@@ -112,7 +112,7 @@ LNTUNE_API int lntune_rmsnorm(lntune *ctx, const lntune_args *args);
  * or lntune_close; never NULL.
  */
 LNTUNE_API const char *lntune_errmsg(const lntune *ctx);
-LNTUNE_API const char *lntune_errstr(int rc);            /* static text; never NULL */
+LNTUNE_API const char *lntune_errstr(int rc); /* static text; never NULL */
 LNTUNE_API const char *lntune_version(void);
 
 #ifdef __cplusplus

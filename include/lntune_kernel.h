@@ -19,10 +19,10 @@
 #define LNTUNE_KERNEL_EUNSUPPORTED 1 /* args outside what this variant was generated for */
 
 typedef struct lntune_kernel_args {
-    int64_t rows;           /* rows in the whole problem */
-    int64_t H;              /* elements per row (the normalized dimension) */
-    int64_t x_stride;       /* elements between consecutive rows of x */
-    int64_t y_stride;       /* elements between consecutive rows of y */
+    int64_t rows;                /* rows in the whole problem */
+    int64_t H;                   /* elements per row (the normalized dimension) */
+    int64_t x_stride;            /* elements between consecutive rows of x */
+    int64_t y_stride;            /* elements between consecutive rows of y */
     int64_t residual_stride;     /* rows of residual (optional input) */
     int64_t residual_out_stride; /* rows of residual_out (optional output) */
     const void *x;
@@ -36,7 +36,6 @@ typedef struct lntune_kernel_args {
     float eps;
 } lntune_kernel_args;
 
-typedef int (*lntune_kernel_fn)(const lntune_kernel_args *args, int64_t row_begin,
-                                int64_t row_end);
+typedef int (*lntune_kernel_fn)(const lntune_kernel_args *args, int64_t row_begin, int64_t row_end);
 
 #endif /* LNTUNE_KERNEL_H */

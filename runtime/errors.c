@@ -19,14 +19,12 @@ static const char *const messages[] = {
     [LNTUNE_EOVERFLOW] = "size out of range",
 };
 
-const char *lntune_errstr(int rc)
-{
+const char *lntune_errstr(int rc) {
     if (rc < 0 || rc >= (int)(sizeof messages / sizeof messages[0]) || !messages[rc])
         return "unknown error code";
     return messages[rc];
 }
 
-const char *lntune_version(void)
-{
+const char *lntune_version(void) {
     return LNTUNE_VERSION_STRING;
 }

@@ -33,15 +33,13 @@ typedef struct {
     int index;
 } worker_arg;
 
-static void cpu_relax(void)
-{
+static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
 }
 
-static void *worker_main(void *p)
-{
+static void *worker_main(void *p) {
     worker_arg *wa = p;
     lntune_pool *pool = wa->pool;
     int index = wa->index;
@@ -70,8 +68,7 @@ static void *worker_main(void *p)
     }
 }
 
-int lntune_pool_create(int threads, lntune_pool **out)
-{
+int lntune_pool_create(int threads, lntune_pool **out) {
     if (!out || threads < 1) return LNTUNE_EINVAL;
     *out = NULL;
     lntune_pool *pool = calloc(1, sizeof *pool);
@@ -98,8 +95,7 @@ int lntune_pool_create(int threads, lntune_pool **out)
     return LNTUNE_OK;
 }
 
-void lntune_pool_destroy(lntune_pool *pool)
-{
+void lntune_pool_destroy(lntune_pool *pool) {
     if (!pool) return;
     pthread_mutex_lock(&pool->lock);
     atomic_store(&pool->stop, 1);
@@ -113,13 +109,11 @@ void lntune_pool_destroy(lntune_pool *pool)
     free(pool);
 }
 
-int lntune_pool_threads(const lntune_pool *pool)
-{
+int lntune_pool_threads(const lntune_pool *pool) {
     return pool ? pool->threads : 1;
 }
 
-void lntune_pool_run(lntune_pool *pool, int n, void (*task)(void *arg, int i, int n), void *arg)
-{
+void lntune_pool_run(lntune_pool *pool, int n, void (*task)(void *arg, int i, int n), void *arg) {
     if (n > lntune_pool_threads(pool)) n = lntune_pool_threads(pool);
     if (n <= 1 || pthread_mutex_trylock(&pool->busy) != 0) {
         for (int i = 0; i < (n < 1 ? 1 : n); ++i) task(arg, i, n < 1 ? 1 : n);
@@ -144,8 +138,7 @@ typedef struct {
     atomic_int rc;
 } kernel_job;
 
-static void kernel_task(void *p, int i, int n)
-{
+static void kernel_task(void *p, int i, int n) {
     kernel_job *job = p;
     int64_t rows = job->args->rows;
     int64_t begin = rows * i / n, end = rows * (i + 1) / n;
@@ -157,9 +150,8 @@ static void kernel_task(void *p, int i, int n)
     }
 }
 
-int lntune_pool_run_kernel(lntune_pool *pool, lntune_kernel_fn kernel, const lntune_kernel_args *args,
-                           int threads)
-{
+int lntune_pool_run_kernel(lntune_pool *pool, lntune_kernel_fn kernel,
+                           const lntune_kernel_args *args, int threads) {
     if (threads <= 1 || !pool || args->rows < 2) return kernel(args, 0, args->rows);
     kernel_job job = {kernel, args, LNTUNE_KERNEL_OK};
     lntune_pool_run(pool, threads, kernel_task, &job);

@@ -25,7 +25,7 @@ void lntune_pool_run(lntune_pool *pool, int n, void (*task)(void *arg, int i, in
  * Runs kernel over all rows of args, split into threads contiguous row ranges (pool may be NULL
  * for threads == 1). Returns the first non-zero kernel code, else LNTUNE_KERNEL_OK.
  */
-int lntune_pool_run_kernel(lntune_pool *pool, lntune_kernel_fn kernel, const lntune_kernel_args *args,
-                           int threads);
+int lntune_pool_run_kernel(lntune_pool *pool, lntune_kernel_fn kernel,
+                           const lntune_kernel_args *args, int threads);
 
 #endif /* LNTUNE_POOL_H */

@@ -18,15 +18,13 @@
 enum { ROWS = 3, H = 1000 };
 static const int64_t X_STRIDE = (INT64_C(1) << 31) + 17, Y_STRIDE = (INT64_C(1) << 31) + 5;
 
-static void *sparse(size_t bytes)
-{
+static void *sparse(size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
-int main(void)
-{
+int main(void) {
     const char *variants[][2] = {
         {"layernorm", "vec=16,acc=2,stats=twopass,rows=2"},
         {"layernorm", "vec=8,acc=4,stats=welford,store=nt"},
@@ -48,7 +46,8 @@ int main(void)
         beta[i] = 0.5f - 0.001f * (float)i;
     }
     for (int r = 0; r < ROWS; ++r)
-        for (int i = 0; i < H; ++i) x[r * X_STRIDE + i] = (float)(r + 1) * sinf((float)i) + 10.0f * (float)r;
+        for (int i = 0; i < H; ++i)
+            x[r * X_STRIDE + i] = (float)(r + 1) * sinf((float)i) + 10.0f * (float)r;
 
     lntune_gen *g = NULL;
     lntune_source src[8];

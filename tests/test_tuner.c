@@ -17,10 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static lntune_tune_result tune(const char *db, const char *op, int64_t H, lntune_rigor rigor,
-                               int retune, int *rc)
-{
+                               int retune, int *rc) {
     const char *ops[] = {op};
     lntune_shape shape = {64, H, 0};
     lntune_tune_config cfg = {db, ops, 1, &shape, 1, 0, rigor, retune, NULL, NULL, NULL, 0};
@@ -40,8 +38,7 @@ typedef struct {
     char failed_message[256];
 } census;
 
-static int count(void *ud, const lntune_measurement *m)
-{
+static int count(void *ud, const lntune_measurement *m) {
     census *c = ud;
     if (strcmp(m->status, LNTUNE_STATUS_OK) == 0) c->ok++;
     if (strcmp(m->status, LNTUNE_STATUS_WRONG) == 0) c->wrong++;
@@ -52,20 +49,17 @@ static int count(void *ud, const lntune_measurement *m)
     return 0;
 }
 
-static int has_artifact(void *ud, const lntune_artifact *a)
-{
+static int has_artifact(void *ud, const lntune_artifact *a) {
     *(int *)ud = a->shared_len > 0 && a->object_len > 0 && strstr(a->source, "lntune_kernel");
     return 0;
 }
 
-static int best_artifact(void *ud, const lntune_best *b)
-{
+static int best_artifact(void *ud, const lntune_best *b) {
     snprintf(ud, 64, "%s", b->artifact_key ? b->artifact_key : "");
     return 0;
 }
 
-int main(void)
-{
+int main(void) {
     char dir[] = "/tmp/lntune-tuner-XXXXXX";
     if (!mkdtemp(dir)) return 1;
     char db[4200], tpl[4200];

@@ -23,16 +23,14 @@ typedef struct {
     int failures, variants, runs;
 } tally;
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* The variant with its launch parameter (threads=N, always last) removed. */
-static void code_part(const char *variant, char *out, size_t size)
-{
+static void code_part(const char *variant, char *out, size_t size) {
     snprintf(out, size, "%s", variant);
     char *t = strstr(out, ",threads=");
     if (t) *t = '\0';
@@ -43,8 +41,7 @@ static void code_part(const char *variant, char *out, size_t size)
  * and verifies each at every thread count the list gives it.
  */
 static void check_space(lntune_gen *g, const char *compiler, const char *op, lntune_shape shape,
-                        const char *want_h, int stride, tally *t)
-{
+                        const char *want_h, int stride, tally *t) {
     char **list;
     size_t n;
     if (lntune_gen_variants(g, "cpu", op, &shape, &list, &n) != LNTUNE_OK) {
@@ -54,7 +51,7 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
     }
     lntune_source *srcs = calloc(n, sizeof *srcs);
     const char **texts = calloc(n, sizeof *texts);
-    char (*codes)[256] = calloc(n, sizeof *codes);
+    char(*codes)[256] = calloc(n, sizeof *codes);
     size_t *code_of = calloc(n, sizeof *code_of); /* variant -> index of its code variant */
     size_t ncode = 0, kept = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -118,8 +115,8 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
         lntune_pool_destroy(pool);
         lntune_verifier_destroy(v);
     }
-    printf("  %s %s H=%lld %s: %zu sources compiled in %.1f s, verified in %.1f s\n", compiler,
-           op, (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
+    printf("  %s %s H=%lld %s: %zu sources compiled in %.1f s, verified in %.1f s\n", compiler, op,
+           (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
     fflush(stdout);
     lntune_library_close(lib);
     for (size_t i = 0; i < ncode; ++i) lntune_source_free(&srcs[i]);
@@ -130,8 +127,7 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
     lntune_gen_free_list(list, n);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_variants COMPILER [quick]\n");
         return 2;
@@ -151,8 +147,8 @@ int main(int argc, char **argv)
         check_space(g, compiler, ops[o], (lntune_shape){0, 0, 0}, "h=runtime", stride, &t);
         check_space(g, compiler, ops[o], (lntune_shape){0, 4096, 0}, "h=fixed", stride, &t);
         for (size_t f = 0; f < sizeof sampled / sizeof sampled[0]; ++f)
-            check_space(g, compiler, ops[o], (lntune_shape){0, sampled[f], 0}, "h=fixed", stride * 5,
-                        &t);
+            check_space(g, compiler, ops[o], (lntune_shape){0, sampled[f], 0}, "h=fixed",
+                        stride * 5, &t);
     }
     lntune_gen_close(g);
     printf("%s: %d variants verified (%d runs), %d failures\n", compiler, t.variants, t.runs,

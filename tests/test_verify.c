@@ -16,8 +16,7 @@ enum { CORRECT, NAIVE_FP32, SKIP_LAST, WRITE_GAP, WRITE_PAST_END, LOSE_NAN, RETU
 static int mode;
 
 /* LayerNorm with double statistics (correct), or with one of the faults above. */
-static int kernel(const lntune_kernel_args *a, int64_t r0, int64_t r1)
-{
+static int kernel(const lntune_kernel_args *a, int64_t r0, int64_t r1) {
     const int64_t H = a->H;
     if (mode == RETURN_ERROR) return LNTUNE_KERNEL_EUNSUPPORTED;
     for (int64_t r = r0; r < r1; ++r) {
@@ -42,15 +41,15 @@ static int kernel(const lntune_kernel_args *a, int64_t r0, int64_t r1)
         if (mode == LOSE_NAN && isnan(mean)) mean = 0.0;
         float m = (float)mean, rs = (float)(1.0 / sqrt(var + a->eps));
         int64_t n = mode == SKIP_LAST && r == r1 - 1 ? H - 1 : H;
-        for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * rs * (g ? g[i] : 1.0f) + (b ? b[i] : 0.0f);
+        for (int64_t i = 0; i < n; ++i)
+            y[i] = (x[i] - m) * rs * (g ? g[i] : 1.0f) + (b ? b[i] : 0.0f);
         if (mode == WRITE_GAP && a->y_stride > H) y[H] = 0.0f;
         if (mode == WRITE_PAST_END && r == a->rows - 1) y[H] = 0.0f;
     }
     return LNTUNE_KERNEL_OK;
 }
 
-static void expect(lntune_verifier *v, int m, int want_ok, const char *want_text)
-{
+static void expect(lntune_verifier *v, int m, int want_ok, const char *want_text) {
     lntune_verify_result res;
     mode = m;
     int rc = lntune_verifier_check(v, kernel, 1, 0, 1, NULL, &res);
@@ -64,8 +63,7 @@ static void expect(lntune_verifier *v, int m, int want_ok, const char *want_text
     }
 }
 
-int main(void)
-{
+int main(void) {
     const int64_t hs[] = {1, 17, 4096, 65536};
     lntune_verifier *v = NULL;
     if (lntune_verifier_create(LNTUNE_OP_LAYERNORM, hs, 4, 42, &v) != LNTUNE_OK) {

@@ -13,36 +13,33 @@
 #endif
 
 static const char *const feature_names[LNTUNE_ISA_COUNT] = {
-    "sse",     "sse2",     "sse4_2",     "avx",        "avx2", "fma", "f16c",
-    "avx512f", "avx512bw", "avx512vl",   "avx512bf16", "avx512fp16", "neon"};
+    "sse",     "sse2",     "sse4_2",   "avx",        "avx2",       "fma", "f16c",
+    "avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512fp16", "neon"};
 
-const char *lntune_hw_feature_name(int i)
-{
+const char *lntune_hw_feature_name(int i) {
     return i >= 0 && i < LNTUNE_ISA_COUNT ? feature_names[i] : NULL;
 }
 
-void lntune_hw_features_string(uint32_t isa, char *buf, int size)
-{
+void lntune_hw_features_string(uint32_t isa, char *buf, int size) {
     int used = 0;
     if (size <= 0) return;
     buf[0] = '\0';
     for (int i = 0; i < LNTUNE_ISA_COUNT && used < size; ++i) {
         if (!(isa & (1u << i))) continue;
-        int n = snprintf(buf + used, (size_t)(size - used), "%s%s", used ? "," : "", feature_names[i]);
+        int n =
+            snprintf(buf + used, (size_t)(size - used), "%s%s", used ? "," : "", feature_names[i]);
         if (n < 0) break;
         used += n;
     }
 }
 
-uint64_t lntune_fnv1a(uint64_t h, const void *data, uint64_t len)
-{
+uint64_t lntune_fnv1a(uint64_t h, const void *data, uint64_t len) {
     const unsigned char *p = data;
     for (uint64_t i = 0; i < len; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
     return h;
 }
 
-static uint32_t detect_isa(void)
-{
+static uint32_t detect_isa(void) {
     uint32_t isa = 0;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
@@ -66,8 +63,7 @@ static uint32_t detect_isa(void)
     return isa;
 }
 
-static void read_model_name(char *out, size_t size)
-{
+static void read_model_name(char *out, size_t size) {
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[512];
     if (!f) return;
@@ -75,7 +71,8 @@ static void read_model_name(char *out, size_t size)
         if (strncmp(line, "model name", 10) != 0 && strncmp(line, "Model", 5) != 0) continue;
         const char *v = strchr(line, ':');
         if (!v) continue;
-        for (++v; *v == ' ' || *v == '\t'; ++v) {}
+        for (++v; *v == ' ' || *v == '\t'; ++v) {
+        }
         snprintf(out, size, "%s", v);
         out[strcspn(out, "\n")] = '\0';
         break;
@@ -84,8 +81,7 @@ static void read_model_name(char *out, size_t size)
 }
 
 /* Cache size of a level from sysfs (the portable source in containers), in bytes. */
-static int64_t cache_bytes(int level, int data)
-{
+static int64_t cache_bytes(int level, int data) {
     for (int index = 0; index < 8; ++index) {
         char path[128], buf[64];
         int lvl = 0;
@@ -112,8 +108,7 @@ static int64_t cache_bytes(int level, int data)
     return 0;
 }
 
-void lntune_cpu_info_get(lntune_cpu_info *info)
-{
+void lntune_cpu_info_get(lntune_cpu_info *info) {
     memset(info, 0, sizeof *info);
 #if defined(__x86_64__)
     snprintf(info->arch, sizeof info->arch, "x86_64");
@@ -129,8 +124,8 @@ void lntune_cpu_info_get(lntune_cpu_info *info)
         int base_family = (a >> 8) & 0xf, ext_family = (a >> 20) & 0xff;
         int base_model = (a >> 4) & 0xf, ext_model = (a >> 16) & 0xf;
         info->family = base_family == 0xf ? base_family + ext_family : base_family;
-        info->model_id = base_family == 0x6 || base_family == 0xf ? (ext_model << 4) | base_model
-                                                                   : base_model;
+        info->model_id =
+            base_family == 0x6 || base_family == 0xf ? (ext_model << 4) | base_model : base_model;
         info->stepping = a & 0xf;
     }
 #endif
@@ -142,10 +137,10 @@ void lntune_cpu_info_get(lntune_cpu_info *info)
     info->l3_bytes = cache_bytes(3, 1);
 
     char text[512];
-    int len = snprintf(text, sizeof text, "%s|%s|%d|%d|%d|%u|%d|%lld|%lld|%lld", info->arch,
-                       info->model, info->family, info->model_id, info->stepping, info->isa,
-                       info->cores, (long long)info->l1d_bytes, (long long)info->l2_bytes,
-                       (long long)info->l3_bytes);
+    int len =
+        snprintf(text, sizeof text, "%s|%s|%d|%d|%d|%u|%d|%lld|%lld|%lld", info->arch, info->model,
+                 info->family, info->model_id, info->stepping, info->isa, info->cores,
+                 (long long)info->l1d_bytes, (long long)info->l2_bytes, (long long)info->l3_bytes);
     uint64_t h = lntune_fnv1a(LNTUNE_FNV_INIT, text, (uint64_t)(len > 0 ? len : 0));
     snprintf(info->fingerprint, sizeof info->fingerprint, "%016llx", (unsigned long long)h);
 }

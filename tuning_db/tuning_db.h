@@ -84,9 +84,9 @@ typedef struct lntune_measurement {
     const char *artifact_key;  /* may be NULL */
     double compile_ms;
     double median_ns, min_ns, max_ns; /* per call, all rows */
-    double gbps;      /* bytes moved (x read + y written) / median */
-    double copy_gbps; /* the better memory copy of the same bytes, same run */
-    double max_error; /* verifier error, in its unit */
+    double gbps;                      /* bytes moved (x read + y written) / median */
+    double copy_gbps;                 /* the better memory copy of the same bytes, same run */
+    double max_error;                 /* verifier error, in its unit */
 } lntune_measurement;
 
 /* Inserts or replaces the measurement of (key, variant, template_hash). */
@@ -97,14 +97,14 @@ int lntune_db_each_measurement(lntune_db *db, const lntune_db_key *key, const ch
 
 /* A compiled kernel: the source and its object and shared-object bytes. */
 typedef struct lntune_artifact {
-    const char *key;      /* hash of source, flags and compiler version */
+    const char *key; /* hash of source, flags and compiler version */
     const char *source;
     const char *compiler; /* the compiler's version line */
     const char *flags;
-    const char *symbol;   /* the kernel function's name */
-    const void *object;   /* relocatable object (may be NULL) */
+    const char *symbol; /* the kernel function's name */
+    const void *object; /* relocatable object (may be NULL) */
     size_t object_len;
-    const void *shared;   /* shared object the runtime dlopens (may be NULL) */
+    const void *shared; /* shared object the runtime dlopens (may be NULL) */
     size_t shared_len;
 } lntune_artifact;
 

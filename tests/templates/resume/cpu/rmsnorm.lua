@@ -1,8 +1,8 @@
--- An RMSNorm family of 192 correct variants that differ only in a salt (so each is its own
--- source, compiled on its own), for test_interrupt.sh: three exhaustive chunks of 64, long
+-- An RMSNorm family of 256 correct variants that differ only in a salt (so each is its own
+-- source, compiled on its own), for test_interrupt.sh: four exhaustive chunks of 64, long
 -- enough to interrupt a tuning run between its measurements.
 local salts = {}
-for i = 1, 48 do salts[i] = i end
+for i = 1, 64 do salts[i] = i end
 return lntune.family {
     op = "rmsnorm",
     target = "cpu",
