@@ -22,11 +22,13 @@ return lntune.family {
         { name = "vec", values = widths, doc = "floats per vector" },
         { name = "rows", values = { 1, 4 }, doc = "rows copied together (memory streams)" },
         { name = "store", values = { "plain", "nt" }, doc = "plain or non-temporal stores" },
+        { name = "prefetch", values = { 0, 1 }, doc = "prefetch the next row group into L2" },
         { name = "threads", values = cpu.thread_counts, launch = true, doc = "threads across rows" },
     },
     valid = function(p, host)
         if p.method == "memcpy" then
-            return p.vec == 4 and p.rows == 1 and p.store == "plain", "memcpy has no knobs"
+            return p.vec == 4 and p.rows == 1 and p.store == "plain" and p.prefetch == 0,
+                "memcpy has no knobs"
         end
         return p.store == "plain" or host.arch == "x86_64", "nt needs x86"
     end,
@@ -67,9 +69,11 @@ static inline void store(float *p, vf v)
 @   end
 }
 
-/* Copies {{p.rows}} row(s) of H floats, interleaved. */
-static void copy_row(const float *const x[{{p.rows}}], float *const y[{{p.rows}}], int64_t H)
+/* Copies {{p.rows}} row(s) of H floats, interleaved; next[r] is prefetched. */
+static void copy_row(const float *const x[{{p.rows}}], float *const y[{{p.rows}}], int64_t H,
+                     const float *const next[{{p.rows}}])
 {
+    (void)next;
 @   if p.store == "nt" then
     /* Non-temporal stores need aligned rows: a group with a misaligned row is copied plainly. */
     for (int r = 0; r < {{p.rows}}; ++r)
@@ -80,7 +84,12 @@ static void copy_row(const float *const x[{{p.rows}}], float *const y[{{p.rows}}
 @   end
     int64_t i = 0;
     for (; i + {{p.vec}} <= H; i += {{p.vec}})
-        for (int r = 0; r < {{p.rows}}; ++r) store(y[r] + i, load(x[r] + i));
+        for (int r = 0; r < {{p.rows}}; ++r) {
+@   if p.prefetch == 1 then
+            if (i % 16 == 0) __builtin_prefetch(next[r] + i, 0, 2);
+@   end
+            store(y[r] + i, load(x[r] + i));
+        }
     for (; i < H; ++i)
         for (int r = 0; r < {{p.rows}}; ++r) y[r][i] = x[r][i];
 }
@@ -89,14 +98,16 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 {
     int64_t r = row_begin;
     for (; r < row_end; r += {{p.rows}}) {
-        const float *x[{{p.rows}}];
+        const float *x[{{p.rows}}], *next[{{p.rows}}];
         float *y[{{p.rows}}];
         for (int j = 0; j < {{p.rows}}; ++j) {
             const int64_t row = r + j < row_end ? r + j : row_end - 1;
+            const int64_t after = row + {{p.rows}} < row_end ? row + {{p.rows}} : row;
             x[j] = (const float *)a->x + row * a->x_stride;
+            next[j] = (const float *)a->x + after * a->x_stride;
             y[j] = (float *)a->y + row * a->y_stride;
         }
-        copy_row(x, y, a->H);
+        copy_row(x, y, a->H, next);
     }
 @   if p.store == "nt" then
     __builtin_ia32_sfence();

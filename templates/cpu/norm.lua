@@ -52,7 +52,7 @@ function M.family(op)
                 doc = "H read at run time, or fixed when the source is generated",
             },
             { name = "store", values = { "plain", "nt" }, doc = "plain or non-temporal stores of y" },
-            { name = "prefetch", values = { 0, 1 }, doc = "prefetch the next row while normalizing" },
+            { name = "prefetch", values = { 0, 1 }, doc = "prefetch the next row (group) into L2 while normalizing" },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
         valid = function(p, host, shape)
@@ -405,7 +405,9 @@ static void {{name}}(const float *x, float *y, const float *gamma, const float *
     for (; i < H && ((uintptr_t)(y + i) & {{V * 4 - 1}}) != 0; ++i) y[i] = {{ scalar }};
     for (; i + STEP <= H; i += STEP) {
 @     if p.prefetch == 1 then
-        __builtin_prefetch(next + i, 0, 0);
+@       for o = 0, math.max(V * A * 4, 64) - 1, 64 do
+        __builtin_prefetch(next + i + {{o // 4}}, 0, 2);
+@       end
 @     end
 @     for u = 0, A - 1 do
         stream(y + i + {{u * V}}, {{ expr("load(x + i + " .. u * V .. ")", "i + " .. u * V) }});
@@ -414,7 +416,9 @@ static void {{name}}(const float *x, float *y, const float *gamma, const float *
 @   else
     for (; i + STEP <= H; i += STEP) {
 @     if p.prefetch == 1 then
-        __builtin_prefetch(next + i, 0, 0);
+@       for o = 0, math.max(V * A * 4, 64) - 1, 64 do
+        __builtin_prefetch(next + i + {{o // 4}}, 0, 2);
+@       end
 @     end
 @     for u = 0, A - 1 do
         store(y + i + {{u * V}}, {{ expr("load(x + i + " .. u * V .. ")", "i + " .. u * V) }});
@@ -485,7 +489,8 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         for (int j = 0; j < {{R}}; ++j) rows[j] = x + (r + j) * a->x_stride;
         row_stats(rows, H, a->eps, mean, rstd);
         for (int j = 0; j < {{R}}; ++j) {
-            const float *next = r + j + 1 < row_end ? rows[j] + a->x_stride : rows[j];
+            /* the same row of the next group: its reads overlap this group's stores */
+            const float *next = r + j + {{R}} < row_end ? rows[j] + {{R}} * a->x_stride : rows[j];
             normalize(rows[j], y + (r + j) * a->y_stride, gamma, beta, mean[j], rstd[j], H, next);
             if (a->mean) a->mean[r + j] = mean[j];
             if (a->rstd) a->rstd[r + j] = rstd[j];
