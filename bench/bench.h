@@ -95,6 +95,9 @@ int lntune_bench_db_shapes(const char *db, lntune_bench_shape **shapes, size_t *
 /* records.c: appending, JSON lines out and in. */
 int lntune_bench_records_add(lntune_bench_records *rs, const lntune_bench_record *r);
 void lntune_bench_records_free(lntune_bench_records *rs);
+/* The record of impl for op (or the copies, whose op is "copy") at threads, rows x H; or NULL. */
+const lntune_bench_record *lntune_bench_find(const lntune_bench_records *rs, const char *impl,
+                                             const char *op, int threads, int64_t rows, int64_t H);
 void lntune_bench_record_write(FILE *f, const lntune_bench_record *r);
 /* Parses one JSON line; LNTUNE_EINVAL if it is not a record. */
 int lntune_bench_record_parse(const char *line, lntune_bench_record *r);

@@ -28,17 +28,6 @@ typedef struct {
     const char *op;
 } panel;
 
-static const lntune_bench_record *find(const lntune_bench_records *rs, const char *impl,
-                                       const char *op, int threads, int64_t rows, int64_t H) {
-    for (size_t i = 0; i < rs->n; ++i) {
-        const lntune_bench_record *r = &rs->r[i];
-        if (r->threads == threads && r->rows == rows && r->H == H && strcmp(r->impl, impl) == 0 &&
-            (strcmp(r->op, op) == 0 || strcmp(r->op, "copy") == 0))
-            return r;
-    }
-    return NULL;
-}
-
 /* The bandwidth shapes of one thread count, in the order measured. */
 static size_t shapes_of(const lntune_bench_records *rs, int threads, lntune_bench_shape *out,
                         size_t cap) {
@@ -67,7 +56,7 @@ static void draw_panel(FILE *f, const lntune_bench_records *rs, panel pn, double
     for (size_t s = 0; s < ns; ++s)
         for (int i = 0; i < NIMPL; ++i) {
             const lntune_bench_record *r =
-                find(rs, impls[i], pn.op, pn.threads, shapes[s].rows, shapes[s].H);
+                lntune_bench_find(rs, impls[i], pn.op, pn.threads, shapes[s].rows, shapes[s].H);
             if (r && r->us > 0 && r->gbps > top) top = r->gbps;
         }
     const double ymax = nice_max(top), base = y0 + PLOT_H;
@@ -88,7 +77,7 @@ static void draw_panel(FILE *f, const lntune_bench_records *rs, panel pn, double
         const double gx = LEFT + (double)s * group + GAP / 2.0;
         for (int i = 0; i < NIMPL; ++i) {
             const lntune_bench_record *r =
-                find(rs, impls[i], pn.op, pn.threads, shapes[s].rows, shapes[s].H);
+                lntune_bench_find(rs, impls[i], pn.op, pn.threads, shapes[s].rows, shapes[s].H);
             const double x = gx + i * BAR;
             if (!r || r->us <= 0) {
                 fprintf(f,

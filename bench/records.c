@@ -138,3 +138,14 @@ int lntune_bench_records_read(FILE *f, lntune_bench_records *rs) {
             return LNTUNE_ENOMEM;
     return LNTUNE_OK;
 }
+
+const lntune_bench_record *lntune_bench_find(const lntune_bench_records *rs, const char *impl,
+                                             const char *op, int threads, int64_t rows, int64_t H) {
+    for (size_t i = 0; i < rs->n; ++i) {
+        const lntune_bench_record *r = &rs->r[i];
+        if (r->threads == threads && r->rows == rows && r->H == H && strcmp(r->impl, impl) == 0 &&
+            (strcmp(r->op, op) == 0 || strcmp(r->op, "copy") == 0))
+            return r;
+    }
+    return NULL;
+}

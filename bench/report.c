@@ -28,17 +28,6 @@ const char *lntune_bench_impl_label(const char *impl) {
     return impl;
 }
 
-static const lntune_bench_record *find(const lntune_bench_records *rs, const char *impl,
-                                       const char *op, int threads, int64_t rows, int64_t H) {
-    for (size_t i = 0; i < rs->n; ++i) {
-        const lntune_bench_record *r = &rs->r[i];
-        if (r->threads == threads && r->rows == rows && r->H == H && strcmp(r->impl, impl) == 0 &&
-            (strcmp(r->op, op) == 0 || strcmp(r->op, "copy") == 0))
-            return r;
-    }
-    return NULL;
-}
-
 /* The better of the two copies of the same bytes: the bandwidth limit of the shape. */
 static double copy_limit(const lntune_bench_records *rs, int threads, int64_t rows, int64_t H) {
     double best = 0.0;
@@ -77,7 +66,8 @@ static void section(FILE *f, const lntune_bench_records *rs, int threads, const 
         const double limit = copy_limit(rs, threads, k->rows, k->H);
         fprintf(f, "| %lldx%lld%s |", (long long)k->rows, (long long)k->H, lat ? " (latency)" : "");
         for (int i = 0; i < NIMPL; ++i) {
-            const lntune_bench_record *r = find(rs, impl_order[i], op, threads, k->rows, k->H);
+            const lntune_bench_record *r =
+                lntune_bench_find(rs, impl_order[i], op, threads, k->rows, k->H);
             if (!r || r->us < 0) {
                 fprintf(f, " n/a |");
                 continue;
