@@ -283,9 +283,23 @@ static void time_body(batch *b, lntune_pool *pool) {
     if (!sub) _exit(125);
     for (size_t k = 0; k < b->n; ++k)
         if (b->state[k] == PENDING) b->map[m] = (int64_t)k, sub[m++] = all[k];
+    /* The worker's own copies of x and y: after fork the parent's pages are copy-on-write, and
+     * writing y would fault page by page (and split huge pages) through every timed call. */
+    lntune_kernel_args a = *t->args;
+    const size_t xn = (size_t)((a.rows - 1) * a.x_stride + a.H),
+                 yn = (size_t)((a.rows - 1) * a.y_stride + a.H);
+    float *x = aligned_alloc(64, (xn * sizeof(float) + 63) / 64 * 64);
+    float *y = aligned_alloc(64, (yn * sizeof(float) + 63) / 64 * 64);
+    if (!x || !y) _exit(125);
+    memcpy(x, a.x, xn * sizeof(float));
+    memcpy(y, a.y, yn * sizeof(float));
+    a.x = x;
+    a.y = y;
     g_map = g_hdr ? b->map : NULL;
-    lntune_time_interleaved(sub, m, t->args, pool, t->min_rounds, t->budget_ns);
+    lntune_time_interleaved(sub, m, &a, pool, t->min_rounds, t->budget_ns);
     g_map = NULL;
+    free(x);
+    free(y);
     for (size_t i = 0; i < m; ++i) {
         all[b->map[i]] = sub[i];
         b->state[b->map[i]] = DONE;
