@@ -8,13 +8,11 @@
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    remove(argv[1]);
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);
-    lntune_db *db = NULL;
-    int64_t hw = 0;
-    int rc = lntune_db_open(argv[1], 0, &db);
-    if (rc == LNTUNE_OK) rc = lntune_db_put_hardware(db, &cpu, "cc", &hw);
+    lntune_db *db;
+    int64_t hw;
+    int rc = create_db_for(argv[1], &cpu, &db, &hw);
     if (rc == LNTUNE_OK)
         rc = put_tuned(db, hw, "layernorm", "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768,
                        64, 1, 1, TUNED_RUNS);

@@ -147,13 +147,11 @@ int main(int argc, char **argv) {
     if (argc != 2) return 2;
     char path[4096];
     snprintf(path, sizeof path, "%s/hotpath.db", argv[1]);
-    remove(path);
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);
-    lntune_db *db = NULL;
-    int64_t hw = 0;
-    int rc = lntune_db_open(path, 0, &db);
-    if (rc == LNTUNE_OK) rc = lntune_db_put_hardware(db, &cpu, "cc", &hw);
+    lntune_db *db;
+    int64_t hw;
+    int rc = create_db_for(path, &cpu, &db, &hw);
     if (rc == LNTUNE_OK)
         rc = put_tuned(db, hw, "layernorm", "vec=8,affine=fused,threads=1", 768, 1, 1, 1,
                        TUNED_RUNS);

@@ -102,13 +102,11 @@ int main(int argc, char **argv) {
 
     /* 2. A database of another machine, whose best kernel for H=768 must not run here. */
     snprintf(path, sizeof path, "%s/other.db", argv[1]);
-    remove(path);
-    lntune_db *db = NULL;
+    lntune_db *db;
     lntune_cpu_info other;
     other_machine(&other);
-    int64_t hw = 0;
-    rc = lntune_db_open(path, 0, &db);
-    if (rc == LNTUNE_OK) rc = lntune_db_put_hardware(db, &other, "cc", &hw);
+    int64_t hw;
+    rc = create_db_for(path, &other, &db, &hw);
     if (rc == LNTUNE_OK)
         rc = put_tuned(db, hw, "layernorm", "vec=4,affine=fused,threads=1", 768, 7, 1, 1,
                        TUNED_RUNS);

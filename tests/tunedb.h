@@ -63,6 +63,20 @@ static void *build_shared(const char *source, size_t *len) {
 }
 
 /*
+ * A new database at path (an old one removed) with a hardware row for cpu; *hw is its id.
+ * Returns an LNTUNE_* code; *db is set either way (on failure, to a handle with the message).
+ */
+static int create_db_for(const char *path, const lntune_cpu_info *cpu, lntune_db **db,
+                         int64_t *hw) {
+    remove(path);
+    *db = NULL;
+    *hw = 0;
+    int rc = lntune_db_open(path, 0, db);
+    if (rc == LNTUNE_OK) rc = lntune_db_put_hardware(*db, cpu, "cc", hw);
+    return rc;
+}
+
+/*
  * Stores a tuned kernel for (op, H, rows' bucket, affine) on hardware hw: variant generated for
  * H, wrapped (see above), compiled, saved as an artifact, and made the best. 0 on success.
  */
