@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "lntune.h"
+#include "tune_once.h"
 #include "tuner.h"
 #include "tuning_db.h"
 
@@ -74,22 +75,6 @@ static int count(void *ud, const lntune_measurement *m) {
     return 0;
 }
 
-static lntune_tune_result tune(const char *db, int *rc) {
-    const char *ops[] = {"layernorm"};
-    lntune_shape shape = {64, 64, 0};
-    lntune_tune_config cfg = {db, ops,  1,    &shape, 1, 1, LNTUNE_RIGOR_EXHAUSTIVE,
-                              0,  NULL, NULL, NULL,   0};
-    lntune_tune_result *r = NULL, out;
-    size_t n = 0;
-    char err[512] = "";
-    memset(&out, 0, sizeof out);
-    *rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
-    if (*rc != LNTUNE_OK) printf("tune failed: %s\n", err);
-    if (r && n == 1) out = r[0];
-    free(r);
-    return out;
-}
-
 int main(void) {
     char dir[] = "/tmp/lntune-sandbox-XXXXXX";
     if (!mkdtemp(dir)) return 1;
@@ -101,7 +86,8 @@ int main(void) {
     setenv("LNTUNE_SANDBOX_TIMEOUT", "2", 0); /* the hanging variants each cost this */
     int rc;
 
-    lntune_tune_result r = tune(db, &rc);
+    lntune_tune_result r =
+        tune_once(db, "layernorm", (lntune_shape){64, 64, 0}, LNTUNE_RIGOR_EXHAUSTIVE, 1, 0, &rc);
     CHECK(rc == LNTUNE_OK, "the tuner survives every faulty variant (rc %d)", rc);
     CHECK(strstr(r.variant, "quality=right") != NULL, "and chooses the right one: '%s'", r.variant);
     CHECK(r.failed == FAULTY && r.crashed == FAULTY && r.wrong == 1,
@@ -130,7 +116,8 @@ int main(void) {
               "quality=%s stored once, saying '%s': %s", expected[i].quality, expected[i].says,
               c.message[i]);
 
-    lntune_tune_result again = tune(db, &rc);
+    lntune_tune_result again =
+        tune_once(db, "layernorm", (lntune_shape){64, 64, 0}, LNTUNE_RIGOR_EXHAUSTIVE, 1, 0, &rc);
     CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 && again.crashed == 0,
           "a second run reuses the records and runs no faulty variant (crashed %d)", again.crashed);
 

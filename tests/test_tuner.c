@@ -10,28 +10,13 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "lntune.h"
+#include "tune_once.h"
 #include "tuner.h"
 #include "tuning_db.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static lntune_tune_result tune(const char *db, const char *op, int64_t H, lntune_rigor rigor,
-                               int retune, int *rc) {
-    const char *ops[] = {op};
-    lntune_shape shape = {64, H, 0};
-    lntune_tune_config cfg = {db, ops, 1, &shape, 1, 0, rigor, retune, NULL, NULL, NULL, 0};
-    lntune_tune_result *r = NULL, out;
-    size_t n = 0;
-    char err[512] = "";
-    memset(&out, 0, sizeof out);
-    *rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
-    if (*rc != LNTUNE_OK) printf("tune failed: %s\n", err);
-    if (r && n == 1) out = r[0];
-    free(r);
-    return out;
-}
 
 typedef struct {
     int ok, wrong, failed;
@@ -69,16 +54,19 @@ int main(void) {
 
     /* The real templates: a verified winner for a small shape, stored with its artifact. */
     unsetenv("LNTUNE_TEMPLATE_DIR");
-    lntune_tune_result r = tune(db, "rmsnorm", 96, LNTUNE_RIGOR_QUICK, 0, &rc);
+    lntune_tune_result r =
+        tune_once(db, "rmsnorm", (lntune_shape){64, 96, 0}, LNTUNE_RIGOR_QUICK, 0, 0, &rc);
     CHECK(rc == LNTUNE_OK && r.variant[0], "rmsnorm H=96 tuned: %s, %.2f us, %.2fx copy", r.variant,
           r.median_ns * 1e-3, r.copy_gbps > 0 ? r.gbps / r.copy_gbps : 0.0);
     CHECK(r.compiled > 0 && r.wrong == 0 && r.max_error < 1e-6, "compiled %d, wrong %d, error %.3g",
           r.compiled, r.wrong, r.max_error);
-    lntune_tune_result again = tune(db, "rmsnorm", 96, LNTUNE_RIGOR_QUICK, 0, &rc);
+    lntune_tune_result again =
+        tune_once(db, "rmsnorm", (lntune_shape){64, 96, 0}, LNTUNE_RIGOR_QUICK, 0, 0, &rc);
     CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 && again.cache_hits == 0 &&
               strcmp(again.variant, r.variant) == 0,
           "second run reuses the stored winner, compiling nothing (compiled %d)", again.compiled);
-    lntune_tune_result re = tune(db, "rmsnorm", 96, LNTUNE_RIGOR_QUICK, 1, &rc);
+    lntune_tune_result re =
+        tune_once(db, "rmsnorm", (lntune_shape){64, 96, 0}, LNTUNE_RIGOR_QUICK, 0, 1, &rc);
     /* The search may take another path through noisy timings, so some variants may be new. */
     CHECK(rc == LNTUNE_OK && !re.from_db && re.cache_hits > 0,
           "--retune measures again, hitting the object cache (compiled %d, cache hits %d)",
@@ -102,7 +90,7 @@ int main(void) {
     /* Planted faults: the wrong variant is faster but never chosen; the broken one is recorded. */
     snprintf(tpl, sizeof tpl, "%s/templates/tuner", LNTUNE_TEST_SOURCE_DIR);
     setenv("LNTUNE_TEMPLATE_DIR", tpl, 1);
-    r = tune(db, "layernorm", 64, LNTUNE_RIGOR_EXHAUSTIVE, 0, &rc);
+    r = tune_once(db, "layernorm", (lntune_shape){64, 64, 0}, LNTUNE_RIGOR_EXHAUSTIVE, 0, 0, &rc);
     CHECK(rc == LNTUNE_OK && strstr(r.variant, "quality=right") != NULL,
           "winner among planted faults: '%s'", r.variant);
     CHECK(r.wrong == 1 && r.failed == 1, "one wrong and one failed variant (%d, %d)", r.wrong,
@@ -118,7 +106,7 @@ int main(void) {
     CHECK(strstr(c.failed_message, "error") != NULL, "the compiler's message is kept: %.80s",
           c.failed_message);
     /* Exhaustive has one path: a retune compiles only what never compiled (the broken one). */
-    r = tune(db, "layernorm", 64, LNTUNE_RIGOR_EXHAUSTIVE, 1, &rc);
+    r = tune_once(db, "layernorm", (lntune_shape){64, 64, 0}, LNTUNE_RIGOR_EXHAUSTIVE, 0, 1, &rc);
     CHECK(rc == LNTUNE_OK && r.compiled == 1 && r.cache_hits == 2,
           "--retune takes both good objects from the cache (compiled %d, cache hits %d)",
           r.compiled, r.cache_hits);
