@@ -409,7 +409,8 @@ static void store_winner(job *j, size_t v, const lntune_timed *t) {
                            u->obj.data,
                            u->obj.len,
                            so,
-                           so_len};
+                           so_len,
+                           NULL};
     lntune_best b = {lntune_space_variant(j->space, v),
                      u->obj.key,
                      src.threads,

@@ -86,10 +86,11 @@ static int gpu_kernel(const lntune_kernel_args *a, int64_t row_begin, int64_t ro
     if (lntune_cuda_sync(cu)) return device_error("kernel");
     if (lntune_cuda_dtoh(cu, a->y, y, yn * 4)) return device_error("copy y back");
     /* The guard zones around y on the device: the host's are checked by the verifier. */
-    static uint32_t guard[GUARD / 4];
+    /* The zone before y is GUARD bytes plus y's misalignment (up to 12 bytes). */
+    static uint32_t guard[(GUARD + 16) / 4];
     const uint64_t zones[2] = {cur.dy, y + yn * 4};
     for (int z = 0; z < 2; ++z) {
-        size_t bytes = z == 0 ? (size_t)(y - cur.dy) : sizeof guard;
+        size_t bytes = z == 0 ? (size_t)(y - cur.dy) : GUARD;
         if (lntune_cuda_dtoh(cu, guard, zones[z], bytes)) return device_error("copy guard");
         for (size_t i = 0; i < bytes / 4; ++i)
             if (guard[i] != POISON) {
@@ -185,6 +186,7 @@ static lntune_verifier *verifier_for(lntune_op op, int64_t max_h, lntune_verifie
 }
 
 int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a crash when stdout is a file */
     lntune_cuda *cu = NULL;
     int rc = lntune_cuda_open(0, &cu);
     if (rc == LNTUNE_ENODEVICE) {

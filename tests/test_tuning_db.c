@@ -179,8 +179,8 @@ static void make_full_db(const char *path) {
     lntune_measurement m = {"vec=8", "h1", LNTUNE_STATUS_OK, NULL, "art", 1, 2, 3, 4, 5, 6, 7};
     CHECK_RC(db, lntune_db_put_measurement(db, &k, &m), LNTUNE_OK);
     lntune_artifact a = {
-        "art",       "int f(void);",    "cc", "-O2", "f", object_blob, sizeof object_blob,
-        shared_blob, sizeof shared_blob};
+        "art",       "int f(void);",     "cc", "-O2", "f", object_blob, sizeof object_blob,
+        shared_blob, sizeof shared_blob, NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
     lntune_best b = {"vec=8", "art", 2, 512, 2, 5, 6, 7, 10};
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
@@ -282,7 +282,7 @@ static int get_one_artifact(void *ud, const lntune_artifact *a) {
 /* ---- cases ---- */
 
 static void schema_version_is_the_last_section(void) {
-    CHECK(lntune_db_schema_version() == 1);
+    CHECK(lntune_db_schema_version() == 2);
 }
 
 static void rows_bucket_boundaries(void) {
@@ -473,7 +473,8 @@ static void artifact_blobs_round_trip(void) {
                          object_blob,
                          sizeof object_blob,
                          shared_blob,
-                         sizeof shared_blob};
+                         sizeof shared_blob,
+                         NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
     one_artifact *o = calloc(1, sizeof *o);
     CHECK_RC(db, lntune_db_get_artifact(db, "k1", get_one_artifact, o), LNTUNE_OK);
@@ -490,7 +491,7 @@ static void artifact_blobs_round_trip(void) {
 
     /* Replaced under the same key; an empty blob and an absent one stay distinct. */
     static const char empty[1] = "";
-    lntune_artifact b = {"k1", "src2", NULL, NULL, "sym2", empty, 0, NULL, 0};
+    lntune_artifact b = {"k1", "src2", NULL, NULL, "sym2", empty, 0, NULL, 0, NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &b), LNTUNE_OK);
     memset(o, 0, sizeof *o);
     CHECK_RC(db, lntune_db_get_artifact(db, "k1", get_one_artifact, o), LNTUNE_OK);
@@ -631,16 +632,88 @@ static void migrates_an_empty_file(void) {
     lntune_db *db = NULL;
     write_file(tpath(p, "empty.db"), "", 0);
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
-    CHECK(raw_int(p, "PRAGMA user_version") == 1);
+    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
     CHECK(raw_int(p, "PRAGMA application_id") == 0x4C4E5455);
     int64_t hw = 0;
     lntune_cpu_info cpu = test_cpu("00000000000000bb");
     CHECK_RC(db, lntune_db_put_hardware(db, &cpu, "cc", &hw), LNTUNE_OK);
     lntune_db_close(db);
-    /* A second open finds version 1 and leaves the data alone. */
+    /* A second open finds the current version and leaves the data alone. */
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
     CHECK_RC(db, lntune_db_find_hardware(db, "00000000000000bb", &hw), LNTUNE_OK);
     lntune_db_close(db);
+}
+
+typedef struct {
+    lntune_db_hardware hw; /* its strings are valid only in the callback: arch is copied */
+    char arch[16];
+} gpu_row;
+
+static int find_gpu_row(void *ud, const lntune_db_hardware *hw) {
+    gpu_row *r = ud;
+    if (strcmp(hw->kind, "cuda") != 0) return 0;
+    r->hw = *hw;
+    snprintf(r->arch, sizeof r->arch, "%s", hw->arch);
+    return 0;
+}
+
+/* A GPU row carries its own columns; its fingerprint ignores the driver version. */
+static void gpu_hardware_round_trip(void) {
+    char p[512];
+    lntune_db *db = NULL;
+    CHECK_RC(db, lntune_db_open(tpath(p, "gpu.db"), 0, &db), LNTUNE_OK);
+    lntune_gpu_info g = {.name = "NVIDIA H200",
+                         .sm = 90,
+                         .multiprocessors = 132,
+                         .l2_bytes = 62914560,
+                         .bus_width_bits = 6144,
+                         .driver_version = 13000};
+    lntune_gpu_info_finish(&g);
+    lntune_gpu_info newer_driver = g;
+    newer_driver.driver_version = 13010;
+    lntune_gpu_info_finish(&newer_driver);
+    CHECK_STR(g.fingerprint, newer_driver.fingerprint);
+    lntune_gpu_info other = g;
+    other.multiprocessors = 114;
+    lntune_gpu_info_finish(&other);
+    CHECK(strcmp(g.fingerprint, other.fingerprint) != 0);
+    int64_t id1 = 0, id2 = 0;
+    CHECK_RC(db, lntune_db_put_gpu_hardware(db, &g, "NVRTC 13.0", &id1), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_put_gpu_hardware(db, &newer_driver, "NVRTC 13.0", &id2), LNTUNE_OK);
+    CHECK(id1 > 0 && id1 == id2);
+    gpu_row r = {0};
+    CHECK_RC(db, lntune_db_each_hardware(db, find_gpu_row, &r), LNTUNE_OK);
+    CHECK(r.hw.id == id1 && r.hw.compute_capability == 90 && r.hw.cores == 132 &&
+          r.hw.memory_bus_bits == 6144 && r.hw.driver_version == 13000 &&
+          r.hw.l2_bytes == 62914560);
+    CHECK_STR(r.arch, "sm_90");
+    lntune_gpu_info nameless = {0};
+    CHECK_RC(db, lntune_db_put_gpu_hardware(db, &nameless, NULL, &id2), LNTUNE_EINVAL);
+    lntune_db_close(db);
+}
+
+/* A version-1 database (before GPUs) gains the GPU columns and keeps its rows. */
+static void migrates_version_1(void) {
+    char p[512];
+    lntune_db *db = NULL;
+    CHECK_RC(db, lntune_db_open(tpath(p, "v1.db"), 0, &db), LNTUNE_OK);
+    int64_t hw = 0;
+    lntune_cpu_info cpu = test_cpu("00000000000000cc");
+    CHECK_RC(db, lntune_db_put_hardware(db, &cpu, "cc", &hw), LNTUNE_OK);
+    lntune_db_close(db);
+    raw_exec(p, "ALTER TABLE hardware DROP COLUMN kind; ALTER TABLE hardware DROP COLUMN "
+                "compute_capability; ALTER TABLE hardware DROP COLUMN memory_bus_bits; "
+                "ALTER TABLE hardware DROP COLUMN driver_version; ALTER TABLE artifacts DROP "
+                "COLUMN ptx; PRAGMA user_version = 1;");
+    CHECK(raw_int(p, "PRAGMA user_version") == 1);
+    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
+    CHECK(raw_int(p, "PRAGMA user_version") == 2);
+    CHECK(raw_int(p, "SELECT count(*) FROM hardware WHERE kind = 'cpu'") == 1);
+    CHECK_RC(db, lntune_db_find_hardware(db, "00000000000000cc", &hw), LNTUNE_OK);
+    lntune_artifact a = {.key = "k", .source = "s", .symbol = "f", .ptx = ".version 9.0"};
+    CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
+    lntune_db_close(db);
+    CHECK(raw_int(p, "SELECT length(ptx) FROM artifacts WHERE key = 'k'") == 12);
 }
 
 static void readonly_missing_is_notfound(void) {
@@ -835,6 +908,8 @@ int main(void) {
         {"each_best orders by target, op, dtype, H", each_best_is_ordered},
         {"reopening keeps every record", reopen_keeps_data},
         {"a 0-byte file is migrated to the current schema", migrates_an_empty_file},
+        {"a GPU's hardware row round-trips", gpu_hardware_round_trip},
+        {"a version-1 database migrates to the GPU columns", migrates_version_1},
         {"read-only open of a missing file is ENOTFOUND", readonly_missing_is_notfound},
         {"read-only open never writes", readonly_never_writes},
         {"refused unchanged: a text file", refuses_text_file},

@@ -106,7 +106,7 @@ static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *vari
     char key[64];
     snprintf(key, sizeof key, "test-%s-%lld-%lld-%d-%d", op, (long long)H, (long long)rows, affine,
              behaviour);
-    lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len};
+    lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len, NULL};
     lntune_db_key k = {hw, "cpu", op, "f32", H, rows, affine};
     lntune_best best = {src.variant, key, threads, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0};
     rc = so ? lntune_db_put_artifact(db, &art) : -1;

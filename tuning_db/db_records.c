@@ -171,6 +171,46 @@ int lntune_db_put_hardware(lntune_db *db, const lntune_cpu_info *cpu, const char
     return end(db, rc);
 }
 
+int lntune_db_put_gpu_hardware(lntune_db *db, const lntune_gpu_info *gpu, const char *nvrtc,
+                               int64_t *id) {
+    char fingerprint[sizeof gpu->fingerprint], name[sizeof gpu->name], arch[16];
+    int rc = not_open(db);
+    if (rc) return rc;
+    if (!gpu || !id) return lntune_dbi_fail(db, LNTUNE_EINVAL, "put_gpu_hardware: NULL gpu or id");
+    snprintf(fingerprint, sizeof fingerprint, "%.*s", (int)sizeof fingerprint - 1,
+             gpu->fingerprint);
+    snprintf(name, sizeof name, "%.*s", (int)sizeof name - 1, gpu->name);
+    snprintf(arch, sizeof arch, "sm_%d", gpu->sm);
+    if (!fingerprint[0])
+        return lntune_dbi_fail(db, LNTUNE_EINVAL, "put_gpu_hardware: the GPU has no fingerprint");
+
+    if ((rc = begin(db))) return rc;
+    rc = find_hardware(db, fingerprint, id);
+    if (rc == LNTUNE_ENOTFOUND) {
+        sqlite3_stmt *st;
+        rc = prepare(db,
+                     "INSERT INTO hardware (fingerprint, arch, model, family, model_id, stepping, "
+                     "features, cores, l1d_bytes, l2_bytes, l3_bytes, compiler, kind, "
+                     "compute_capability, memory_bus_bits, driver_version) "
+                     "VALUES (?1, ?2, ?3, 0, 0, 0, '', ?4, 0, ?5, 0, ?6, 'cuda', ?7, ?8, ?9)",
+                     &st);
+        if (!rc) {
+            int src = bind_text(st, 1, fingerprint, SQLITE_OK);
+            src = bind_text(st, 2, arch, src);
+            src = bind_text(st, 3, name, src);
+            src = bind_int(st, 4, gpu->multiprocessors, src);
+            src = bind_int(st, 5, gpu->l2_bytes, src);
+            src = bind_text(st, 6, nvrtc, src);
+            src = bind_int(st, 7, gpu->sm, src);
+            src = bind_int(st, 8, gpu->bus_width_bits, src);
+            src = bind_int(st, 9, gpu->driver_version, src);
+            rc = run(db, st, src, "cannot insert the GPU's hardware row");
+        }
+        if (!rc) *id = sqlite3_last_insert_rowid(db->sq);
+    }
+    return end(db, rc);
+}
+
 int lntune_db_each_hardware(lntune_db *db, int (*cb)(void *ud, const lntune_db_hardware *hw),
                             void *ud) {
     sqlite3_stmt *st;
@@ -179,7 +219,8 @@ int lntune_db_each_hardware(lntune_db *db, int (*cb)(void *ud, const lntune_db_h
     if (!cb) return lntune_dbi_fail(db, LNTUNE_EINVAL, "each_hardware: NULL callback");
     rc = prepare(db,
                  "SELECT id, fingerprint, arch, model, features, compiler, family, model_id, "
-                 "stepping, cores, l1d_bytes, l2_bytes, l3_bytes FROM hardware ORDER BY id",
+                 "stepping, cores, l1d_bytes, l2_bytes, l3_bytes, kind, compute_capability, "
+                 "memory_bus_bits, driver_version FROM hardware ORDER BY id",
                  &st);
     if (rc) return rc;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
@@ -197,6 +238,10 @@ int lntune_db_each_hardware(lntune_db *db, int (*cb)(void *ud, const lntune_db_h
             .l1d_bytes = sqlite3_column_int64(st, 10),
             .l2_bytes = sqlite3_column_int64(st, 11),
             .l3_bytes = sqlite3_column_int64(st, 12),
+            .kind = col_text(st, 13),
+            .compute_capability = sqlite3_column_int(st, 14),
+            .memory_bus_bits = sqlite3_column_int(st, 15),
+            .driver_version = sqlite3_column_int(st, 16),
         };
         if (cb(ud, &hw)) break;
     }
@@ -318,12 +363,14 @@ int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a) {
     if (rc) return rc;
     if (!a || !a->key || !a->source || !a->symbol)
         return lntune_dbi_fail(db, LNTUNE_EINVAL, "put_artifact: needs key, source and symbol");
-    rc = prepare(db,
-                 "INSERT INTO artifacts (key, source, compiler, flags, symbol, object, shared) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (key) DO UPDATE SET "
-                 "source = excluded.source, compiler = excluded.compiler, flags = excluded.flags, "
-                 "symbol = excluded.symbol, object = excluded.object, shared = excluded.shared",
-                 &st);
+    rc =
+        prepare(db,
+                "INSERT INTO artifacts (key, source, compiler, flags, symbol, object, shared, ptx) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (key) DO UPDATE SET "
+                "source = excluded.source, compiler = excluded.compiler, flags = excluded.flags, "
+                "symbol = excluded.symbol, object = excluded.object, shared = excluded.shared, "
+                "ptx = excluded.ptx",
+                &st);
     if (rc) return rc;
     int src = bind_text(st, 1, a->key, SQLITE_OK);
     src = bind_text(st, 2, a->source, src);
@@ -332,6 +379,7 @@ int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a) {
     src = bind_text(st, 5, a->symbol, src);
     src = bind_blob(st, 6, a->object, a->object_len, src);
     src = bind_blob(st, 7, a->shared, a->shared_len, src);
+    src = bind_text(st, 8, a->ptx, src);
     return run(db, st, src, "cannot store the artifact");
 }
 
@@ -343,7 +391,7 @@ int lntune_db_get_artifact(lntune_db *db, const char *key,
     if (!key || !cb)
         return lntune_dbi_fail(db, LNTUNE_EINVAL, "get_artifact: NULL key or callback");
     rc = prepare(db,
-                 "SELECT key, source, compiler, flags, symbol, object, shared FROM artifacts "
+                 "SELECT key, source, compiler, flags, symbol, object, shared, ptx FROM artifacts "
                  "WHERE key = ?1",
                  &st);
     if (rc) return rc;
@@ -356,6 +404,7 @@ int lntune_db_get_artifact(lntune_db *db, const char *key,
             .compiler = col_text(st, 2),
             .flags = col_text(st, 3),
             .symbol = col_text(st, 4),
+            .ptx = col_text(st, 7),
         };
         a.object = col_blob(st, 5, &a.object_len);
         a.shared = col_blob(st, 6, &a.shared_len);

@@ -144,3 +144,13 @@ void lntune_cpu_info_get(lntune_cpu_info *info) {
     uint64_t h = lntune_fnv1a(LNTUNE_FNV_INIT, text, (uint64_t)(len > 0 ? len : 0));
     snprintf(info->fingerprint, sizeof info->fingerprint, "%016llx", (unsigned long long)h);
 }
+
+void lntune_gpu_info_finish(lntune_gpu_info *g) {
+    char text[512];
+    int len =
+        snprintf(text, sizeof text, "cuda|%.*s|%d|%d|%lld|%d", (int)sizeof g->name - 1, g->name,
+                 g->sm, g->multiprocessors, (long long)g->l2_bytes, g->bus_width_bits);
+    if (len >= (int)sizeof text) len = (int)sizeof text - 1;
+    uint64_t h = lntune_fnv1a(LNTUNE_FNV_INIT, text, (uint64_t)(len > 0 ? len : 0));
+    snprintf(g->fingerprint, sizeof g->fingerprint, "%016llx", (unsigned long long)h);
+}

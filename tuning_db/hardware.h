@@ -38,6 +38,24 @@ typedef struct lntune_cpu_info {
 /* Fills info for this machine. Never fails: unknown fields stay 0 or empty. */
 void lntune_cpu_info_get(lntune_cpu_info *info);
 
+/*
+ * A CUDA device, as the tuning database keys it. The fingerprint hashes name, compute
+ * capability, multiprocessors, L2 and memory bus: two cards of one model share their tunings,
+ * whatever their driver. Filled by the caller (from the driver), then lntune_gpu_info_finish.
+ */
+typedef struct lntune_gpu_info {
+    char name[256]; /* "NVIDIA H200" */
+    int sm;         /* compute capability, 10 * major + minor: 90 */
+    int multiprocessors;
+    int64_t l2_bytes;
+    int bus_width_bits;
+    int driver_version; /* 13000 for 13.0; recorded, not hashed */
+    char fingerprint[17];
+} lntune_gpu_info;
+
+/* Computes g->fingerprint from the other fields. */
+void lntune_gpu_info_finish(lntune_gpu_info *g);
+
 /* The name of ISA bit i ("avx512f"), or NULL past the last. */
 const char *lntune_hw_feature_name(int i);
 

@@ -89,3 +89,18 @@ CREATE TABLE best (
     chosen_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
     UNIQUE (hardware_id, target, op, dtype, H, rows_bucket, affine)
 );
+
+-- @version 2
+
+-- GPUs. A CUDA device has its own hardware row (kind 'cuda'): arch is "sm_90", model the device
+-- name, cores its multiprocessor count, l2_bytes its L2 cache, compiler the NVRTC version, and
+-- family/model_id/stepping/l1d_bytes/l3_bytes are 0. Its fingerprint hashes name, compute
+-- capability, multiprocessors, L2 and memory bus (hardware.c); the driver version is recorded.
+ALTER TABLE hardware ADD COLUMN kind TEXT NOT NULL DEFAULT 'cpu' CHECK (kind IN ('cpu', 'cuda'));
+ALTER TABLE hardware ADD COLUMN compute_capability INTEGER;
+ALTER TABLE hardware ADD COLUMN memory_bus_bits INTEGER;
+ALTER TABLE hardware ADD COLUMN driver_version INTEGER;
+
+-- CUDA artifacts: object holds the cubin for the device's exact architecture, ptx the PTX of the
+-- same compile (loaded by the driver's JIT where the cubin does not fit).
+ALTER TABLE artifacts ADD COLUMN ptx TEXT;

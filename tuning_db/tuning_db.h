@@ -43,6 +43,9 @@ int lntune_db_schema_version(void); /* the version this build writes */
 /* Inserts (or finds) this machine's hardware row; *id receives its row id. */
 int lntune_db_put_hardware(lntune_db *db, const lntune_cpu_info *cpu, const char *compiler,
                            int64_t *id);
+/* Inserts (or finds) a GPU's hardware row (kind "cuda"); nvrtc is the NVRTC version line. */
+int lntune_db_put_gpu_hardware(lntune_db *db, const lntune_gpu_info *gpu, const char *nvrtc,
+                               int64_t *id);
 /* The row id of a fingerprint; LNTUNE_ENOTFOUND if the database has never seen it. */
 int lntune_db_find_hardware(lntune_db *db, const char *fingerprint, int64_t *id);
 
@@ -51,6 +54,8 @@ typedef struct lntune_db_hardware {
     const char *fingerprint, *arch, *model, *features, *compiler;
     int family, model_id, stepping, cores;
     int64_t l1d_bytes, l2_bytes, l3_bytes;
+    const char *kind; /* "cpu" or "cuda"; for a GPU, cores is its multiprocessor count */
+    int compute_capability, memory_bus_bits, driver_version; /* GPUs only; else 0 */
 } lntune_db_hardware;
 int lntune_db_each_hardware(lntune_db *db, int (*cb)(void *ud, const lntune_db_hardware *hw),
                             void *ud);
@@ -106,6 +111,7 @@ typedef struct lntune_artifact {
     size_t object_len;
     const void *shared; /* shared object the runtime dlopens (may be NULL) */
     size_t shared_len;
+    const char *ptx; /* CUDA: the PTX text (object then holds the cubin); may be NULL */
 } lntune_artifact;
 
 int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a);
