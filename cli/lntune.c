@@ -11,6 +11,10 @@
 #include "bench.h"
 #endif
 #include "build.h"
+#ifdef LNTUNE_HAVE_CUDA
+#include "cuda_driver.h"
+#include "cuda_tuner.h"
+#endif
 #include "export.h"
 #include "generator.h"
 #include "hardware.h"
@@ -36,7 +40,8 @@ typedef struct {
     lntune_shape *shapes;
     size_t nshapes;
     int help, retune, json, all, threads, force;
-    int cmake; /* export --cmake */
+    int sm, device; /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
+    int cmake;      /* export --cmake */
 } options;
 
 typedef struct {
@@ -69,6 +74,17 @@ static int parse_options(int argc, char **argv, options *o) {
                                                 : NULL;
         if (flag) {
             *flag = 1;
+            continue;
+        }
+        if (strcmp(a, "--sm") == 0 || strcmp(a, "--device") == 0) {
+            const int sm = a[2] == 's';
+            char *end;
+            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+            if (i + 1 >= argc || *end || n < (sm ? 50 : 0) || n > (sm ? 200 : 64))
+                return usage_error("%s", sm ? "--sm needs a compute capability such as 80 or 90"
+                                            : "--device needs a CUDA device index from 0 to 64");
+            *(sm ? &o->sm : &o->device) = (int)n;
+            ++i;
             continue;
         }
         if (strcmp(a, "--threads") == 0) {
@@ -115,9 +131,9 @@ static int check_op_target(const options *o, int need_variant) {
     if (!o->op) return usage_error("%s", "--op is required (layernorm or rmsnorm)");
     if (lntune_op_parse(o->op) < 0)
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
-    if (!o->target) return usage_error("%s", "--target is required (cpu)");
-    if (strcmp(o->target, "cpu") != 0)
-        return usage_error("unknown target '%s' (expected cpu)", o->target);
+    if (!o->target) return usage_error("%s", "--target is required (cpu or cuda)");
+    if (strcmp(o->target, "cpu") != 0 && strcmp(o->target, "cuda") != 0)
+        return usage_error("unknown target '%s' (expected cpu or cuda)", o->target);
     if (need_variant && !o->variant) return usage_error("%s", "--variant is required");
     if (o->nshapes > 1) return usage_error("%s", "give one shape");
     return 0;
@@ -142,10 +158,12 @@ static void on_stop_signal(int sig) {
     stop_signal = sig;
 }
 
-/* Opens the generator; prints its message on failure. */
-static lntune_gen *open_gen(void) {
+/* Opens the generator (for CUDA, for --sm, else sm_90); prints its message on failure. */
+static lntune_gen *open_gen_for(const options *o) {
     lntune_gen *g = NULL;
     int rc = lntune_gen_open(NULL, &g);
+    if (rc == LNTUNE_OK && o && o->target && strcmp(o->target, "cuda") == 0)
+        rc = lntune_gen_set_cuda_arch(g, o->sm ? o->sm : 90);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune: %s\n", g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
         lntune_gen_close(g);
@@ -167,7 +185,7 @@ static const lntune_shape *the_shape(const options *o) {
 static int cmd_variants(options *o) {
     int rc = check_op_target(o, 0);
     if (rc) return rc;
-    lntune_gen *g = open_gen();
+    lntune_gen *g = open_gen_for(o);
     if (!g) return EXIT_FAIL;
     char **list;
     size_t n;
@@ -182,7 +200,7 @@ static int cmd_variants(options *o) {
 static int cmd_params(options *o) {
     int rc = check_op_target(o, 0);
     if (rc) return rc;
-    lntune_gen *g = open_gen();
+    lntune_gen *g = open_gen_for(o);
     if (!g) return EXIT_FAIL;
     char *text;
     if ((rc = lntune_gen_describe(g, o->target, o->op, &text)) != LNTUNE_OK)
@@ -196,7 +214,7 @@ static int cmd_params(options *o) {
 static int cmd_emit(options *o) {
     int rc = check_op_target(o, 1);
     if (rc) return rc;
-    lntune_gen *g = open_gen();
+    lntune_gen *g = open_gen_for(o);
     if (!g) return EXIT_FAIL;
     lntune_source src;
     rc = lntune_gen_emit(g, o->target, o->op, o->variant, the_shape(o), o->symbol, &src);
@@ -210,7 +228,10 @@ static int cmd_emit(options *o) {
 static int cmd_verify(options *o) {
     int rc = check_op_target(o, 1);
     if (rc) return rc;
-    lntune_gen *g = open_gen();
+    if (strcmp(o->target, "cuda") == 0)
+        return usage_error("%s", "verify runs CPU variants here; CUDA variants are verified on "
+                                 "the GPU by 'lntune --target cuda --shape ...'");
+    lntune_gen *g = open_gen_for(o);
     if (!g) return EXIT_FAIL;
     lntune_source src;
     if ((rc = lntune_gen_emit(g, o->target, o->op, o->variant, the_shape(o), NULL, &src)))
@@ -280,13 +301,14 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
         printf("[");
         for (size_t i = 0; i < n; ++i)
             printf(
-                "%s\n {\"op\": \"%s\", \"rows\": %lld, \"H\": %lld, \"variant\": \"%s\", "
+                "%s\n {\"target\": \"%s\", \"op\": \"%s\", \"rows\": %lld, \"H\": %lld, "
+                "\"variant\": \"%s\", "
                 "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
                 "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
                 "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
                 "\"from_db\": %s}",
-                i ? "," : "", r[i].op, (long long)r[i].rows, (long long)r[i].H, r[i].variant,
-                r[i].median_ns * 1e-3, r[i].gbps, r[i].copy_gbps,
+                i ? "," : "", r[i].target, r[i].op, (long long)r[i].rows, (long long)r[i].H,
+                r[i].variant, r[i].median_ns * 1e-3, r[i].gbps, r[i].copy_gbps,
                 r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
                 r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, r[i].max_error,
                 r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
@@ -294,35 +316,80 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
         printf("\n]\n");
         return;
     }
-    printf("%-9s %-16s %10s %8s %7s %8s  %-22s %s\n", "op", "shape", "time", "GB/s", "/copy",
-           "/naive", "compiled/cached/reused", "best variant");
     for (size_t i = 0; i < n; ++i) {
+        if (i == 0 || strcmp(r[i].target, r[i - 1].target) != 0)
+            printf("%s%-4s %-9s %-16s %10s %8s %7s %8s  %-22s %s\n", i ? "\n" : "", "", "op",
+                   "shape", "time", "GB/s", "/copy", "/naive", "compiled/cached/reused",
+                   "best variant");
         char shape[40];
         snprintf(shape, sizeof shape, "%lldx%lld", (long long)r[i].rows, (long long)r[i].H);
         if (!r[i].variant[0]) {
-            printf("%-9s %-16s no correct variant (%d wrong, %d failed)\n", r[i].op, shape,
-                   r[i].wrong, r[i].failed);
+            printf("%-4s %-9s %-16s no correct variant (%d wrong, %d failed)\n", r[i].target,
+                   r[i].op, shape, r[i].wrong, r[i].failed);
             continue;
         }
         char counts[48];
         snprintf(counts, sizeof counts, "%d/%d/%d%s", r[i].compiled, r[i].cache_hits, r[i].reused,
                  r[i].from_db ? " (db)" : "");
-        printf("%-9s %-16s %8.1fus %8.2f %6.2fx %7.2fx  %-22s %s\n", r[i].op, shape,
-               r[i].median_ns * 1e-3, r[i].gbps,
+        printf("%-4s %-9s %-16s %8.1fus %8.2f %6.2fx %7.2fx  %-22s %s\n", r[i].target, r[i].op,
+               shape, r[i].median_ns * 1e-3, r[i].gbps,
                r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
                r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, counts, r[i].variant);
         if (r[i].wrong || r[i].failed)
-            printf("%-9s %-16s %d variants wrong, %d failed (kept in the database)\n", "", "",
-                   r[i].wrong, r[i].failed);
+            printf("%-4s %-9s %-16s %d variants wrong, %d failed (kept in the database)\n", "", "",
+                   "", r[i].wrong, r[i].failed);
     }
+}
+
+/* The default target is every device found: is CUDA device `device` usable? */
+static int cuda_device_found(int device) {
+#ifdef LNTUNE_HAVE_CUDA
+    lntune_cuda *cu = NULL;
+    int rc = lntune_cuda_open(device, &cu);
+    if (rc != LNTUNE_OK)
+        fprintf(stderr, "lntune: no CUDA device to tune (%s); tuning the CPU\n",
+                cu ? lntune_cuda_errmsg(cu) : lntune_errstr(rc));
+    lntune_cuda_close(cu);
+    return rc == LNTUNE_OK;
+#else
+    (void)device;
+    return 0;
+#endif
+}
+
+/* Tunes cfg on CUDA device `device`, appending its results to *r. */
+static int tune_cuda(const lntune_tune_config *cfg, int device, lntune_tune_result **r, size_t *n,
+                     char err[1024]) {
+#ifdef LNTUNE_HAVE_CUDA
+    lntune_tune_result *more = NULL;
+    size_t nmore = 0;
+    int rc = lntune_tune_cuda(cfg, device, &more, &nmore, err, 1024);
+    lntune_tune_result *all = realloc(*r, (*n + nmore + 1) * sizeof *all);
+    if (!all) {
+        free(more);
+        snprintf(err, 1024, "out of memory");
+        return LNTUNE_ENOMEM;
+    }
+    if (nmore) memcpy(all + *n, more, nmore * sizeof *more);
+    *r = all;
+    *n += nmore;
+    free(more);
+    return rc;
+#else
+    (void)cfg, (void)device, (void)r, (void)n;
+    snprintf(err, 1024, "this lntune was built without CUDA (LNTUNE_CUDA=OFF)");
+    return LNTUNE_EUNSUPPORTED;
+#endif
 }
 
 static int cmd_tune(options *o) {
     static const char *const both[] = {"layernorm", "rmsnorm"};
     const char *one[1];
     if (o->nshapes == 0) return usage_error("%s", "--shape is required, e.g. --shape H=4096");
-    if (o->target && strcmp(o->target, "cpu") != 0)
-        return usage_error("unknown target '%s' (expected cpu)", o->target);
+    const int want_cpu = !o->target || strcmp(o->target, "cpu") == 0;
+    int want_cuda = o->target && strcmp(o->target, "cuda") == 0;
+    if (o->target && !want_cpu && !want_cuda)
+        return usage_error("unknown target '%s' (expected cpu or cuda)", o->target);
     if (o->op && lntune_op_parse(o->op) < 0)
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
     int rc = check_dtype(o);
@@ -339,7 +406,7 @@ static int cmd_tune(options *o) {
     }
     /* x and y of the tuned shape must fit in memory: at most half of it. */
     const double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    for (size_t i = 0; i < o->nshapes; ++i) {
+    for (size_t i = 0; i < o->nshapes && want_cpu; ++i) {
         const lntune_shape *s = &o->shapes[i];
         const double rows = s->rows ? (double)s->rows : (double)lntune_tune_default_rows(s->H);
         if (s->H > (INT64_C(1) << 26))
@@ -365,10 +432,13 @@ static int cmd_tune(options *o) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if (!o->target) want_cuda = cuda_device_found(o->device);
     lntune_tune_result *r = NULL;
     size_t n = 0;
     char err[1024] = "";
-    rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
+    rc = LNTUNE_OK;
+    if (want_cpu) rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
+    if (want_cuda && rc == LNTUNE_OK && !stop_signal) rc = tune_cuda(&cfg, o->device, &r, &n, err);
     if (tty) fprintf(stderr, "\r%*s\r", 110, "");
     int saved = 0;
     for (size_t i = 0; i < n; ++i) saved += r[i].saved;
@@ -519,11 +589,14 @@ static int cmd_bench(options *o) {
 
 static const command commands[] = {
     {"tune", cmd_tune,
-     "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--threads N]\n"
-     "              [--rigor quick|measure|exhaustive] [--db PATH] [--retune] [--force] [--json]\n"
+     "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
+     "              [--device N] [--threads N] [--rigor quick|measure|exhaustive] [--db PATH]\n"
+     "              [--retune] [--force] [--json]\n"
      "  Tunes LayerNorm and RMSNorm (or --op) fp32 for each shape: generates, compiles, verifies\n"
      "  and times the variants, and stores every result in the database ($LNTUNE_DB, else\n"
-     "  ~/.cache/lntune/tune.db). rows defaults to 8Mi/H (H=4096: 2048 rows). A second run\n"
+     "  ~/.cache/lntune/tune.db). The target is every device found (the CPU, and CUDA device\n"
+     "  --device, default 0, when one is usable), or --target. rows defaults to 8Mi/H on the\n"
+     "  CPU (H=4096: 2048 rows) and 16384 on a GPU. A second run\n"
      "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"
      "  not SQLite, another application's, newer) is never touched; --force moves it to\n"
      "  PATH.bak and starts a new one. Ctrl-C keeps every measurement taken; rerun to resume.\n"
@@ -536,14 +609,15 @@ static const command commands[] = {
      "  Times the shapes tuned in the database (or --shape) against oneDNN, PyTorch, a naive\n"
      "  kernel and the memory copy; prints a markdown table (--json: one record a line).\n"},
     {"variants", cmd_variants,
-     "lntune variants --op layernorm|rmsnorm --target cpu [--shape H=N[,rows=N]]\n"
+     "lntune variants --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--shape H=N[,rows=N]]\n"
      "  Lists every valid variant, one canonical parameter string a line.\n"},
     {"params", cmd_params,
-     "lntune params --op layernorm|rmsnorm --target cpu\n"
+     "lntune params --op layernorm|rmsnorm --target cpu|cuda [--sm N]\n"
      "  Shows the parameter space: each knob, its values and what it does.\n"},
     {"emit", cmd_emit,
-     "lntune emit --op OP --target cpu --variant STRING [--shape H=N] [--symbol NAME]\n"
-     "  Prints the generated source of one variant. Parameters left out take their first value.\n"},
+     "lntune emit --op OP --target cpu|cuda --variant STRING [--shape H=N] [--symbol NAME]\n"
+     "  Prints the generated source of one variant. Parameters left out take their first value.\n"
+     "  CUDA sources are for --sm (compute capability, default 90).\n"},
     {"verify", cmd_verify,
      "lntune verify --op OP --target cpu --variant STRING [--shape H=N]\n"
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"

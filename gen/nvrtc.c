@@ -9,12 +9,15 @@
 #include "lntune.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int nvrtcResult; /* NVRTC_SUCCESS is 0 */
 typedef struct _nvrtcProgram *nvrtcProgram;
@@ -320,4 +323,43 @@ void lntune_nvrtc_output_free(lntune_nvrtc_output *out) {
     out->data = NULL;
     out->ptx = out->message = NULL;
     out->len = out->ptx_len = 0;
+}
+
+typedef struct {
+    const lntune_nvrtc *n;
+    int sm;
+    lntune_nvrtc_kind kind;
+    lntune_nvrtc_job *jobs;
+    size_t count;
+    atomic_size_t next;
+} batch;
+
+static void *compile_worker(void *arg) {
+    batch *b = arg;
+    for (size_t i; (i = atomic_fetch_add(&b->next, 1)) < b->count;) {
+        lntune_nvrtc_job *j = &b->jobs[i];
+        j->rc = lntune_nvrtc_compile(b->n, j->source, j->name ? j->name : "variant.cu", b->sm,
+                                     b->kind, NULL, &j->out);
+    }
+    return NULL;
+}
+
+int lntune_nvrtc_compile_many(const lntune_nvrtc *n, int sm, lntune_nvrtc_kind kind,
+                              lntune_nvrtc_job *jobs, size_t count, int threads) {
+    enum { MAX_THREADS = 64 };
+    if (threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > 0 ? (int)(cores < MAX_THREADS ? cores : MAX_THREADS) : 1;
+    }
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if ((size_t)threads > count) threads = count ? (int)count : 1;
+    batch b = {.n = n, .sm = sm, .kind = kind, .jobs = jobs, .count = count};
+    atomic_init(&b.next, 0);
+    pthread_t th[MAX_THREADS];
+    int started = 0;
+    while (started < threads && pthread_create(&th[started], NULL, compile_worker, &b) == 0)
+        ++started;
+    if (started == 0) return LNTUNE_ERROR;
+    for (int i = 0; i < started; ++i) pthread_join(th[i], NULL);
+    return LNTUNE_OK;
 }

@@ -57,4 +57,20 @@ int lntune_nvrtc_compile(const lntune_nvrtc *n, const char *source, const char *
                          lntune_nvrtc_output *out);
 void lntune_nvrtc_output_free(lntune_nvrtc_output *out); /* frees the fields; NULL is a no-op */
 
+/* One source of a batch: filled by the caller (source, name), then rc and out by the compile. */
+typedef struct lntune_nvrtc_job {
+    const char *source;
+    const char *name; /* NULL: "variant.cu" */
+    int rc;
+    lntune_nvrtc_output out;
+} lntune_nvrtc_job;
+
+/*
+ * Compiles jobs[0..count) for sm, kind on threads threads (0: every online core, at most 64),
+ * each job's result in its rc and out. Returns LNTUNE_OK, or LNTUNE_ENOMEM/LNTUNE_ERROR when the
+ * threads could not be started (then no job ran).
+ */
+int lntune_nvrtc_compile_many(const lntune_nvrtc *n, int sm, lntune_nvrtc_kind kind,
+                              lntune_nvrtc_job *jobs, size_t count, int threads);
+
 #endif /* LNTUNE_NVRTC_H */

@@ -636,6 +636,7 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             j.start_ns = lntune_now_ns();
             /* Objects are -march=native: the fingerprint keeps them out of other hosts' cache. */
             snprintf(j.host_flag, sizeof j.host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
+            snprintf(r->target, sizeof r->target, "cpu");
             snprintf(r->op, sizeof r->op, "%s", j.op);
             r->rows = j.shape.rows;
             r->H = j.shape.H;

@@ -46,6 +46,7 @@ typedef struct lntune_tune_config {
 } lntune_tune_config;
 
 typedef struct lntune_tune_result {
+    char target[8]; /* "cpu", "cuda" */
     char op[16];
     int64_t rows, H;
     char variant[256]; /* the winner */

@@ -5,13 +5,13 @@
  * than H; H in {1, 3, 17, 768, 1000, 4096, 4097, 12288, 65536}; y poisoned before each run, so an
  * element never written, or written outside the rows, is caught.
  *
- * The verifier runs CPU kernel functions; gpu_kernel below is one: it copies the case to the
- * device at the same alignment (mod 16 bytes) with poisoned guard zones around y, launches the
- * variant by its launch line, and copies y back. Variants with fixed H run at that H only;
- * shared-memory variants only up to their max_h.
+ * The device side of each case is gen/cuda_check.c (the tuner's own verifier): x copied at the
+ * same alignment (mod 16 bytes), poisoned guard zones around y. Variants with fixed H run at that
+ * H only; shared-memory variants only up to their max_h.
  *
  * Exits 77 (skipped) when there is no GPU, no driver, or no NVRTC. Labelled `cuda` in ctest.
  */
+#include "cuda_check.h"
 #include "cuda_driver.h"
 #include "cuda_launch.h"
 #include "generator.h"
@@ -20,8 +20,6 @@
 #include "verify.h"
 
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,102 +29,12 @@
 static const int64_t test_h[] = {1, 3, 17, 768, 1000, 4096, 4097, 12288, 65536};
 enum { NH = sizeof test_h / sizeof test_h[0] };
 static const int64_t fixed_shapes[] = {768, 4096, 12288};
-enum { GUARD = 256, MAX_FLOATS = 8 * (65536 + 16) };
-static const uint32_t POISON = 0x7fa5a5a5u; /* the verifier's poison */
-#define KERNEL_DEVICE_ERROR 99
-
-/* The variant gpu_kernel runs: the verifier's kernel functions take no user pointer. */
-static struct {
-    lntune_cuda *cu;
-    void *function;
-    lntune_cuda_launch launch;
-    uint64_t dx, dy, dg, db; /* device buffers, 256-byte aligned */
-    char message[1024];
-} cur;
-
-static size_t extent(int64_t rows, int64_t stride, int64_t H) {
-    return (size_t)((rows - 1) * stride + H);
-}
-
-static int device_error(const char *what) {
-    snprintf(cur.message, sizeof cur.message, "%s: %s", what, lntune_cuda_errmsg(cur.cu));
-    return KERNEL_DEVICE_ERROR;
-}
-
-/* A lntune_kernel_fn that runs the current variant on the GPU. */
-static int gpu_kernel(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end) {
-    if (row_begin != 0 || row_end != a->rows) return LNTUNE_KERNEL_EUNSUPPORTED;
-    lntune_cuda *cu = cur.cu;
-    const size_t xn = extent(a->rows, a->x_stride, a->H), yn = extent(a->rows, a->y_stride, a->H);
-    if (xn + 16 > MAX_FLOATS || yn + 16 > MAX_FLOATS) return LNTUNE_KERNEL_EUNSUPPORTED;
-    /* Same misalignment as the host copy, so the kernel's alignment checks see what it would. */
-    const uint64_t x = cur.dx + GUARD + (uintptr_t)a->x % 16;
-    const uint64_t y = cur.dy + GUARD + (uintptr_t)a->y % 16;
-    lntune_kernel_args d = *a;
-    d.x = (const void *)(uintptr_t)x;
-    d.y = (void *)(uintptr_t)y;
-    if (lntune_cuda_htod(cu, x, a->x, xn * 4)) return device_error("copy x");
-    if (lntune_cuda_fill32(cu, cur.dy, POISON, MAX_FLOATS + 2 * GUARD / 4))
-        return device_error("poison y");
-    if (lntune_cuda_htod(cu, y, a->y, yn * 4)) return device_error("copy y");
-    if (a->gamma) {
-        if (lntune_cuda_htod(cu, cur.dg, a->gamma, (size_t)a->H * 4))
-            return device_error("copy gamma");
-        d.gamma = (const void *)(uintptr_t)cur.dg;
-    }
-    if (a->beta) {
-        if (lntune_cuda_htod(cu, cur.db, a->beta, (size_t)a->H * 4))
-            return device_error("copy beta");
-        d.beta = (const void *)(uintptr_t)cur.db;
-    }
-    const int64_t smem = lntune_cuda_launch_smem(&cur.launch, a->H);
-    if (lntune_cuda_launch_kernel(cu, cur.function, lntune_cuda_launch_grid(&cur.launch, a->rows),
-                                  cur.launch.block, smem, NULL, &d))
-        return device_error("launch");
-    if (lntune_cuda_sync(cu)) return device_error("kernel");
-    if (lntune_cuda_dtoh(cu, a->y, y, yn * 4)) return device_error("copy y back");
-    /* The guard zones around y on the device: the host's are checked by the verifier. */
-    /* The zone before y is GUARD bytes plus y's misalignment (up to 12 bytes). */
-    static uint32_t guard[(GUARD + 16) / 4];
-    const uint64_t zones[2] = {cur.dy, y + yn * 4};
-    for (int z = 0; z < 2; ++z) {
-        size_t bytes = z == 0 ? (size_t)(y - cur.dy) : GUARD;
-        if (lntune_cuda_dtoh(cu, guard, zones[z], bytes)) return device_error("copy guard");
-        for (size_t i = 0; i < bytes / 4; ++i)
-            if (guard[i] != POISON) {
-                snprintf(cur.message, sizeof cur.message, "wrote %s y on the device",
-                         z ? "past the end of" : "before");
-                return KERNEL_DEVICE_ERROR;
-            }
-    }
-    return LNTUNE_KERNEL_OK;
-}
 
 typedef struct {
-    char *variant, *text, *what;
+    char *variant, *text;
     int64_t fixed_h;
     int affine;
-    lntune_nvrtc_output out;
-    int rc;
 } job;
-
-typedef struct {
-    const lntune_nvrtc *nv;
-    int sm;
-    job *jobs;
-    size_t n;
-    atomic_size_t next;
-} compile_pool;
-
-static void *compile_worker(void *arg) {
-    compile_pool *p = arg;
-    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) {
-        job *j = &p->jobs[i];
-        j->rc = lntune_nvrtc_compile(p->nv, j->text, "variant.cu", p->sm, LNTUNE_NVRTC_CUBIN, NULL,
-                                     &j->out);
-    }
-    return NULL;
-}
 
 /* Emits every variant of op: the generic space plus the fixed-H variants of fixed_shapes. */
 static size_t collect(lntune_gen *g, const char *op, job **jobs) {
@@ -148,7 +56,6 @@ static size_t collect(lntune_gen *g, const char *op, job **jobs) {
             }
             if (n == cap) *jobs = realloc(*jobs, (cap = cap ? 2 * cap : 512) * sizeof **jobs);
             job *j = &(*jobs)[n++];
-            memset(j, 0, sizeof *j);
             j->variant = strdup(list[i]);
             j->text = src.text;
             j->fixed_h = src.fixed_h;
@@ -206,10 +113,8 @@ int main(void) {
     }
     printf("%s, sm_%d, %d SMs, driver %d; %s\n", info->name, info->sm, info->multiprocessors,
            info->driver_version, lntune_nvrtc_describe(nv));
-    cur.cu = cu;
-    if (lntune_cuda_alloc(cu, MAX_FLOATS * 4 + 2 * GUARD, &cur.dx) ||
-        lntune_cuda_alloc(cu, MAX_FLOATS * 4 + 2 * GUARD, &cur.dy) ||
-        lntune_cuda_alloc(cu, 65536 * 4, &cur.dg) || lntune_cuda_alloc(cu, 65536 * 4, &cur.db)) {
+    lntune_cuda_checker *checker = NULL;
+    if (lntune_cuda_checker_create(cu, 8 * (65536 + 16), 65536, &checker)) {
         fprintf(stderr, "alloc: %s\n", lntune_cuda_errmsg(cu));
         return 1;
     }
@@ -224,14 +129,13 @@ int main(void) {
     for (int o = 0; o < 2; ++o) {
         job *jobs = NULL;
         size_t n = collect(g, ops[o], &jobs);
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int nthreads = cores > 1 ? (int)(cores > 32 ? 32 : cores) : 1;
-        compile_pool p = {.nv = nv, .sm = info->sm, .jobs = jobs, .n = n};
-        atomic_init(&p.next, 0);
+        lntune_nvrtc_job *compiled = calloc(n ? n : 1, sizeof *compiled);
+        for (size_t i = 0; i < n; ++i) compiled[i].source = jobs[i].text;
         time_t t0 = time(NULL);
-        pthread_t th[32];
-        for (int i = 0; i < nthreads; ++i) pthread_create(&th[i], NULL, compile_worker, &p);
-        for (int i = 0; i < nthreads; ++i) pthread_join(th[i], NULL);
+        if (lntune_nvrtc_compile_many(nv, info->sm, LNTUNE_NVRTC_CUBIN, compiled, n, 0)) {
+            fprintf(stderr, "cannot start the compile threads\n");
+            return 1;
+        }
         printf("%s: %zu variants compiled for sm_%d in %ld s\n", ops[o], n, info->sm,
                (long)(time(NULL) - t0));
         lntune_verifier *vcache[16];
@@ -239,35 +143,37 @@ int main(void) {
         size_t nv_cache = 0;
         for (size_t i = 0; i < n; ++i) {
             job *j = &jobs[i];
-            if (j->rc) {
-                printf("FAIL %s %s: compile: %s\n", ops[o], j->variant, j->out.message);
+            lntune_nvrtc_output *out = &compiled[i].out;
+            if (compiled[i].rc) {
+                printf("FAIL %s %s: compile: %s\n", ops[o], j->variant, out->message);
                 ++failures;
                 continue;
             }
-            void *module = NULL;
-            memset(cur.message, 0, sizeof cur.message);
-            if (lntune_cuda_launch_parse(j->text, &cur.launch) ||
-                lntune_cuda_module_load(cu, j->out.data, "lntune_norm", &module, &cur.function)) {
+            void *module = NULL, *function = NULL;
+            lntune_cuda_launch launch;
+            if (lntune_cuda_launch_parse(j->text, &launch) ||
+                lntune_cuda_module_load(cu, out->data, "lntune_norm", &module, &function)) {
                 printf("FAIL %s %s: load: %s\n", ops[o], j->variant, lntune_cuda_errmsg(cu));
                 ++failures;
                 continue;
             }
             const int64_t smem_max =
-                lntune_cuda_launch_smem(&cur.launch, cur.launch.max_h ? cur.launch.max_h : 65536);
-            if (smem_max > 48 * 1024 && cur.launch.smem_per_h)
-                lntune_cuda_set_max_smem(cu, cur.function, smem_max);
-            lntune_verifier *v =
-                verifier_for((lntune_op)o, cur.launch.max_h, vcache, vkey, &nv_cache);
+                lntune_cuda_launch_smem(&launch, launch.max_h ? launch.max_h : 65536);
+            if (smem_max > 48 * 1024 && launch.smem_per_h)
+                lntune_cuda_set_max_smem(cu, function, smem_max);
+            lntune_verifier *v = verifier_for((lntune_op)o, launch.max_h, vcache, vkey, &nv_cache);
             lntune_verify_result res;
-            rc = lntune_verifier_check(v, gpu_kernel, j->affine, j->fixed_h, 1, NULL, &res);
+            rc =
+                lntune_cuda_checker_run(checker, v, function, &launch, j->affine, j->fixed_h, &res);
             ++checked;
+            if (rc == LNTUNE_ENODEVICE) { /* a fault poisons the context */
+                printf("FAIL %s %s: %s\nstopping: the CUDA context is unusable\n", ops[o],
+                       j->variant, res.message);
+                return 1;
+            }
             if (rc) {
-                printf("FAIL %s %s: %s %s\n", ops[o], j->variant, res.message, cur.message);
+                printf("FAIL %s %s: %s\n", ops[o], j->variant, res.message);
                 ++failures;
-                if (strstr(cur.message, "kernel:")) { /* a fault poisons the context */
-                    printf("stopping: the CUDA context is unusable after a kernel fault\n");
-                    return 1;
-                }
             } else if (getenv("LNTUNE_TEST_VERBOSE")) {
                 printf("ok %s %s: max error %.3g ulp-units at %s\n", ops[o], j->variant,
                        res.max_error * (1 << 24), res.worst);
@@ -278,15 +184,13 @@ int main(void) {
         for (size_t i = 0; i < n; ++i) {
             free(jobs[i].variant);
             free(jobs[i].text);
-            lntune_nvrtc_output_free(&jobs[i].out);
+            lntune_nvrtc_output_free(&compiled[i].out);
         }
+        free(compiled);
         free(jobs);
     }
     lntune_gen_close(g);
-    lntune_cuda_free(cu, cur.dx);
-    lntune_cuda_free(cu, cur.dy);
-    lntune_cuda_free(cu, cur.dg);
-    lntune_cuda_free(cu, cur.db);
+    lntune_cuda_checker_destroy(checker);
     lntune_nvrtc_close(nv);
     lntune_cuda_close(cu);
     printf("%zu variants verified, %d failed\n", checked, failures);

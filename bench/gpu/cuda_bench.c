@@ -18,12 +18,9 @@
 #include "reference.h"
 
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { REPS = 25, WARMUP = 3, CHECK_ROWS = 8 };
 static const int64_t hs[] = {768, 1024, 4096, 8192, 16384};
@@ -40,25 +37,7 @@ static const double ROTATE_BYTES = 400e6; /* 8x the H200's L2 */
 typedef struct {
     char *variant, *text;
     int affine;
-    lntune_nvrtc_output out;
-    int rc;
 } job;
-
-typedef struct {
-    const lntune_nvrtc *nv;
-    int sm;
-    job *jobs;
-    size_t n;
-    atomic_size_t next;
-} pool;
-
-static void *worker(void *arg) {
-    pool *p = arg;
-    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
-        p->jobs[i].rc = lntune_nvrtc_compile(p->nv, p->jobs[i].text, "v.cu", p->sm,
-                                             LNTUNE_NVRTC_CUBIN, NULL, &p->jobs[i].out);
-    return NULL;
-}
 
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
@@ -180,8 +159,6 @@ int main(void) {
     for (int64_t i = 0; i < maxh; ++i) gm[i] = (float)(1.0 + 0.1 * randn()), bt[i] = (float)randn();
     lntune_cuda_htod(cu, b.gamma, gm, maxh * 4);
     lntune_cuda_htod(cu, b.beta, bt, maxh * 4);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int nthreads = cores > 1 ? (int)(cores > 32 ? 32 : cores) : 1;
 
     static const char *const ops[] = {"layernorm", "rmsnorm"};
     for (int o = 0; o < 2; ++o) {
@@ -191,7 +168,7 @@ int main(void) {
                ops[o]);
         for (size_t hi = 0; hi < sizeof hs / sizeof hs[0]; ++hi) {
             const int64_t H = hs[hi];
-            lntune_shape shape = {0, H};
+            lntune_shape shape = {0, H, 0};
             char **list = NULL;
             size_t n = 0;
             if (lntune_gen_variants(g, "cuda", ops[o], &shape, &list, &n))
@@ -206,11 +183,10 @@ int main(void) {
                 jobs[i].affine = src.affine;
                 free(src.variant);
             }
-            pool p = {.nv = nv, .sm = info->sm, .jobs = jobs, .n = n};
-            atomic_init(&p.next, 0);
-            pthread_t th[32];
-            for (int i = 0; i < nthreads; ++i) pthread_create(&th[i], NULL, worker, &p);
-            for (int i = 0; i < nthreads; ++i) pthread_join(th[i], NULL);
+            lntune_nvrtc_job *compiled = calloc(n ? n : 1, sizeof *compiled);
+            for (size_t i = 0; i < n; ++i) compiled[i].source = jobs[i].text;
+            if (lntune_nvrtc_compile_many(nv, info->sm, LNTUNE_NVRTC_CUBIN, compiled, n, 0))
+                DIE("cannot start the compile threads");
 
             for (int64_t i = 0; i < CHECK_ROWS * H; ++i) x[i] = (float)(1000.0 + randn());
             for (int r = 0; r < CHECK_ROWS; ++r) {
@@ -224,11 +200,11 @@ int main(void) {
             for (size_t i = 0; i < n; ++i) {
                 job *j = &jobs[i];
                 if (!j->affine) continue;
-                if (j->rc) DIE("compile %s: %s", j->variant, j->out.message);
+                if (compiled[i].rc) DIE("compile %s: %s", j->variant, compiled[i].out.message);
                 lntune_cuda_launch l;
                 void *module, *fn;
                 if (lntune_cuda_launch_parse(j->text, &l) ||
-                    lntune_cuda_module_load(cu, j->out.data, "lntune_norm", &module, &fn))
+                    lntune_cuda_module_load(cu, compiled[i].out.data, "lntune_norm", &module, &fn))
                     DIE("load %s: %s", j->variant, lntune_cuda_errmsg(cu));
                 if (l.max_h && H > l.max_h) {
                     lntune_cuda_module_unload(cu, module);
@@ -259,8 +235,9 @@ int main(void) {
             fflush(stdout);
             for (size_t i = 0; i < n; ++i) {
                 free(jobs[i].text);
-                lntune_nvrtc_output_free(&jobs[i].out);
+                lntune_nvrtc_output_free(&compiled[i].out);
             }
+            free(compiled);
             free(jobs);
             lntune_gen_free_list(list, n);
         }

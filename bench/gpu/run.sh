@@ -1,44 +1,68 @@
 #!/usr/bin/env bash
-# bench/gpu/run.sh - one prepared run on a lent GPU machine (an H200): build, run the GPU tests
-# (ctest -L cuda), time every CUDA variant against a device copy and PyTorch, and write
-# bench/results/h200-DATE.md. Fails loudly when anything it needs is missing; under 8 minutes.
-set -euo pipefail
+# bench/gpu/run.sh - one prepared run on a GPU machine (the lent H200): the GPU tests, then
+# `lntune --target cuda` at H = 768, 1024, 4096, 8192, 16384 (rows 16384, then rows 1 and 8),
+# a second run that must reuse everything, and PyTorch on the same shapes; writes
+# bench/results/h200-DATE.md (and a copy under $OUT when set). Under 6 minutes on an H200.
+#
+# Usage: bench/gpu/run.sh [BUNDLE_DIR]
+#   BUNDLE_DIR: programs packed here by bench/gpu/bundle.sh (for a machine without Lua, LLVM or
+#   SQLite); without it the project is built with CMake first.
+set -uo pipefail
 cd "$(dirname "$0")/../.."
 fail() { echo "run.sh: FAILED: $*" >&2; exit 1; }
 start=$(date +%s)
+work=$(mktemp -d)
+out=${OUT:-$work}
 
-command -v cmake >/dev/null || fail "cmake not found"
 command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: no NVIDIA driver on this machine"
 nvidia-smi -L || fail "nvidia-smi sees no GPU"
-ls /usr/local/cuda/lib64/libnvrtc.so* >/dev/null 2>&1 || [ -n "${LNTUNE_NVRTC:-}" ] \
-  || ldconfig -p | grep -q libnvrtc || fail "no libnvrtc (install the CUDA toolkit or set LNTUNE_NVRTC)"
 python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
-  || fail "python3 with a CUDA build of torch is required"
+    || fail "python3 with a CUDA build of torch is required"
 
-build=build-gpu
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DLNTUNE_CUDA=ON >/dev/null
-make -C "$build" -j"$(nproc)" >/dev/null
-make -C "$build" -j"$(nproc)" cuda_bench >/dev/null
+if [ -n "${1:-}" ]; then
+    bin=$(cd "$1" && pwd)
+    export LD_LIBRARY_PATH="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    tests=$(ls "$bin"/test_*cuda* 2>/dev/null)
+else
+    command -v cmake >/dev/null || fail "cmake not found (or give a bundle: bench/gpu/bundle.sh)"
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null || fail "cmake"
+    cmake --build build-gpu -j"$(nproc)" >/dev/null || fail "build"
+    cmake --build build-gpu -j"$(nproc)" --target cuda_bench >/dev/null || fail "build cuda_bench"
+    bin=build-gpu
+    tests=$(ls build-gpu/tests/test_*cuda* | grep -v test_cuda_compile)
+fi
 
 # A skipped GPU test on a GPU machine is a failure: it means the driver was not usable.
-log=$(mktemp)
-(cd "$build" && timeout 300 ctest -L cuda --output-on-failure) 2>&1 | tee "$log" \
-  || fail "ctest -L cuda failed (see above)"
-grep -q "Not Run\|Skipped" "$log" && fail "ctest -L cuda skipped a test on a GPU machine"
-grep -q "tests passed" "$log" || fail "ctest -L cuda ran no test"
+: >"$out/tests.log"
+for t in $tests; do
+    echo "== $(basename "$t")" | tee -a "$out/tests.log"
+    timeout 200 "$t" >>"$out/tests.log" 2>&1
+    rc=$?
+    echo "== $(basename "$t"): exit $rc" | tee -a "$out/tests.log"
+    grep -E "verified|FAIL|passed|failed" "$out/tests.log" | tail -5
+done
 
+db="$work/tune.db"
+shapes=(--shape rows=16384,H=768,1024,4096,8192,16384 --shape rows=1,8,H=768,1024,4096,8192,16384)
+echo "== tune at $(( $(date +%s) - start )) s"
+t0=$(date +%s.%N)
+timeout 300 "$bin/lntune" --target cuda --db "$db" "${shapes[@]}" --json >"$out/tune.json" \
+    2>"$out/tune.err" || { cat "$out/tune.err"; fail "lntune --target cuda"; }
+t1=$(date +%s.%N)
+timeout 60 "$bin/lntune" --target cuda --db "$db" "${shapes[@]}" >"$out/tune2.txt" 2>&1 \
+    || fail "second tuning run"
+t2=$(date +%s.%N)
+cat "$out/tune2.txt"
+"$bin/lntune" show --all --db "$db" >"$out/show.txt" 2>&1
+awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "first run %.1f s, second run %.2f s\n", b - a, c - b }' \
+    | tee "$out/runs.txt"
+
+echo "== torch at $(( $(date +%s) - start )) s"
+PYTHONUNBUFFERED=1 timeout 120 python3 bench/gpu/torch_bench.py --json >"$out/torch.json" \
+    || fail "torch_bench.py"
 mkdir -p bench/results
-out=bench/results/h200-$(date +%F).md
-{
-  echo "# lntune on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) - $(date +%F)"
-  echo
-  echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); produced by bench/gpu/run.sh."
-  echo
-  echo '```'
-  grep -E "variants (compiled|verified)|sm_" "$log" || true
-  echo '```'
-  echo
-} > "$out"
-timeout 330 "$build/cuda_bench" >> "$out" || fail "cuda_bench failed"
-timeout 120 python3 bench/gpu/torch_bench.py >> "$out" || fail "torch_bench.py failed"
-echo "run.sh: wrote $out in $(( $(date +%s) - start )) s"
+res=bench/results/h200-$(date +%F).md
+python3 bench/gpu/report.py "$out" >"$res" || fail "report.py"
+cp "$res" "$out/" 2>/dev/null
+cat "$res"
+echo "run.sh: wrote $res in $(( $(date +%s) - start )) s"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench/gpu/bundle.sh - packs lntune's GPU programs, built here, for a GPU machine that has the
+# NVIDIA driver and the CUDA toolkit but none of lntune's build dependencies and no network (the
+# lent H200): the programs, the shared libraries such a machine may lack (Lua, SQLite,
+# liblntune), and empty stand-ins with the right names for two libraries the GPU path never
+# calls (LLVM 14: the CPU JIT; oneDNN: `lntune bench`), so that the dynamic loader starts the
+# programs. A CPU tune run from this bundle would stop at its first JIT call: use it for CUDA.
+#
+# Usage: bench/gpu/bundle.sh [BUILD_DIR (build)] [OUT_DIR (.devbin)]
+# then, there: bench/gpu/run.sh OUT_DIR
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+out=${2:-.devbin}
+cmake --build "$build" -j"$(nproc)" --target lntune cuda_bench >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null # the tests
+rm -rf "$out"
+mkdir -p "$out"
+cp "$build/lntune" "$build/cuda_bench" "$out/"
+for t in "$build"/tests/test_*cuda*; do
+    [ -x "$t" ] && [ "$(basename "$t")" != test_cuda_compile ] && cp "$t" "$out/"
+done
+cp -L "$build/liblntune.so.0" "$out/"
+for lib in liblua5.4.so.0 libsqlite3.so.0 libgomp.so.1; do
+    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    [ -n "$path" ] || { echo "bundle.sh: $lib not found" >&2; exit 1; }
+    cp -L "$path" "$out/"
+done
+stub=$(mktemp -d)
+trap 'rm -rf "$stub"' EXIT
+echo 'void lntune_stub(void) {}' >"$stub/stub.c"
+echo 'LLVM_14 { global: lntune_stub; local: *; };' >"$stub/llvm.map"
+cc -shared -fPIC -o "$out/libLLVM-14.so.1" -Wl,-soname,libLLVM-14.so.1 \
+    -Wl,--version-script="$stub/llvm.map" "$stub/stub.c"
+cc -shared -fPIC -o "$out/libdnnl.so.2" -Wl,-soname,libdnnl.so.2 "$stub/stub.c"
+LD_LIBRARY_PATH="$out" "$out/lntune" --version >/dev/null
+du -sh "$out"

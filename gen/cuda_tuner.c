@@ -1,0 +1,557 @@
+/*
+ * cuda_tuner.c - the tuning job on a GPU (see cuda_tuner.h): compile every variant with NVRTC,
+ * verify it on the device, time the correct ones interleaved with a device copy, re-time the
+ * leaders, store everything.
+ */
+#define _GNU_SOURCE
+#include "cuda_tuner.h"
+
+#include "cuda_check.h"
+#include "cuda_driver.h"
+#include "cuda_launch.h"
+#include "generator.h"
+#include "hardware.h"
+#include "lntune.h"
+#include "nvrtc.h"
+#include "timing.h"
+#include "tuning_db.h"
+#include "verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TOP = 4, ROUNDS = 7, RETIME_ROUNDS = 25, WARMUP = 2, MAX_BUFFERS = 64 };
+static const double NOISE = 0.01;       /* within 1%, the variant listed first wins */
+static const double L2_MULTIPLE = 4.0;  /* rotated inputs span at least 4x the L2 */
+static const double BATCH_BYTES = 32e6; /* below this, a sample is a batch of launches */
+enum { BATCH = 16 };
+
+typedef struct {
+    char *variant, *text;
+    int affine;
+    int64_t fixed_h;
+    lntune_nvrtc_job compile;
+    void *module, *fn;
+    lntune_cuda_launch launch;
+    int ok; /* compiled, loaded and verified */
+    double max_error;
+    double samples[RETIME_ROUNDS];
+    double median_ns, min_ns, max_ns;
+} candidate;
+
+/* Everything one op x shape needs. */
+typedef struct {
+    const lntune_tune_config *cfg;
+    lntune_gen *gen;
+    const lntune_nvrtc *nv;
+    lntune_cuda *cu;
+    lntune_db *db;
+    const lntune_cuda_info *info;
+    const char *op;
+    lntune_shape shape;
+    lntune_db_key key;
+    char code_hash[64]; /* template hash + NVRTC version + architecture */
+    candidate *c;
+    size_t n;
+    uint64_t x[MAX_BUFFERS], y[MAX_BUFFERS], gamma, beta;
+    int nbuf, next_buf, batch;
+    void *stream, *ev0, *ev1;
+    double bytes;    /* x read + y written */
+    int stored_best; /* the database already holds this shape's winner */
+    lntune_tune_result *res;
+    double start_ns;
+    size_t done;
+    char *err; /* a device failure that stops the run */
+    size_t errlen;
+} job;
+
+static int stopped(const job *j) {
+    return (j->cfg->stop && *j->cfg->stop) || j->err[0];
+}
+
+static void progress(job *j, const char *stage) {
+    if (!j->cfg->progress) return;
+    lntune_tune_progress p = {j->op,
+                              j->shape.rows,
+                              j->shape.H,
+                              stage,
+                              j->done,
+                              j->n > j->done ? j->n : j->done,
+                              (lntune_now_ns() - j->start_ns) * 1e-9};
+    j->cfg->progress(j->cfg->progress_ud, &p);
+}
+
+static void device_failed(job *j, const char *what) {
+    if (!j->err[0]) snprintf(j->err, j->errlen, "%s: %s", what, lntune_cuda_errmsg(j->cu));
+}
+
+int64_t lntune_tune_cuda_default_rows(int64_t H) {
+    (void)H;
+    return 16384;
+}
+
+static void record(job *j, const candidate *c, const char *status, const char *message) {
+    lntune_measurement m = {0};
+    m.variant = c->variant;
+    m.template_hash = j->code_hash;
+    m.status = status;
+    m.message = message && *message ? message : NULL;
+    m.compile_ms = c->compile.out.compile_ms;
+    m.max_error = c->max_error;
+    m.median_ns = m.min_ns = m.max_ns = m.gbps = NAN;
+    if (c->ok) {
+        m.median_ns = c->median_ns;
+        m.min_ns = c->min_ns;
+        m.max_ns = c->max_ns;
+        m.gbps = j->bytes / c->median_ns;
+    }
+    m.copy_gbps = j->res->copy_gbps;
+    if (lntune_db_put_measurement(j->db, &j->key, &m) == LNTUNE_OK)
+        j->res->saved++;
+    else if (!j->err[0])
+        snprintf(j->err, j->errlen, "cannot write the tuning database: %s",
+                 lntune_db_errmsg(j->db));
+}
+
+/* One timing sample in ns per call: c's kernel, or (c NULL) a device copy of the same bytes. */
+static double sample_ns(job *j, const candidate *c) {
+    const int ln = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM;
+    const int64_t rows = j->shape.rows, H = j->shape.H;
+    if (lntune_cuda_event_record(j->cu, j->ev0, j->stream)) goto fail;
+    for (int b = 0; b < j->batch; ++b) {
+        const int k = j->next_buf++ % j->nbuf;
+        if (!c) {
+            if (lntune_cuda_dtod(j->cu, j->y[k], j->x[k], (size_t)(rows * H) * 4, j->stream))
+                goto fail;
+            continue;
+        }
+        lntune_kernel_args a = {.rows = rows,
+                                .H = H,
+                                .x_stride = H,
+                                .y_stride = H,
+                                .x = (const void *)(uintptr_t)j->x[k],
+                                .y = (void *)(uintptr_t)j->y[k],
+                                .gamma = (const void *)(uintptr_t)j->gamma,
+                                .beta = ln ? (const void *)(uintptr_t)j->beta : NULL,
+                                .eps = 1e-5f};
+        if (lntune_cuda_launch_kernel(j->cu, c->fn, lntune_cuda_launch_grid(&c->launch, rows),
+                                      c->launch.block, lntune_cuda_launch_smem(&c->launch, H),
+                                      j->stream, &a))
+            goto fail;
+    }
+    float ms = 0.0f;
+    if (lntune_cuda_event_record(j->cu, j->ev1, j->stream) ||
+        lntune_cuda_event_elapsed_ms(j->cu, j->ev0, j->ev1, &ms))
+        goto fail;
+    return (double)ms * 1e6 / j->batch;
+fail:
+    device_failed(j, c ? c->variant : "device copy");
+    return NAN;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void summarize(candidate *c, int rounds) {
+    double s[RETIME_ROUNDS];
+    memcpy(s, c->samples, (size_t)rounds * sizeof *s);
+    qsort(s, (size_t)rounds, sizeof *s, cmp_double);
+    c->median_ns = s[rounds / 2];
+    c->min_ns = s[0];
+    c->max_ns = s[rounds - 1];
+}
+
+/*
+ * Times the candidates idx[0..n) and the copy (copy, a candidate with fn NULL) interleaved:
+ * every round visits each once, starting one further each round, so drift hits all alike.
+ */
+static void time_interleaved(job *j, candidate **set, size_t n, int rounds) {
+    for (size_t i = 0; i < n; ++i)
+        for (int w = 0; w < WARMUP && !stopped(j); ++w) sample_ns(j, set[i]->fn ? set[i] : NULL);
+    for (int r = 0; r < rounds && !stopped(j); ++r)
+        for (size_t t = 0; t < n && !stopped(j); ++t) {
+            candidate *c = set[(t + (size_t)r) % n];
+            c->samples[r] = sample_ns(j, c->fn ? c : NULL);
+        }
+    if (stopped(j)) return;
+    for (size_t i = 0; i < n; ++i) summarize(set[i], rounds);
+}
+
+/* Emits every variant of the shape with gamma (the key's affine = 1). */
+static int emit_all(job *j) {
+    char **list = NULL;
+    size_t count = 0;
+    if (lntune_gen_variants(j->gen, "cuda", j->op, &j->shape, &list, &count) != LNTUNE_OK) {
+        snprintf(j->err, j->errlen, "%s", lntune_gen_errmsg(j->gen));
+        return LNTUNE_ETEMPLATE;
+    }
+    j->c = calloc(count ? count : 1, sizeof *j->c);
+    int rc = j->c ? LNTUNE_OK : LNTUNE_ENOMEM;
+    for (size_t i = 0; i < count && !rc; ++i) {
+        lntune_source src;
+        if (!strstr(list[i], "affine=fused")) continue;
+        if (lntune_gen_emit(j->gen, "cuda", j->op, list[i], &j->shape, "lntune_norm", &src)) {
+            snprintf(j->err, j->errlen, "%s", lntune_gen_errmsg(j->gen));
+            rc = LNTUNE_ETEMPLATE;
+            break;
+        }
+        candidate *c = &j->c[j->n++];
+        c->variant = strdup(list[i]);
+        c->text = src.text;
+        c->affine = src.affine;
+        c->fixed_h = src.fixed_h;
+        if (!j->code_hash[0]) {
+            int major = 0, minor = 0;
+            lntune_nvrtc_version(j->nv, &major, &minor);
+            snprintf(j->code_hash, sizeof j->code_hash, "%s-nvrtc%d.%d-sm%d", src.template_hash,
+                     major, minor, j->info->sm);
+        }
+        src.text = NULL;
+        lntune_source_free(&src);
+    }
+    lntune_gen_free_list(list, count);
+    return rc;
+}
+
+/* Compiles every emitted candidate to a cubin (and PTX) on all cores. */
+static int compile_all(job *j) {
+    lntune_nvrtc_job *jobs = calloc(j->n ? j->n : 1, sizeof *jobs);
+    if (!jobs) return LNTUNE_ENOMEM;
+    for (size_t i = 0; i < j->n; ++i) jobs[i].source = j->c[i].text;
+    progress(j, "compile");
+    int rc = lntune_nvrtc_compile_many(j->nv, j->info->sm, LNTUNE_NVRTC_CUBIN, jobs, j->n, 0);
+    for (size_t i = 0; i < j->n; ++i) j->c[i].compile = jobs[i];
+    free(jobs);
+    if (rc) snprintf(j->err, j->errlen, "cannot start the compile threads");
+    return rc;
+}
+
+/* Loads and verifies each compiled candidate; records the wrong and the failed. */
+static void verify_all(job *j) {
+    const int64_t H = j->shape.H;
+    int64_t hs[3] = {1, 17, H};
+    const size_t nh = H == 1 || H == 17 ? 2 : 3;
+    lntune_verifier *v = NULL;
+    lntune_cuda_checker *checker = NULL;
+    const int64_t max_h = H > 17 ? H : 17;
+    if (lntune_verifier_create(lntune_op_parse(j->op), hs, nh, 0, &v) ||
+        lntune_cuda_checker_create(j->cu, 8 * (max_h + 16), max_h, &checker)) {
+        device_failed(j, "cannot prepare the verifier");
+        goto done;
+    }
+    progress(j, "verify");
+    for (size_t i = 0; i < j->n && !stopped(j); ++i, ++j->done) {
+        candidate *c = &j->c[i];
+        if (c->compile.rc) {
+            ++j->res->failed;
+            record(j, c, LNTUNE_STATUS_FAILED, c->compile.out.message);
+            continue;
+        }
+        ++j->res->compiled;
+        char why[600];
+        if (lntune_cuda_launch_parse(c->text, &c->launch) ||
+            lntune_cuda_module_load(j->cu, c->compile.out.data, "lntune_norm", &c->module,
+                                    &c->fn)) {
+            snprintf(why, sizeof why, "cannot load: %s", lntune_cuda_errmsg(j->cu));
+            ++j->res->failed;
+            record(j, c, LNTUNE_STATUS_FAILED, why);
+            continue;
+        }
+        const int64_t smem = lntune_cuda_launch_smem(&c->launch, max_h);
+        if (smem > 48 * 1024 && lntune_cuda_set_max_smem(j->cu, c->fn, smem)) {
+            snprintf(why, sizeof why, "%lld bytes of shared memory refused: %s", (long long)smem,
+                     lntune_cuda_errmsg(j->cu));
+            ++j->res->failed;
+            record(j, c, LNTUNE_STATUS_FAILED, why);
+            continue;
+        }
+        lntune_verify_result vr;
+        int rc = lntune_cuda_checker_run(checker, v, c->fn, &c->launch, c->affine, c->fixed_h, &vr);
+        c->max_error = vr.max_error;
+        if (rc == LNTUNE_ENODEVICE) {
+            ++j->res->failed;
+            record(j, c, LNTUNE_STATUS_FAILED, vr.message);
+            snprintf(j->err, j->errlen,
+                     "the device failed on %s (recorded as failed; a rerun goes on without it): %s",
+                     c->variant, vr.message);
+            break;
+        }
+        if (rc) {
+            ++j->res->wrong;
+            record(j, c, LNTUNE_STATUS_WRONG, vr.message);
+            continue;
+        }
+        ++j->res->verified;
+        c->ok = 1;
+    }
+done:
+    lntune_cuda_checker_destroy(checker);
+    lntune_verifier_destroy(v);
+}
+
+/* Device buffers: x and y rotated so that consecutive launches miss the L2. */
+static int alloc_buffers(job *j) {
+    const size_t elems = (size_t)(j->shape.rows * j->shape.H), bytes = elems * 4;
+    const double span = L2_MULTIPLE * (double)j->info->l2_bytes;
+    j->nbuf = 2.0 * (double)bytes >= span ? 1 : (int)ceil(span / (2.0 * (double)bytes));
+    if (j->nbuf > MAX_BUFFERS) j->nbuf = MAX_BUFFERS;
+    j->batch = 2.0 * (double)bytes < BATCH_BYTES ? BATCH : 1;
+    enum { CHUNK = 1 << 20 };
+    float *host = malloc(CHUNK * sizeof *host);
+    if (!host) return LNTUNE_ENOMEM;
+    uint64_t state = 0x853c49e6748fea9bULL;
+    for (size_t i = 0; i < CHUNK; ++i) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        host[i] = (float)(4.0 * ((double)(state >> 11) / 9007199254740992.0 - 0.5));
+    }
+    int rc = LNTUNE_OK;
+    for (int b = 0; b < j->nbuf && !rc; ++b) {
+        if (lntune_cuda_alloc(j->cu, bytes, &j->x[b]) || lntune_cuda_alloc(j->cu, bytes, &j->y[b]))
+            rc = LNTUNE_ENODEVICE;
+        for (size_t off = 0; off < elems && !rc; off += CHUNK) {
+            const size_t n = elems - off < CHUNK ? elems - off : CHUNK;
+            if (lntune_cuda_htod(j->cu, j->x[b] + off * 4, host, n * 4)) rc = LNTUNE_ENODEVICE;
+        }
+    }
+    const size_t hb = (size_t)j->shape.H * 4;
+    if (!rc &&
+        (lntune_cuda_alloc(j->cu, hb, &j->gamma) || lntune_cuda_alloc(j->cu, hb, &j->beta) ||
+         lntune_cuda_htod(j->cu, j->gamma, host, hb < CHUNK * 4 ? hb : CHUNK * 4) ||
+         lntune_cuda_htod(j->cu, j->beta, host + 1, hb < CHUNK * 4 - 4 ? hb : CHUNK * 4 - 4)))
+        rc = LNTUNE_ENODEVICE;
+    free(host);
+    if (rc) device_failed(j, "cannot allocate the timing buffers");
+    return rc;
+}
+
+static void free_buffers(job *j) {
+    for (int b = 0; b < j->nbuf; ++b) {
+        lntune_cuda_free(j->cu, j->x[b]);
+        lntune_cuda_free(j->cu, j->y[b]);
+    }
+    lntune_cuda_free(j->cu, j->gamma);
+    lntune_cuda_free(j->cu, j->beta);
+}
+
+/* The naive kernel of the GPU: one block per row, scalar accesses, two passes over x. */
+static int is_naive(const candidate *c, int ln) {
+    return strstr(c->variant, "layout=uncached,") && strstr(c->variant, "block=256,") &&
+           strstr(c->variant, "pack=1,") && strstr(c->variant, ln ? "stats=twopass" : "stats=");
+}
+
+static void store_winner(job *j, const candidate *w) {
+    char key[64];
+    uint64_t h = lntune_fnv1a(LNTUNE_FNV_INIT, w->text, strlen(w->text));
+    h = lntune_fnv1a(h, j->code_hash, strlen(j->code_hash));
+    snprintf(key, sizeof key, "cuda-%016llx", (unsigned long long)h);
+    char flags[32];
+    snprintf(flags, sizeof flags, "sm_%d", j->info->sm);
+    lntune_artifact art = {key,
+                           w->text,
+                           lntune_nvrtc_describe(j->nv),
+                           flags,
+                           "lntune_norm",
+                           w->compile.out.data,
+                           w->compile.out.len,
+                           NULL,
+                           0,
+                           w->compile.out.ptx};
+    lntune_best b = {w->variant,        key,          1,
+                     j->shape.rows,     w->median_ns, j->bytes / w->median_ns,
+                     j->res->copy_gbps, w->max_error, j->res->naive_ns};
+    if (lntune_db_put_artifact(j->db, &art) != LNTUNE_OK ||
+        lntune_db_set_best(j->db, &j->key, &b) != LNTUNE_OK)
+        snprintf(j->err, j->errlen, "cannot write the tuning database: %s",
+                 lntune_db_errmsg(j->db));
+}
+
+/* Picks the fastest of set[0..n); within NOISE of it, the one listed first in the space. */
+static candidate *choose(candidate **set, size_t n) {
+    candidate *best = set[0];
+    for (size_t k = 1; k < n; ++k)
+        if (set[k]->median_ns < best->median_ns) best = set[k];
+    candidate *pick = best;
+    for (size_t k = 0; k < n; ++k)
+        if (set[k]->median_ns <= best->median_ns * (1.0 + NOISE) && set[k] < pick) pick = set[k];
+    return pick;
+}
+
+static int leader_order(const void *a, const void *b) {
+    const candidate *x = *(candidate *const *)a, *y = *(candidate *const *)b;
+    return (x->median_ns > y->median_ns) - (x->median_ns < y->median_ns);
+}
+
+static int has_measurement(void *ud, const lntune_measurement *m) {
+    const char *variant = ud;
+    if (strcmp(m->variant, variant) == 0) *(char *)ud = '\0'; /* found */
+    return 0;
+}
+
+static int from_best(void *ud, const lntune_best *b) {
+    job *j = ud;
+    if (b->tuned_rows != j->shape.rows) return 0;
+    /* Only a winner measured by this template and compiler: else the shape is tuned again. */
+    char probe[512];
+    snprintf(probe, sizeof probe, "%s", b->variant);
+    if (lntune_db_each_measurement(j->db, &j->key, j->code_hash, has_measurement, probe) ||
+        probe[0])
+        return 0;
+    lntune_tune_result *r = j->res;
+    snprintf(r->variant, sizeof r->variant, "%s", b->variant);
+    r->median_ns = b->median_ns;
+    r->gbps = b->gbps;
+    r->copy_gbps = b->copy_gbps;
+    r->naive_ns = b->naive_ns;
+    r->max_error = b->max_error;
+    r->from_db = 1;
+    return 0;
+}
+
+static void tune_one(job *j) {
+    const int ln = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM;
+    candidate copy = {.variant = "device copy"}, **set = NULL;
+    j->bytes = 2.0 * (double)(j->shape.rows * j->shape.H) * 4.0;
+    if (emit_all(j)) goto done;
+    if (!j->cfg->retune) lntune_db_get_best(j->db, &j->key, from_best, j);
+    if (j->res->from_db || compile_all(j)) goto done;
+    verify_all(j);
+    if (stopped(j) || j->res->verified == 0) goto done;
+    if (alloc_buffers(j) || lntune_cuda_stream_create(j->cu, &j->stream) ||
+        lntune_cuda_event_create(j->cu, &j->ev0) || lntune_cuda_event_create(j->cu, &j->ev1)) {
+        device_failed(j, "cannot prepare the timing");
+        goto done;
+    }
+
+    /* Every verified candidate, then the leaders with the naive kernel and the copy. */
+    set = calloc(j->n + 2, sizeof *set);
+    if (!set) goto done;
+    size_t ns = 0;
+    for (size_t i = 0; i < j->n; ++i)
+        if (j->c[i].ok) set[ns++] = &j->c[i];
+    set[ns] = &copy;
+    progress(j, "time");
+    time_interleaved(j, set, ns + 1, ROUNDS);
+    if (stopped(j)) goto done;
+    j->res->timed = (int)ns;
+    qsort(set, ns, sizeof *set, leader_order);
+    size_t nlead = ns < TOP ? ns : TOP;
+    candidate *naive = NULL;
+    for (size_t i = 0; i < j->n; ++i)
+        if (j->c[i].ok && is_naive(&j->c[i], ln)) naive = &j->c[i];
+    candidate *group[TOP + 2];
+    size_t ng = 0;
+    for (size_t k = 0; k < nlead; ++k) group[ng++] = set[k];
+    int naive_in_top = 0;
+    for (size_t k = 0; k < nlead; ++k) naive_in_top |= group[k] == naive;
+    if (naive && !naive_in_top) group[ng++] = naive;
+    group[ng++] = &copy;
+    progress(j, "retime");
+    time_interleaved(j, group, ng, RETIME_ROUNDS);
+    if (stopped(j)) goto done;
+    j->res->copy_gbps = j->bytes / copy.median_ns;
+    if (naive) j->res->naive_ns = naive->median_ns;
+    for (size_t i = 0; i < j->n; ++i)
+        if (j->c[i].ok) record(j, &j->c[i], LNTUNE_STATUS_OK, NULL);
+    candidate *w = choose(group, nlead);
+    store_winner(j, w);
+    lntune_tune_result *r = j->res;
+    snprintf(r->variant, sizeof r->variant, "%s", w->variant);
+    r->median_ns = w->median_ns;
+    r->gbps = j->bytes / w->median_ns;
+    r->max_error = w->max_error;
+done:
+    free(set);
+    lntune_cuda_event_destroy(j->cu, j->ev0);
+    lntune_cuda_event_destroy(j->cu, j->ev1);
+    lntune_cuda_stream_destroy(j->cu, j->stream);
+    free_buffers(j);
+    for (size_t i = 0; i < j->n; ++i) {
+        lntune_cuda_module_unload(j->cu, j->c[i].module);
+        lntune_nvrtc_output_free(&j->c[i].compile.out);
+        free(j->c[i].variant);
+        free(j->c[i].text);
+    }
+    free(j->c);
+}
+
+int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,
+                     size_t *nresults, char *err, size_t errlen) {
+    *results = NULL;
+    *nresults = 0;
+    lntune_cuda *cu = NULL;
+    lntune_nvrtc *nv = NULL;
+    lntune_gen *gen = NULL;
+    lntune_db *db = NULL;
+    int64_t hw = 0;
+    int rc;
+    if ((rc = lntune_cuda_open(device_index, &cu)) != LNTUNE_OK) {
+        snprintf(err, errlen, "%s", cu ? lntune_cuda_errmsg(cu) : "out of memory");
+        goto done;
+    }
+    if ((rc = lntune_nvrtc_open(&nv)) != LNTUNE_OK) {
+        snprintf(err, errlen, "%s", nv ? lntune_nvrtc_errmsg(nv) : "out of memory");
+        goto done;
+    }
+    const lntune_cuda_info *info = lntune_cuda_get_info(cu);
+    lntune_gpu_info gpu = {0};
+    snprintf(gpu.name, sizeof gpu.name, "%s", info->name);
+    gpu.sm = info->sm;
+    gpu.multiprocessors = info->multiprocessors;
+    gpu.l2_bytes = info->l2_bytes;
+    gpu.bus_width_bits = info->bus_width_bits;
+    gpu.driver_version = info->driver_version;
+    lntune_gpu_info_finish(&gpu);
+    if ((rc = lntune_gen_open(NULL, &gen)) != LNTUNE_OK ||
+        (rc = lntune_gen_set_cuda_arch(gen, info->sm)) != LNTUNE_OK) {
+        snprintf(err, errlen, "%s", lntune_gen_errmsg(gen));
+        goto done;
+    }
+    if ((rc = lntune_db_open(cfg->db_path, cfg->force ? LNTUNE_DB_FORCE : 0, &db)) != LNTUNE_OK ||
+        (rc = lntune_db_put_gpu_hardware(db, &gpu, lntune_nvrtc_describe(nv), &hw)) != LNTUNE_OK) {
+        snprintf(err, errlen, "%s", lntune_db_errmsg(db));
+        goto done;
+    }
+    lntune_tune_result *res = calloc(cfg->nops * cfg->nshapes + 1, sizeof *res);
+    if (!res) {
+        rc = LNTUNE_ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    *results = res;
+    err[0] = '\0';
+    for (size_t o = 0; o < cfg->nops && !rc; ++o) {
+        for (size_t s = 0; s < cfg->nshapes; ++s) {
+            lntune_tune_result *r = &res[(*nresults)++];
+            job j = {.cfg = cfg, .gen = gen, .nv = nv, .cu = cu, .db = db, .info = info};
+            j.op = cfg->ops[o];
+            j.shape = cfg->shapes[s];
+            if (j.shape.rows <= 0) j.shape.rows = lntune_tune_cuda_default_rows(j.shape.H);
+            j.shape.affine = LNTUNE_AFFINE_GAMMA;
+            j.key = (lntune_db_key){hw, "cuda", j.op, "f32", j.shape.H, j.shape.rows, 1};
+            j.res = r;
+            j.err = err;
+            j.errlen = errlen;
+            j.start_ns = lntune_now_ns();
+            snprintf(r->target, sizeof r->target, "cuda");
+            snprintf(r->op, sizeof r->op, "%s", j.op);
+            r->rows = j.shape.rows;
+            r->H = j.shape.H;
+            tune_one(&j);
+            if (err[0]) {
+                rc = strstr(err, "database") ? LNTUNE_EDB : LNTUNE_ENODEVICE;
+                break;
+            }
+            if (cfg->stop && *cfg->stop) goto done;
+        }
+    }
+done:
+    lntune_db_close(db);
+    lntune_gen_close(gen);
+    lntune_nvrtc_close(nv);
+    lntune_cuda_close(cu);
+    return rc;
+}

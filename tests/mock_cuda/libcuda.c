@@ -1,0 +1,229 @@
+/*
+ * libcuda.c - a stand-in CUDA driver (libcuda.so.1) that runs on the CPU, so the CUDA tuner's
+ * whole loop (compile, load, verify, time, choose, store) is tested where there is no GPU.
+ *
+ * Device memory is host memory. A launch computes the float64 reference of the op named by
+ * $MOCK_CUDA_OP (layernorm or rmsnorm) into y, rounded to fp32, for the lntune_kernel_args it is
+ * given. Each loaded module gets a number n (in load order); a launch advances a virtual clock,
+ * which events read, by a cost of (200 + 37 n mod 101) us, so module timings differ and are
+ * repeatable. Modules whose number is a multiple of $MOCK_CUDA_WRONG_EVERY (0: none) compute a
+ * wrong answer AND are the fastest, so a tuner that picks a wrong kernel is caught.
+ * Only the entry points runtime/cuda_driver.c resolves exist.
+ */
+#include "lntune_kernel.h"
+#include "reference.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef uint64_t CUdeviceptr;
+enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OUT_OF_MEMORY = 2 };
+
+typedef struct {
+    int number;
+} module;
+
+static int modules_loaded;
+static double clock_us;
+
+static long env_long(const char *name) {
+    const char *s = getenv(name);
+    return s ? strtol(s, NULL, 10) : 0;
+}
+
+CUresult cuInit(unsigned flags) {
+    (void)flags;
+    return OK;
+}
+CUresult cuDriverGetVersion(int *v) {
+    *v = 13000;
+    return OK;
+}
+CUresult cuDeviceGetCount(int *n) {
+    *n = 1;
+    return OK;
+}
+CUresult cuDeviceGet(int *d, int i) {
+    *d = i;
+    return i == 0 ? OK : ERR_INVALID_VALUE;
+}
+CUresult cuDeviceGetName(char *name, int len, int d) {
+    (void)d;
+    strncpy(name, "lntune mock GPU", (size_t)len - 1);
+    name[len - 1] = '\0';
+    return OK;
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
+    (void)d;
+    switch (attr) {
+    case 16:
+        *v = 4;
+        break; /* multiprocessors */
+    case 37:
+        *v = 256;
+        break; /* memory bus bits */
+    case 38:
+        *v = 1 << 20;
+        break; /* L2 bytes */
+    case 75:
+        *v = 9;
+        break; /* compute capability major */
+    case 76:
+        *v = 0;
+        break; /* minor */
+    case 97:
+        *v = 227 * 1024;
+        break; /* shared memory per block, opt-in */
+    default:
+        *v = 0;
+    }
+    return OK;
+}
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) {
+    (void)d;
+    *ctx = (void *)&clock_us;
+    return OK;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int d) {
+    (void)d;
+    return OK;
+}
+CUresult cuCtxSetCurrent(void *ctx) {
+    (void)ctx;
+    return OK;
+}
+CUresult cuCtxSynchronize(void) {
+    return OK;
+}
+CUresult cuModuleLoadData(void **m, const void *image) {
+    if (!image) return ERR_INVALID_VALUE;
+    module *mod = malloc(sizeof *mod);
+    if (!mod) return ERR_OUT_OF_MEMORY;
+    mod->number = ++modules_loaded;
+    *m = mod;
+    return OK;
+}
+CUresult cuModuleUnload(void *m) {
+    free(m);
+    return OK;
+}
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+    (void)name;
+    *f = m;
+    return OK;
+}
+CUresult cuFuncSetAttribute(void *f, int attr, int v) {
+    (void)f, (void)attr, (void)v;
+    return OK;
+}
+
+/* The kernel: the reference of every row, fp32-rounded (wrong modules add 1e-3). */
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
+    (void)gy, (void)gz, (void)by, (void)bz, (void)smem, (void)stream, (void)extra;
+    if (!f || !params || gx == 0 || bx == 0 || bx > 1024) return ERR_INVALID_VALUE;
+    const module *mod = f;
+    const lntune_kernel_args *a = params[0];
+    const long every = env_long("MOCK_CUDA_WRONG_EVERY");
+    const int wrong = every > 0 && mod->number % every == 0;
+    clock_us += wrong ? 50.0 : 200.0 + (double)((37 * mod->number) % 101);
+    const char *op = getenv("MOCK_CUDA_OP");
+    const lntune_op which =
+        op && strcmp(op, "rmsnorm") == 0 ? LNTUNE_OP_RMSNORM : LNTUNE_OP_LAYERNORM;
+    double *z = malloc((size_t)a->H * sizeof *z);
+    if (!z) return ERR_OUT_OF_MEMORY;
+    for (int64_t r = 0; r < a->rows; ++r) {
+        const float *x = (const float *)a->x + r * a->x_stride;
+        float *y = (float *)a->y + r * a->y_stride;
+        double mean, rstd;
+        lntune_reference_row(which, x, a->H, a->eps, z, &mean, &rstd);
+        for (int64_t i = 0; i < a->H; ++i) {
+            double v = z[i];
+            if (a->gamma) v *= ((const float *)a->gamma)[i];
+            if (a->beta) v += ((const float *)a->beta)[i];
+            y[i] = (float)(wrong ? v + 1e-3 : v);
+        }
+        if (a->mean) a->mean[r] = (float)mean;
+        if (a->rstd) a->rstd[r] = (float)rstd;
+    }
+    free(z);
+    return OK;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    void *m = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!m) return ERR_OUT_OF_MEMORY;
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return OK;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+    free((void *)(uintptr_t)p);
+    return OK;
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
+    memcpy((void *)(uintptr_t)d, s, n);
+    return OK;
+}
+CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
+    memcpy(d, (const void *)(uintptr_t)s, n);
+    return OK;
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *stream) {
+    (void)stream;
+    memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+    clock_us += 180.0; /* the copy: faster than any correct kernel */
+    return OK;
+}
+CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n) {
+    uint32_t *p = (uint32_t *)(uintptr_t)d;
+    for (size_t i = 0; i < n; ++i) p[i] = v;
+    return OK;
+}
+CUresult cuEventCreate(void **e, unsigned flags) {
+    (void)flags;
+    *e = calloc(1, sizeof(double));
+    return *e ? OK : ERR_OUT_OF_MEMORY;
+}
+CUresult cuEventRecord(void *e, void *stream) {
+    (void)stream;
+    *(double *)e = clock_us;
+    return OK;
+}
+CUresult cuEventSynchronize(void *e) {
+    (void)e;
+    return OK;
+}
+CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
+    *ms = (float)((*(double *)b - *(double *)a) * 1e-3);
+    return OK;
+}
+CUresult cuEventDestroy_v2(void *e) {
+    free(e);
+    return OK;
+}
+CUresult cuStreamCreate(void **s, unsigned flags) {
+    (void)flags;
+    *s = malloc(1);
+    return *s ? OK : ERR_OUT_OF_MEMORY;
+}
+CUresult cuStreamSynchronize(void *s) {
+    (void)s;
+    return OK;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+    free(s);
+    return OK;
+}
+CUresult cuGetErrorString(CUresult r, const char **s) {
+    *s = r == OK ? "no error" : "mock CUDA error";
+    return OK;
+}
+/* NVRTC looks this private table up in a loaded driver; the stand-in has none to give. */
+CUresult cuGetExportTable(const void **table, const void *id) {
+    (void)id;
+    *table = NULL;
+    return 801; /* CUDA_ERROR_NOT_SUPPORTED */
+}

@@ -1,0 +1,162 @@
+/*
+ * test_cuda_tuner.c - the CUDA tuner's whole loop where there is no GPU: the stand-in driver of
+ * tests/mock_cuda (loaded as libcuda.so.1 through LD_LIBRARY_PATH) computes the reference on the
+ * CPU and reports repeatable virtual timings; one loaded module in three is wrong and the
+ * fastest. NVRTC compiles for real. Checks:
+ *  - every shape gets a winner; the wrong modules are recorded as wrong and never chosen;
+ *  - the winner is the fastest correct variant (within the 1% tie-break), stored as best with a
+ *    cubin and its PTX, under a GPU hardware row (kind cuda) apart from the CPU's;
+ *  - a second run compiles nothing and reads the winner back;
+ *  - a device that does not exist is a clear error.
+ * Exits 77 (skipped) without NVRTC.
+ */
+#include "check.h"
+#include "cuda_tuner.h"
+#include "lntune.h"
+#include "nvrtc.h"
+#include "tuning_db.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int ok, wrong, failed;
+    double fastest_ok_ns;
+    char wrong_variant[256];
+} census;
+
+static int count(void *ud, const lntune_measurement *m) {
+    census *c = ud;
+    if (strcmp(m->status, LNTUNE_STATUS_OK) == 0) {
+        c->ok++;
+        if (!(m->median_ns >= c->fastest_ok_ns)) c->fastest_ok_ns = m->median_ns;
+    } else if (strcmp(m->status, LNTUNE_STATUS_WRONG) == 0) {
+        c->wrong++;
+        snprintf(c->wrong_variant, sizeof c->wrong_variant, "%s", m->variant);
+    } else {
+        c->failed++;
+    }
+    return 0;
+}
+
+typedef struct {
+    char variant[256], artifact[64];
+    double median_ns;
+} best_copy;
+
+static int get_best(void *ud, const lntune_best *b) {
+    best_copy *c = ud;
+    snprintf(c->variant, sizeof c->variant, "%s", b->variant);
+    snprintf(c->artifact, sizeof c->artifact, "%s", b->artifact_key ? b->artifact_key : "");
+    c->median_ns = b->median_ns;
+    return 0;
+}
+
+static int artifact_ok(void *ud, const lntune_artifact *a) {
+    *(int *)ud = a->object_len > 0 && a->ptx && strstr(a->ptx, ".version") &&
+                 strstr(a->source, "lntune-cuda-launch:") && strcmp(a->symbol, "lntune_norm") == 0;
+    return 0;
+}
+
+typedef struct {
+    int cpu_rows, gpu_rows;
+    int64_t gpu_id;
+} hw_census;
+
+static int count_hw(void *ud, const lntune_db_hardware *hw) {
+    hw_census *c = ud;
+    if (strcmp(hw->kind, "cuda") == 0 && strcmp(hw->model, "lntune mock GPU") == 0 &&
+        hw->compute_capability == 90) {
+        c->gpu_rows++;
+        c->gpu_id = hw->id;
+    } else {
+        c->cpu_rows++;
+    }
+    return 0;
+}
+
+static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int64_t H, int device,
+                               int *rc, char *err) {
+    const char *ops[1] = {op};
+    lntune_shape shape = {rows, H, 0};
+    lntune_tune_config cfg = {.db_path = db, .ops = ops, .nops = 1, .shapes = &shape, .nshapes = 1};
+    lntune_tune_result *r = NULL, out;
+    size_t n = 0;
+    setenv("MOCK_CUDA_OP", op, 1);
+    *rc = lntune_tune_cuda(&cfg, device, &r, &n, err, 1024);
+    memset(&out, 0, sizeof out);
+    if (n == 1) out = r[0];
+    free(r);
+    return out;
+}
+
+int main(void) {
+    lntune_nvrtc *nv = NULL;
+    if (lntune_nvrtc_open(&nv) != LNTUNE_OK) {
+        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
+        lntune_nvrtc_close(nv);
+        return 77;
+    }
+    lntune_nvrtc_close(nv);
+    char dir[] = "/tmp/lntune-cuda-tuner-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char db[4200], err[1024] = "";
+    snprintf(db, sizeof db, "%s/tune.db", dir);
+    setenv("MOCK_CUDA_WRONG_EVERY", "3", 1);
+    int rc;
+
+    static const struct {
+        const char *op;
+        int64_t rows, H;
+    } shapes[] = {{"layernorm", 64, 1024}, {"rmsnorm", 8, 768}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
+        const char *op = shapes[s].op;
+        lntune_tune_result r = tune(db, op, shapes[s].rows, shapes[s].H, 0, &rc, err);
+        CHECK(rc == LNTUNE_OK && r.variant[0], "%s %lldx%lld tuned: rc %d %s; winner %s", op,
+              (long long)shapes[s].rows, (long long)shapes[s].H, rc, err, r.variant);
+        CHECK(r.compiled > 20 && r.wrong > 0 && r.verified + r.wrong + r.failed == r.compiled &&
+                  r.timed == r.verified,
+              "compiled %d, verified %d, wrong %d, failed %d, timed %d", r.compiled, r.verified,
+              r.wrong, r.failed, r.timed);
+        CHECK(r.copy_gbps > 0 && r.gbps < r.copy_gbps && r.naive_ns > 0,
+              "copy %.1f GB/s beats the kernels' %.1f; naive %.0f ns", r.copy_gbps, r.gbps,
+              r.naive_ns);
+
+        lntune_db *h = NULL;
+        CHECK(lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK, "database opens");
+        hw_census hc = {0, 0, 0};
+        lntune_db_each_hardware(h, count_hw, &hc);
+        CHECK(hc.gpu_rows == 1 && hc.cpu_rows == 0, "one GPU hardware row (%d), no CPU row (%d)",
+              hc.gpu_rows, hc.cpu_rows);
+        lntune_db_key key = {hc.gpu_id, "cuda", op, "f32", shapes[s].H, shapes[s].rows, 1};
+        census c = {0, 0, 0, INFINITY, ""};
+        lntune_db_each_measurement(h, &key, NULL, count, &c);
+        CHECK(c.ok == r.verified && c.wrong == r.wrong && c.failed == r.failed,
+              "every variant measured is stored: %d ok, %d wrong, %d failed", c.ok, c.wrong,
+              c.failed);
+        best_copy b = {"", "", 0};
+        CHECK(lntune_db_get_best(h, &key, get_best, &b) == LNTUNE_OK &&
+                  strcmp(b.variant, r.variant) == 0,
+              "best record holds the winner %s", b.variant);
+        CHECK(strcmp(b.variant, c.wrong_variant) != 0, "a wrong variant is not the best");
+        CHECK(b.median_ns <= c.fastest_ok_ns * 1.0101,
+              "the winner (%.0f ns) is the fastest correct variant (%.0f ns) within 1%%",
+              b.median_ns, c.fastest_ok_ns);
+        int art = 0;
+        lntune_db_get_artifact(h, b.artifact, artifact_ok, &art);
+        CHECK(art, "artifact %s holds a cubin, its PTX and the source with its launch line",
+              b.artifact);
+        lntune_db_close(h);
+
+        lntune_tune_result again = tune(db, op, shapes[s].rows, shapes[s].H, 0, &rc, err);
+        CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 &&
+                  strcmp(again.variant, r.variant) == 0,
+              "second run reads the winner back, compiling nothing (compiled %d)", again.compiled);
+    }
+
+    lntune_tune_result none = tune(db, "layernorm", 64, 1024, 3, &rc, err);
+    CHECK(rc != LNTUNE_OK && err[0] && !none.variant[0], "device 3 refused: rc %d, '%s'", rc, err);
+    return CHECK_SUMMARY();
+}
