@@ -41,8 +41,29 @@ typedef struct {
     double median_ns, min_ns, max_ns;
 } candidate;
 
+/* The compiled candidates of the previous op x shape: the next one of the same op and H (another
+ * row count) has the same sources, so it takes these instead of compiling. */
+typedef struct {
+    const char *op;
+    int64_t H;
+    size_t n;
+    char **texts;
+    lntune_nvrtc_job *compiled;
+} compile_cache;
+
+static void cache_clear(compile_cache *k) {
+    for (size_t i = 0; i < k->n; ++i) {
+        free(k->texts[i]);
+        lntune_nvrtc_output_free(&k->compiled[i].out);
+    }
+    free(k->texts);
+    free(k->compiled);
+    memset(k, 0, sizeof *k);
+}
+
 /* Everything one op x shape needs. */
 typedef struct {
+    compile_cache *cache;
     const lntune_tune_config *cfg;
     lntune_gen *gen;
     const lntune_nvrtc *nv;
@@ -221,10 +242,25 @@ static int emit_all(job *j) {
 static int compile_all(job *j) {
     lntune_nvrtc_job *jobs = calloc(j->n ? j->n : 1, sizeof *jobs);
     if (!jobs) return LNTUNE_ENOMEM;
-    for (size_t i = 0; i < j->n; ++i) jobs[i].source = j->c[i].text;
+    /* Sources compiled for the previous shape move over; the others go to NVRTC together. */
+    compile_cache *k = j->cache;
+    const int same = k->op && strcmp(k->op, j->op) == 0 && k->H == j->shape.H && k->n == j->n;
+    size_t nnew = 0;
+    for (size_t i = 0; i < j->n; ++i) {
+        const lntune_nvrtc_output *o = same ? &k->compiled[i].out : NULL;
+        if (o && (o->data || o->message) && strcmp(k->texts[i], j->c[i].text) == 0) {
+            j->c[i].compile = k->compiled[i];
+            ++j->res->cache_hits;
+            memset(&k->compiled[i].out, 0, sizeof k->compiled[i].out);
+            continue;
+        }
+        jobs[nnew].source = j->c[i].text;
+        jobs[nnew++].name = j->c[i].variant;
+    }
     progress(j, "compile");
-    int rc = lntune_nvrtc_compile_many(j->nv, j->info->sm, LNTUNE_NVRTC_CUBIN, jobs, j->n, 0);
-    for (size_t i = 0; i < j->n; ++i) j->c[i].compile = jobs[i];
+    int rc = lntune_nvrtc_compile_many(j->nv, j->info->sm, LNTUNE_NVRTC_CUBIN, jobs, nnew, 0);
+    for (size_t i = 0, f = 0; i < j->n && f < nnew; ++i)
+        if (j->c[i].text == jobs[f].source) j->c[i].compile = jobs[f++];
     free(jobs);
     if (rc) snprintf(j->err, j->errlen, "cannot start the compile threads");
     return rc;
@@ -469,13 +505,31 @@ done:
     lntune_cuda_event_destroy(j->cu, j->ev1);
     lntune_cuda_stream_destroy(j->cu, j->stream);
     free_buffers(j);
+    /* This shape's compiled sources become the cache for the next one. */
+    compile_cache *k = j->cache;
+    cache_clear(k);
+    k->texts = calloc(j->n ? j->n : 1, sizeof *k->texts);
+    k->compiled = calloc(j->n ? j->n : 1, sizeof *k->compiled);
+    const int keep = k->texts && k->compiled;
+    if (keep) k->op = j->op, k->H = j->shape.H, k->n = j->n;
     for (size_t i = 0; i < j->n; ++i) {
         lntune_cuda_module_unload(j->cu, j->c[i].module);
-        lntune_nvrtc_output_free(&j->c[i].compile.out);
+        if (keep) {
+            k->texts[i] = j->c[i].text;
+            k->compiled[i] = j->c[i].compile;
+        } else {
+            lntune_nvrtc_output_free(&j->c[i].compile.out);
+            free(j->c[i].text);
+        }
         free(j->c[i].variant);
-        free(j->c[i].text);
     }
     free(j->c);
+}
+
+static int by_h(const void *a, const void *b) {
+    const lntune_shape *x = a, *y = b;
+    if (x->H != y->H) return (x->H > y->H) - (x->H < y->H);
+    return (x->rows > y->rows) - (x->rows < y->rows);
 }
 
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,
@@ -486,6 +540,8 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
     lntune_nvrtc *nv = NULL;
     lntune_gen *gen = NULL;
     lntune_db *db = NULL;
+    lntune_shape *shapes = NULL;
+    compile_cache cache = {0};
     int64_t hw = 0;
     int rc;
     if ((rc = lntune_cuda_open(device_index, &cu)) != LNTUNE_OK) {
@@ -523,12 +579,22 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
     }
     *results = res;
     err[0] = '\0';
+    /* Shapes in order of H, so the row counts of one H share their compiled sources. */
+    shapes = malloc((cfg->nshapes + 1) * sizeof *shapes);
+    if (!shapes) {
+        rc = LNTUNE_ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    memcpy(shapes, cfg->shapes, cfg->nshapes * sizeof *shapes);
+    qsort(shapes, cfg->nshapes, sizeof *shapes, by_h);
     for (size_t o = 0; o < cfg->nops && !rc; ++o) {
         for (size_t s = 0; s < cfg->nshapes; ++s) {
             lntune_tune_result *r = &res[(*nresults)++];
             job j = {.cfg = cfg, .gen = gen, .nv = nv, .cu = cu, .db = db, .info = info};
+            j.cache = &cache;
             j.op = cfg->ops[o];
-            j.shape = cfg->shapes[s];
+            j.shape = shapes[s];
             if (j.shape.rows <= 0) j.shape.rows = lntune_tune_cuda_default_rows(j.shape.H);
             j.shape.affine = LNTUNE_AFFINE_GAMMA;
             j.key = (lntune_db_key){hw, "cuda", j.op, "f32", j.shape.H, j.shape.rows, 1};
@@ -549,6 +615,8 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
         }
     }
 done:
+    cache_clear(&cache);
+    free(shapes);
     lntune_db_close(db);
     lntune_gen_close(gen);
     lntune_nvrtc_close(nv);

@@ -156,6 +156,23 @@ int main(void) {
               "second run reads the winner back, compiling nothing (compiled %d)", again.compiled);
     }
 
+    /* Two row counts of one H in one run: the second compiles nothing new. */
+    {
+        const char *ops[1] = {"rmsnorm"};
+        lntune_shape two[2] = {{32, 512, 0}, {1, 512, 0}};
+        lntune_tune_config cfg = {
+            .db_path = db, .ops = ops, .nops = 1, .shapes = two, .nshapes = 2};
+        lntune_tune_result *r = NULL;
+        size_t n = 0;
+        setenv("MOCK_CUDA_OP", "rmsnorm", 1);
+        rc = lntune_tune_cuda(&cfg, 0, &r, &n, err, sizeof err);
+        CHECK(rc == LNTUNE_OK && n == 2 && r[0].variant[0] && r[1].variant[0] &&
+                  r[0].cache_hits == 0 && r[1].cache_hits == r[1].compiled + r[1].failed,
+              "rows 1 after rows 32 at H=512 reuses every compiled source (%d of %d)",
+              n == 2 ? r[1].cache_hits : -1, n == 2 ? r[1].compiled : -1);
+        free(r);
+    }
+
     lntune_tune_result none = tune(db, "layernorm", 64, 1024, 3, &rc, err);
     CHECK(rc != LNTUNE_OK && err[0] && !none.variant[0], "device 3 refused: rc %d, '%s'", rc, err);
     return CHECK_SUMMARY();

@@ -18,11 +18,12 @@ rm -rf "$out"
 mkdir -p "$out"
 cp "$build/lntune" "$build/cuda_bench" "$out/"
 for t in "$build"/tests/test_*cuda*; do
-    [ -x "$t" ] && [ "$(basename "$t")" != test_cuda_compile ] && cp "$t" "$out/"
+    case $(basename "$t") in test_cuda_compile | test_cuda_tuner) continue ;; esac # CPU tests
+    [ -x "$t" ] && cp "$t" "$out/"
 done
 cp -L "$build/liblntune.so.0" "$out/"
 for lib in liblua5.4.so.0 libsqlite3.so.0 libgomp.so.1; do
-    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !n++ {print $NF}')
     [ -n "$path" ] || { echo "bundle.sh: $lib not found" >&2; exit 1; }
     cp -L "$path" "$out/"
 done

@@ -29,7 +29,7 @@ else
     cmake --build build-gpu -j"$(nproc)" >/dev/null || fail "build"
     cmake --build build-gpu -j"$(nproc)" --target cuda_bench >/dev/null || fail "build cuda_bench"
     bin=build-gpu
-    tests=$(ls build-gpu/tests/test_*cuda* | grep -v test_cuda_compile)
+    tests=$(ls build-gpu/tests/test_*cuda* | grep -v -e test_cuda_compile -e test_cuda_tuner)
 fi
 
 # A skipped GPU test on a GPU machine is a failure: it means the driver was not usable.
