@@ -26,12 +26,17 @@ typedef struct lntune_export_config {
     const char *db_path; /* NULL: the default database */
     int cmake;           /* also write CMakeLists.txt */
     FILE *warnings;      /* warnings, one a line (may be NULL) */
+    const char *gpu;     /* CUDA: export the winners of this GPU fingerprint only (NULL: all) */
 } lntune_export_config;
 
 typedef struct lntune_export_report {
     int tuned;            /* tuned kernels written */
     int skipped;          /* winners left out, each with a warning */
     char fingerprint[17]; /* this machine */
+    int cuda_tuned;       /* CUDA kernels written (lntune_kernels.cu) */
+    int cuda_skipped;     /* CUDA winners left out, each with a warning */
+    int cuda_gpus;        /* GPU hardware rows they came from */
+    int cuda_written;     /* lntune_kernels.cu and lntune_kernels_cuda.h were written */
     char message[1024];   /* why it failed */
 } lntune_export_report;
 
