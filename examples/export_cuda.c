@@ -118,6 +118,11 @@ out:
 }
 
 int main(void) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        printf("skip: no CUDA device\n");
+        return 77;
+    }
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         int rc = run_case(&cases[i]);
