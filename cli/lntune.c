@@ -36,7 +36,7 @@ enum { EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DB = 3, EXIT_SIGNAL = 128 };
 
 typedef struct {
     const char *op, *target, *variant, *symbol, *db, *rigor, *dtype;
-    const char *out; /* export */
+    const char *out, *gpu; /* export */
     lntune_shape *shapes;
     size_t nshapes;
     int help, retune, json, all, threads, force;
@@ -102,6 +102,8 @@ static int parse_options(int argc, char **argv, options *o) {
             slot = &o->db;
         else if (strcmp(a, "--out") == 0)
             slot = &o->out;
+        else if (strcmp(a, "--gpu") == 0)
+            slot = &o->gpu;
         else if (strcmp(a, "--rigor") == 0)
             slot = &o->rigor;
         else if (strcmp(a, "--target") == 0)
@@ -527,7 +529,7 @@ static int cmd_show(options *o) {
 
 static int cmd_export(options *o) {
     if (!o->out) return usage_error("%s", "--out DIR is required");
-    lntune_export_config c = {o->out, o->db, o->cmake, stderr};
+    lntune_export_config c = {o->out, o->db, o->cmake, stderr, o->gpu};
     lntune_export_report r;
     int rc = lntune_export(&c, &r);
     if (rc != LNTUNE_OK) {
@@ -538,6 +540,11 @@ static int cmd_export(options *o) {
            " plus the generic kernels\n",
            o->out, o->cmake ? " and CMakeLists.txt" : "", r.tuned, r.fingerprint,
            r.skipped ? " (winners left out: see the warnings)" : "");
+    if (r.cuda_written)
+        printf("wrote %s/lntune_kernels.cu and lntune_kernels_cuda.h: %d tuned CUDA kernel(s) of "
+               "%d GPU(s)%s, plus the generic CUDA kernels\n",
+               o->out, r.cuda_tuned, r.cuda_gpus,
+               r.cuda_skipped ? " (winners left out: see the warnings)" : "");
     return 0;
 }
 
@@ -623,10 +630,13 @@ static const command commands[] = {
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
      "  adversarial suite against the float64 reference.\n"},
     {"export", cmd_export,
-     "lntune export --out DIR [--db PATH] [--cmake]\n"
+     "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels, a dispatch table,\n"
      "  the generic kernels and a small thread pool, as plain C (libc, libm, pthreads).\n"
-     "  --cmake also writes a CMakeLists.txt for add_subdirectory.\n"},
+     "  When the database holds CUDA winners, also DIR/lntune_kernels.cu and\n"
+     "  lntune_kernels_cuda.h (nvcc, CUDA runtime): every GPU's winners, or --gpu's only.\n"
+     "  --cmake also writes a CMakeLists.txt for add_subdirectory (a CUDA target where\n"
+     "  CMake finds a CUDA compiler).\n"},
 };
 
 static void print_help(FILE *f) {

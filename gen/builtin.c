@@ -25,6 +25,19 @@ const lntune_builtin_variant lntune_builtin_variants[] = {
 const size_t lntune_builtin_variant_count =
     sizeof lntune_builtin_variants / sizeof lntune_builtin_variants[0];
 
+/* CUDA (lntune export's fallback): a 256-thread block per row re-reading x, 16-byte accesses
+ * where aligned; any H, no shared memory, any compute capability. */
+#define CUDA_COMMON "layout=uncached,tpr=32,cluster=1,block=256,pack=4,cache=none,h=runtime"
+
+const lntune_builtin_variant lntune_builtin_cuda_variants[] = {
+    {"layernorm", 1, CUDA_COMMON ",stats=twopass,affine=fused"},
+    {"layernorm", 0, CUDA_COMMON ",stats=twopass,affine=none"},
+    {"rmsnorm", 1, CUDA_COMMON ",stats=sumsq,affine=fused"},
+    {"rmsnorm", 0, CUDA_COMMON ",stats=sumsq,affine=none"},
+};
+const size_t lntune_builtin_cuda_variant_count =
+    sizeof lntune_builtin_cuda_variants / sizeof lntune_builtin_cuda_variants[0];
+
 void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size) {
     const lntune_builtin_variant *v = &lntune_builtin_variants[i];
     snprintf(buf, size, "%s_%s_%s", prefix, v->op, v->affine ? "affine" : "plain");

@@ -20,6 +20,10 @@ typedef struct lntune_builtin_variant {
 extern const lntune_builtin_variant lntune_builtin_variants[];
 extern const size_t lntune_builtin_variant_count;
 
+/* The same for target "cuda", in the same order (op, then affine before plain). */
+extern const lntune_builtin_variant lntune_builtin_cuda_variants[];
+extern const size_t lntune_builtin_cuda_variant_count;
+
 /* The kernel name of variant i under prefix: "<prefix>_<op>_affine" or "<prefix>_<op>_plain". */
 void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size);
 

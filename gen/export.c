@@ -6,7 +6,7 @@
  * exported code picks a winner exactly as the runtime does: the winner of the call's bucket,
  * else the nearest tuned bucket of the same op, H and affine, else the generic kernel.
  */
-#include "export.h"
+#include "export_internal.h"
 
 #include "builtin.h"
 #include "generator.h"
@@ -26,14 +26,7 @@ typedef struct {
 } embedded_file;
 extern const embedded_file lntune_embedded_engine[];
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    int oom;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...) {
+void lntune_export_put(lntune_export_buf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
@@ -54,21 +47,8 @@ static void put(buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
-typedef struct {
-    char op[16], dtype[16], variant[512], template_hash[17];
-    int64_t H, tuned_rows, rows_lo, rows_hi;
-    int affine, threads;
-    double median_ns, gbps, copy_gbps, max_error;
-} winner;
-
-typedef struct {
-    winner *w;
-    size_t n, cap;
-    int oom;
-} winner_list;
-
 /* The range of row counts in the bucket of rows: lntune_rows_bucket is monotone. */
-static void bucket_range(int64_t rows, int64_t *lo, int64_t *hi) {
+void lntune_export_bucket_range(int64_t rows, int64_t *lo, int64_t *hi) {
     int b = lntune_rows_bucket(rows);
     int64_t a = 1, z = rows; /* lowest row count in the bucket, by bisection */
     while (a < z) {
@@ -94,6 +74,60 @@ static void bucket_range(int64_t rows, int64_t *lo, int64_t *hi) {
     *hi = a;
 }
 
+typedef struct {
+    const char *variant;
+    char *hash;
+    size_t size;
+} hash_find;
+
+static int find_hash(void *ud, const lntune_measurement *m) {
+    hash_find *f = ud;
+    if (m->variant && strcmp(m->variant, f->variant) == 0 && m->template_hash)
+        snprintf(f->hash, f->size, "%s", m->template_hash);
+    return 0;
+}
+
+void lntune_export_measured_hash(lntune_db *db, const lntune_db_key *key, const char *variant,
+                                 char hash[17]) {
+    hash[0] = '\0';
+    hash_find f = {variant, hash, 17};
+    lntune_db_each_measurement(db, key, NULL, find_hash, &f);
+}
+
+int lntune_export_write_file(const char *dir, const char *name, const lntune_export_buf *b,
+                             char *msg, size_t msglen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(b->s, 1, b->len, f) == b->len;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) snprintf(msg, msglen, "cannot write %.900s", path);
+    return ok ? LNTUNE_OK : LNTUNE_EIO;
+}
+
+void lntune_export_warn(const lntune_export_config *c, const char *fmt, ...) {
+    if (!c->warnings) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(c->warnings, "lntune export: warning: ");
+    vfprintf(c->warnings, fmt, ap);
+    fprintf(c->warnings, "\n");
+    va_end(ap);
+}
+
+typedef struct {
+    char op[16], dtype[16], variant[512], template_hash[17];
+    int64_t H, tuned_rows, rows_lo, rows_hi;
+    int affine, threads;
+    double median_ns, gbps, copy_gbps, max_error;
+} winner;
+
+typedef struct {
+    winner *w;
+    size_t n, cap;
+    int oom;
+} winner_list;
+
 static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     winner_list *l = ud;
     if (strcmp(key->target, "cpu") != 0 || strcmp(key->dtype, "f32") != 0) return 0;
@@ -117,46 +151,11 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     w->threads = b->threads > 0 ? b->threads : 1;
     w->median_ns = b->median_ns, w->gbps = b->gbps, w->copy_gbps = b->copy_gbps;
     w->max_error = b->max_error;
-    bucket_range(w->tuned_rows > 0 ? w->tuned_rows : 1, &w->rows_lo, &w->rows_hi);
+    lntune_export_bucket_range(w->tuned_rows > 0 ? w->tuned_rows : 1, &w->rows_lo, &w->rows_hi);
     return 0;
 }
 
-typedef struct {
-    const char *variant;
-    char *hash;
-    size_t size;
-} hash_find;
-
-static int find_hash(void *ud, const lntune_measurement *m) {
-    hash_find *f = ud;
-    if (m->variant && strcmp(m->variant, f->variant) == 0 && m->template_hash)
-        snprintf(f->hash, f->size, "%s", m->template_hash);
-    return 0;
-}
-
-static int write_file(const char *dir, const char *name, const buf *b, char *msg, size_t msglen) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(b->s, 1, b->len, f) == b->len;
-    if (f && fclose(f) != 0) ok = 0;
-    if (!ok) snprintf(msg, msglen, "cannot write %.900s", path);
-    return ok ? LNTUNE_OK : LNTUNE_EIO;
-}
-
-static void warn(const lntune_export_config *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void warn(const lntune_export_config *c, const char *fmt, ...) {
-    if (!c->warnings) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(c->warnings, "lntune export: warning: ");
-    vfprintf(c->warnings, fmt, ap);
-    fprintf(c->warnings, "\n");
-    va_end(ap);
-}
-
-static const char *abi_header(void) {
+const char *lntune_export_abi_header(void) {
     for (const embedded_file *f = lntune_embedded_engine; f->path; ++f)
         if (strcmp(f->path, "lntune_kernel.h") == 0) return f->text;
     return NULL;
@@ -304,16 +303,18 @@ static const char dispatch_text[] =
     "    return run(1, args);\n"
     "}\n";
 
-static void write_header_comment(buf *b, const lntune_cpu_info *cpu, const winner_list *l,
-                                 const int *ok, const char *db_note) {
+static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cpu,
+                                 const winner_list *l, const int *ok, const char *db_note) {
     char features[256];
     lntune_hw_features_string(cpu->isa, features, sizeof features);
-    put(b, "/*\n * generated by lntune export; do not edit.\n *\n");
-    put(b, " * hardware: %s (fingerprint %s), %s, %d logical CPUs\n", cpu->model, cpu->fingerprint,
-        features, cpu->cores);
-    put(b, " * Compile on this machine (the tuned kernels were measured with -march=native).\n");
-    if (db_note) put(b, " * %s\n", db_note);
-    put(b, " *\n * tuned kernels (op dtype H rows-bucket affine: variant, threads, median time,\n"
+    lntune_export_put(b, "/*\n * generated by lntune export; do not edit.\n *\n");
+    lntune_export_put(b, " * hardware: %s (fingerprint %s), %s, %d logical CPUs\n", cpu->model,
+                      cpu->fingerprint, features, cpu->cores);
+    lntune_export_put(
+        b, " * Compile on this machine (the tuned kernels were measured with -march=native).\n");
+    if (db_note) lntune_export_put(b, " * %s\n", db_note);
+    lntune_export_put(
+        b, " *\n * tuned kernels (op dtype H rows-bucket affine: variant, threads, median time,\n"
            " * bandwidth, verified max error in units of 2^-24 of the output's terms):\n");
     int any = 0;
     for (size_t i = 0; i < l->n; ++i) {
@@ -325,20 +326,21 @@ static void write_header_comment(buf *b, const lntune_cpu_info *cpu, const winne
             snprintf(hi, sizeof hi, "...");
         else
             snprintf(hi, sizeof hi, "%lld", (long long)w->rows_hi);
-        put(b,
+        lntune_export_put(
+            b,
             " *   t%zu: %s %s H=%lld rows %lld-%s (tuned at %lld) %s: %s, %d thread(s), "
             "%.0f ns, %.1f GB/s (copy %.1f), max error %.3g\n",
             i, w->op, w->dtype, (long long)w->H, (long long)w->rows_lo, hi,
             (long long)w->tuned_rows, w->affine ? "affine" : "no affine", w->variant, w->threads,
             w->median_ns, w->gbps, w->copy_gbps, w->max_error);
     }
-    if (!any) put(b, " *   (none)\n");
-    put(b, " *\n * generic kernels (any shape no winner covers):\n");
+    if (!any) lntune_export_put(b, " *   (none)\n");
+    lntune_export_put(b, " *\n * generic kernels (any shape no winner covers):\n");
     for (size_t i = 0; i < lntune_builtin_variant_count; ++i)
-        put(b, " *   %s %s: %s\n", lntune_builtin_variants[i].op,
-            lntune_builtin_variants[i].affine ? "affine" : "no affine",
-            lntune_builtin_variants[i].variant);
-    put(b, " */\n");
+        lntune_export_put(b, " *   %s %s: %s\n", lntune_builtin_variants[i].op,
+                          lntune_builtin_variants[i].affine ? "affine" : "no affine",
+                          lntune_builtin_variants[i].variant);
+    lntune_export_put(b, " */\n");
 }
 
 int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
@@ -357,6 +359,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     char note[600] = "";
     int64_t hw = 0;
     int rc = lntune_db_open(c->db_path, LNTUNE_DB_READONLY, &db);
+    const int db_ok = rc == LNTUNE_OK;
     if (rc != LNTUNE_OK) {
         snprintf(note, sizeof note, "no tuning database (%s): generic kernels only",
                  db ? lntune_db_errmsg(db) : lntune_errstr(rc));
@@ -372,10 +375,10 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         free(list.w);
         return list.oom ? LNTUNE_ENOMEM : rc;
     }
-    if (note[0]) warn(c, "%s", note);
+    if (note[0]) lntune_export_warn(c, "%s", note);
 
     lntune_gen *g = NULL;
-    buf kernels = {0}, out = {0}, header = {0};
+    lntune_export_buf kernels = {0}, out = {0}, header = {0};
     int *ok = calloc(list.n ? list.n : 1, sizeof *ok);
     int max_threads = 1;
     if (!ok) {
@@ -393,21 +396,21 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         lntune_shape shape = {.H = w->H};
         lntune_source src;
         if (lntune_gen_emit(g, "cpu", w->op, w->variant, &shape, symbol, &src) != LNTUNE_OK) {
-            warn(c, "%s H=%lld: variant '%s' no longer generates (%s); left out", w->op,
-                 (long long)w->H, w->variant, lntune_gen_errmsg(g));
+            lntune_export_warn(c, "%s H=%lld: variant '%s' no longer generates (%s); left out",
+                               w->op, (long long)w->H, w->variant, lntune_gen_errmsg(g));
             ++r->skipped;
             continue;
         }
-        char measured[17] = "";
-        hash_find f = {w->variant, measured, sizeof measured};
+        char measured[17];
         lntune_db_key key = {hw, "cpu", w->op, w->dtype, w->H, w->tuned_rows, w->affine};
-        lntune_db_each_measurement(db, &key, NULL, find_hash, &f);
+        lntune_export_measured_hash(db, &key, w->variant, measured);
         if (measured[0] && strcmp(measured, src.template_hash) != 0)
-            warn(c,
-                 "%s H=%lld: the template changed since '%s' was measured (hash %s, now %s); "
-                 "exporting the regenerated source: re-tune to refresh its timing",
-                 w->op, (long long)w->H, w->variant, measured, src.template_hash);
-        put(&kernels, "%s\n", src.text);
+            lntune_export_warn(
+                c,
+                "%s H=%lld: the template changed since '%s' was measured (hash %s, now %s); "
+                "exporting the regenerated source: re-tune to refresh its timing",
+                w->op, (long long)w->H, w->variant, measured, src.template_hash);
+        lntune_export_put(&kernels, "%s\n", src.text);
         lntune_source_free(&src);
         ok[i] = 1;
         ++r->tuned;
@@ -418,34 +421,37 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
         goto done;
     }
-    put(&kernels, "%s", generic);
+    lntune_export_put(&kernels, "%s", generic);
     free(generic);
     if (cpu.cores > max_threads) max_threads = cpu.cores;
 
     /* lntune_kernels.c */
     write_header_comment(&out, &cpu, &list, ok, note[0] ? note : NULL);
-    put(&out, "#define _POSIX_C_SOURCE 200809L\n#include \"lntune_kernels.h\"\n\n");
-    put(&out, "#include <pthread.h>\n#include <stddef.h>\n#include <stdint.h>\n\n");
-    put(&out, "#define LNTUNE_KERNELS_MAX_THREADS %d\n\n", max_threads);
-    put(&out, "%s\n", kernels.s ? kernels.s : "");
-    put(&out, "typedef struct {\n    int op; /* 0 layernorm, 1 rmsnorm */\n    int64_t H;\n"
-              "    int affine;\n    int64_t rows_lo, rows_hi;\n    lntune_kernel_fn fn;\n"
-              "    int threads;\n} tuned_entry;\n\n");
-    put(&out, "static const tuned_entry tuned[] = {\n");
+    lntune_export_put(&out, "#define _POSIX_C_SOURCE 200809L\n#include \"lntune_kernels.h\"\n\n");
+    lntune_export_put(&out, "#include <pthread.h>\n#include <stddef.h>\n#include <stdint.h>\n\n");
+    lntune_export_put(&out, "#define LNTUNE_KERNELS_MAX_THREADS %d\n\n", max_threads);
+    lntune_export_put(&out, "%s\n", kernels.s ? kernels.s : "");
+    lntune_export_put(&out,
+                      "typedef struct {\n    int op; /* 0 layernorm, 1 rmsnorm */\n    int64_t H;\n"
+                      "    int affine;\n    int64_t rows_lo, rows_hi;\n    lntune_kernel_fn fn;\n"
+                      "    int threads;\n} tuned_entry;\n\n");
+    lntune_export_put(&out, "static const tuned_entry tuned[] = {\n");
     for (size_t i = 0; i < list.n; ++i) {
         const winner *w = &list.w[i];
         if (!ok[i]) continue;
-        put(&out,
+        lntune_export_put(
+            &out,
             "    {%d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), lntune_kernels_t%zu, %d},\n",
             strcmp(w->op, "rmsnorm") == 0, (long long)w->H, w->affine, (long long)w->rows_lo,
             (long long)w->rows_hi, i, w->threads);
     }
-    put(&out, "    {0, 0, 0, 0, 0, NULL, 0} /* keeps the table non-empty */\n};\n\n");
-    put(&out, "%s", dispatch_text);
+    lntune_export_put(&out, "    {0, 0, 0, 0, 0, NULL, 0} /* keeps the table non-empty */\n};\n\n");
+    lntune_export_put(&out, "%s", dispatch_text);
 
     /* lntune_kernels.h */
-    const char *abi = abi_header();
-    put(&header,
+    const char *abi = lntune_export_abi_header();
+    lntune_export_put(
+        &header,
         "/*\n * lntune_kernels.h - generated by lntune export; do not edit.\n *\n"
         " * LayerNorm and RMSNorm tuned for one machine (%s); see lntune_kernels.c.\n"
         " * Fill an lntune_kernel_args (rows, H, x, y; gamma, beta, mean, rstd optional;\n"
@@ -455,22 +461,28 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         " * Thread-safe; multi-threaded winners share one pool, and a call that finds it\n"
         " * busy runs on the calling thread.\n */\n",
         cpu.fingerprint);
-    put(&header, "#ifndef LNTUNE_KERNELS_H\n#define LNTUNE_KERNELS_H\n\n%s\n", abi ? abi : "");
-    put(&header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-                 "int lntune_kernels_layernorm(const lntune_kernel_args *args);\n"
-                 "int lntune_kernels_rmsnorm(const lntune_kernel_args *args);\n\n"
-                 "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
+    lntune_export_put(&header, "#ifndef LNTUNE_KERNELS_H\n#define LNTUNE_KERNELS_H\n\n%s\n",
+                      abi ? abi : "");
+    lntune_export_put(&header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+                               "int lntune_kernels_layernorm(const lntune_kernel_args *args);\n"
+                               "int lntune_kernels_rmsnorm(const lntune_kernel_args *args);\n\n"
+                               "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
     if (out.oom || header.oom || kernels.oom || !abi) {
         rc = abi ? LNTUNE_ENOMEM : LNTUNE_ERROR;
         snprintf(r->message, sizeof r->message, "%s", abi ? "out of memory" : "no ABI header");
         goto done;
     }
-    rc = write_file(c->out_dir, "lntune_kernels.c", &out, r->message, sizeof r->message);
+    rc = lntune_export_write_file(c->out_dir, "lntune_kernels.c", &out, r->message,
+                                  sizeof r->message);
     if (rc == LNTUNE_OK)
-        rc = write_file(c->out_dir, "lntune_kernels.h", &header, r->message, sizeof r->message);
+        rc = lntune_export_write_file(c->out_dir, "lntune_kernels.h", &header, r->message,
+                                      sizeof r->message);
+    char archs[64] = "";
+    if (rc == LNTUNE_OK) rc = lntune_export_cuda(db_ok ? db : NULL, g, c, r, archs, sizeof archs);
     if (rc == LNTUNE_OK && c->cmake) {
-        buf cm = {0};
-        put(&cm,
+        lntune_export_buf cm = {0};
+        lntune_export_put(
+            &cm,
             "# generated by lntune export; do not edit.\n"
             "# add_subdirectory() this folder, then link lntune_kernels. -march=native: build\n"
             "# on the machine the kernels were tuned for (%s).\n"
@@ -483,8 +495,31 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             "target_compile_options(lntune_kernels PRIVATE -O3 -march=native)\n"
             "target_link_libraries(lntune_kernels PUBLIC Threads::Threads m)\n",
             cpu.fingerprint);
+        if (r->cuda_written)
+            lntune_export_put(
+                &cm,
+                "\n# The CUDA kernels (lntune_kernels_cuda), where CMake finds a CUDA compiler.\n"
+                "include(CheckLanguage)\n"
+                "check_language(CUDA)\n"
+                "if(CMAKE_CUDA_COMPILER)\n"
+                "  enable_language(CUDA)\n"
+                "  find_package(CUDAToolkit REQUIRED)\n"
+                "  add_library(lntune_kernels_cuda STATIC lntune_kernels.cu)\n"
+                "  target_include_directories(lntune_kernels_cuda PUBLIC "
+                "${CMAKE_CURRENT_SOURCE_DIR})\n"
+                "  # The compute capabilities the kernels were tuned on.\n"
+                "  set_target_properties(lntune_kernels_cuda PROPERTIES CUDA_ARCHITECTURES \"%s\"\n"
+                "                        CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)\n"
+                "  # Apps in C link it with their own linker, adding the C++ runtime nvcc's launch "
+                "stubs use.\n"
+                "  set(CMAKE_CUDA_LINKER_PREFERENCE_PROPAGATES OFF)\n"
+                "  target_link_libraries(lntune_kernels_cuda PUBLIC CUDA::cudart "
+                "$<$<NOT:$<CXX_COMPILER_ID:MSVC>>:stdc++>)\n"
+                "endif()\n",
+                archs);
         rc = cm.oom ? LNTUNE_ENOMEM
-                    : write_file(c->out_dir, "CMakeLists.txt", &cm, r->message, sizeof r->message);
+                    : lntune_export_write_file(c->out_dir, "CMakeLists.txt", &cm, r->message,
+                                               sizeof r->message);
         free(cm.s);
     }
 done:

@@ -9,6 +9,22 @@
  * a small persistent pthread pool for multi-threaded winners. The files need only libc, libm and
  * pthreads, and compile with -std=c11 -Wall -Wextra -Werror under gcc and clang.
  *
+ * CUDA: when the database holds CUDA winners (best rows of target "cuda", dtype f32), export also
+ * writes lntune_kernels.cu and lntune_kernels_cuda.h: the winners of every GPU hardware row (or
+ * of config->gpu's only), each regenerated for its row's compute capability, the generic CUDA
+ * kernels of builtin.h for every other shape, and host code that launches them with the grid and
+ * shared memory their launch lines give. There is no GPU to detect at export time, so the GPU is
+ * chosen at run time: on the first call on a device, its name and compute capability select the
+ * GPU row (the same name and capability, else the same capability); a device matching none is
+ * LNTUNE_ENODEVICE, never a crash. Entry points: lntune_kernels_cuda_layernorm/_rmsnorm(const
+ * lntune_kernel_args *, cudaStream_t) on device pointers (lntune_kernel_args, not lntune_args,
+ * so that the files need nothing of lntune), with LNTUNE_* codes. The file compiles with nvcc
+ * -std=c++17 for the architectures of its GPU rows (each row's kernels are device code for its
+ * own architecture only, so an sm_80 row and an sm_90 row's clusters share one file) and needs
+ * only the CUDA runtime. With no CUDA winners no CUDA file is written (a stale one from an
+ * earlier export is left alone, and CMakeLists.txt then does not name it). --cmake adds the
+ * target lntune_kernels_cuda where check_language(CUDA) finds a compiler.
+ *
  * Sources are regenerated rather than copied from the artifacts, so that each kernel gets a name
  * of its own and one translation unit holds them all. If the template changed since the winner
  * was measured (its measurement's template hash differs from the current one), the regenerated
@@ -26,12 +42,17 @@ typedef struct lntune_export_config {
     const char *db_path; /* NULL: the default database */
     int cmake;           /* also write CMakeLists.txt */
     FILE *warnings;      /* warnings, one a line (may be NULL) */
+    const char *gpu;     /* CUDA: export the winners of this GPU fingerprint only (NULL: all) */
 } lntune_export_config;
 
 typedef struct lntune_export_report {
     int tuned;            /* tuned kernels written */
     int skipped;          /* winners left out, each with a warning */
     char fingerprint[17]; /* this machine */
+    int cuda_tuned;       /* CUDA kernels written (lntune_kernels.cu) */
+    int cuda_skipped;     /* CUDA winners left out, each with a warning */
+    int cuda_gpus;        /* GPU hardware rows they came from */
+    int cuda_written;     /* lntune_kernels.cu and lntune_kernels_cuda.h were written */
     char message[1024];   /* why it failed */
 } lntune_export_report;
 

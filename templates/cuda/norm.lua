@@ -163,13 +163,23 @@ function M.family(op)
 @ local cache = p.cache
 @ local CHUNK_PACKS = 4 -- packs per unrolled chunk of a loop over a row: loads in flight
 // lntune-cuda-launch: block={{launch.block}} rows_per_block={{launch.rows_per_block}} cluster={{launch.cluster}} smem={{launch.smem}} smem_per_h={{launch.smem_per_h}} max_h={{launch.max_h}}
-/* NVRTC has no standard headers without an include path: the few types the ABI needs. */
+/* NVRTC has no standard headers without an include path: the few types the ABI needs. nvcc
+ * (lntune export's file of many kernels) has them. */
+#ifdef __CUDACC_RTC__
 typedef long int64_t;
 typedef unsigned long uint64_t;
 typedef unsigned long uintptr_t;
+#else
+#include <cstdint>
+#endif
 {{ (lntune.abi_header():gsub("#include <stdint.h>\n", "")) }}
-
+#ifndef LN_INLINE
 #define LN_INLINE __device__ __forceinline__
+#endif
+
+/* Every file-scope name of this kernel lives in a namespace of its own, so that many kernels
+ * share one translation unit (lntune export); the extern "C" entry point keeps its name. */
+namespace {{symbol}}_impl {
 
 /* Threads per row group, rows per block, blocks per row, threads per block, widest pack. */
 enum { T = {{T}}, RPB = {{RPB}}, CL = {{CL}}, BLOCK = {{BLOCK}}, P = {{P}}, CHUNK = {{CHUNK_PACKS}} };
@@ -351,6 +361,7 @@ LN_INLINE void group_welford(double &n, double &mu, double &m2)
         for (int j = 0; j < NPACKS; ++j) {
             const int64_t i = lo + ((int64_t)j * T + t) * V;
             const int ord = j + 1;
+            (void)ord;
             if (i >= hi) break;
 @     fetch()
             {{body}}
@@ -364,6 +375,7 @@ LN_INLINE void group_welford(double &n, double &mu, double &m2)
         for (int c = 0; c < CHUNK; ++c) {
             const int64_t i = i0 + (int64_t)c * T * V;
             const int ord = c + 1;
+            (void)ord;
             if (i >= hi) break;
 @     fetch()
             {{body}}
@@ -415,6 +427,7 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
     const int64_t lo = (int64_t)rank * S < H ? (int64_t)rank * S : H;
     const int64_t hi = lo + S < H ? lo + S : H;
     float *const srow = dyn_smem;
+    (void)srow; /* unused by the scalar fallback, which re-reads x */
     for (int64_t row = cluster_id(); row < a.rows; row += cluster_count()) {
         const bool active = true;
 @ else
@@ -514,6 +527,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) {{symbol}}(lntune_kernel_arg
     run_packed(a);
 @ end
 }
+
+} // namespace {{symbol}}_impl
 ]==],
     }
 end

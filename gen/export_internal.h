@@ -1,0 +1,51 @@
+/*
+ * export_internal.h - what export.c (the C kernels) and export_cuda.c (the CUDA kernels) share:
+ * a growing text buffer, file writing, warnings and the rows range of a bucket.
+ */
+#ifndef LNTUNE_EXPORT_INTERNAL_H
+#define LNTUNE_EXPORT_INTERNAL_H
+
+#include "export.h"
+#include "generator.h"
+#include "tuning_db.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lntune_export_buf {
+    char *s;
+    size_t len, cap;
+    int oom; /* a put ran out of memory: the text is incomplete */
+} lntune_export_buf;
+
+/* Appends printf-formatted text. */
+void lntune_export_put(lntune_export_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Writes b to dir/name; LNTUNE_EIO with msg set on failure. */
+int lntune_export_write_file(const char *dir, const char *name, const lntune_export_buf *b,
+                             char *msg, size_t msglen);
+
+/* One "lntune export: warning: ..." line to c->warnings, if set. */
+void lntune_export_warn(const lntune_export_config *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The range of row counts [*lo, *hi] of rows' bucket (*hi is INT64_MAX for the last). */
+void lntune_export_bucket_range(int64_t rows, int64_t *lo, int64_t *hi);
+
+/* The text of include/lntune_kernel.h built into gen; NULL if missing. */
+const char *lntune_export_abi_header(void);
+
+/* The template hash the winner (key, variant) was measured with, or "" if unknown. */
+void lntune_export_measured_hash(lntune_db *db, const lntune_db_key *key, const char *variant,
+                                 char hash[17]);
+
+/*
+ * Writes lntune_kernels.cu and lntune_kernels_cuda.h (see export.h) when db holds CUDA winners
+ * (of c->gpu only, if set); sets r->cuda_tuned, r->cuda_gpus, r->cuda_written, and *archs to
+ * the distinct compute capabilities for CMake ("90;80"). db may be NULL (no database).
+ */
+int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config *c,
+                       lntune_export_report *r, char *archs, size_t archs_size);
+
+#endif /* LNTUNE_EXPORT_INTERNAL_H */
