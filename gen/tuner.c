@@ -27,6 +27,7 @@
 #include <string.h>
 
 enum { TOP = 4, RETIME_ROUNDS = 15, MIN_ROUNDS = 5 };
+enum { MAX_COPIES = 64, COPY_FINALISTS = 3 }; /* copy variants built; re-timed with the leaders */
 static const double NOISE = 0.01;             /* within 1%, the simpler variant wins */
 static const double BATCH_BUDGET_NS = 150e6;  /* timing of one batch of candidates */
 static const double RETIME_BUDGET_NS = 600e6; /* the final interleaved run */
@@ -374,6 +375,27 @@ static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *co
     return got;
 }
 
+static int faster_copy(const void *a, const void *b) {
+    const lntune_timed *x = a, *y = b;
+    if (x->failed != y->failed) return x->failed - y->failed;
+    return (x->median_ns > y->median_ns) - (x->median_ns < y->median_ns);
+}
+
+/*
+ * Times every copy variant (interleaved, in the sandbox) and moves the COPY_FINALISTS fastest to
+ * the front: those are re-timed with the leaders, so "the better copy" is the best of all of
+ * them without 50 copies in the final run. Returns how many finalists there are.
+ */
+static size_t keep_fastest_copies(job *j, lntune_timed *copies, size_t n) {
+    if (n == 0) return 0;
+    lntune_sandbox_outcome outs[MAX_COPIES];
+    lntune_sandbox_time(copies, n, &j->args, j->pool, RETIME_ROUNDS, BATCH_BUDGET_NS * 2, outs);
+    qsort(copies, n, sizeof *copies, faster_copy);
+    size_t k = 0;
+    while (k < n && k < COPY_FINALISTS && !copies[k].failed) ++k;
+    return k;
+}
+
 /* Among the retimed leaders, the fastest, or the simplest within NOISE of it. */
 static size_t choose(const job *j, const size_t *top, const lntune_timed *t, size_t n) {
     size_t best = 0;
@@ -456,7 +478,7 @@ static void tune_one(job *j) {
     size_t n = 0, nunits_done = 0;
     lntune_space *space = NULL;
     float *x = NULL, *y = NULL, *gamma = NULL, *beta = NULL;
-    lntune_jit_module *copy_modules[16] = {0};
+    lntune_jit_module *copy_modules[MAX_COPIES] = {0};
     size_t ncopies = 0;
 
     lntune_db_each_measurement(j->db, &j->key, j->code_hash, collect_stored, j);
@@ -495,8 +517,9 @@ static void tune_one(job *j) {
     j->bytes = 2.0 * (double)elems * sizeof(float);
 
     progress(j, "copy");
-    lntune_timed copies[16] = {{0}}; /* all defined: the sandbox copies them whole */
-    ncopies = build_copies(j, copy_modules, copies, 16);
+    lntune_timed copies[MAX_COPIES] = {{0}}; /* all defined: the sandbox copies them whole */
+    ncopies = build_copies(j, copy_modules, copies, MAX_COPIES);
+    size_t nfinal = keep_fastest_copies(j, copies, ncopies);
 
     size_t top[TOP];
     size_t ntop = lntune_search(space, j->cfg->rigor, evaluate, j, top, TOP);
@@ -504,7 +527,7 @@ static void tune_one(job *j) {
 
     /* The leaders, the naive kernel and the copies, timed together in one interleaved run. */
     progress(j, "retime");
-    lntune_timed group[TOP + 1 + 16];
+    lntune_timed group[TOP + 1 + COPY_FINALISTS];
     size_t ng = 0, naive_at = SIZE_MAX;
     for (size_t k = 0; k < ntop; ++k) {
         compiled *u = unit_for(j, top[k]);
@@ -518,8 +541,8 @@ static void tune_one(job *j) {
         naive_at = ng;
         group[ng++] = (lntune_timed){naive->fn, j->threads_of[0], 0, 0, 0, 0};
     }
-    for (size_t c = 0; c < ncopies; ++c) group[ng++] = copies[c];
-    lntune_sandbox_outcome outs[TOP + 1 + 16];
+    for (size_t c = 0; c < nfinal; ++c) group[ng++] = copies[c];
+    lntune_sandbox_outcome outs[TOP + 1 + COPY_FINALISTS];
     lntune_sandbox_time(group, ng, &j->args, j->pool, RETIME_ROUNDS, RETIME_BUDGET_NS, outs);
     if (stopped(j)) goto done;
     double copy_ns = INFINITY;

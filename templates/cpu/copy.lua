@@ -78,7 +78,7 @@ static void copy_row(const float *const x[{{p.rows}}], float *const y[{{p.rows}}
     /* Non-temporal stores need aligned rows: a group with a misaligned row is copied plainly. */
     for (int r = 0; r < {{p.rows}}; ++r)
         if (((uintptr_t)y[r] & {{p.vec * 4 - 1}}) != 0) {
-            for (int q = 0; q < {{p.rows}}; ++q) __builtin_memcpy(y[q], x[q], (size_t)H * sizeof(float));
+            for (int q = 0; q < {{p.rows}}; ++q) __builtin_memcpy(y[q], x[q], (uint64_t)H * sizeof(float));
             return;
         }
 @   end
