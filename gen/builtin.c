@@ -9,6 +9,7 @@
 #include "builtin.h"
 
 #include "lntune.h"
+#include "nvrtc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,4 +74,90 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text) {
     }
     *text = all;
     return LNTUNE_OK;
+}
+
+/* The runtime's built-ins for short rows, tried before the generic ones above: a warp per row
+ * (rows of up to 1024 floats; measured on an H200 near the best with H read at run time). */
+#define CUDA_WARP "layout=warp,tpr=32,cluster=1,block=256,pack=4,cache=none,h=runtime"
+const lntune_builtin_cuda_variant lntune_builtin_cuda_short_variants[] = {
+    {"layernorm", 1, 1024, "warp", CUDA_WARP ",stats=twopass,affine=fused"},
+    {"layernorm", 0, 1024, "warp", CUDA_WARP ",stats=twopass,affine=none"},
+    {"rmsnorm", 1, 1024, "warp", CUDA_WARP ",stats=sumsq,affine=fused"},
+    {"rmsnorm", 0, 1024, "warp", CUDA_WARP ",stats=sumsq,affine=none"},
+};
+const size_t lntune_builtin_cuda_short_variant_count =
+    sizeof lntune_builtin_cuda_short_variants / sizeof lntune_builtin_cuda_short_variants[0];
+
+/* Writes text as a C string literal, one source line per line of text. */
+static void put_literal(FILE *f, const char *text) {
+    if (!text) {
+        fputs("NULL", f);
+        return;
+    }
+    fputs("\n    \"", f);
+    for (const unsigned char *p = (const unsigned char *)text; *p; ++p) {
+        if (*p == '\n')
+            fputs(p[1] ? "\\n\"\n    \"" : "\\n", f);
+        else if (*p == '\\' || *p == '"')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p > 0x7e)
+            fprintf(f, "\\%03o", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *prefix, char **text,
+                             char **message) {
+    *text = *message = NULL;
+    enum { SM = 80 }; /* PTX for compute_80 runs on every GPU the templates target */
+    int rc = lntune_gen_set_cuda_arch(g, SM);
+    if (rc != LNTUNE_OK) return rc;
+    size_t len = 0;
+    FILE *f = open_memstream(text, &len);
+    if (!f) return LNTUNE_ENOMEM;
+    fprintf(f, "#include \"builtin.h\"\n\nconst lntune_builtin_cuda_kernel %s_cuda[] = {\n",
+            prefix);
+    const size_t nshort = lntune_builtin_cuda_short_variant_count;
+    for (size_t i = 0; i < nshort + lntune_builtin_cuda_variant_count && rc == LNTUNE_OK; ++i) {
+        /* The short-row ones first (the runtime takes the first that admits H), then the
+         * generic ones lntune export uses too, for any H. */
+        lntune_builtin_cuda_variant generic;
+        if (i >= nshort) {
+            const lntune_builtin_variant *c = &lntune_builtin_cuda_variants[i - nshort];
+            generic = (lntune_builtin_cuda_variant){c->op, c->affine, 0, "generic", c->variant};
+        }
+        const lntune_builtin_cuda_variant *v =
+            i < nshort ? &lntune_builtin_cuda_short_variants[i] : &generic;
+        char symbol[128];
+        snprintf(symbol, sizeof symbol, "%s_cuda_%s_%s_%s", prefix, v->op,
+                 v->affine ? "affine" : "plain", v->name);
+        lntune_source src;
+        if ((rc = lntune_gen_emit(g, "cuda", v->op, v->variant, NULL, symbol, &src)) != LNTUNE_OK)
+            break;
+        lntune_nvrtc_output out = {0};
+        if (nv && (rc = lntune_nvrtc_compile(nv, src.text, symbol, SM, LNTUNE_NVRTC_PTX, NULL,
+                                             &out)) != LNTUNE_OK) {
+            *message = out.message;
+            out.message = NULL;
+        } else {
+            fprintf(f, "    {%d, %d, %lld, \"%s\", \"%s\",", strcmp(v->op, "rmsnorm") == 0,
+                    v->affine, (long long)v->max_h, symbol, src.variant);
+            put_literal(f, src.text);
+            fputc(',', f);
+            put_literal(f, nv ? (const char *)out.data : NULL);
+            fputs("},\n", f);
+        }
+        lntune_nvrtc_output_free(&out);
+        lntune_source_free(&src);
+    }
+    fprintf(f, "};\nconst size_t %s_cuda_count = sizeof %s_cuda / sizeof %s_cuda[0];\n", prefix,
+            prefix, prefix);
+    if (fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
+    if (rc != LNTUNE_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
 }

@@ -10,6 +10,7 @@
 #include "generator.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct lntune_builtin_variant {
     const char *op;      /* "layernorm", "rmsnorm" */
@@ -32,5 +33,31 @@ void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size)
  * by lntune_builtin_symbol(prefix, i). On failure *text is NULL and lntune_gen_errmsg says why.
  */
 int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text);
+
+/*
+ * liblntune's CUDA built-ins for short rows: per op and affine kind, served for H <= max_h; the
+ * generic lntune_builtin_cuda_variants serve every other H.
+ */
+typedef struct lntune_builtin_cuda_variant {
+    const char *op;
+    int affine;
+    int64_t max_h;
+    const char *name;    /* "warp": the symbol's suffix */
+    const char *variant; /* canonical parameter string */
+} lntune_builtin_cuda_variant;
+
+extern const lntune_builtin_cuda_variant lntune_builtin_cuda_short_variants[];
+extern const size_t lntune_builtin_cuda_short_variant_count;
+
+typedef struct lntune_nvrtc lntune_nvrtc;
+
+/*
+ * Generates the C file liblntune compiles for its CUDA built-ins: a table of
+ * lntune_builtin_cuda_kernel records (runtime/builtin.h) with each variant's CUDA source and, when nv is
+ * not NULL, its PTX for compute_80 (the driver JITs it for any sm_80+ GPU). A compile failure is
+ * an error (LNTUNE_ECOMPILE, the log in lntune_gen_errmsg is not set: *message receives it).
+ */
+int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *prefix, char **text,
+                             char **message);
 
 #endif /* LNTUNE_GEN_BUILTIN_H */

@@ -6,8 +6,8 @@
  * comment vary. Each winner is regenerated from its variant string for the compute capability of
  * the GPU row it was tuned on; the CUDA template puts a kernel's file-scope names in a namespace
  * named after its symbol, so one translation unit holds them all. The launch geometry of each
- * kernel comes from its source's launch line (gen/cuda_launch.c), and the host code below applies
- * the same grid and shared memory rules.
+ * kernel comes from its source's launch line (runtime/cuda_launch.c), and the host code below
+ * applies the same grid and shared memory rules.
  */
 #include "export_internal.h"
 
@@ -178,7 +178,7 @@ static const char dispatch_text[] =
     "    return best;\n"
     "}\n"
     "\n"
-    "/* Launches kernels[i] as its launch line says (gen/cuda_launch.c's rules). */\n"
+    "/* Launches kernels[i] as its launch line says (runtime/cuda_launch.c's rules). */\n"
     "int launch(int i, int device, const lntune_kernel_args &a, cudaStream_t stream)\n"
     "{\n"
     "    const kernel_entry *e = &kernels[i];\n"

@@ -9,12 +9,15 @@
  *   LNTUNE_EINVAL       args, x or y NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride that is
  *                       neither 0 nor >= H; a dtype or device outside its enum; device_index or
  *                       stream set for the CPU; beta given to RMSNorm
- *   LNTUNE_EUNSUPPORTED fp16/bf16 data, the CUDA device, residual or residual_out (or their
- *                       strides): valid requests a later release will serve
+ *   LNTUNE_EUNSUPPORTED fp16/bf16 data, residual or residual_out (or their strides): valid
+ *                       requests a later release will serve; on CUDA, beta without gamma
+ * Device memory (args->device == LNTUNE_DEVICE_CUDA) goes on to cuda_dispatch.c, whose errors
+ * add LNTUNE_ENODEVICE (no driver, GPU or such device_index) and a failed launch (LNTUNE_ERROR).
  *   LNTUNE_EOVERFLOW    the last element of x or y lies beyond what a pointer can address
  * rows == 0 is a successful no-op. A NULL ctx returns LNTUNE_EINVAL (no handle for a message).
  */
 #include "context.h"
+#include "cuda_dispatch.h"
 #include "dispatch.h"
 
 #include <math.h>
@@ -63,9 +66,12 @@ static int check_args(lntune *ctx, const lntune_args *a, int op) {
                                "%s: device_index and stream must be 0/NULL for the CPU", fn);
     if (op == LNTUNE_DESC_RMSNORM && a->beta)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: RMSNorm takes no beta", fn);
+#ifndef LNTUNE_HAVE_CUDA
     if (a->device == LNTUNE_DEVICE_CUDA)
-        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED, "%s: the CUDA device is not served yet",
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                               "%s: this build of liblntune has no CUDA support (LNTUNE_CUDA=OFF)",
                                fn);
+#endif
     if (a->dtype != LNTUNE_F32)
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED, "%s: only fp32 data is served yet", fn);
     if (a->residual || a->residual_out || a->residual_stride || a->residual_out_stride)
@@ -85,6 +91,9 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     if (!ctx) return LNTUNE_EINVAL;
     int rc = check_args(ctx, a, op);
     if (rc != LNTUNE_OK || a->rows == 0) return rc;
+#ifdef LNTUNE_HAVE_CUDA
+    if (a->device == LNTUNE_DEVICE_CUDA) return lntune_gpu_run(ctx, a, op, api_names[op]);
+#endif
 
     const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
                        : a->beta ? LNTUNE_DESC_BETA_ONLY

@@ -6,7 +6,27 @@
 
 #include "lntune_kernel.h"
 
+#include <stddef.h>
+
 /* The built-in kernel of op for an LNTUNE_DESC_* affine kind; NULL for RMSNorm with beta only. */
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op */
+
+/*
+ * The CUDA built-ins (generated at build time by tools/emit_builtin.c into
+ * lntune_builtin_cuda.c, see gen/builtin.c for their parameters): per op and affine kind, the
+ * first record whose max_h admits H serves it.
+ */
+typedef struct lntune_builtin_cuda_kernel {
+    int op;             /* LNTUNE_DESC_LAYERNORM, LNTUNE_DESC_RMSNORM */
+    int affine;         /* LNTUNE_DESC_GAMMA or LNTUNE_DESC_NO_AFFINE */
+    long long max_h;    /* serves H up to this; 0: any */
+    const char *symbol; /* the kernel's name */
+    const char *variant;
+    const char *source; /* CUDA source, with its launch line */
+    const char *ptx;    /* for compute_80; NULL when the build had no NVRTC */
+} lntune_builtin_cuda_kernel;
+
+extern const lntune_builtin_cuda_kernel lntune_builtin_cuda[];
+extern const size_t lntune_builtin_cuda_count;
 
 #endif /* LNTUNE_RUNTIME_BUILTIN_H */

@@ -14,18 +14,24 @@
 
 typedef struct lntune_loaded lntune_loaded; /* an artifact dlopen'd by dispatch.c */
 typedef struct lntune_msg lntune_msg;       /* one thread's message buffer (context.c) */
+typedef struct lntune_gpu lntune_gpu;       /* one CUDA device in use (cuda_dispatch.c) */
+struct lntune_nvrtc;
 
-enum { LNTUNE_MAX_BUCKETS = 32 };
+enum { LNTUNE_MAX_BUCKETS = 32, LNTUNE_MAX_GPUS = 64 };
 
 struct lntune {
     lntune_registry registry; /* read without locks on every call */
     pthread_mutex_t lock;     /* serializes first calls: the DB, registry inserts, loads, pool */
-    lntune_db *db;            /* NULL: no tuned kernel for this machine */
+    lntune_db *db;            /* NULL: no usable tuning database */
+    int cpu_known;            /* the database knows this CPU: hardware_id is its row */
     int64_t hardware_id;
     lntune_cpu_info cpu;
     int debug;                   /* LNTUNE_LOG=debug */
     _Atomic(lntune_pool *) pool; /* created on the first multi-threaded call */
     lntune_loaded *loaded;
+    lntune_gpu *gpus[LNTUNE_MAX_GPUS]; /* by device index, opened on its first call */
+    struct lntune_nvrtc *nvrtc;        /* for CUDA built-ins a build without NVRTC left as source */
+    int nvrtc_tried;
     /* The rows buckets of the best table in increasing order, each with a row count inside it,
      * found by probing lntune_rows_bucket, for the nearest-bucket search of dispatch.c. */
     int nbuckets;

@@ -47,6 +47,7 @@ typedef struct {
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxGetCurrent)(CUcontext *);
     CUresult (*CtxSynchronize)(void);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);
@@ -76,6 +77,7 @@ struct lntune_cuda {
     driver_api api;
     CUdevice device;
     CUcontext ctx;
+    CUcontext before; /* current on the opening thread before lntune_cuda_open */
     lntune_cuda_info info;
     char errmsg[1024];
 };
@@ -124,6 +126,7 @@ static int resolve(lntune_cuda *c) {
         ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease",
               1),
         ENTRY(CtxSetCurrent, "cuCtxSetCurrent", NULL, 1),
+        ENTRY(CtxGetCurrent, "cuCtxGetCurrent", NULL, 1),
         ENTRY(CtxSynchronize, "cuCtxSynchronize", NULL, 1),
         ENTRY(ModuleLoadData, "cuModuleLoadData", NULL, 1),
         ENTRY(ModuleUnload, "cuModuleUnload", NULL, 1),
@@ -211,6 +214,7 @@ int lntune_cuda_open(int device_index, lntune_cuda **out) {
         c->ctx = NULL;
         return LNTUNE_ENODEVICE;
     }
+    if (c->api.CtxGetCurrent(&c->before) != CUDA_SUCCESS) c->before = NULL;
     if ((r = c->api.CtxSetCurrent(c->ctx)) != CUDA_SUCCESS) return fail(c, "cuCtxSetCurrent", r);
     lntune_cuda_info *in = &c->info;
     if (c->api.DeviceGetName(in->name, sizeof in->name, c->device) != CUDA_SUCCESS)
@@ -244,6 +248,24 @@ int lntune_cuda_bind(lntune_cuda *c) {
     if (!c || !c->ctx) return LNTUNE_ENODEVICE;
     CALL(c, CtxSetCurrent, c->ctx);
     return LNTUNE_OK;
+}
+
+int lntune_cuda_enter(lntune_cuda *c, void **saved) {
+    *saved = NULL;
+    if (!c || !c->ctx) return LNTUNE_ENODEVICE;
+    CUcontext cur = NULL;
+    CALL(c, CtxGetCurrent, &cur);
+    *saved = cur;
+    if (cur != c->ctx) CALL(c, CtxSetCurrent, c->ctx);
+    return LNTUNE_OK;
+}
+
+void lntune_cuda_restore_opener(lntune_cuda *c) {
+    lntune_cuda_leave(c, c ? c->before : NULL);
+}
+
+void lntune_cuda_leave(lntune_cuda *c, void *saved) {
+    if (c && c->ctx && saved != (void *)c->ctx) c->api.CtxSetCurrent((CUcontext)saved);
 }
 
 int lntune_cuda_module_load(lntune_cuda *c, const void *image, const char *symbol, void **module,

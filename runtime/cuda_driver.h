@@ -32,6 +32,13 @@ void lntune_cuda_close(lntune_cuda *c); /* NULL is a no-op */
 const char *lntune_cuda_errmsg(const lntune_cuda *c);
 const lntune_cuda_info *lntune_cuda_get_info(const lntune_cuda *c);
 int lntune_cuda_bind(lntune_cuda *c); /* makes the context current on this thread */
+/* Like bind, for a library called by an app: *saved receives the thread's current context
+ * (NULL: none), which lntune_cuda_leave makes current again. Costs one driver call when the
+ * context is current already (the app uses the same device's primary context). */
+int lntune_cuda_enter(lntune_cuda *c, void **saved);
+void lntune_cuda_leave(lntune_cuda *c, void *saved);
+/* Makes current again, on the thread that called lntune_cuda_open, the context it had before. */
+void lntune_cuda_restore_opener(lntune_cuda *c);
 
 /* Modules: a cubin or PTX image, and one kernel in it. */
 int lntune_cuda_module_load(lntune_cuda *c, const void *image, const char *symbol, void **module,

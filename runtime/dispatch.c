@@ -20,6 +20,7 @@
 #include "dispatch.h"
 
 #include "builtin.h"
+#include "cuda_dispatch.h"
 #include "loader.h"
 
 #include <dlfcn.h>
@@ -73,21 +74,32 @@ int lntune_dispatch_open(lntune *ctx, const char *db_path) {
         return LNTUNE_OK;
     }
     rc = lntune_db_find_hardware(db, ctx->cpu.fingerprint, &ctx->hardware_id);
-    if (rc != LNTUNE_OK) {
+    if (rc != LNTUNE_OK && rc != LNTUNE_ENOTFOUND) {
         lntune_ctx_debug(ctx,
-                         "no tuned kernels: tuning database %s has %s (%s); every shape "
+                         "no tuned kernels: tuning database %s has an error (%s); every shape "
                          "runs a built-in kernel",
-                         path, rc == LNTUNE_ENOTFOUND ? "no record of this machine" : "an error",
-                         rc == LNTUNE_ENOTFOUND ? ctx->cpu.fingerprint : lntune_db_errmsg(db));
+                         path, lntune_db_errmsg(db));
         lntune_db_close(db);
         return LNTUNE_OK;
     }
+    /* Kept open when it does not know this CPU: it may know this machine's GPUs. */
     ctx->db = db;
-    lntune_ctx_debug(ctx, "tuning database %s, this machine is %s", path, ctx->cpu.fingerprint);
+    ctx->cpu_known = rc == LNTUNE_OK;
+    if (ctx->cpu_known)
+        lntune_ctx_debug(ctx, "tuning database %s, this machine is %s", path,
+                         ctx->cpu.fingerprint);
+    else
+        lntune_ctx_debug(ctx,
+                         "no tuned CPU kernels: tuning database %s has no record of this machine "
+                         "(%s); every CPU shape runs a built-in kernel",
+                         path, ctx->cpu.fingerprint);
     return LNTUNE_OK;
 }
 
 void lntune_dispatch_close(lntune *ctx) {
+#ifdef LNTUNE_HAVE_CUDA
+    lntune_gpu_close_all(ctx);
+#endif
     lntune_pool_destroy(atomic_load(&ctx->pool));
     atomic_store(&ctx->pool, NULL);
     lntune_registry_clear(&ctx->registry);
@@ -112,17 +124,8 @@ lntune_pool *lntune_dispatch_pool(lntune *ctx) {
     return pool;
 }
 
-typedef struct {
-    int found;
-    char variant[512];
-    char artifact_key[128];
-    int threads;
-    int64_t tuned_rows;
-    double median_ns;
-} best_copy;
-
 static int copy_best(void *ud, const lntune_best *b) {
-    best_copy *c = ud;
+    lntune_best_copy *c = ud;
     c->found = 1;
     snprintf(c->variant, sizeof c->variant, "%s", b->variant ? b->variant : "");
     snprintf(c->artifact_key, sizeof c->artifact_key, "%s", b->artifact_key ? b->artifact_key : "");
@@ -132,10 +135,10 @@ static int copy_best(void *ud, const lntune_best *b) {
     return 0;
 }
 
-/* The best record for d at rows, else for the nearest tuned bucket (see the policy above). */
-static int find_best(lntune *ctx, const lntune_desc *d, int64_t rows, best_copy *best) {
-    lntune_db_key key = {ctx->hardware_id,
-                         "cpu",
+int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
+                              const lntune_desc *d, int64_t rows, lntune_best_copy *best) {
+    lntune_db_key key = {hardware_id,
+                         target,
                          op_names[lntune_desc_op(d)],
                          dtype_names[lntune_desc_dtype(d)],
                          d->H,
@@ -176,7 +179,7 @@ static int load_artifact(void *ud, const lntune_artifact *a) {
 }
 
 /* The tuned kernel named by best, loading its artifact unless an earlier key loaded it. */
-static lntune_kernel_fn tuned_kernel(lntune *ctx, const best_copy *best, char *err, size_t errlen) {
+static lntune_kernel_fn tuned_kernel(lntune *ctx, const lntune_best_copy *best, char *err, size_t errlen) {
     for (lntune_loaded *l = ctx->loaded; l; l = l->next)
         if (strcmp(l->key, best->artifact_key) == 0) return l->kernel;
     artifact_load load = {ctx, NULL, -1, "", ""};
@@ -208,6 +211,16 @@ static lntune_kernel_fn tuned_kernel(lntune *ctx, const best_copy *best, char *e
     return fn;
 }
 
+const char *lntune_dispatch_op_name(int op) {
+    return op_names[op];
+}
+
+void lntune_dispatch_describe(const lntune_desc *d, int64_t rows, char *buf, size_t size) {
+    snprintf(buf, size, "%s %s H=%lld rows=%lld (bucket %d), %s", op_names[lntune_desc_op(d)],
+             dtype_names[lntune_desc_dtype(d)], (long long)d->H, (long long)rows,
+             (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
+}
+
 int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows,
                             const lntune_entry **out) {
     pthread_mutex_lock(&ctx->lock);
@@ -225,15 +238,14 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     e->desc = *d;
     e->kernel = e->fallback = lntune_builtin_kernel(lntune_desc_op(d), lntune_desc_affine(d));
     char what[128];
-    snprintf(what, sizeof what, "%s %s H=%lld rows=%lld (bucket %d), %s",
-             op_names[lntune_desc_op(d)], dtype_names[lntune_desc_dtype(d)], (long long)d->H,
-             (long long)rows, (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
-    best_copy best = {0};
-    if (!ctx->db) {
+    lntune_dispatch_describe(d, rows, what, sizeof what);
+    lntune_best_copy best = {0};
+    if (!ctx->db || !ctx->cpu_known) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (no tuning database for this machine)", what);
     } else if (lntune_desc_affine(d) == LNTUNE_DESC_BETA_ONLY) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (beta without gamma is never tuned)", what);
-    } else if (find_best(ctx, d, rows, &best) != LNTUNE_OK) {
+    } else if (lntune_dispatch_find_best(ctx, ctx->hardware_id, "cpu", d, rows, &best) !=
+               LNTUNE_OK) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (not tuned on this machine)", what);
     } else {
         char err[768];

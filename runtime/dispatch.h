@@ -19,6 +19,27 @@ void lntune_dispatch_close(lntune *ctx);
 int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows,
                             const lntune_entry **out);
 
+/* A best record, copied out of the database's callback. */
+typedef struct lntune_best_copy {
+    int found;
+    char variant[512];
+    char artifact_key[128];
+    int threads;
+    int64_t tuned_rows;
+    double median_ns;
+} lntune_best_copy;
+
+/*
+ * The best record of target ("cpu", "cuda") on hardware_id for d at rows, else for the nearest
+ * tuned bucket (the policy in dispatch.c); LNTUNE_ENOTFOUND if none. Under ctx->lock.
+ */
+int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
+                              const lntune_desc *d, int64_t rows, lntune_best_copy *best);
+
+/* "layernorm f32 H=768 rows=8 (bucket 1), gamma": what a debug line is about. */
+void lntune_dispatch_describe(const lntune_desc *d, int64_t rows, char *buf, size_t size);
+const char *lntune_dispatch_op_name(int op); /* "layernorm", "rmsnorm" */
+
 /* The handle's pool, created on first use; NULL (run on one thread) if it cannot be. */
 lntune_pool *lntune_dispatch_pool(lntune *ctx);
 

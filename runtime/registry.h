@@ -18,13 +18,13 @@
 #include <stdint.h>
 
 /*
- * What a call asks for: op, dtype, affine kind and rows bucket packed into one word, H in the
- * other. Every bit is defined (no padding to forget to zero), and the hash and the comparison
+ * What a call asks for: op, dtype, affine kind, device and rows bucket packed into one word, H in
+ * the other (device: 0 for the CPU, 1 + device_index for CUDA). Every bit is defined (no padding to forget to zero), and the hash and the comparison
  * read two integers that were just computed in registers, never bytes stored a moment before
  * (a store-forwarding stall costs more than the rest of the lookup).
  */
 typedef struct lntune_desc {
-    uint64_t kind; /* op | dtype << 8 | affine << 16 | (uint32_t)bucket << 32 */
+    uint64_t kind; /* op | dtype << 8 | affine << 16 | device << 24 | (uint32_t)bucket << 32 */
     int64_t H;
 } lntune_desc;
 
@@ -36,8 +36,11 @@ enum {
     LNTUNE_DESC_BETA_ONLY = 2, /* beta without gamma: built-in only */
 };
 
+typedef struct lntune_gpu_kernel lntune_gpu_kernel; /* cuda_dispatch.c */
+
 typedef struct lntune_entry {
     lntune_desc desc;
+    const lntune_gpu_kernel *gpu; /* CUDA entries: the kernel, tuned or built-in; else NULL */
     lntune_kernel_fn kernel;   /* tuned, or the built-in */
     lntune_kernel_fn fallback; /* the built-in; for a tuned kernel that declines the args */
     int threads;               /* the tuned thread count; 0: the built-in heuristic */
@@ -66,6 +69,9 @@ static inline int lntune_desc_dtype(const lntune_desc *d) {
 }
 static inline int lntune_desc_affine(const lntune_desc *d) {
     return (int)(d->kind >> 16 & 0xff);
+}
+static inline int lntune_desc_device(const lntune_desc *d) {
+    return (int)(d->kind >> 24 & 0xff);
 }
 static inline int32_t lntune_desc_bucket(const lntune_desc *d) {
     return (int32_t)(uint32_t)(d->kind >> 32);

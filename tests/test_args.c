@@ -44,7 +44,9 @@ EDIT(negative_y_stride, a->y_stride = -16)
 EDIT(bad_dtype, a->dtype = (lntune_dtype)7)
 EDIT(f16, a->dtype = LNTUNE_F16)
 EDIT(bf16, a->dtype = LNTUNE_BF16)
-EDIT(cuda, a->device = LNTUNE_DEVICE_CUDA)
+EDIT(cuda_f16, (a->device = LNTUNE_DEVICE_CUDA, a->dtype = LNTUNE_F16))
+EDIT(cuda_residual, (a->device = LNTUNE_DEVICE_CUDA, a->residual = x))
+EDIT(cuda_bad_stride, (a->device = LNTUNE_DEVICE_CUDA, a->x_stride = 15))
 EDIT(bad_device, a->device = (lntune_device_kind)5)
 EDIT(cpu_stream, a->stream = (void *)x)
 EDIT(cpu_index, a->device_index = 1)
@@ -72,7 +74,9 @@ static const arg_case cases[] = {
     {"unknown dtype", 0, LNTUNE_EINVAL, bad_dtype},
     {"fp16 not served yet", 0, LNTUNE_EUNSUPPORTED, f16},
     {"bf16 not served yet", 1, LNTUNE_EUNSUPPORTED, bf16},
-    {"CUDA not served yet", 0, LNTUNE_EUNSUPPORTED, cuda},
+    {"fp16 on CUDA not served yet", 0, LNTUNE_EUNSUPPORTED, cuda_f16},
+    {"residual on CUDA reserved", 1, LNTUNE_EUNSUPPORTED, cuda_residual},
+    {"x_stride < H on CUDA", 0, LNTUNE_EINVAL, cuda_bad_stride},
     {"unknown device", 0, LNTUNE_EINVAL, bad_device},
     {"stream given for the CPU", 0, LNTUNE_EINVAL, cpu_stream},
     {"device_index given for the CPU", 1, LNTUNE_EINVAL, cpu_index},

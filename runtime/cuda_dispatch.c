@@ -1,0 +1,418 @@
+/*
+ * cuda_dispatch.c - lntune_layernorm and lntune_rmsnorm on CUDA device memory.
+ *
+ * The first call on a device index opens the driver (dlopen'd, runtime/cuda_driver.c) and the
+ * device's primary context, the one the CUDA runtime API shares, and looks the GPU's fingerprint
+ * up in the tuning database. A failure (no libcuda, the stub driver, no such device) is kept, so
+ * every later call on that index returns the same LNTUNE_ENODEVICE and message without trying
+ * again: a machine does not grow a GPU while a process runs.
+ *
+ * The first call of a descriptor on a device picks its kernel with the CPU's policy
+ * (dispatch.c): the tuned winner of the bucket or the nearest tuned bucket for target "cuda",
+ * loaded from its artifact (the cubin for this exact GPU, else the PTX the driver compiles),
+ * launched by the source's launch line; else the built-in of the op and affine kind: PTX built
+ * in at build time, or, when the build had no NVRTC, its source compiled here with NVRTC at
+ * first use. A tuned variant that cannot serve H (over its max_h, more shared memory than the
+ * GPU has) leaves the shape to the built-in. Kernels are shared by every descriptor that uses
+ * them and unloaded at lntune_close.
+ *
+ * Later calls take no lock: one registry lookup, then the launch. The calling thread's current
+ * context is saved and restored around the launch, so an app on another device or context is
+ * not disturbed.
+ */
+#include "cuda_dispatch.h"
+
+#include "builtin.h"
+#include "cuda_driver.h"
+#include "cuda_launch.h"
+#include "dispatch.h"
+#include "hardware.h"
+#include "nvrtc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DEFAULT_SMEM = 48 * 1024 }; /* dynamic shared memory a kernel gets without opting in */
+
+struct lntune_gpu_kernel {
+    lntune_cuda *cu;
+    void *module;
+    void *function; /* NULL: a built-in that could not be loaded, message says why */
+    lntune_cuda_launch launch;
+    int64_t smem_allowed; /* dynamic shared memory the function may use */
+    char *key;            /* the artifact key, or the built-in's symbol */
+    char *message;
+    lntune_gpu_kernel *next;
+};
+
+struct lntune_gpu {
+    lntune_cuda *cu; /* NULL when the device could not be opened */
+    int rc;          /* LNTUNE_OK, or why not (message) */
+    char message[768];
+    int known; /* the tuning database has this GPU: hardware_id is its row */
+    int64_t hardware_id;
+    lntune_gpu_kernel *kernels;
+};
+
+/* Opens device index (under ctx->lock); NULL when out of memory. */
+static lntune_gpu *gpu_open(lntune *ctx, int index) {
+    if (ctx->gpus[index]) return ctx->gpus[index];
+    lntune_gpu *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    lntune_cuda *cu = NULL;
+    int rc = lntune_cuda_open(index, &cu);
+    if (rc == LNTUNE_ENOMEM && !cu) {
+        free(g);
+        return NULL;
+    }
+    if (rc != LNTUNE_OK) {
+        g->rc = rc == LNTUNE_ENOMEM ? LNTUNE_ENOMEM : LNTUNE_ENODEVICE;
+        snprintf(g->message, sizeof g->message, "CUDA device %d: %s", index,
+                 lntune_cuda_errmsg(cu));
+        lntune_cuda_close(cu);
+        lntune_ctx_debug(ctx, "%s", g->message);
+        ctx->gpus[index] = g;
+        return g;
+    }
+    lntune_cuda_restore_opener(cu); /* the app's thread keeps its context */
+    g->cu = cu;
+    const lntune_cuda_info *in = lntune_cuda_get_info(cu);
+    lntune_gpu_info gi;
+    memset(&gi, 0, sizeof gi);
+    snprintf(gi.name, sizeof gi.name, "%s", in->name);
+    gi.sm = in->sm;
+    gi.multiprocessors = in->multiprocessors;
+    gi.l2_bytes = in->l2_bytes;
+    gi.bus_width_bits = in->bus_width_bits;
+    gi.driver_version = in->driver_version;
+    lntune_gpu_info_finish(&gi);
+    if (ctx->db) {
+        rc = lntune_db_find_hardware(ctx->db, gi.fingerprint, &g->hardware_id);
+        g->known = rc == LNTUNE_OK;
+    }
+    lntune_ctx_debug(ctx, "CUDA device %d: %s, sm_%d, %d SMs, driver %d, fingerprint %s%s", index,
+                     in->name, in->sm, in->multiprocessors, in->driver_version, gi.fingerprint,
+                     !ctx->db     ? " (no tuning database)"
+                     : g->known ? ""
+                                : " (not in the tuning database: built-in kernels only)");
+    ctx->gpus[index] = g;
+    return g;
+}
+
+static lntune_gpu_kernel *find_kernel(lntune_gpu *g, const char *key) {
+    for (lntune_gpu_kernel *k = g->kernels; k; k = k->next)
+        if (strcmp(k->key, key) == 0) return k;
+    return NULL;
+}
+
+static lntune_gpu_kernel *new_kernel(lntune_gpu *g, const char *key) {
+    lntune_gpu_kernel *k = calloc(1, sizeof *k);
+    if (!k || !(k->key = strdup(key))) {
+        free(k);
+        return NULL;
+    }
+    k->cu = g->cu;
+    k->smem_allowed = DEFAULT_SMEM;
+    return k;
+}
+
+static void add_kernel(lntune_gpu *g, lntune_gpu_kernel *k) {
+    k->next = g->kernels;
+    g->kernels = k;
+}
+
+/* NVRTC for the built-ins' sources, opened once per handle; NULL with why in err. */
+static const lntune_nvrtc *get_nvrtc(lntune *ctx, char *err, size_t errlen) {
+    if (!ctx->nvrtc_tried) {
+        ctx->nvrtc_tried = 1;
+        if (lntune_nvrtc_open(&ctx->nvrtc) != LNTUNE_OK) {
+            snprintf(err, errlen, "%s", lntune_nvrtc_errmsg(ctx->nvrtc));
+            lntune_nvrtc_close(ctx->nvrtc);
+            ctx->nvrtc = NULL;
+            return NULL;
+        }
+    }
+    if (!ctx->nvrtc) snprintf(err, errlen, "NVRTC could not be loaded");
+    return ctx->nvrtc;
+}
+
+/*
+ * The built-in kernel of d's op and affine kind for d->H, loaded on first use: its PTX, else its
+ * source compiled with NVRTC for this GPU. Sets *k (function NULL and a message on failure);
+ * returns LNTUNE_ENOMEM only.
+ */
+static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
+                          lntune_gpu_kernel **out) {
+    *out = NULL;
+    const lntune_builtin_cuda_kernel *b = NULL;
+    for (size_t i = 0; i < lntune_builtin_cuda_count && !b; ++i) {
+        const lntune_builtin_cuda_kernel *c = &lntune_builtin_cuda[i];
+        if (c->op == lntune_desc_op(d) && c->affine == lntune_desc_affine(d) &&
+            (c->max_h == 0 || d->H <= c->max_h))
+            b = c;
+    }
+    if (!b) return LNTUNE_ENOTFOUND; /* the build's table lacks this kind: a broken build */
+    if ((*out = find_kernel(g, b->symbol))) return LNTUNE_OK;
+    lntune_gpu_kernel *k = new_kernel(g, b->symbol);
+    if (!k) return LNTUNE_ENOMEM;
+    char err[1024] = "";
+    const int parsed = lntune_cuda_launch_parse(b->source, &k->launch) == LNTUNE_OK;
+    if (!parsed)
+        snprintf(err, sizeof err, "built-in %s has no launch line", b->symbol);
+    else if (!b->ptx)
+        snprintf(err, sizeof err, "this build has no PTX for %s", b->symbol);
+    else if (lntune_cuda_module_load(g->cu, b->ptx, b->symbol, &k->module, &k->function) !=
+             LNTUNE_OK)
+        snprintf(err, sizeof err, "loading the built-in PTX of %s: %s", b->symbol,
+                 lntune_cuda_errmsg(g->cu));
+    if (parsed && !k->function) {
+        /* No usable PTX: compile the source for exactly this GPU. */
+        char why[768] = "";
+        const lntune_nvrtc *nv = get_nvrtc(ctx, why, sizeof why);
+        lntune_nvrtc_output o;
+        memset(&o, 0, sizeof o);
+        if (nv && lntune_nvrtc_compile(nv, b->source, b->symbol, lntune_cuda_get_info(g->cu)->sm,
+                                       LNTUNE_NVRTC_CUBIN, NULL, &o) != LNTUNE_OK)
+            snprintf(why, sizeof why, "NVRTC: %.600s", o.message ? o.message : "failed");
+        else if (nv && lntune_cuda_module_load(g->cu, o.data, b->symbol, &k->module,
+                                               &k->function) != LNTUNE_OK)
+            snprintf(why, sizeof why, "loading the cubin NVRTC made: %s",
+                     lntune_cuda_errmsg(g->cu));
+        lntune_nvrtc_output_free(&o);
+        if (!k->function) {
+            size_t n = strlen(err);
+            snprintf(err + n, sizeof err - n, "; compiling its source at run time: %s", why);
+        } else {
+            lntune_ctx_debug(ctx, "built-in %s compiled with NVRTC (%s)", b->symbol, err);
+        }
+    }
+    if (!k->function && !(k->message = strdup(err))) {
+        free(k->key);
+        free(k);
+        return LNTUNE_ENOMEM;
+    }
+    add_kernel(g, k);
+    *out = k;
+    return LNTUNE_OK;
+}
+
+typedef struct {
+    lntune_gpu *g;
+    lntune_gpu_kernel *k;
+    char err[768];
+} tuned_load;
+
+/* lntune_db_get_artifact's callback: the cubin, else the PTX, and the launch line. */
+static int load_tuned(void *ud, const lntune_artifact *a) {
+    tuned_load *l = ud;
+    lntune_cuda *cu = l->g->cu;
+    lntune_gpu_kernel *k = l->k;
+    if (!a->source || lntune_cuda_launch_parse(a->source, &k->launch) != LNTUNE_OK) {
+        snprintf(l->err, sizeof l->err, "its source has no launch line");
+        return 0;
+    }
+    if (!a->symbol || !a->symbol[0]) {
+        snprintf(l->err, sizeof l->err, "it names no kernel symbol");
+        return 0;
+    }
+    char cubin_err[300] = "no cubin";
+    if (a->object && a->object_len > 0) {
+        if (lntune_cuda_module_load(cu, a->object, a->symbol, &k->module, &k->function) ==
+            LNTUNE_OK)
+            return 0;
+        snprintf(cubin_err, sizeof cubin_err, "cubin: %s", lntune_cuda_errmsg(cu));
+    }
+    if (a->ptx && a->ptx[0]) {
+        if (lntune_cuda_module_load(cu, a->ptx, a->symbol, &k->module, &k->function) == LNTUNE_OK)
+            return 0;
+        snprintf(l->err, sizeof l->err, "%s; PTX: %s", cubin_err, lntune_cuda_errmsg(cu));
+    } else {
+        snprintf(l->err, sizeof l->err, "%s; no PTX", cubin_err);
+    }
+    return 0;
+}
+
+/* The tuned kernel of best, loaded unless an earlier descriptor loaded it; NULL with err. */
+static lntune_gpu_kernel *tuned_kernel(lntune *ctx, lntune_gpu *g, const lntune_best_copy *best,
+                                       char *err, size_t errlen) {
+    lntune_gpu_kernel *k = find_kernel(g, best->artifact_key);
+    if (k) return k;
+    if (!(k = new_kernel(g, best->artifact_key))) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    tuned_load l = {g, k, ""};
+    int rc = lntune_db_get_artifact(ctx->db, best->artifact_key, load_tuned, &l);
+    if (rc != LNTUNE_OK || !k->function) {
+        snprintf(err, errlen, "artifact %s: %.600s", best->artifact_key,
+                 rc != LNTUNE_OK ? lntune_db_errmsg(ctx->db) : l.err);
+        lntune_cuda_module_unload(g->cu, k->module);
+        free(k->key);
+        free(k);
+        return NULL;
+    }
+    add_kernel(g, k);
+    return k;
+}
+
+/* Lets k use the dynamic shared memory H needs; 0 when it cannot. */
+static int allow_smem(lntune_gpu *g, lntune_gpu_kernel *k, int64_t H) {
+    const int64_t smem = lntune_cuda_launch_smem(&k->launch, H);
+    if (smem <= k->smem_allowed) return 1;
+    if (smem > lntune_cuda_get_info(g->cu)->max_smem_per_block ||
+        lntune_cuda_set_max_smem(g->cu, k->function, smem) != LNTUNE_OK)
+        return 0;
+    k->smem_allowed = smem;
+    return 1;
+}
+
+/* The first call of d on device index: the registry entry, inserted. Takes ctx->lock. */
+static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows, int index,
+                   const char *fn, const lntune_entry **out) {
+    pthread_mutex_lock(&ctx->lock);
+    const lntune_entry *found = lntune_registry_find(&ctx->registry, d, hash);
+    if (found) {
+        pthread_mutex_unlock(&ctx->lock);
+        *out = found;
+        return LNTUNE_OK;
+    }
+    int rc = LNTUNE_OK;
+    lntune_gpu *g = gpu_open(ctx, index);
+    if (!g || g->rc != LNTUNE_OK) {
+        rc = g ? lntune_ctx_fail(ctx, g->rc, "%s: %s", fn, g->message)
+               : lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "%s: out of memory opening CUDA device %d",
+                                 fn, index);
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
+    }
+    void *saved = NULL;
+    if ((rc = lntune_cuda_enter(g->cu, &saved)) != LNTUNE_OK) {
+        rc = lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: CUDA device %d: %s", fn, index,
+                             lntune_cuda_errmsg(g->cu));
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
+    }
+    char what[160];
+    lntune_dispatch_describe(d, rows, what, sizeof what);
+    lntune_gpu_kernel *k = NULL;
+    char why[1024] = "";
+    lntune_best_copy best;
+    memset(&best, 0, sizeof best);
+    if (!ctx->db) {
+        snprintf(why, sizeof why, "no tuning database");
+    } else if (!g->known) {
+        snprintf(why, sizeof why, "the tuning database has no record of this GPU");
+    } else if (lntune_dispatch_find_best(ctx, g->hardware_id, "cuda", d, rows, &best) !=
+               LNTUNE_OK) {
+        snprintf(why, sizeof why, "not tuned on this GPU");
+    } else {
+        char err[900] = "";
+        k = tuned_kernel(ctx, g, &best, err, sizeof err);
+        if (!k) {
+            snprintf(why, sizeof why, "tuned %.200s unusable: %.700s", best.variant, err);
+        } else if (k->launch.max_h > 0 && d->H > k->launch.max_h) {
+            snprintf(why, sizeof why, "tuned %s serves H <= %lld", best.variant,
+                     (long long)k->launch.max_h);
+            k = NULL;
+        } else if (!allow_smem(g, k, d->H)) {
+            snprintf(why, sizeof why, "tuned %s needs more shared memory than the GPU allows",
+                     best.variant);
+            k = NULL;
+        }
+    }
+    if (k) {
+        lntune_ctx_debug(ctx, "%s on CUDA device %d: tuned %s, measured %.0f ns at rows=%lld", what,
+                         index, best.variant, best.median_ns, (long long)best.tuned_rows);
+    } else if ((rc = builtin_kernel(ctx, g, d, &k)) != LNTUNE_OK) {
+        rc = rc == LNTUNE_ENOMEM
+                 ? lntune_ctx_fail(ctx, rc, "%s: out of memory loading a CUDA kernel", fn)
+                 : lntune_ctx_fail(ctx, LNTUNE_ERROR,
+                                   "%s: this build has no built-in CUDA kernel for %s", fn, what);
+    } else if (!k->function) {
+        rc = lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: CUDA device %d: no built-in kernel: %s",
+                             fn, index, k->message);
+    } else if (!allow_smem(g, k, d->H)) { /* the built-ins use none: a broken build */
+        rc = lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: CUDA device %d: built-in %s cannot run H = %lld",
+                             fn, index, k->key, (long long)d->H);
+    } else {
+        lntune_ctx_debug(ctx, "%s on CUDA device %d: built-in %s (%s)", what, index, k->key, why);
+    }
+    lntune_entry *e = rc == LNTUNE_OK ? calloc(1, sizeof *e) : NULL;
+    if (rc == LNTUNE_OK && !e)
+        rc = lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "%s: out of memory resolving a kernel", fn);
+    if (e) {
+        e->desc = *d;
+        e->gpu = k;
+        lntune_registry_insert(&ctx->registry, e, hash);
+        *out = e;
+    }
+    lntune_cuda_leave(g->cu, saved);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, const char *fn) {
+    const int index = a->device_index;
+    if (index < 0 || index >= LNTUNE_MAX_GPUS)
+        return lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: no CUDA device %d", fn, index);
+    if (!a->gamma && a->beta)
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                               "%s: beta without gamma is not served on a CUDA device", fn);
+    const int affine = a->gamma ? LNTUNE_DESC_GAMMA : LNTUNE_DESC_NO_AFFINE;
+    lntune_desc d = lntune_desc_make(op, (int)a->dtype, affine, lntune_rows_bucket(a->rows), a->H);
+    d.kind |= (uint64_t)(index + 1) << 24;
+    const uint64_t hash = lntune_desc_hash(&d);
+    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
+    int rc;
+    if (!e && (rc = resolve(ctx, &d, hash, a->rows, index, fn, &e)) != LNTUNE_OK) return rc;
+    const lntune_gpu_kernel *k = e->gpu;
+
+    lntune_kernel_args ka; /* by value to the kernel: device addresses in the pointer fields */
+    memset(&ka, 0, sizeof ka);
+    ka.rows = a->rows;
+    ka.H = a->H;
+    ka.x_stride = a->x_stride ? a->x_stride : a->H;
+    ka.y_stride = a->y_stride ? a->y_stride : a->H;
+    ka.x = a->x;
+    ka.gamma = a->gamma;
+    ka.beta = a->beta;
+    ka.y = a->y;
+    ka.mean = a->mean;
+    ka.rstd = a->rstd;
+    ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;
+    void *saved = NULL;
+    if ((rc = lntune_cuda_enter(k->cu, &saved)) == LNTUNE_OK) {
+        rc = lntune_cuda_launch_kernel(k->cu, k->function, lntune_cuda_launch_grid(&k->launch, a->rows),
+                                       k->launch.block, lntune_cuda_launch_smem(&k->launch, a->H),
+                                       a->stream, &ka);
+        lntune_cuda_leave(k->cu, saved);
+    }
+    if (rc != LNTUNE_OK)
+        return lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: CUDA device %d: %s", fn, index,
+                               lntune_cuda_errmsg(k->cu));
+    return LNTUNE_OK;
+}
+
+void lntune_gpu_close_all(lntune *ctx) {
+    for (int i = 0; i < LNTUNE_MAX_GPUS; ++i) {
+        lntune_gpu *g = ctx->gpus[i];
+        if (!g) continue;
+        void *saved = NULL;
+        const int entered = g->cu && lntune_cuda_enter(g->cu, &saved) == LNTUNE_OK;
+        for (lntune_gpu_kernel *k = g->kernels, *next; k; k = next) {
+            next = k->next;
+            if (entered) lntune_cuda_module_unload(g->cu, k->module);
+            free(k->key);
+            free(k->message);
+            free(k);
+        }
+        if (entered) lntune_cuda_leave(g->cu, saved);
+        lntune_cuda_close(g->cu);
+        free(g);
+        ctx->gpus[i] = NULL;
+    }
+    lntune_nvrtc_close(ctx->nvrtc);
+    ctx->nvrtc = NULL;
+    ctx->nvrtc_tried = 0;
+}
