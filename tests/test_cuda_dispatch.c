@@ -1,0 +1,372 @@
+/*
+ * test_cuda_dispatch.c - lntune_layernorm and lntune_rmsnorm on device memory give the float64
+ * reference's answer on a real GPU, through the public API only.
+ *
+ * Built-in kernels (a database that does not exist): H in {1, 17, 768, 4096, 4097, 65536},
+ * rows {1, 8, 300}, with and without gamma/beta, contiguous rows and x/y misaligned by 4 bytes
+ * with row strides larger than H, on a stream the test created; y (with the gaps between rows
+ * and a guard zone after it) and mean/rstd poisoned before each call, so an element never
+ * written or written where it should not be is caught.
+ *
+ * Tuned kernels: one variant compiled here with NVRTC (cubin + PTX) is stored in a temporary
+ * database as this GPU's best for H = 4096 and H = 65536; the handle must serve H = 4096 with
+ * it (LNTUNE_LOG=debug says "tuned") and give the right answer, and H = 65536, beyond the
+ * variant's max_h, with the built-in.
+ *
+ * Exits 77 (skipped) when lntune_cuda_open finds no GPU. Labelled `cuda` in ctest.
+ */
+#include "cuda_driver.h"
+#include "generator.h"
+#include "hardware.h"
+#include "lntune.h"
+#include "nvrtc.h"
+#include "reference.h"
+#include "tuning_db.h"
+#include "verify.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const int64_t test_h[] = {1, 17, 768, 4096, 4097, 65536};
+static const int64_t test_rows[] = {1, 8, 300};
+enum { GUARD = 64, PAD = 5 };                 /* floats after y; extra floats per row */
+static const uint32_t POISON = 0x7fa5a5a5u; /* a NaN no kernel computes */
+
+static lntune_cuda *cu;
+static void *stream;
+static int failures;
+
+#define DEVICE(call)                                                                               \
+    do {                                                                                           \
+        if ((call) != LNTUNE_OK) {                                                                 \
+            printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, lntune_cuda_errmsg(cu));     \
+            exit(1); /* the test cannot go on without its buffers */                                \
+        }                                                                                          \
+    } while (0)
+
+/* Uniform in [-1, 1), reproducible. */
+static float next_random(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(*s >> 11) / (double)(1ULL << 53) * 2.0 - 1.0);
+}
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+typedef struct {
+    uint64_t x, y, gamma, beta, mean, rstd; /* device buffers */
+    size_t floats;                          /* of x and y each */
+} buffers;
+
+/*
+ * One call and its check; 0 when right. Strided: x and y start 4 bytes past a 256-byte boundary,
+ * with row strides H + PAD and H + PAD + 2. stats: mean and rstd are asked for too.
+ */
+static int check_call(lntune *ctx, const buffers *b, lntune_op op, int64_t H, int64_t rows,
+                      int affine, int strided, int stats) {
+    const int64_t xs = strided ? H + PAD : H, ys = strided ? H + PAD + 2 : H;
+    const int64_t off = strided ? 1 : 0; /* floats: 4 bytes past the 256-byte aligned buffer */
+    const size_t xn = (size_t)((rows - 1) * xs + H), yn = (size_t)((rows - 1) * ys + H);
+    if (off + yn + GUARD > b->floats || off + xn > b->floats) {
+        printf("FAIL: test buffers too small\n");
+        return 1;
+    }
+    float *x = malloc(xn * sizeof *x), *y = malloc((yn + GUARD) * sizeof *y);
+    float *gamma = malloc((size_t)H * sizeof *gamma), *beta = malloc((size_t)H * sizeof *beta);
+    float *mean = malloc((size_t)rows * sizeof *mean), *rstd = malloc((size_t)rows * sizeof *rstd);
+    double *z = malloc((size_t)H * sizeof *z);
+    if (!x || !y || !gamma || !beta || !mean || !rstd || !z) {
+        printf("FAIL: out of memory\n");
+        exit(1);
+    }
+    uint64_t seed = (uint64_t)(H * 1000003 + rows * 31 + affine * 7 + strided * 3 + op);
+    /* Rows alternate a zero mean and a large one (1000 + noise): cancellation must not hurt. */
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < H; ++i)
+            x[r * xs + i] = (r % 2 ? 1000.0f : 0.0f) + next_random(&seed);
+    for (int64_t i = 0; i < H; ++i) {
+        gamma[i] = 1.0f + 0.5f * next_random(&seed);
+        beta[i] = next_random(&seed);
+    }
+    const uint64_t dx = b->x + (uint64_t)off * 4, dy = b->y + (uint64_t)off * 4;
+    DEVICE(lntune_cuda_htod(cu, dx, x, xn * 4));
+    DEVICE(lntune_cuda_fill32(cu, b->y, POISON, b->floats));
+    DEVICE(lntune_cuda_fill32(cu, b->mean, POISON, (size_t)rows));
+    DEVICE(lntune_cuda_fill32(cu, b->rstd, POISON, (size_t)rows));
+    if (affine) {
+        DEVICE(lntune_cuda_htod(cu, b->gamma, gamma, (size_t)H * 4));
+        if (op == LNTUNE_OP_LAYERNORM) DEVICE(lntune_cuda_htod(cu, b->beta, beta, (size_t)H * 4));
+    }
+    /* The copies and fills ran on the legacy stream, which a non-blocking stream does not wait
+     * for: finish them before the call. */
+    DEVICE(lntune_cuda_sync(cu));
+
+    lntune_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = rows;
+    a.H = H;
+    a.x = (const void *)(uintptr_t)dx;
+    a.y = (void *)(uintptr_t)dy;
+    a.x_stride = strided ? xs : 0;
+    a.y_stride = strided ? ys : 0;
+    a.gamma = affine ? (const void *)(uintptr_t)b->gamma : NULL;
+    a.beta = affine && op == LNTUNE_OP_LAYERNORM ? (const void *)(uintptr_t)b->beta : NULL;
+    a.mean = stats ? (float *)(uintptr_t)b->mean : NULL;
+    a.rstd = stats ? (float *)(uintptr_t)b->rstd : NULL;
+    a.device = LNTUNE_DEVICE_CUDA;
+    a.device_index = 0;
+    a.stream = stream;
+    int rc = op == LNTUNE_OP_LAYERNORM ? lntune_layernorm(ctx, &a) : lntune_rmsnorm(ctx, &a);
+    char what[160];
+    snprintf(what, sizeof what, "%s H=%lld rows=%lld %s %s%s", lntune_op_name(op), (long long)H,
+             (long long)rows, affine ? "gamma/beta" : "plain",
+             strided ? "misaligned+strided" : "contiguous", stats ? " mean/rstd" : "");
+    int bad = 0;
+    if (rc != LNTUNE_OK) {
+        printf("FAIL %s: rc %d: %s\n", what, rc, lntune_errmsg(ctx));
+        bad = 1;
+    } else {
+        DEVICE(lntune_cuda_stream_sync(cu, stream));
+        DEVICE(lntune_cuda_dtoh(cu, y, dy, (yn + GUARD) * 4));
+        DEVICE(lntune_cuda_dtoh(cu, mean, b->mean, (size_t)rows * 4));
+        DEVICE(lntune_cuda_dtoh(cu, rstd, b->rstd, (size_t)rows * 4));
+        double worst = 0.0;
+        for (int64_t r = 0; r < rows && !bad; ++r) {
+            double m, s;
+            lntune_reference_row(op, x + r * xs, H, 1e-5, z, &m, &s);
+            for (int64_t i = 0; i < H && !bad; ++i) {
+                const double g = affine ? gamma[i] : 1.0;
+                const double bt = affine && op == LNTUNE_OP_LAYERNORM ? beta[i] : 0.0;
+                const double ref = z[i] * g + bt;
+                /* verify.h's error unit and tolerance */
+                const double unit = (fabs(m) * s + fabs(z[i]) + 1.0) * fabs(g) + fabs(bt);
+                const double err = fabs((double)y[r * ys + i] - ref) / unit;
+                if (!(err <= LNTUNE_VERIFY_TOLERANCE)) {
+                    printf("FAIL %s: y[%lld][%lld] = %.9g, reference %.9g\n", what, (long long)r,
+                           (long long)i, (double)y[r * ys + i], ref);
+                    bad = 1;
+                }
+                if (err > worst) worst = err;
+            }
+            for (int64_t i = H; i < ys && r + 1 < rows && !bad; ++i)
+                if (bits(y[r * ys + i]) != POISON) {
+                    printf("FAIL %s: wrote the gap after row %lld\n", what, (long long)r);
+                    bad = 1;
+                }
+            if (stats && !bad &&
+                (fabs(mean[r] - m) > 1e-5 * (fabs(m) + 1.0) || fabs(rstd[r] - s) > 1e-5 * s)) {
+                printf("FAIL %s: row %lld mean %.9g rstd %.9g, reference %.9g %.9g\n", what,
+                       (long long)r, (double)mean[r], (double)rstd[r], m, s);
+                bad = 1;
+            }
+        }
+        for (size_t i = yn; i < yn + GUARD && !bad; ++i)
+            if (bits(y[i]) != POISON) {
+                printf("FAIL %s: wrote past the end of y\n", what);
+                bad = 1;
+            }
+        if (!bad) printf("ok: %s, max error %.3g units of 2^-24\n", what, worst * (1 << 24));
+    }
+    free(x);
+    free(y);
+    free(gamma);
+    free(beta);
+    free(mean);
+    free(rstd);
+    free(z);
+    failures += bad;
+    return bad;
+}
+
+/* Runs the whole built-in suite on ctx. */
+static void builtin_suite(lntune *ctx, const buffers *b) {
+    for (int op = 0; op < 2; ++op)
+        for (size_t h = 0; h < sizeof test_h / sizeof test_h[0]; ++h)
+            for (size_t r = 0; r < sizeof test_rows / sizeof test_rows[0]; ++r)
+                for (int affine = 0; affine < 2; ++affine)
+                    for (int strided = 0; strided < 2; ++strided)
+                        check_call(ctx, b, (lntune_op)op, test_h[h], test_rows[r], affine, strided,
+                                   affine == strided /* half of the cases ask for mean/rstd */);
+}
+
+/* Counts the lines of path that contain both a and b; echo: print every line. */
+static int count_lines(const char *path, const char *a, const char *b, int echo) {
+    FILE *f = fopen(path, "r");
+    char line[2048];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (strstr(line, a) && strstr(line, b)) ++n;
+        if (echo) printf("log: %s", line); /* for whoever reads a failure */
+    }
+    if (f) fclose(f);
+    return n;
+}
+
+static const char tuned_variant[] =
+    "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=welford,h=runtime,"
+    "affine=fused";
+
+/* Builds db_path: this GPU, one tuned LayerNorm artifact, best for H = 4096 and 65536. */
+static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
+    lntune_gen *g = NULL;
+    lntune_nvrtc *nv = NULL;
+    if (lntune_gen_open(NULL, &g) || lntune_gen_set_cuda_arch(g, info->sm)) {
+        printf("FAIL gen: %s\n", lntune_gen_errmsg(g));
+        return 1;
+    }
+    if (lntune_nvrtc_open(&nv) != LNTUNE_OK) {
+        printf("FAIL: no NVRTC for the tuned case: %s\n", lntune_nvrtc_errmsg(nv));
+        return 1;
+    }
+    lntune_source src;
+    lntune_shape shape = {64, 4096, 0};
+    if (lntune_gen_emit(g, "cuda", "layernorm", tuned_variant, &shape, "lntune_test_tuned", &src)) {
+        printf("FAIL emit: %s\n", lntune_gen_errmsg(g));
+        return 1;
+    }
+    lntune_nvrtc_output out;
+    memset(&out, 0, sizeof out);
+    if (lntune_nvrtc_compile(nv, src.text, "tuned.cu", info->sm, LNTUNE_NVRTC_CUBIN, NULL, &out)) {
+        printf("FAIL compile: %s\n", out.message);
+        return 1;
+    }
+    /* The fingerprint the runtime computes from the same driver facts. */
+    lntune_gpu_info gi;
+    memset(&gi, 0, sizeof gi);
+    snprintf(gi.name, sizeof gi.name, "%s", info->name);
+    gi.sm = info->sm;
+    gi.multiprocessors = info->multiprocessors;
+    gi.l2_bytes = info->l2_bytes;
+    gi.bus_width_bits = info->bus_width_bits;
+    gi.driver_version = info->driver_version;
+    lntune_gpu_info_finish(&gi);
+    lntune_db *db = NULL;
+    int64_t hw = 0;
+    int rc = lntune_db_open(db_path, 0, &db);
+    if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gi, lntune_nvrtc_describe(nv), &hw);
+    lntune_artifact art = {"test-cuda-artifact", src.text, "nvrtc", "", "lntune_test_tuned",
+                           out.data, out.len, NULL, 0, out.ptx};
+    if (rc == LNTUNE_OK) rc = lntune_db_put_artifact(db, &art);
+    const int64_t hs[2] = {4096, 65536};
+    for (int i = 0; i < 2 && rc == LNTUNE_OK; ++i) {
+        lntune_db_key key = {hw, "cuda", "layernorm", "f32", hs[i], 64, 1};
+        lntune_best best = {tuned_variant, "test-cuda-artifact", 1, 64, 1000.0, 0, 0, 0, 0};
+        rc = lntune_db_set_best(db, &key, &best);
+    }
+    if (rc != LNTUNE_OK) printf("FAIL database: %s\n", lntune_db_errmsg(db));
+    lntune_db_close(db);
+    lntune_nvrtc_output_free(&out);
+    lntune_source_free(&src);
+    lntune_nvrtc_close(nv);
+    lntune_gen_close(g);
+    return rc != LNTUNE_OK;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *scratch = argc > 1 ? argv[1] : "/tmp";
+    int rc = lntune_cuda_open(0, &cu);
+    if (rc == LNTUNE_ENODEVICE) {
+        printf("skipped: %s\n", lntune_cuda_errmsg(cu));
+        lntune_cuda_close(cu);
+        return 77;
+    }
+    if (rc != LNTUNE_OK) {
+        printf("FAIL CUDA: %s\n", lntune_cuda_errmsg(cu));
+        return 1;
+    }
+    const lntune_cuda_info *info = lntune_cuda_get_info(cu);
+    printf("%s, sm_%d, %d SMs, driver %d\n", info->name, info->sm, info->multiprocessors,
+           info->driver_version);
+    buffers b;
+    b.floats = (size_t)299 * (65536 + PAD + 2) + 65536 + GUARD + 16;
+    DEVICE(lntune_cuda_alloc(cu, b.floats * 4, &b.x));
+    DEVICE(lntune_cuda_alloc(cu, b.floats * 4, &b.y));
+    DEVICE(lntune_cuda_alloc(cu, 65536 * 4, &b.gamma));
+    DEVICE(lntune_cuda_alloc(cu, 65536 * 4, &b.beta));
+    DEVICE(lntune_cuda_alloc(cu, 300 * 4, &b.mean));
+    DEVICE(lntune_cuda_alloc(cu, 300 * 4, &b.rstd));
+    DEVICE(lntune_cuda_stream_create(cu, &stream));
+
+    /* Built-in kernels: no database. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cuda_dispatch_none.db", scratch);
+    unlink(path);
+    lntune *ctx = NULL;
+    if ((rc = lntune_open(path, &ctx)) != LNTUNE_OK) {
+        printf("FAIL open: %s\n", lntune_errstr(rc));
+        return 1;
+    }
+    builtin_suite(ctx, &b);
+    /* A device that does not exist: a message, no crash; the good device still works after. */
+    lntune_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = 1;
+    a.H = 4;
+    a.x = (const void *)(uintptr_t)b.x;
+    a.y = (void *)(uintptr_t)b.y;
+    a.device = LNTUNE_DEVICE_CUDA;
+    a.device_index = 63;
+    rc = lntune_layernorm(ctx, &a);
+    printf("%s: device_index 63: rc %d, %s\n", rc == LNTUNE_ENODEVICE ? "ok" : "FAIL", rc,
+           lntune_errmsg(ctx));
+    failures += rc != LNTUNE_ENODEVICE;
+    check_call(ctx, &b, LNTUNE_OP_LAYERNORM, 768, 8, 1, 1, 1);
+    lntune_close(ctx);
+    unlink(path);
+
+    /* Tuned: the handle logs (LNTUNE_LOG=debug, stderr) to a file we read back. */
+    snprintf(path, sizeof path, "%s/cuda_dispatch_tuned.db", scratch);
+    unlink(path);
+    if (make_tuned_db(path, info) != 0) return 1;
+    char log_path[4096];
+    snprintf(log_path, sizeof log_path, "%s/cuda_dispatch.log", scratch);
+    fflush(stderr);
+    int saved_stderr = dup(2);
+    if (!freopen(log_path, "w", stderr)) return 1;
+    setenv("LNTUNE_LOG", "debug", 1);
+    rc = lntune_open(path, &ctx);
+    if (rc == LNTUNE_OK) {
+        check_call(ctx, &b, LNTUNE_OP_LAYERNORM, 4096, 64, 1, 0, 1);
+        check_call(ctx, &b, LNTUNE_OP_LAYERNORM, 4096, 64, 1, 1, 0);
+        check_call(ctx, &b, LNTUNE_OP_LAYERNORM, 65536, 64, 1, 0, 1);
+        lntune_close(ctx);
+    }
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    unsetenv("LNTUNE_LOG");
+    if (rc != LNTUNE_OK) {
+        printf("FAIL open tuned: %s\n", lntune_errstr(rc));
+        return 1;
+    }
+    char at4096[64], at65536[64];
+    snprintf(at4096, sizeof at4096, "H=4096 rows=64 (bucket %d), gamma", lntune_rows_bucket(64));
+    snprintf(at65536, sizeof at65536, "H=65536 rows=64 (bucket %d), gamma", lntune_rows_bucket(64));
+    int tuned = count_lines(log_path, at4096, "on CUDA device 0: tuned", 1);
+    int fallback = count_lines(log_path, at65536, "on CUDA device 0: built-in", 0);
+    printf("%s: H=4096 served by the tuned kernel (%d log line)\n", tuned == 1 ? "ok" : "FAIL",
+           tuned);
+    printf("%s: H=65536, past the tuned variant's max_h, served by the built-in (%d log line)\n",
+           fallback == 1 ? "ok" : "FAIL", fallback);
+    failures += (tuned != 1) + (fallback != 1);
+    unlink(path);
+
+    lntune_cuda_stream_destroy(cu, stream);
+    lntune_cuda_free(cu, b.x);
+    lntune_cuda_free(cu, b.y);
+    lntune_cuda_free(cu, b.gamma);
+    lntune_cuda_free(cu, b.beta);
+    lntune_cuda_free(cu, b.mean);
+    lntune_cuda_free(cu, b.rstd);
+    lntune_cuda_close(cu);
+    printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,148 @@
+/*
+ * test_cuda_runtime.c - device memory through the public API on any machine, GPU or not (the
+ * GPU's answers are test_cuda_dispatch's):
+ *   - bad arguments are LNTUNE_EINVAL and fp16, residual and beta without gamma are
+ *     LNTUNE_EUNSUPPORTED on CUDA as on the CPU, before any driver is touched;
+ *   - where lntune_cuda_open finds no GPU, a call is LNTUNE_ENODEVICE with the driver's reason
+ *     in lntune_errmsg, the same on every later call, for any device index, never a crash;
+ *   - rows = 0 is a no-op whatever the device;
+ *   - the CUDA built-ins liblntune carries: one per op, affine kind and H, each with a launch
+ *     line, and PTX for compute_80 naming its kernel wherever NVRTC was there at build time.
+ */
+#include "builtin.h"
+#include "check.h"
+#include "cuda_driver.h"
+#include "lntune.h"
+#include "nvrtc.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static lntune_args device_args(void) {
+    lntune_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = 4;
+    a.H = 16;
+    a.x = (const void *)(uintptr_t)0x7f0000001000; /* device addresses: never dereferenced */
+    a.y = (void *)(uintptr_t)0x7f0000002000;
+    a.device = LNTUNE_DEVICE_CUDA;
+    return a;
+}
+
+static void check_rc(lntune *ctx, int op, lntune_args a, int want, const char *what) {
+    int rc = op ? lntune_rmsnorm(ctx, &a) : lntune_layernorm(ctx, &a);
+    const char *msg = lntune_errmsg(ctx);
+    CHECK(rc == want && (rc == LNTUNE_OK || (msg[0] && strstr(msg, "lntune_"))),
+          "%s %s: rc %d (%s), want %d; message: %s", op ? "rmsnorm" : "layernorm", what, rc,
+          lntune_errstr(rc), want, rc ? msg : "-");
+}
+
+int main(void) {
+    lntune *ctx = NULL;
+    int rc = lntune_open(NULL, &ctx); /* $LNTUNE_DB from ctest: a path with no database */
+    CHECK(rc == LNTUNE_OK, "open: rc %d", rc);
+    if (rc != LNTUNE_OK) return 1;
+
+    lntune_args a = device_args();
+    a.H = 0;
+    check_rc(ctx, 0, a, LNTUNE_EINVAL, "H = 0");
+    a = device_args();
+    a.x = NULL;
+    check_rc(ctx, 1, a, LNTUNE_EINVAL, "x NULL");
+    a = device_args();
+    a.y_stride = 15;
+    check_rc(ctx, 0, a, LNTUNE_EINVAL, "y_stride < H");
+    a = device_args();
+    a.eps = NAN;
+    check_rc(ctx, 0, a, LNTUNE_EINVAL, "eps NaN");
+    a = device_args();
+    a.beta = a.x;
+    check_rc(ctx, 1, a, LNTUNE_EINVAL, "RMSNorm with beta");
+    a = device_args();
+    a.dtype = LNTUNE_F16;
+    check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "fp16");
+    a = device_args();
+    a.dtype = LNTUNE_BF16;
+    check_rc(ctx, 1, a, LNTUNE_EUNSUPPORTED, "bf16");
+    a = device_args();
+    a.residual = a.x;
+    check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "residual");
+    a = device_args();
+    a.beta = a.x;
+    check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "beta without gamma");
+    a = device_args();
+    a.device_index = -1;
+    check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "device_index -1");
+    a = device_args();
+    a.rows = 0;
+    a.device_index = 7;
+    check_rc(ctx, 0, a, LNTUNE_OK, "rows = 0");
+
+    lntune_cuda *cu = NULL;
+    rc = lntune_cuda_open(0, &cu);
+    if (rc == LNTUNE_ENODEVICE) {
+        printf("no GPU here: %s\n", lntune_cuda_errmsg(cu));
+        for (int i = 0; i < 2; ++i) { /* the second time from the kept failure */
+            a = device_args();
+            check_rc(ctx, i, a, LNTUNE_ENODEVICE, "no GPU");
+            CHECK(strstr(lntune_errmsg(ctx), "CUDA device 0") != NULL,
+                  "  the message names the device");
+        }
+        a = device_args();
+        a.device_index = 3;
+        check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "no GPU, device_index 3");
+        a = device_args();
+        a.gamma = a.x;
+        a.stream = (void *)(uintptr_t)0x1234;
+        check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "no GPU, gamma and a stream");
+    } else {
+        printf("a GPU is here (%s): the no-GPU cases are not checked\n",
+               rc == LNTUNE_OK ? lntune_cuda_get_info(cu)->name : lntune_cuda_errmsg(cu));
+    }
+    lntune_cuda_close(cu);
+    /* The CPU is unaffected by a failed device. */
+    float x[16], y[16];
+    for (int i = 0; i < 16; ++i) x[i] = (float)i;
+    a = device_args();
+    a.rows = 1;
+    a.x = x;
+    a.y = y;
+    a.device = LNTUNE_DEVICE_CPU;
+    check_rc(ctx, 0, a, LNTUNE_OK, "the CPU after the GPU calls");
+    lntune_close(ctx);
+
+    /* The built-in table. */
+    lntune_nvrtc *nv = NULL;
+    const int have_nvrtc = lntune_nvrtc_open(&nv) == LNTUNE_OK;
+    lntune_nvrtc_close(nv);
+    CHECK(lntune_builtin_cuda_count > 0, "%zu CUDA built-ins", lntune_builtin_cuda_count);
+    for (size_t i = 0; i < lntune_builtin_cuda_count; ++i) {
+        const lntune_builtin_cuda_kernel *k = &lntune_builtin_cuda[i];
+        CHECK(k->source && strstr(k->source, "// lntune-cuda-launch: block=") &&
+                  strstr(k->source, k->symbol),
+              "%s: source with a launch line and the kernel", k->symbol);
+        if (have_nvrtc)
+            CHECK(k->ptx && strncmp(k->ptx, "//\n// Generated by NVIDIA NVVM Compiler", 39) == 0 &&
+                      strstr(k->ptx, ".target sm_80") && strstr(k->ptx, k->symbol) &&
+                      strlen(k->ptx) > 1000,
+                  "%s: PTX for compute_80 (%zu bytes)", k->symbol, k->ptx ? strlen(k->ptx) : 0);
+        else
+            printf("no NVRTC here: the build's PTX is not checked (%s)\n",
+                   k->ptx ? "present" : "absent");
+    }
+    const int64_t hs[] = {1, 1024, 1025, INT64_C(1) << 40};
+    for (int op = 0; op < 2; ++op)
+        for (int affine = 0; affine < 2; ++affine)
+            for (size_t h = 0; h < sizeof hs / sizeof hs[0]; ++h) {
+                const lntune_builtin_cuda_kernel *found = NULL;
+                for (size_t i = 0; i < lntune_builtin_cuda_count && !found; ++i) {
+                    const lntune_builtin_cuda_kernel *k = &lntune_builtin_cuda[i];
+                    if (k->op == op && k->affine == affine && (!k->max_h || hs[h] <= k->max_h))
+                        found = k;
+                }
+                CHECK(found, "op %d affine %d H = %lld: built-in %s", op, affine, (long long)hs[h],
+                      found ? found->symbol : "none");
+            }
+    return CHECK_SUMMARY();
+}
