@@ -53,9 +53,9 @@ typedef struct lntune_nvrtc lntune_nvrtc;
 
 /*
  * Generates the C file liblntune compiles for its CUDA built-ins: a table of
- * lntune_builtin_cuda_kernel records (runtime/builtin.h) with each variant's CUDA source and, when nv is
- * not NULL, its PTX for compute_80 (the driver JITs it for any sm_80+ GPU). A compile failure is
- * an error (LNTUNE_ECOMPILE, the log in lntune_gen_errmsg is not set: *message receives it).
+ * lntune_builtin_cuda_kernel records (runtime/builtin.h) with each variant's CUDA source and, when
+ * nv is not NULL, its PTX for compute_80 (the driver JITs it for any sm_80+ GPU). A compile failure
+ * is an error (LNTUNE_ECOMPILE, the log in lntune_gen_errmsg is not set: *message receives it).
  */
 int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *prefix, char **text,
                              char **message);

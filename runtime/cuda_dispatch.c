@@ -93,7 +93,7 @@ static lntune_gpu *gpu_open(lntune *ctx, int index) {
     }
     lntune_ctx_debug(ctx, "CUDA device %d: %s, sm_%d, %d SMs, driver %d, fingerprint %s%s", index,
                      in->name, in->sm, in->multiprocessors, in->driver_version, gi.fingerprint,
-                     !ctx->db     ? " (no tuning database)"
+                     !ctx->db   ? " (no tuning database)"
                      : g->known ? ""
                                 : " (not in the tuning database: built-in kernels only)");
     ctx->gpus[index] = g;
@@ -281,8 +281,8 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     lntune_gpu *g = gpu_open(ctx, index);
     if (!g || g->rc != LNTUNE_OK) {
         rc = g ? lntune_ctx_fail(ctx, g->rc, "%s: %s", fn, g->message)
-               : lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "%s: out of memory opening CUDA device %d",
-                                 fn, index);
+               : lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "%s: out of memory opening CUDA device %d", fn,
+                                 index);
         pthread_mutex_unlock(&ctx->lock);
         return rc;
     }
@@ -333,8 +333,9 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
         rc = lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: CUDA device %d: no built-in kernel: %s",
                              fn, index, k->message);
     } else if (!allow_smem(g, k, d->H)) { /* the built-ins use none: a broken build */
-        rc = lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: CUDA device %d: built-in %s cannot run H = %lld",
-                             fn, index, k->key, (long long)d->H);
+        rc = lntune_ctx_fail(ctx, LNTUNE_ERROR,
+                             "%s: CUDA device %d: built-in %s cannot run H = %lld", fn, index,
+                             k->key, (long long)d->H);
     } else {
         lntune_ctx_debug(ctx, "%s on CUDA device %d: built-in %s (%s)", what, index, k->key, why);
     }
@@ -383,9 +384,9 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, const char *fn) {
     ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;
     void *saved = NULL;
     if ((rc = lntune_cuda_enter(k->cu, &saved)) == LNTUNE_OK) {
-        rc = lntune_cuda_launch_kernel(k->cu, k->function, lntune_cuda_launch_grid(&k->launch, a->rows),
-                                       k->launch.block, lntune_cuda_launch_smem(&k->launch, a->H),
-                                       a->stream, &ka);
+        rc = lntune_cuda_launch_kernel(
+            k->cu, k->function, lntune_cuda_launch_grid(&k->launch, a->rows), k->launch.block,
+            lntune_cuda_launch_smem(&k->launch, a->H), a->stream, &ka);
         lntune_cuda_leave(k->cu, saved);
     }
     if (rc != LNTUNE_OK)

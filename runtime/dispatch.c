@@ -86,8 +86,7 @@ int lntune_dispatch_open(lntune *ctx, const char *db_path) {
     ctx->db = db;
     ctx->cpu_known = rc == LNTUNE_OK;
     if (ctx->cpu_known)
-        lntune_ctx_debug(ctx, "tuning database %s, this machine is %s", path,
-                         ctx->cpu.fingerprint);
+        lntune_ctx_debug(ctx, "tuning database %s, this machine is %s", path, ctx->cpu.fingerprint);
     else
         lntune_ctx_debug(ctx,
                          "no tuned CPU kernels: tuning database %s has no record of this machine "
@@ -179,7 +178,8 @@ static int load_artifact(void *ud, const lntune_artifact *a) {
 }
 
 /* The tuned kernel named by best, loading its artifact unless an earlier key loaded it. */
-static lntune_kernel_fn tuned_kernel(lntune *ctx, const lntune_best_copy *best, char *err, size_t errlen) {
+static lntune_kernel_fn tuned_kernel(lntune *ctx, const lntune_best_copy *best, char *err,
+                                     size_t errlen) {
     for (lntune_loaded *l = ctx->loaded; l; l = l->next)
         if (strcmp(l->key, best->artifact_key) == 0) return l->kernel;
     artifact_load load = {ctx, NULL, -1, "", ""};

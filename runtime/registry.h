@@ -19,9 +19,10 @@
 
 /*
  * What a call asks for: op, dtype, affine kind, device and rows bucket packed into one word, H in
- * the other (device: 0 for the CPU, 1 + device_index for CUDA). Every bit is defined (no padding to forget to zero), and the hash and the comparison
- * read two integers that were just computed in registers, never bytes stored a moment before
- * (a store-forwarding stall costs more than the rest of the lookup).
+ * the other (device: 0 for the CPU, 1 + device_index for CUDA). Every bit is defined (no padding to
+ * forget to zero), and the hash and the comparison read two integers that were just computed in
+ * registers, never bytes stored a moment before (a store-forwarding stall costs more than the rest
+ * of the lookup).
  */
 typedef struct lntune_desc {
     uint64_t kind; /* op | dtype << 8 | affine << 16 | device << 24 | (uint32_t)bucket << 32 */
@@ -41,9 +42,9 @@ typedef struct lntune_gpu_kernel lntune_gpu_kernel; /* cuda_dispatch.c */
 typedef struct lntune_entry {
     lntune_desc desc;
     const lntune_gpu_kernel *gpu; /* CUDA entries: the kernel, tuned or built-in; else NULL */
-    lntune_kernel_fn kernel;   /* tuned, or the built-in */
-    lntune_kernel_fn fallback; /* the built-in; for a tuned kernel that declines the args */
-    int threads;               /* the tuned thread count; 0: the built-in heuristic */
+    lntune_kernel_fn kernel;      /* tuned, or the built-in */
+    lntune_kernel_fn fallback;    /* the built-in; for a tuned kernel that declines the args */
+    int threads;                  /* the tuned thread count; 0: the built-in heuristic */
     struct lntune_entry *next;
 } lntune_entry;
 

@@ -33,7 +33,7 @@
 
 static const int64_t test_h[] = {1, 17, 768, 4096, 4097, 65536};
 static const int64_t test_rows[] = {1, 8, 300};
-enum { GUARD = 64, PAD = 5 };                 /* floats after y; extra floats per row */
+enum { GUARD = 64, PAD = 5 };               /* floats after y; extra floats per row */
 static const uint32_t POISON = 0x7fa5a5a5u; /* a NaN no kernel computes */
 
 static lntune_cuda *cu;
@@ -44,7 +44,7 @@ static int failures;
     do {                                                                                           \
         if ((call) != LNTUNE_OK) {                                                                 \
             printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, lntune_cuda_errmsg(cu));     \
-            exit(1); /* the test cannot go on without its buffers */                                \
+            exit(1); /* the test cannot go on without its buffers */                               \
         }                                                                                          \
     } while (0)
 
@@ -251,8 +251,16 @@ static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
     int64_t hw = 0;
     int rc = lntune_db_open(db_path, 0, &db);
     if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gi, lntune_nvrtc_describe(nv), &hw);
-    lntune_artifact art = {"test-cuda-artifact", src.text, "nvrtc", "", "lntune_test_tuned",
-                           out.data, out.len, NULL, 0, out.ptx};
+    lntune_artifact art = {"test-cuda-artifact",
+                           src.text,
+                           "nvrtc",
+                           "",
+                           "lntune_test_tuned",
+                           out.data,
+                           out.len,
+                           NULL,
+                           0,
+                           out.ptx};
     if (rc == LNTUNE_OK) rc = lntune_db_put_artifact(db, &art);
     const int64_t hs[2] = {4096, 65536};
     for (int i = 0; i < 2 && rc == LNTUNE_OK; ++i) {
