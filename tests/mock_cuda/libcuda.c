@@ -8,6 +8,7 @@
  * which events read, by a cost of (200 + 37 n mod 101) us, so module timings differ and are
  * repeatable. Modules whose number is a multiple of $MOCK_CUDA_WRONG_EVERY (0: none) compute a
  * wrong answer AND are the fastest, so a tuner that picks a wrong kernel is caught.
+ * A kernel whose name says rmsnorm or layernorm (liblntune's built-ins) computes that op instead.
  * Only the entry points runtime/cuda_driver.c resolves exist.
  */
 #include "lntune_kernel.h"
@@ -24,6 +25,7 @@ enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OUT_OF_MEMORY = 2 };
 
 typedef struct {
     int number;
+    int op; /* -1: $MOCK_CUDA_OP; else the op its kernel's name says (the runtime's built-ins) */
 } module;
 
 static int modules_loaded;
@@ -91,8 +93,13 @@ CUresult cuDevicePrimaryCtxRelease_v2(int d) {
     (void)d;
     return OK;
 }
+static _Thread_local void *current_ctx;
 CUresult cuCtxSetCurrent(void *ctx) {
-    (void)ctx;
+    current_ctx = ctx;
+    return OK;
+}
+CUresult cuCtxGetCurrent(void **ctx) {
+    *ctx = current_ctx;
     return OK;
 }
 CUresult cuCtxSynchronize(void) {
@@ -103,6 +110,7 @@ CUresult cuModuleLoadData(void **m, const void *image) {
     module *mod = malloc(sizeof *mod);
     if (!mod) return ERR_OUT_OF_MEMORY;
     mod->number = ++modules_loaded;
+    mod->op = -1;
     *m = mod;
     return OK;
 }
@@ -111,7 +119,10 @@ CUresult cuModuleUnload(void *m) {
     return OK;
 }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-    (void)name;
+    module *mod = m;
+    mod->op = strstr(name, "rmsnorm")     ? LNTUNE_OP_RMSNORM
+              : strstr(name, "layernorm") ? LNTUNE_OP_LAYERNORM
+                                          : -1;
     *f = m;
     return OK;
 }
@@ -131,8 +142,9 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     const int wrong = every > 0 && mod->number % every == 0;
     clock_us += wrong ? 50.0 : 200.0 + (double)((37 * mod->number) % 101);
     const char *op = getenv("MOCK_CUDA_OP");
-    const lntune_op which =
-        op && strcmp(op, "rmsnorm") == 0 ? LNTUNE_OP_RMSNORM : LNTUNE_OP_LAYERNORM;
+    const lntune_op which = mod->op >= 0                       ? (lntune_op)mod->op
+                            : op && strcmp(op, "rmsnorm") == 0 ? LNTUNE_OP_RMSNORM
+                                                               : LNTUNE_OP_LAYERNORM;
     double *z = malloc((size_t)a->H * sizeof *z);
     if (!z) return ERR_OUT_OF_MEMORY;
     for (int64_t r = 0; r < a->rows; ++r) {
