@@ -73,8 +73,16 @@ typedef struct lntune_args {
     void *residual_out;
     int64_t residual_stride;
     int64_t residual_out_stride;
-    float *mean;
-    float *rstd;
+    float *mean; /* optional, rows elements: each row's mean (0 for RMSNorm) */
+    float *rstd; /* optional, rows elements: each row's 1 / sqrt(variance + eps) */
+    /*
+     * LNTUNE_DEVICE_CUDA: x, y, gamma, beta, mean and rstd are device addresses (CUdeviceptr
+     * values cast to pointers) on GPU device_index (the driver's numbering, as CUDA_VISIBLE_DEVICES
+     * leaves it), in memory of that device's primary context, the one the CUDA runtime API uses.
+     * The kernel is queued on stream (a CUstream of that context; NULL: the legacy default
+     * stream) and the call returns without waiting for it. The calling thread's current CUDA
+     * context is the same after the call as before. The CPU requires device_index 0, stream NULL.
+     */
     lntune_device_kind device;
     int device_index;
     void *stream; /* CUstream for LNTUNE_DEVICE_CUDA */
@@ -99,10 +107,21 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  *   LNTUNE_EINVAL       ctx, args, x or y NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride
  *                       neither 0 nor >= H; dtype or device out of range; device_index or stream
  *                       set for the CPU; beta given to RMSNorm
- *   LNTUNE_EUNSUPPORTED fp16/bf16, the CUDA device, residual/residual_out (or their strides)
+ *   LNTUNE_EUNSUPPORTED fp16/bf16, residual/residual_out (or their strides); on CUDA, beta
+ *                       without gamma; any CUDA call in a build with LNTUNE_CUDA=OFF
  *   LNTUNE_EOVERFLOW    rows x stride does not fit in the address space
- *   LNTUNE_ENOMEM, LNTUNE_ERROR  out of memory on a first call; a kernel failed
+ *   LNTUNE_ENODEVICE    CUDA: no driver (libcuda.so.1 is loaded at run time), the toolkit's
+ *                       stub driver, no GPU, no device device_index, or no kernel this GPU can
+ *                       load; the message says which. A device that failed once fails the same
+ *                       way for the life of the handle.
+ *   LNTUNE_ENOMEM, LNTUNE_ERROR  out of memory on a first call; a kernel failed (CUDA: the
+ *                       launch was refused, e.g. a stream of another context; faults inside
+ *                       the kernel surface in the app's next synchronizing CUDA call)
  * mean and rstd, when given, receive each row's statistics (mean 0 for RMSNorm).
+ * CUDA: the first call on a device_index opens it and the first call of each shape loads its
+ * kernel (tuned for this GPU in the database, else built in), both under a lock; later calls
+ * are one lookup and one kernel launch. Arguments are checked as on the CPU before any driver
+ * call; rows == 0 returns LNTUNE_OK without touching the driver.
  */
 LNTUNE_API int lntune_layernorm(lntune *ctx, const lntune_args *args);
 LNTUNE_API int lntune_rmsnorm(lntune *ctx, const lntune_args *args);
