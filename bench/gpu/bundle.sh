@@ -34,5 +34,6 @@ echo 'LLVM_14 { global: lntune_stub; local: *; };' >"$stub/llvm.map"
 cc -shared -fPIC -o "$out/libLLVM-14.so.1" -Wl,-soname,libLLVM-14.so.1 \
     -Wl,--version-script="$stub/llvm.map" "$stub/stub.c"
 cc -shared -fPIC -o "$out/libdnnl.so.2" -Wl,-soname,libdnnl.so.2 "$stub/stub.c"
+git rev-parse --short HEAD >"$out/COMMIT" 2>/dev/null || true
 LD_LIBRARY_PATH="$out" "$out/lntune" --version >/dev/null
 du -sh "$out"

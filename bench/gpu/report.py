@@ -21,11 +21,13 @@ def main():
     tune = json.loads(read(d, "tune.json", "[]"))
     torch = json.loads(read(d, "torch.json", '{"meta": {}, "results": []}'))
     meta = torch.get("meta", {})
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip() or "unknown"
-    except OSError:
-        commit = "unknown"
+    commit = os.environ.get("LNTUNE_COMMIT", "")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip() or "unknown"
+        except OSError:
+            commit = "unknown"
     print(f"# lntune CUDA on {meta.get('device', 'a GPU')} - {datetime.date.today()}\n")
     print(f"Commit {commit}; produced by `bench/gpu/run.sh` (PyTorch {meta.get('torch', '?')}, "
           f"CUDA {meta.get('cuda', '?')}). fp32, eps 1e-5, gamma (and beta for LayerNorm). "
@@ -64,6 +66,11 @@ def main():
                   f"{r['copy_gbps']:.0f} | {r['ratio_to_copy']:.2f} | "
                   f"{r['speedup_over_naive']:.2f} | {tt} | {speed:.2f} | `{r['variant']}` |")
         print()
+    print("## Export\n\n`lntune export` of this database, built with nvcc for sm_90 and run by "
+          "`examples/export_cuda.c` (each case against a float64 reference):\n\n```")
+    for line in read(d, "export.txt").splitlines()[-12:]:
+        print(line[:200])
+    print("```\n")
     print("## Targets\n")
     for op, ratio in worst_copy or []:
         print(f"- {op} rows=16384, H=4096: {ratio:.2f} of the copy bandwidth "

@@ -22,6 +22,7 @@ python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 
 if [ -n "${1:-}" ]; then
     bin=$(cd "$1" && pwd)
     export LD_LIBRARY_PATH="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    [ -f "$bin/COMMIT" ] && export LNTUNE_COMMIT=$(cat "$bin/COMMIT")
     tests=$(ls "$bin"/test_*cuda* 2>/dev/null)
 else
     command -v cmake >/dev/null || fail "cmake not found (or give a bundle: bench/gpu/bundle.sh)"
@@ -36,7 +37,7 @@ fi
 : >"$out/tests.log"
 for t in $tests; do
     echo "== $(basename "$t")" | tee -a "$out/tests.log"
-    timeout 200 "$t" >>"$out/tests.log" 2>&1
+    mkdir -p "$work/scratch" && timeout 200 "$t" "$work/scratch" >>"$out/tests.log" 2>&1
     rc=$?
     echo "== $(basename "$t"): exit $rc" | tee -a "$out/tests.log"
     grep -E "verified|FAIL|passed|failed" "$out/tests.log" | tail -5
@@ -56,6 +57,20 @@ cat "$out/tune2.txt"
 "$bin/lntune" show --all --db "$db" >"$out/show.txt" 2>&1
 awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "first run %.1f s, second run %.2f s\n", b - a, c - b }' \
     | tee "$out/runs.txt"
+
+# The winners as static CUDA (lntune export), built with nvcc and run by examples/export_cuda.c.
+echo "== export at $(( $(date +%s) - start )) s"
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+cuda_home=$(dirname "$(dirname "$nvcc")")
+{
+    mkdir -p "$work/export" && "$bin/lntune" export --out "$work/export" --db "$db" \
+        && "$nvcc" -std=c++17 -arch=sm_90 -c "$work/export/lntune_kernels.cu" -o "$work/k.o" \
+        && cc -std=c11 -I"$work/export" -I"$cuda_home/include" examples/export_cuda.c "$work/k.o" \
+            -L"$cuda_home/lib64" -lcudart -lstdc++ -lm -o "$work/export_cuda" \
+        && timeout 60 "$work/export_cuda"
+    echo "export_cuda: exit $?"
+} >"$out/export.txt" 2>&1
+tail -3 "$out/export.txt"
 
 echo "== torch at $(( $(date +%s) - start )) s"
 PYTHONUNBUFFERED=1 timeout 120 python3 bench/gpu/torch_bench.py --json >"$out/torch.json" \
