@@ -34,7 +34,8 @@ def main():
           "GB/s counts x read once and y written once; copy = cuMemcpyDtoD of the same bytes in "
           "the same run. rows = 16384: inputs rotated past the L2; rows 1 and 8: a sample is 16 "
           "back-to-back launches (GPU time per call, launch overhead hidden as under graph "
-          "replay), the same for PyTorch.\n")
+          "replay), the same for PyTorch (whose own host overhead per call, when larger than the "
+          "GPU time, the batch does not hide).\n")
     print("## GPU tests\n\n```")
     for line in read(d, "tests.log").splitlines():
         if re.search(r"^== |verified|passed|failed|FAIL|skipped", line):
