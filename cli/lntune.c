@@ -470,7 +470,6 @@ static int cmd_tune(options *o) {
 
 typedef struct {
     int json, count;
-    int64_t only_hw;
 } show_state;
 
 static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b) {
@@ -494,6 +493,33 @@ static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b) {
     return 0;
 }
 
+/* The hardware rows of the GPUs of this machine that db knows (at most max). */
+static int local_gpu_rows(lntune_db *db, int64_t *ids, int max) {
+    int n = 0;
+#ifdef LNTUNE_HAVE_CUDA
+    for (int d = 0; d < max; ++d) {
+        lntune_cuda *cu = NULL;
+        if (lntune_cuda_open(d, &cu) != LNTUNE_OK) {
+            lntune_cuda_close(cu);
+            break;
+        }
+        const lntune_cuda_info *info = lntune_cuda_get_info(cu);
+        lntune_gpu_info g = {0};
+        snprintf(g.name, sizeof g.name, "%s", info->name);
+        g.sm = info->sm;
+        g.multiprocessors = info->multiprocessors;
+        g.l2_bytes = info->l2_bytes;
+        g.bus_width_bits = info->bus_width_bits;
+        lntune_gpu_info_finish(&g);
+        if (lntune_db_find_hardware(db, g.fingerprint, &ids[n]) == LNTUNE_OK) ++n;
+        lntune_cuda_close(cu);
+    }
+#else
+    (void)db, (void)ids, (void)max;
+#endif
+    return n;
+}
+
 static int cmd_show(options *o) {
     lntune_db *db = NULL;
     if (o->force) return usage_error("%s", "--force applies to tuning; show never writes");
@@ -505,8 +531,15 @@ static int cmd_show(options *o) {
     }
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);
-    show_state s = {o->json, 0, 0};
-    if (!o->all && lntune_db_find_hardware(db, cpu.fingerprint, &s.only_hw) != LNTUNE_OK) {
+    show_state s = {o->json, 0};
+    enum { MAX_GPUS = 8 };
+    int64_t ids[1 + MAX_GPUS];
+    int nids = 0;
+    if (!o->all) {
+        if (lntune_db_find_hardware(db, cpu.fingerprint, &ids[0]) == LNTUNE_OK) ++nids;
+        nids += local_gpu_rows(db, ids + nids, MAX_GPUS);
+    }
+    if (!o->all && nids == 0) {
         if (!o->json)
             printf("no tuning results for this machine (%s) in %s\n", cpu.fingerprint,
                    lntune_db_path(db));
@@ -520,7 +553,9 @@ static int cmd_show(options *o) {
                "time", "GB/s", "/copy", "variant");
     else
         printf("[");
-    rc = lntune_db_each_best(db, o->all ? 0 : s.only_hw, show_best, &s);
+    if (o->all) rc = lntune_db_each_best(db, 0, show_best, &s);
+    for (int i = 0; i < nids && rc == LNTUNE_OK; ++i)
+        rc = lntune_db_each_best(db, ids[i], show_best, &s);
     if (o->json) printf("\n]\n");
     if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", lntune_db_errmsg(db));
     lntune_db_close(db);
@@ -610,7 +645,8 @@ static const command commands[] = {
      "  Exit: 0 ok, 1 failed, 2 bad usage, 3 database refused or unwritable, 130/143 signal.\n"},
     {"show", cmd_show,
      "lntune show [--db PATH] [--all] [--json]\n"
-     "  Lists the best variants stored for this machine (--all: for every machine).\n"},
+     "  Lists the best variants stored for this machine and its GPUs (--all: for every\n"
+     "  machine).\n"},
     {"bench", cmd_bench,
      "lntune bench [--db PATH] [--shape ...] [--threads N] [--json]\n"
      "  Times the shapes tuned in the database (or --shape) against oneDNN, PyTorch, a naive\n"

@@ -4,13 +4,11 @@
  * H = 768, 4096, 16384. Also: NVRTC's log reaches the caller when a template yields bad CUDA,
  * and a missing NVRTC is LNTUNE_ENODEVICE, not a crash.
  *
- * Cost (2 cores, 2-3 minutes when idle): a variant's code is the same for every shape unless H
- * is fixed, so each distinct source is compiled once per arch. -arch=sm_XX yields the cubin and
- * the PTX it came from (the very PTX --gpu-architecture=compute_XX gives). Every sm_90 source
- * (all of sm_80's code plus clusters) goes to cubin + PTX, and every 8th also through a
- * compute_90 compile; every 4th sm_80 source goes through compute_80 or sm_80, alternately.
- * LNTUNE_TEST_FULL=1 compiles every source of both archs in both modes (about 8 minutes of 2
- * cores). Exits 77 (skipped) when no NVRTC can be loaded. For work on the templates:
+ * Cost (2 cores, about 5 minutes when idle): a variant's code is the same for every shape unless
+ * H is fixed, so each distinct source is compiled once per arch. -arch=sm_XX yields the cubin and
+ * the PTX it came from (the very PTX --gpu-architecture=compute_XX gives), so every source of
+ * both archs goes to a cubin and its PTX, each checked non-empty; every 8th also goes through a
+ * separate compute_XX (PTX only) compile. LNTUNE_TEST_FULL=1 makes that every source too. Exits 77 (skipped) when no NVRTC can be loaded. For work on the templates:
  * LNTUNE_TEST_QUICK=N compiles only every Nth variant, LNTUNE_TEST_DRY=1 none.
  */
 #include "cuda_launch.h"
@@ -135,8 +133,7 @@ static void *worker(void *arg) {
         const job *j = &p->jobs[i];
         for (int kind = 1; kind >= 0; --kind) {
             if (!p->full) { /* the sampling described at the top */
-                if (j->sm >= 90 && kind == LNTUNE_NVRTC_PTX && i % 8 != 0) continue;
-                if (j->sm < 90 && (i % 4 != 0 || (int)(i / 4 % 2) != kind)) continue;
+                if (kind == LNTUNE_NVRTC_PTX && i % 8 != 0) continue;
             }
             lntune_nvrtc_output out;
             int rc = lntune_nvrtc_compile(p->nv, j->text, "variant.cu", j->sm,
