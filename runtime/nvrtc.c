@@ -169,9 +169,12 @@ int lntune_nvrtc_open(lntune_nvrtc **out) {
     return LNTUNE_OK;
 }
 
+/*
+ * The library stays loaded (dlopen counts the references): NVRTC carries its own C++ runtime,
+ * whose process-lifetime allocations would read as leaks once unmapped, and loading it again
+ * costs more than keeping it.
+ */
 void lntune_nvrtc_close(lntune_nvrtc *n) {
-    if (!n) return;
-    if (n->lib) dlclose(n->lib);
     free(n);
 }
 

@@ -50,7 +50,8 @@ int main(void) {
             for (int layout = 0; layout < 3 && !bad; ++layout) {
                 const int64_t stride = layout == 2 ? H + 5 : H, off = layout == 1 ? 1 : 0;
                 const size_t len = (size_t)(ROWS * stride + 32);
-                float *x = aligned_alloc(64, len * 4 + 64), *y = aligned_alloc(64, len * 4 + 64);
+                const size_t bytes = (len * 4 + 127) / 64 * 64; /* a multiple of the alignment */
+                float *x = aligned_alloc(64, bytes), *y = aligned_alloc(64, bytes);
                 for (size_t k = 0; k < len; ++k) x[k] = (float)k + 0.5f, y[k] = -1.0f;
                 lntune_kernel_args a = {.rows = ROWS,
                                         .H = H,
