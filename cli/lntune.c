@@ -13,6 +13,7 @@
 #include "build.h"
 #ifdef LNTUNE_HAVE_CUDA
 #include "cuda_driver.h"
+#include "cuda_fingerprint.h"
 #include "cuda_tuner.h"
 #endif
 #include "export.h"
@@ -503,14 +504,8 @@ static int local_gpu_rows(lntune_db *db, int64_t *ids, int max) {
             lntune_cuda_close(cu);
             break;
         }
-        const lntune_cuda_info *info = lntune_cuda_get_info(cu);
-        lntune_gpu_info g = {0};
-        snprintf(g.name, sizeof g.name, "%s", info->name);
-        g.sm = info->sm;
-        g.multiprocessors = info->multiprocessors;
-        g.l2_bytes = info->l2_bytes;
-        g.bus_width_bits = info->bus_width_bits;
-        lntune_gpu_info_finish(&g);
+        lntune_gpu_info g;
+        lntune_cuda_gpu_info(lntune_cuda_get_info(cu), &g);
         if (lntune_db_find_hardware(db, g.fingerprint, &ids[n]) == LNTUNE_OK) ++n;
         lntune_cuda_close(cu);
     }

@@ -8,6 +8,7 @@
 
 #include "cuda_check.h"
 #include "cuda_driver.h"
+#include "cuda_fingerprint.h"
 #include "cuda_launch.h"
 #include "generator.h"
 #include "hardware.h"
@@ -553,14 +554,8 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
         goto done;
     }
     const lntune_cuda_info *info = lntune_cuda_get_info(cu);
-    lntune_gpu_info gpu = {0};
-    snprintf(gpu.name, sizeof gpu.name, "%s", info->name);
-    gpu.sm = info->sm;
-    gpu.multiprocessors = info->multiprocessors;
-    gpu.l2_bytes = info->l2_bytes;
-    gpu.bus_width_bits = info->bus_width_bits;
-    gpu.driver_version = info->driver_version;
-    lntune_gpu_info_finish(&gpu);
+    lntune_gpu_info gpu;
+    lntune_cuda_gpu_info(info, &gpu);
     if ((rc = lntune_gen_open(NULL, &gen)) != LNTUNE_OK ||
         (rc = lntune_gen_set_cuda_arch(gen, info->sm)) != LNTUNE_OK) {
         snprintf(err, errlen, "%s", lntune_gen_errmsg(gen));

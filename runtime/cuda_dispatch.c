@@ -24,6 +24,7 @@
 
 #include "builtin.h"
 #include "cuda_driver.h"
+#include "cuda_fingerprint.h"
 #include "cuda_launch.h"
 #include "dispatch.h"
 #include "hardware.h"
@@ -79,14 +80,7 @@ static lntune_gpu *gpu_open(lntune *ctx, int index) {
     g->cu = cu;
     const lntune_cuda_info *in = lntune_cuda_get_info(cu);
     lntune_gpu_info gi;
-    memset(&gi, 0, sizeof gi);
-    snprintf(gi.name, sizeof gi.name, "%s", in->name);
-    gi.sm = in->sm;
-    gi.multiprocessors = in->multiprocessors;
-    gi.l2_bytes = in->l2_bytes;
-    gi.bus_width_bits = in->bus_width_bits;
-    gi.driver_version = in->driver_version;
-    lntune_gpu_info_finish(&gi);
+    lntune_cuda_gpu_info(in, &gi);
     if (ctx->db) {
         rc = lntune_db_find_hardware(ctx->db, gi.fingerprint, &g->hardware_id);
         g->known = rc == LNTUNE_OK;

@@ -16,6 +16,7 @@
  * Exits 77 (skipped) when lntune_cuda_open finds no GPU. Labelled `cuda` in ctest.
  */
 #include "cuda_driver.h"
+#include "cuda_fingerprint.h"
 #include "generator.h"
 #include "hardware.h"
 #include "lntune.h"
@@ -242,14 +243,7 @@ static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
     }
     /* The fingerprint the runtime computes from the same driver facts. */
     lntune_gpu_info gi;
-    memset(&gi, 0, sizeof gi);
-    snprintf(gi.name, sizeof gi.name, "%s", info->name);
-    gi.sm = info->sm;
-    gi.multiprocessors = info->multiprocessors;
-    gi.l2_bytes = info->l2_bytes;
-    gi.bus_width_bits = info->bus_width_bits;
-    gi.driver_version = info->driver_version;
-    lntune_gpu_info_finish(&gi);
+    lntune_cuda_gpu_info(info, &gi);
     lntune_db *db = NULL;
     int64_t hw = 0;
     int rc = lntune_db_open(db_path, 0, &db);
