@@ -126,6 +126,53 @@ int lntune_db_find_hardware(lntune_db *db, const char *fingerprint, int64_t *id)
     return find_hardware(db, fingerprint, id);
 }
 
+/* Every column of a hardware row; CPU and GPU rows both go through put_row. */
+typedef struct {
+    const char *fingerprint, *arch, *model, *features, *compiler, *kind;
+    int64_t family, model_id, stepping, cores, l1d, l2, l3;
+    int64_t compute_capability, memory_bus_bits, driver_version; /* GPUs; NULL for CPUs */
+    int gpu;
+} hardware_row;
+
+/* Inserts r unless its fingerprint is already there; *id receives the row id either way. */
+static int put_row(lntune_db *db, const hardware_row *r, int64_t *id) {
+    int rc = begin(db);
+    if (rc) return rc;
+    rc = find_hardware(db, r->fingerprint, id);
+    if (rc == LNTUNE_ENOTFOUND) {
+        sqlite3_stmt *st;
+        rc = prepare(
+            db,
+            "INSERT INTO hardware (fingerprint, arch, model, family, model_id, stepping, "
+            "features, cores, l1d_bytes, l2_bytes, l3_bytes, compiler, kind, "
+            "compute_capability, memory_bus_bits, driver_version) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            &st);
+        if (!rc) {
+            int src = bind_text(st, 1, r->fingerprint, SQLITE_OK);
+            src = bind_text(st, 2, r->arch, src);
+            src = bind_text(st, 3, r->model, src);
+            src = bind_int(st, 4, r->family, src);
+            src = bind_int(st, 5, r->model_id, src);
+            src = bind_int(st, 6, r->stepping, src);
+            src = bind_text(st, 7, r->features, src);
+            src = bind_int(st, 8, r->cores, src);
+            src = bind_int(st, 9, r->l1d, src);
+            src = bind_int(st, 10, r->l2, src);
+            src = bind_int(st, 11, r->l3, src);
+            src = bind_text(st, 12, r->compiler, src);
+            src = bind_text(st, 13, r->kind, src);
+            for (int i = 0; i < 3 && src == SQLITE_OK; ++i) {
+                const int64_t v[3] = {r->compute_capability, r->memory_bus_bits, r->driver_version};
+                src = r->gpu ? sqlite3_bind_int64(st, 14 + i, v[i]) : sqlite3_bind_null(st, 14 + i);
+            }
+            rc = run(db, st, src, "cannot insert the hardware");
+        }
+        if (!rc) *id = sqlite3_last_insert_rowid(db->sq);
+    }
+    return end(db, rc);
+}
+
 int lntune_db_put_hardware(lntune_db *db, const lntune_cpu_info *cpu, const char *compiler,
                            int64_t *id) {
     char fingerprint[sizeof cpu->fingerprint], arch[sizeof cpu->arch], model[sizeof cpu->model];
@@ -141,34 +188,20 @@ int lntune_db_put_hardware(lntune_db *db, const lntune_cpu_info *cpu, const char
     if (!fingerprint[0])
         return lntune_dbi_fail(db, LNTUNE_EINVAL, "put_hardware: the CPU has no fingerprint");
     lntune_hw_features_string(cpu->isa, features, (int)sizeof features);
-
-    if ((rc = begin(db))) return rc;
-    rc = find_hardware(db, fingerprint, id);
-    if (rc == LNTUNE_ENOTFOUND) {
-        sqlite3_stmt *st;
-        rc = prepare(db,
-                     "INSERT INTO hardware (fingerprint, arch, model, family, model_id, stepping, "
-                     "features, cores, l1d_bytes, l2_bytes, l3_bytes, compiler) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                     &st);
-        if (!rc) {
-            int src = bind_text(st, 1, fingerprint, SQLITE_OK);
-            src = bind_text(st, 2, arch, src);
-            src = bind_text(st, 3, model, src);
-            src = bind_int(st, 4, cpu->family, src);
-            src = bind_int(st, 5, cpu->model_id, src);
-            src = bind_int(st, 6, cpu->stepping, src);
-            src = bind_text(st, 7, features, src);
-            src = bind_int(st, 8, cpu->cores, src);
-            src = bind_int(st, 9, cpu->l1d_bytes, src);
-            src = bind_int(st, 10, cpu->l2_bytes, src);
-            src = bind_int(st, 11, cpu->l3_bytes, src);
-            src = bind_text(st, 12, compiler, src);
-            rc = run(db, st, src, "cannot insert the hardware");
-        }
-        if (!rc) *id = sqlite3_last_insert_rowid(db->sq);
-    }
-    return end(db, rc);
+    const hardware_row r = {.fingerprint = fingerprint,
+                            .arch = arch,
+                            .model = model,
+                            .features = features,
+                            .compiler = compiler,
+                            .kind = "cpu",
+                            .family = cpu->family,
+                            .model_id = cpu->model_id,
+                            .stepping = cpu->stepping,
+                            .cores = cpu->cores,
+                            .l1d = cpu->l1d_bytes,
+                            .l2 = cpu->l2_bytes,
+                            .l3 = cpu->l3_bytes};
+    return put_row(db, &r, id);
 }
 
 int lntune_db_put_gpu_hardware(lntune_db *db, const lntune_gpu_info *gpu, const char *nvrtc,
@@ -183,32 +216,19 @@ int lntune_db_put_gpu_hardware(lntune_db *db, const lntune_gpu_info *gpu, const 
     snprintf(arch, sizeof arch, "sm_%d", gpu->sm);
     if (!fingerprint[0])
         return lntune_dbi_fail(db, LNTUNE_EINVAL, "put_gpu_hardware: the GPU has no fingerprint");
-
-    if ((rc = begin(db))) return rc;
-    rc = find_hardware(db, fingerprint, id);
-    if (rc == LNTUNE_ENOTFOUND) {
-        sqlite3_stmt *st;
-        rc = prepare(db,
-                     "INSERT INTO hardware (fingerprint, arch, model, family, model_id, stepping, "
-                     "features, cores, l1d_bytes, l2_bytes, l3_bytes, compiler, kind, "
-                     "compute_capability, memory_bus_bits, driver_version) "
-                     "VALUES (?1, ?2, ?3, 0, 0, 0, '', ?4, 0, ?5, 0, ?6, 'cuda', ?7, ?8, ?9)",
-                     &st);
-        if (!rc) {
-            int src = bind_text(st, 1, fingerprint, SQLITE_OK);
-            src = bind_text(st, 2, arch, src);
-            src = bind_text(st, 3, name, src);
-            src = bind_int(st, 4, gpu->multiprocessors, src);
-            src = bind_int(st, 5, gpu->l2_bytes, src);
-            src = bind_text(st, 6, nvrtc, src);
-            src = bind_int(st, 7, gpu->sm, src);
-            src = bind_int(st, 8, gpu->bus_width_bits, src);
-            src = bind_int(st, 9, gpu->driver_version, src);
-            rc = run(db, st, src, "cannot insert the GPU's hardware row");
-        }
-        if (!rc) *id = sqlite3_last_insert_rowid(db->sq);
-    }
-    return end(db, rc);
+    const hardware_row r = {.fingerprint = fingerprint,
+                            .arch = arch,
+                            .model = name,
+                            .features = "",
+                            .compiler = nvrtc,
+                            .kind = "cuda",
+                            .cores = gpu->multiprocessors,
+                            .l2 = gpu->l2_bytes,
+                            .compute_capability = gpu->sm,
+                            .memory_bus_bits = gpu->bus_width_bits,
+                            .driver_version = gpu->driver_version,
+                            .gpu = 1};
+    return put_row(db, &r, id);
 }
 
 int lntune_db_each_hardware(lntune_db *db, int (*cb)(void *ud, const lntune_db_hardware *hw),
