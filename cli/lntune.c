@@ -22,6 +22,7 @@
 #include "lntune.h"
 #include "reference.h"
 #include "shape.h"
+#include "timing.h"
 #include "tuner.h"
 #include "tuning_db.h"
 #include "verify.h"
@@ -42,7 +43,9 @@ typedef struct {
     size_t nshapes;
     int help, retune, json, all, threads, force;
     int sm, device; /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
-    int cmake;      /* export --cmake */
+    const char *variants[16]; /* every --variant (time takes several) */
+    int nvariants;
+    int cmake; /* export --cmake */
 } options;
 
 typedef struct {
@@ -119,6 +122,12 @@ static int parse_options(int argc, char **argv, options *o) {
             return usage_error("unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
         const char *value = argv[++i];
+        if (slot == &o->variant) {
+            if (o->nvariants == (int)(sizeof o->variants / sizeof o->variants[0]))
+                return usage_error("%s", "at most 16 --variant");
+            o->variants[o->nvariants++] = value;
+            if (o->variant) continue; /* the first one is o->variant */
+        }
         if (slot) {
             *slot = value;
             continue;
@@ -274,6 +283,132 @@ static int cmd_verify(options *o) {
     lntune_library_close(lib);
     lntune_source_free(&src);
     return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
+}
+
+/*
+ * lntune time: the given variants, each verified first, timed in one interleaved run together
+ * with every copy variant, on the shape's rows x H; the figures of a tuning run, for variants
+ * the user names (e.g. the winners of several runs, or measure's against exhaustive's).
+ */
+static int cmd_time(options *o) {
+    int rc = check_op_target(o, 1);
+    if (rc) return rc;
+    if (strcmp(o->target, "cpu") != 0)
+        return usage_error("%s", "time runs CPU variants (CUDA: lntune --target cuda)");
+    if (!o->nshapes) return usage_error("%s", "--shape is required, e.g. --shape H=4096");
+    lntune_shape shape = o->shapes[0];
+    if (shape.rows <= 0) shape.rows = lntune_tune_default_rows(shape.H);
+    shape.affine = LNTUNE_AFFINE_GAMMA;
+    lntune_gen *g = open_gen_for(o);
+    if (!g) return EXIT_FAIL;
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
+    lntune_gen_set_cores(g, cpu.cores);
+    enum { MAX = 16 + 64 };
+    const char *texts[MAX];
+    char names[MAX][64];
+    int threads[MAX], affine[MAX];
+    int64_t fixed_h[MAX];
+    char **copies = NULL;
+    size_t ncopies = 0, n = 0;
+    lntune_shape any = {0, 0, LNTUNE_AFFINE_ANY};
+    if ((rc = lntune_gen_variants(g, "cpu", "copy", &any, &copies, &ncopies)) != LNTUNE_OK)
+        return gen_failure(g, rc);
+    for (size_t i = 0; i < (size_t)o->nvariants + ncopies && n < MAX; ++i, ++n) {
+        const int is_copy = i >= (size_t)o->nvariants;
+        snprintf(names[n], sizeof names[n], "lntune_time_%zu", n);
+        lntune_source src;
+        rc = is_copy
+                 ? lntune_gen_emit(g, "cpu", "copy", copies[i - o->nvariants], &any, names[n], &src)
+                 : lntune_gen_emit(g, "cpu", o->op, o->variants[i], &shape, names[n], &src);
+        if (rc) {
+            lntune_gen_free_list(copies, ncopies);
+            return gen_failure(g, rc);
+        }
+        texts[n] = src.text;
+        threads[n] = src.threads;
+        affine[n] = src.affine;
+        fixed_h[n] = src.fixed_h;
+        src.text = NULL;
+        lntune_source_free(&src);
+    }
+    lntune_gen_free_list(copies, ncopies);
+    lntune_gen_close(g);
+    lntune_library *lib = NULL;
+    char *diag = NULL;
+    rc = lntune_build_library(lntune_default_compiler(), NULL, texts, n, cpu.cores, &lib, &diag);
+    for (size_t i = 0; i < n; ++i) free((char *)texts[i]);
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune: %s\n", diag ? diag : lntune_errstr(rc));
+        free(diag);
+        return EXIT_FAIL;
+    }
+    lntune_pool *pool = NULL;
+    lntune_verifier *v = NULL;
+    int64_t hs[3] = {1, 17, shape.H};
+    if (lntune_pool_create(cpu.cores, &pool) ||
+        lntune_verifier_create(lntune_op_parse(o->op), hs, shape.H == 1 || shape.H == 17 ? 2 : 3, 0,
+                               &v)) {
+        lntune_library_close(lib);
+        return EXIT_FAIL;
+    }
+    lntune_timed t[MAX];
+    for (size_t i = 0; i < n; ++i) {
+        t[i] = (lntune_timed){lntune_library_kernel(lib, names[i]), threads[i], 0, 0, 0, 0};
+        if (i >= (size_t)o->nvariants) continue;
+        lntune_verify_result res;
+        if (lntune_verifier_check(v, t[i].fn, affine[i], fixed_h[i], threads[i], pool, &res)) {
+            fprintf(stderr, "lntune: %s is wrong, not timed: %s\n", o->variants[i], res.message);
+            rc = EXIT_FAIL;
+        }
+    }
+    lntune_verifier_destroy(v);
+    if (rc == LNTUNE_OK) {
+        const size_t elems = (size_t)(shape.rows * shape.H);
+        float *x = aligned_alloc(64, (elems * 4 + 63) / 64 * 64);
+        float *y = aligned_alloc(64, (elems * 4 + 63) / 64 * 64);
+        float *gb = malloc((size_t)shape.H * 2 * sizeof *gb);
+        for (size_t i = 0; x && y && gb && i < elems; ++i)
+            x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f, y[i] = 0.0f;
+        for (int64_t i = 0; gb && i < 2 * shape.H; ++i) gb[i] = 1.0f + (float)(i % 7) * 0.01f;
+        if (x && y && gb) {
+            lntune_kernel_args a = {.rows = shape.rows,
+                                    .H = shape.H,
+                                    .x_stride = shape.H,
+                                    .y_stride = shape.H,
+                                    .x = x,
+                                    .y = y,
+                                    .gamma = gb,
+                                    .beta = strcmp(o->op, "layernorm") == 0 ? gb + shape.H : NULL,
+                                    .eps = 1e-5f};
+            lntune_time_interleaved(t, n, &a, pool, 15, 3e9);
+            const double bytes = 2.0 * (double)elems * 4.0;
+            double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
+            for (size_t i = o->nvariants; i < n; ++i)
+                if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;
+            printf(
+                "%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
+                "%.1f us, %.2f GB/s\n%10s %8s %7s  %s\n",
+                o->op, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
+                copy_ns * 1e-3, bytes / copy_ns, "time", "GB/s", "/copy", "variant");
+            for (int i = 0; i < o->nvariants; ++i) {
+                printf("%8.1fus %8.2f %6.2fx  %s\n", t[i].median_ns * 1e-3, bytes / t[i].median_ns,
+                       copy_ns / t[i].median_ns, o->variants[i]);
+                lo = fmin(lo, t[i].median_ns), hi = fmax(hi, t[i].median_ns);
+            }
+            if (o->nvariants > 1)
+                printf("spread: the slowest is %.1f%% slower than the fastest\n",
+                       (hi / lo - 1.0) * 100.0);
+        } else {
+            rc = EXIT_FAIL;
+        }
+        free(x);
+        free(y);
+        free(gb);
+    }
+    lntune_pool_destroy(pool);
+    lntune_library_close(lib);
+    return rc;
 }
 
 /* The progress bar on a terminal, one line per stage change elsewhere. */
@@ -660,6 +795,10 @@ static const command commands[] = {
      "lntune verify --op OP --target cpu --variant STRING [--shape H=N]\n"
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
      "  adversarial suite against the float64 reference.\n"},
+    {"time", cmd_time,
+     "lntune time --op OP --target cpu --shape [rows=R,]H=N --variant V [--variant V ...]\n"
+     "  Verifies the variants (up to 16), then times them in one interleaved run with every copy\n"
+     "  variant on rows x H (rows default as for tune): time, GB/s, ratio to the better copy.\n"},
     {"export", cmd_export,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels, a dispatch table,\n"
