@@ -34,11 +34,31 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
         lntune_sandbox_progress((int64_t)i); /* names the candidate a crash or hang is blamed on */
         c[i].failed = lntune_pool_run_kernel(pool, c[i].fn, args, c[i].threads) != 0;
     }
+    /*
+     * Each round visits the candidates in a fresh random order. A kernel leaves the caches in its
+     * own state (a plain-store copy leaves y dirty, and the next kernel pays for the write-back),
+     * so with a fixed cyclic order every candidate would always follow the same predecessor and
+     * carry its cost: the same variant listed twice was seen 33% apart that way.
+     */
+    size_t *order = malloc(sizeof *order * n);
+    if (!order) {
+        free(samples);
+        for (size_t i = 0; i < n; ++i) c[i].failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    uint64_t rng = 0x9e3779b97f4a7c15ULL; /* fixed: the same run twice visits alike */
     const double start = lntune_now_ns();
     int rounds = 0;
     while (rounds < MAX_ROUNDS && (rounds < min_rounds || lntune_now_ns() - start < budget_ns)) {
+        for (size_t k = n; k > 1; --k) { /* Fisher-Yates */
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            const size_t j = (size_t)(rng % k), tmp = order[k - 1];
+            order[k - 1] = order[j];
+            order[j] = tmp;
+        }
         for (size_t k = 0; k < n; ++k) {
-            size_t i = (k + (size_t)rounds) % n;
+            size_t i = order[k];
             if (c[i].failed) continue;
             lntune_sandbox_progress((int64_t)i);
             double t0 = lntune_now_ns();
@@ -56,5 +76,6 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
         c[i].max_ns = s[rounds - 1];
         c[i].median_ns = rounds % 2 ? s[rounds / 2] : 0.5 * (s[rounds / 2 - 1] + s[rounds / 2]);
     }
+    free(order);
     free(samples);
 }

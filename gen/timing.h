@@ -1,7 +1,8 @@
 /*
  * timing.h - interleaved, repeated timing of kernels on the same buffers: every round runs each
- * candidate once (starting at a different one each round), so that drift in clock speed or
- * machine load hits all candidates alike; each candidate's figure is its median over rounds.
+ * candidate once (in a fresh random order each round), so that drift in clock speed or machine
+ * load, and the cache state one kernel leaves the next, hit all candidates alike; each
+ * candidate's figure is its median over rounds.
  */
 #ifndef LNTUNE_TIMING_H
 #define LNTUNE_TIMING_H

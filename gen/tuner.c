@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TOP = 4, RETIME_ROUNDS = 15, MIN_ROUNDS = 5 };
+enum { TOP = 8, RETIME_ROUNDS = 15, MIN_ROUNDS = 5 };
 enum { MAX_COPIES = 64, COPY_FINALISTS = 3 }; /* copy variants built; re-timed with the leaders */
 static const double NOISE = 0.01;             /* within 1%, the simpler variant wins */
 static const double BATCH_BUDGET_NS = 150e6;  /* timing of one batch of candidates */
