@@ -84,6 +84,10 @@ fi
 expect 0 "int lntune_kernel(const lntune_kernel_args *a" emit --op rmsnorm --target cpu --variant vec=4 --shape H=768
 expect 0 "h=fixed" emit --op layernorm --target cpu --variant h=fixed --shape H=768
 expect 0 "ok: vec=4" verify --op layernorm --target cpu --variant vec=4,acc=2 --shape H=768
+expect 0 "lntune time" time --help
+expect 2 "--shape is required" time --op rmsnorm --target cpu --variant vec=4
+expect 2 "'vec' = '3' is not one of" time --op rmsnorm --target cpu --variant vec=3 --shape H=64
+expect 0 "spread: the slowest is" time --op rmsnorm --target cpu --shape rows=16,H=64 --variant vec=4 --variant vec=8
 
 [ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
 exit $((failures > 0))
