@@ -12,13 +12,13 @@
 #include "lntune.h"
 #include "peers.h"
 #include "reference.h"
+#include "timing.h"
 
 #include <math.h>
 #include <omp.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 const lntune_bench_shape lntune_bench_default_shapes[] = {
@@ -41,17 +41,6 @@ int lntune_bench_is_latency(int64_t rows, int64_t H) {
 static const lntune_bench_family *const families[] = {
     &lntune_bench_lntune_family, &lntune_bench_onednn_family, &lntune_bench_naive_copy_family};
 enum { NFAMILIES = sizeof families / sizeof families[0] };
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* xorshift64* and Box-Muller: reproducible normal data without libc's rand state. */
 static uint64_t next_u64(uint64_t *s) {
@@ -117,13 +106,13 @@ static const char *op_name(int op) {
 
 /* Runs c for at least rep_ns; returns ns per call, or -1 if a call failed. */
 static double repetition(candidate *c, double rep_ns) {
-    const double t0 = now_ns();
+    const double t0 = lntune_now_ns();
     double t = t0, calls = 0;
     do {
         for (double k = 0; k < c->batch; ++k)
             if (c->peer->run(c->state) != 0) return -1.0;
         calls += c->batch;
-        t = now_ns();
+        t = lntune_now_ns();
     } while (t - t0 < rep_ns);
     return (t - t0) / calls;
 }
@@ -146,7 +135,7 @@ static int pin_to(int n, char *note, size_t notelen) {
 static void progress(const lntune_bench_config *cfg, const char *what, const lntune_bench_shape *s,
                      size_t i, double t0) {
     if (!cfg->progress) return;
-    lntune_bench_progress p = {what, s->rows, s->H, i, cfg->nshapes, (now_ns() - t0) * 1e-9};
+    lntune_bench_progress p = {what, s->rows, s->H, i, cfg->nshapes, (lntune_now_ns() - t0) * 1e-9};
     cfg->progress(cfg->progress_ud, &p);
 }
 
@@ -205,12 +194,12 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
         }
         c->rec.max_error = max_error(c->peer->op, &prob, z);
         c->rec.flagged = !(c->rec.max_error <= LNTUNE_BENCH_TOLERANCE);
-        double t0 = now_ns(), calls = 0;
+        double t0 = lntune_now_ns(), calls = 0;
         do {
             c->peer->run(c->state);
             calls++;
-        } while (now_ns() - t0 < rep_ns / 10);
-        const double per_call = (now_ns() - t0) / calls;
+        } while (lntune_now_ns() - t0 < rep_ns / 10);
+        const double per_call = (lntune_now_ns() - t0) / calls;
         c->batch = ceil(rep_ns / 8 / per_call);
     }
 
@@ -236,10 +225,8 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
         candidate *c = &cand[i];
         lntune_bench_record *r = &c->rec;
         if (c->live && r->reps > 0) {
-            qsort(c->samples, (size_t)r->reps, sizeof(double), cmp_double);
-            const int m = r->reps;
-            const double med =
-                m % 2 ? c->samples[m / 2] : 0.5 * (c->samples[m / 2 - 1] + c->samples[m / 2]);
+            double med, lo, hi;
+            lntune_sample_stats(c->samples, (size_t)r->reps, &med, &lo, &hi);
             r->us = med * 1e-3;
             r->gbps = 2.0 * (double)n * sizeof(float) / med; /* bytes per ns = GB/s */
             r->busy = c->wall_s > 0 ? c->other_s / c->wall_s : 0.0;
@@ -257,7 +244,7 @@ done:
 
 int lntune_bench_run(const lntune_bench_config *cfg, lntune_bench_records *out, char *err,
                      size_t errlen) {
-    const double t0 = now_ns();
+    const double t0 = lntune_now_ns();
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cfg->threads > 0 ? cfg->threads : cores > 0 ? cores : 1;
     char pin_note[64] = "";

@@ -94,15 +94,7 @@ static int stopped(const job *j) {
 }
 
 static void progress(job *j, const char *stage) {
-    if (!j->cfg->progress) return;
-    lntune_tune_progress p = {j->op,
-                              j->shape.rows,
-                              j->shape.H,
-                              stage,
-                              j->done,
-                              j->n > j->done ? j->n : j->done,
-                              (lntune_now_ns() - j->start_ns) * 1e-9};
-    j->cfg->progress(j->cfg->progress_ud, &p);
+    lntune_tune_report(j->cfg, j->op, &j->shape, stage, j->done, j->n, j->start_ns);
 }
 
 static void device_failed(job *j, const char *what) {
@@ -173,20 +165,6 @@ fail:
     return NAN;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void summarize(candidate *c, int rounds) {
-    double s[RETIME_ROUNDS];
-    memcpy(s, c->samples, (size_t)rounds * sizeof *s);
-    qsort(s, (size_t)rounds, sizeof *s, cmp_double);
-    c->median_ns = s[rounds / 2];
-    c->min_ns = s[0];
-    c->max_ns = s[rounds - 1];
-}
-
 /*
  * Times the candidates idx[0..n) and the copy (copy, a candidate with fn NULL) interleaved:
  * every round visits each once, starting one further each round, so drift hits all alike.
@@ -200,7 +178,9 @@ static void time_interleaved(job *j, candidate **set, size_t n, int rounds) {
             c->samples[r] = sample_ns(j, c->fn ? c : NULL);
         }
     if (stopped(j)) return;
-    for (size_t i = 0; i < n; ++i) summarize(set[i], rounds);
+    for (size_t i = 0; i < n; ++i)
+        lntune_sample_stats(set[i]->samples, (size_t)rounds, &set[i]->median_ns, &set[i]->min_ns,
+                            &set[i]->max_ns);
 }
 
 /* Emits every variant of the shape with gamma (the key's affine = 1). */
@@ -437,14 +417,7 @@ static int from_best(void *ud, const lntune_best *b) {
     if (lntune_db_each_measurement(j->db, &j->key, j->code_hash, has_measurement, probe) ||
         probe[0])
         return 0;
-    lntune_tune_result *r = j->res;
-    snprintf(r->variant, sizeof r->variant, "%s", b->variant);
-    r->median_ns = b->median_ns;
-    r->gbps = b->gbps;
-    r->copy_gbps = b->copy_gbps;
-    r->naive_ns = b->naive_ns;
-    r->max_error = b->max_error;
-    r->from_db = 1;
+    lntune_tune_result_from_best(j->res, b);
     return 0;
 }
 

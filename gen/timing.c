@@ -22,6 +22,13 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+void lntune_sample_stats(double *samples, size_t n, double *median, double *min, double *max) {
+    qsort(samples, n, sizeof *samples, cmp_double);
+    *min = samples[0];
+    *max = samples[n - 1];
+    *median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
 void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
                              lntune_pool *pool, int min_rounds, double budget_ns) {
     if (n == 0) return;
@@ -69,12 +76,9 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
         rounds++;
     }
     for (size_t i = 0; i < n; ++i) {
-        double *s = samples + i * MAX_ROUNDS;
         if (c[i].failed) continue;
-        qsort(s, (size_t)rounds, sizeof *s, cmp_double);
-        c[i].min_ns = s[0];
-        c[i].max_ns = s[rounds - 1];
-        c[i].median_ns = rounds % 2 ? s[rounds / 2] : 0.5 * (s[rounds / 2 - 1] + s[rounds / 2]);
+        lntune_sample_stats(samples + i * MAX_ROUNDS, (size_t)rounds, &c[i].median_ns, &c[i].min_ns,
+                            &c[i].max_ns);
     }
     free(order);
     free(samples);

@@ -25,6 +25,12 @@ typedef struct lntune_timed {
 double lntune_now_ns(void);
 
 /*
+ * Sorts samples[0..n) (n >= 1) and gives their median (the mean of the middle two when n is
+ * even), minimum and maximum.
+ */
+void lntune_sample_stats(double *samples, size_t n, double *median, double *min, double *max);
+
+/*
  * Times each of c[0..n) on args: one warm-up call each, then at least min_rounds rounds, more
  * while the total stays under budget_ns (at most 1000). pool serves threads > 1.
  */

@@ -85,16 +85,31 @@ static int stopped(const job *j) {
     return (j->cfg->stop && *j->cfg->stop) || j->write_err[0];
 }
 
-static void progress(job *j, const char *stage) {
-    if (!j->cfg->progress) return;
-    lntune_tune_progress p = {j->op,
-                              j->shape.rows,
-                              j->shape.H,
+void lntune_tune_report(const lntune_tune_config *cfg, const char *op, const lntune_shape *shape,
+                        const char *stage, size_t done, size_t estimate, double start_ns) {
+    if (!cfg->progress) return;
+    lntune_tune_progress p = {op,
+                              shape->rows,
+                              shape->H,
                               stage,
-                              j->done,
-                              j->estimate > j->done ? j->estimate : j->done,
-                              (lntune_now_ns() - j->start_ns) * 1e-9};
-    j->cfg->progress(j->cfg->progress_ud, &p);
+                              done,
+                              estimate > done ? estimate : done,
+                              (lntune_now_ns() - start_ns) * 1e-9};
+    cfg->progress(cfg->progress_ud, &p);
+}
+
+void lntune_tune_result_from_best(lntune_tune_result *r, const lntune_best *b) {
+    snprintf(r->variant, sizeof r->variant, "%s", b->variant);
+    r->median_ns = b->median_ns;
+    r->gbps = b->gbps;
+    r->copy_gbps = b->copy_gbps;
+    r->naive_ns = b->naive_ns;
+    r->max_error = b->max_error;
+    r->from_db = 1;
+}
+
+static void progress(job *j, const char *stage) {
+    lntune_tune_report(j->cfg, j->op, &j->shape, stage, j->done, j->estimate, j->start_ns);
 }
 
 int64_t lntune_tune_default_rows(int64_t H) {
@@ -454,13 +469,7 @@ static int from_best(void *ud, const lntune_best *b) {
     job *j = ud;
     const stored *s = find_stored(j, b->variant);
     if (!s || b->tuned_rows != j->shape.rows) return 0; /* another template, compiler or rows */
-    snprintf(j->res->variant, sizeof j->res->variant, "%s", b->variant);
-    j->res->median_ns = b->median_ns;
-    j->res->gbps = b->gbps;
-    j->res->copy_gbps = b->copy_gbps;
-    j->res->naive_ns = b->naive_ns;
-    j->res->max_error = b->max_error;
-    j->res->from_db = 1;
+    lntune_tune_result_from_best(j->res, b);
     return 0;
 }
 

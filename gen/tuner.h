@@ -74,4 +74,14 @@ int64_t lntune_tune_default_rows(int64_t H);
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *n, char *err,
                 size_t errlen);
 
+/* Shared by this tuner and the GPU's (cuda_tuner.c). */
+
+/* Calls cfg's progress callback (if any) for op x shape; estimate is raised to done. */
+void lntune_tune_report(const lntune_tune_config *cfg, const char *op, const lntune_shape *shape,
+                        const char *stage, size_t done, size_t estimate, double start_ns);
+
+/* Fills r from a winner read back from the database (r->from_db = 1). */
+struct lntune_best;
+void lntune_tune_result_from_best(lntune_tune_result *r, const struct lntune_best *b);
+
 #endif /* LNTUNE_TUNER_H */

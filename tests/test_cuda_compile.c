@@ -8,8 +8,9 @@
  * H is fixed, so each distinct source is compiled once per arch. -arch=sm_XX yields the cubin and
  * the PTX it came from (the very PTX --gpu-architecture=compute_XX gives), so every source of
  * both archs goes to a cubin and its PTX, each checked non-empty; every 8th also goes through a
- * separate compute_XX (PTX only) compile. LNTUNE_TEST_FULL=1 makes that every source too. Exits 77 (skipped) when no NVRTC can be loaded. For work on the templates:
- * LNTUNE_TEST_QUICK=N compiles only every Nth variant, LNTUNE_TEST_DRY=1 none.
+ * separate compute_XX (PTX only) compile. LNTUNE_TEST_FULL=1 makes that every source too. Exits 77
+ * (skipped) when no NVRTC can be loaded. For work on the templates: LNTUNE_TEST_QUICK=N compiles
+ * only every Nth variant, LNTUNE_TEST_DRY=1 none.
  */
 #include "cuda_launch.h"
 #include "generator.h"
