@@ -23,9 +23,9 @@ extern "C" {
 #endif
 
 #define LNTUNE_VERSION_MAJOR 0
-#define LNTUNE_VERSION_MINOR 1
+#define LNTUNE_VERSION_MINOR 2
 #define LNTUNE_VERSION_PATCH 0
-#define LNTUNE_VERSION_STRING "0.1.0"
+#define LNTUNE_VERSION_STRING "0.2.0"
 
 /* Return codes. Stable: new codes are only ever appended. */
 #define LNTUNE_OK 0
@@ -42,10 +42,16 @@ extern "C" {
 #define LNTUNE_ENODEVICE 11   /* no usable GPU, driver or NVRTC */
 #define LNTUNE_EOVERFLOW 12   /* rows x H or a stride does not fit in 64 bits */
 
+/*
+ * Element types. The zero value means "the default": fp32 for args.dtype, and args.dtype for
+ * y_dtype and param_dtype, so that a zero-filled struct is all fp32 and setting dtype alone
+ * gives every tensor that type. (0.1 numbered F32 0, F16 1, BF16 2.)
+ */
 typedef enum lntune_dtype {
-    LNTUNE_F32 = 0, /* the zero value: a zero-filled args struct means fp32 */
-    LNTUNE_F16 = 1,
-    LNTUNE_BF16 = 2
+    LNTUNE_DTYPE_DEFAULT = 0,
+    LNTUNE_F32 = 1,
+    LNTUNE_F16 = 2, /* IEEE binary16 */
+    LNTUNE_BF16 = 3 /* bfloat16; the output rounds to nearest even */
 } lntune_dtype;
 
 typedef enum lntune_device_kind {
@@ -61,7 +67,7 @@ typedef struct lntune_args {
     int64_t rows;
     int64_t H;
     float eps;          /* 0 means the default, 1e-5 */
-    lntune_dtype dtype; /* of x, residual and y */
+    lntune_dtype dtype; /* of x (and residual); 0: fp32. Statistics are always fp32 or wider. */
     const void *x;
     void *y;
     const void *gamma; /* optional, H elements */
@@ -85,7 +91,9 @@ typedef struct lntune_args {
      */
     lntune_device_kind device;
     int device_index;
-    void *stream; /* CUstream for LNTUNE_DEVICE_CUDA */
+    void *stream;             /* CUstream for LNTUNE_DEVICE_CUDA */
+    lntune_dtype y_dtype;     /* of y; 0: as dtype */
+    lntune_dtype param_dtype; /* of gamma and beta; 0: as dtype */
 } lntune_args;
 
 typedef struct lntune lntune; /* opaque; one per process or device */
@@ -107,8 +115,8 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  *   LNTUNE_EINVAL       ctx, args, x or y NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride
  *                       neither 0 nor >= H; dtype or device out of range; device_index or stream
  *                       set for the CPU; beta given to RMSNorm
- *   LNTUNE_EUNSUPPORTED fp16/bf16, residual/residual_out (or their strides); on CUDA, beta
- *                       without gamma; any CUDA call in a build with LNTUNE_CUDA=OFF
+ *   LNTUNE_EUNSUPPORTED residual/residual_out (or their strides); on CUDA, fp16/bf16 data
+ *                       and beta without gamma; any CUDA call in a build with LNTUNE_CUDA=OFF
  *   LNTUNE_EOVERFLOW    rows x stride does not fit in the address space
  *   LNTUNE_ENODEVICE    CUDA: no driver (libcuda.so.1 is loaded at run time), the toolkit's
  *                       stub driver, no GPU, no device device_index, or no kernel this GPU can

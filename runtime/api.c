@@ -19,6 +19,7 @@
 #include "context.h"
 #include "cuda_dispatch.h"
 #include "dispatch.h"
+#include "dtypes.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -36,6 +37,15 @@ static int64_t extent_bytes(int64_t rows, int64_t H, int64_t stride) {
         __builtin_mul_overflow(n, (int64_t)sizeof(float), &n) || (uint64_t)n > PTRDIFF_MAX)
         return -1;
     return n;
+}
+
+/* The internal types of a call: LNTUNE_DTYPE_DEFAULT resolved (dtype: fp32; others: dtype). */
+static lntune_types lntune_args_types(const lntune_args *a) {
+    const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
+    lntune_types t = {
+        (uint8_t)x, (uint8_t)(a->y_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->y_dtype - 1),
+        (uint8_t)(a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1)};
+    return t;
 }
 
 static int check_args(lntune *ctx, const lntune_args *a, int op) {
@@ -57,8 +67,11 @@ static int check_args(lntune *ctx, const lntune_args *a, int op) {
             ctx, LNTUNE_EINVAL,
             "%s: x_stride = %lld, y_stride = %lld; each must be 0 or >= H = %lld", fn,
             (long long)a->x_stride, (long long)a->y_stride, (long long)a->H);
-    if ((unsigned)a->dtype > LNTUNE_BF16)
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown dtype %d", fn, (int)a->dtype);
+    if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->y_dtype > LNTUNE_BF16 ||
+        (unsigned)a->param_dtype > LNTUNE_BF16)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                               "%s: unknown dtype (dtype %d, y_dtype %d, param_dtype %d)", fn,
+                               (int)a->dtype, (int)a->y_dtype, (int)a->param_dtype);
     if ((unsigned)a->device > LNTUNE_DEVICE_CUDA)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown device %d", fn, (int)a->device);
     if (a->device == LNTUNE_DEVICE_CPU && (a->device_index != 0 || a->stream))
@@ -72,7 +85,7 @@ static int check_args(lntune *ctx, const lntune_args *a, int op) {
                                "%s: this build of liblntune has no CUDA support (LNTUNE_CUDA=OFF)",
                                fn);
 #endif
-    if (a->dtype != LNTUNE_F32)
+    if (!lntune_types_all_f32(lntune_args_types(a)))
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED, "%s: only fp32 data is served yet", fn);
     if (a->residual || a->residual_out || a->residual_stride || a->residual_out_stride)
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
@@ -98,8 +111,8 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
                        : a->beta ? LNTUNE_DESC_BETA_ONLY
                                  : LNTUNE_DESC_NO_AFFINE;
-    const lntune_desc d =
-        lntune_desc_make(op, (int)a->dtype, affine, lntune_rows_bucket(a->rows), a->H);
+    const lntune_desc d = lntune_desc_make(op, lntune_types_packed(lntune_args_types(a)), affine,
+                                           lntune_rows_bucket(a->rows), a->H);
     uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
