@@ -126,6 +126,10 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  *                       launch was refused, e.g. a stream of another context; faults inside
  *                       the kernel surface in the app's next synchronizing CUDA call)
  * mean and rstd, when given, receive each row's statistics (mean 0 for RMSNorm).
+ * The CPU serves fp32, fp16 and bf16 for x, y and gamma/beta in any combination (dtype, y_dtype,
+ * param_dtype): inputs convert exactly to fp32, y is computed in fp32 and rounded once to its
+ * type (to nearest even; overflow gives Inf, NaN stays NaN). Each pointer needs only the
+ * alignment of its element type. CUDA serves fp32 only.
  * CUDA: the first call on a device_index opens it and the first call of each shape loads its
  * kernel (tuned for this GPU in the database, else built in), both under a lock; later calls
  * are one lookup and one kernel launch. Arguments are checked as on the CPU before any driver

@@ -9,12 +9,15 @@
  *   LNTUNE_EINVAL       args, x or y NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride that is
  *                       neither 0 nor >= H; a dtype or device outside its enum; device_index or
  *                       stream set for the CPU; beta given to RMSNorm
- *   LNTUNE_EUNSUPPORTED fp16/bf16 data, residual or residual_out (or their strides): valid
- *                       requests a later release will serve; on CUDA, beta without gamma
+ *   LNTUNE_EUNSUPPORTED residual or residual_out (or their strides): valid requests a later
+ *                       release will serve; on CUDA, fp16/bf16 data and beta without gamma
  * Device memory (args->device == LNTUNE_DEVICE_CUDA) goes on to cuda_dispatch.c, whose errors
  * add LNTUNE_ENODEVICE (no driver, GPU or such device_index) and a failed launch (LNTUNE_ERROR).
  *   LNTUNE_EOVERFLOW    the last element of x or y lies beyond what a pointer can address
  * rows == 0 is a successful no-op. A NULL ctx returns LNTUNE_EINVAL (no handle for a message).
+ *
+ * The CPU serves every (x, y, gamma/beta) tuple of fp32, fp16 and bf16: a tuple is part of the
+ * descriptor, so it has its own tuned kernels, and the typed built-ins where none was tuned.
  */
 #include "context.h"
 #include "cuda_dispatch.h"
@@ -30,11 +33,11 @@
 
 static const char *const api_names[] = {"lntune_layernorm", "lntune_rmsnorm"};
 
-/* Bytes from the first to the last element of a matrix, or -1 if that overflows. */
-static int64_t extent_bytes(int64_t rows, int64_t H, int64_t stride) {
+/* Bytes from the first to the last element of a matrix of type, or -1 if that overflows. */
+static int64_t extent_bytes(int64_t rows, int64_t H, int64_t stride, int type) {
     int64_t n;
     if (__builtin_mul_overflow(rows - 1, stride, &n) || __builtin_add_overflow(n, H, &n) ||
-        __builtin_mul_overflow(n, (int64_t)sizeof(float), &n) || (uint64_t)n > PTRDIFF_MAX)
+        __builtin_mul_overflow(n, (int64_t)lntune_type_size(type), &n) || (uint64_t)n > PTRDIFF_MAX)
         return -1;
     return n;
 }
@@ -85,15 +88,18 @@ static int check_args(lntune *ctx, const lntune_args *a, int op) {
                                "%s: this build of liblntune has no CUDA support (LNTUNE_CUDA=OFF)",
                                fn);
 #endif
-    if (!lntune_types_all_f32(lntune_args_types(a)))
-        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED, "%s: only fp32 data is served yet", fn);
+    const lntune_types types = lntune_args_types(a);
+    if (a->device == LNTUNE_DEVICE_CUDA && !lntune_types_all_f32(types))
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                               "%s: fp16/bf16 on CUDA is not served yet; CUDA takes fp32 only", fn);
     if (a->residual || a->residual_out || a->residual_stride || a->residual_out_stride)
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
                                "%s: residual and residual_out are not served yet; leave them "
                                "and their strides 0",
                                fn);
-    if (a->rows > 0 && (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H) < 0 ||
-                        extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H) < 0))
+    if (a->rows > 0 &&
+        (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, types.x) < 0 ||
+         extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H, types.y) < 0))
         return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
                                "%s: rows = %lld by its stride does not fit in memory", fn,
                                (long long)a->rows);

@@ -4,12 +4,20 @@
 #ifndef LNTUNE_RUNTIME_BUILTIN_H
 #define LNTUNE_RUNTIME_BUILTIN_H
 
+#include "dtypes.h"
 #include "lntune_kernel.h"
 
 #include <stddef.h>
 
 /* The built-in kernel of op for an LNTUNE_DESC_* affine kind; NULL for RMSNorm with beta only. */
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op */
+
+/*
+ * The built-in kernel of op (LNTUNE_DESC_*) for a tuple with fp16 or bf16 in it (builtin_typed.c):
+ * one function serves every affine kind. NULL for the all-fp32 tuple (lntune_builtin_kernel
+ * serves it) and for an op or type out of range.
+ */
+lntune_kernel_fn lntune_builtin_typed_kernel(int op, lntune_types t);
 
 /*
  * The CUDA built-ins (generated at build time by tools/emit_builtin.c into

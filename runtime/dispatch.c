@@ -10,6 +10,8 @@
  * same op, dtype, H and affine serves it (one bucket away first, the larger row count first on a
  * tie), since any kernel tuned for this H on this machine beats the generic one by more than a
  * neighbouring bucket's tuning differs; with no tuned bucket at all the built-in kernel does.
+ * The database keys dtype by the type tuple's text ("f32", "bf16", "bf16/f32/f32"); a tuple
+ * with fp16/bf16 in it has the typed built-in (builtin_typed.c) where nothing was tuned.
  * The winner's shared object comes from its artifact and is loaded with lntune_load_shared;
  * nothing is ever compiled here. The resolved entry goes into the registry, and later calls
  * never come back to this file.
@@ -21,6 +23,7 @@
 
 #include "builtin.h"
 #include "cuda_dispatch.h"
+#include "dtypes.h"
 #include "loader.h"
 
 #include <dlfcn.h>
@@ -38,7 +41,6 @@ struct lntune_loaded {
 };
 
 static const char *const op_names[] = {"layernorm", "rmsnorm"};
-static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 static const char *const affine_names[] = {"no gamma/beta", "gamma", "beta only"};
 
 /* Probes lntune_rows_bucket for the bucket list, in increasing row counts. */
@@ -136,10 +138,12 @@ static int copy_best(void *ud, const lntune_best *b) {
 
 int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
                               const lntune_desc *d, int64_t rows, lntune_best_copy *best) {
+    char dtype[32];
+    lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
     lntune_db_key key = {hardware_id,
                          target,
                          op_names[lntune_desc_op(d)],
-                         dtype_names[lntune_desc_dtype(d)],
+                         dtype,
                          d->H,
                          rows,
                          lntune_desc_affine(d) == LNTUNE_DESC_GAMMA};
@@ -216,9 +220,11 @@ const char *lntune_dispatch_op_name(int op) {
 }
 
 void lntune_dispatch_describe(const lntune_desc *d, int64_t rows, char *buf, size_t size) {
+    char dtype[32];
+    lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
     snprintf(buf, size, "%s %s H=%lld rows=%lld (bucket %d), %s", op_names[lntune_desc_op(d)],
-             dtype_names[lntune_desc_dtype(d)], (long long)d->H, (long long)rows,
-             (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
+             dtype, (long long)d->H, (long long)rows, (int)lntune_desc_bucket(d),
+             affine_names[lntune_desc_affine(d)]);
 }
 
 int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows,
@@ -236,7 +242,10 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         return lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "out of memory resolving a kernel");
     }
     e->desc = *d;
-    e->kernel = e->fallback = lntune_builtin_kernel(lntune_desc_op(d), lntune_desc_affine(d));
+    const lntune_types types = lntune_types_unpacked(lntune_desc_dtype(d));
+    e->kernel = e->fallback = lntune_types_all_f32(types)
+                                  ? lntune_builtin_kernel(lntune_desc_op(d), lntune_desc_affine(d))
+                                  : lntune_builtin_typed_kernel(lntune_desc_op(d), types);
     char what[128];
     lntune_dispatch_describe(d, rows, what, sizeof what);
     lntune_best_copy best = {0};

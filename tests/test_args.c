@@ -2,6 +2,7 @@
  * test_args.c - every bad argument gets its documented code (runtime/api.c) and a message on the
  * handle, and never aborts; valid edge cases (rows = 0, zero-filled defaults) succeed.
  */
+#include "half.h"
 #include "lntune.h"
 #include "testutil.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 static float x[64], y[64], beta_[16];
+static uint16_t hx[64], hy[64], bx[64], by[64]; /* x as fp16 and bf16, and 16-bit outputs */
 
 static lntune_args valid(void) {
     lntune_args a;
@@ -42,9 +44,17 @@ EDIT(nan_eps, a->eps = NAN)
 EDIT(short_x_stride, a->x_stride = 15)
 EDIT(negative_y_stride, a->y_stride = -16)
 EDIT(bad_dtype, a->dtype = (lntune_dtype)7)
-EDIT(f16, a->dtype = LNTUNE_F16)
-EDIT(bf16, a->dtype = LNTUNE_BF16)
+EDIT(bad_y_dtype, a->y_dtype = (lntune_dtype)9)
+EDIT(bad_param_dtype, a->param_dtype = (lntune_dtype)4)
+EDIT(f16, (a->dtype = LNTUNE_F16, a->x = hx, a->y = hy))
+EDIT(bf16, (a->dtype = LNTUNE_BF16, a->x = bx, a->y = by))
+EDIT(bf16_to_f32, (a->dtype = LNTUNE_BF16, a->y_dtype = a->param_dtype = LNTUNE_F32, a->x = bx,
+                   a->gamma = beta_, a->beta = beta_))
+EDIT(f32_to_f16, (a->y_dtype = LNTUNE_F16, a->param_dtype = LNTUNE_BF16, a->y = hy, a->gamma = by))
+EDIT(f16_overflow_f32_y,
+     (a->dtype = LNTUNE_F16, a->y_dtype = LNTUNE_F32, a->x = hx, a->y_stride = INT64_C(1) << 60))
 EDIT(cuda_f16, (a->device = LNTUNE_DEVICE_CUDA, a->dtype = LNTUNE_F16))
+EDIT(cuda_bf16_y, (a->device = LNTUNE_DEVICE_CUDA, a->y_dtype = LNTUNE_BF16))
 EDIT(cuda_residual, (a->device = LNTUNE_DEVICE_CUDA, a->residual = x))
 EDIT(cuda_bad_stride, (a->device = LNTUNE_DEVICE_CUDA, a->x_stride = 15))
 EDIT(bad_device, a->device = (lntune_device_kind)5)
@@ -72,9 +82,15 @@ static const arg_case cases[] = {
     {"x_stride < H", 0, LNTUNE_EINVAL, short_x_stride},
     {"y_stride < 0", 1, LNTUNE_EINVAL, negative_y_stride},
     {"unknown dtype", 0, LNTUNE_EINVAL, bad_dtype},
-    {"fp16 not served yet", 0, LNTUNE_EUNSUPPORTED, f16},
-    {"bf16 not served yet", 1, LNTUNE_EUNSUPPORTED, bf16},
+    {"unknown y_dtype", 1, LNTUNE_EINVAL, bad_y_dtype},
+    {"unknown param_dtype", 0, LNTUNE_EINVAL, bad_param_dtype},
+    {"fp16 on the CPU", 0, LNTUNE_OK, f16},
+    {"bf16 on the CPU", 1, LNTUNE_OK, bf16},
+    {"bf16 x, fp32 y, gamma and beta", 0, LNTUNE_OK, bf16_to_f32},
+    {"fp32 x, fp16 y, bf16 gamma", 1, LNTUNE_OK, f32_to_f16},
+    {"fp16 x, fp32 y: y's extent by 4-byte elements", 0, LNTUNE_EOVERFLOW, f16_overflow_f32_y},
     {"fp16 on CUDA not served yet", 0, LNTUNE_EUNSUPPORTED, cuda_f16},
+    {"bf16 y on CUDA not served yet", 1, LNTUNE_EUNSUPPORTED, cuda_bf16_y},
     {"residual on CUDA reserved", 1, LNTUNE_EUNSUPPORTED, cuda_residual},
     {"x_stride < H on CUDA", 0, LNTUNE_EINVAL, cuda_bad_stride},
     {"unknown device", 0, LNTUNE_EINVAL, bad_device},
@@ -104,6 +120,7 @@ int main(void) {
     int rc = lntune_open(NULL, &ctx); /* $LNTUNE_DB from ctest: a path with no database */
     if (!test_case(rc == LNTUNE_OK, "open with the default path: rc %d", rc)) return 1;
     test_fill(x, 64, 0.0, 1.0);
+    for (int i = 0; i < 64; ++i) hx[i] = lntune_f32_to_f16(x[i]), bx[i] = lntune_f32_to_bf16(x[i]);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         lntune_args a = valid();
         cases[i].edit(&a);
