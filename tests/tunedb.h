@@ -81,6 +81,8 @@ static int create_db_for(const char *path, const lntune_cpu_info *cpu, lntune_db
  * H, wrapped (see above), compiled, saved as an artifact, and made the best. 0 on success.
  */
 static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
+                     int64_t rows, int affine, int threads, int behaviour) __attribute__((unused));
+static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
                      int64_t rows, int affine, int threads, int behaviour) {
     lntune_gen *g = NULL;
     lntune_source src = {0};
