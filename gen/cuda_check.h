@@ -16,7 +16,10 @@
 
 typedef struct lntune_cuda_checker lntune_cuda_checker;
 
-/* Device buffers for rows x H cases up to max_floats floats (x or y) and H up to max_h. */
+/*
+ * Device buffers for rows x H cases up to max_floats floats (x or y; twice as many elements of a
+ * 16-bit type) and H up to max_h. Element types are the verifier's (lntune_verifier_types).
+ */
 int lntune_cuda_checker_create(lntune_cuda *cu, int64_t max_floats, int64_t max_h,
                                lntune_cuda_checker **out);
 void lntune_cuda_checker_destroy(lntune_cuda_checker *c); /* NULL is a no-op */

@@ -8,6 +8,7 @@
 #ifndef LNTUNE_VERIFY_H
 #define LNTUNE_VERIFY_H
 
+#include "dtypes.h"
 #include "lntune_kernel.h"
 #include "pool.h"
 #include "reference.h"
@@ -26,6 +27,24 @@
  */
 #define LNTUNE_VERIFY_TOLERANCE (1.0 / (1 << 20))
 
+/*
+ * fp16 and bf16 outputs. A correct kernel computes y in fp32 within the bound above and rounds
+ * it once to y's type, which moves it by at most half an ulp of that type. So y passes when
+ *     |y - ref| <= bound = 2^-20 * unit + 0.5 * ulp_y(|ref| + 2^-20 * unit) * (1 + 2^-7),
+ * ulp_y(a) = 2^(floor(log2 a) - 7) for bf16 (8 significand bits), 2^(floor(log2 a) - 10) for fp16
+ * (11 bits), never below the subnormal step (fp16 2^-24, bf16 2^-133). The ulp is taken at
+ * |ref| + the fp32 bound since the fp32 value, which may lie in the binade above ref, is what
+ * gets rounded. The 2^-7 lets a kernel round through a wider type (double rounding adds 2^-16 of
+ * the half ulp for bf16, 2^-13 for fp16) yet fails truncation, which loses up to a whole ulp.
+ * fp16 overflows: Inf of ref's sign passes when |ref| + 2^-20 * unit > 65504 (a value from 65520
+ * on rounds to Inf; between, 65504 or Inf); 65504 passes by the rule above, so not much past
+ * 65520. Same for bf16 past its largest finite value. NaN must give NaN, Inf the same Inf.
+ * Reported error (max_error, messages) for a 16-bit y: |y - ref| / bound * 2^-20, so that, as
+ * for fp32 (where bound is 2^-20 * unit and this is the error in the unit), <= 2^-20 passes.
+ * A correctly rounded 16-bit y reaches about 0.99 * 2^-20 on ties: there it says pass or fail,
+ * not which of two passing kernels is more accurate.
+ */
+
 /* The standard H list of the adversarial suite. */
 extern const int64_t lntune_verify_standard_h[];
 extern const size_t lntune_verify_standard_h_count;
@@ -40,11 +59,32 @@ typedef struct lntune_verify_result {
     char message[512]; /* the first failure, naming H, data set, layout and element */
 } lntune_verify_result;
 
-/* Inputs for op at each of hs[0..nh). seed 0 picks a fresh seed (reported in messages). */
+/*
+ * Inputs for op at each of hs[0..nh), for kernels whose x, y and gamma/beta have the element
+ * types of types (LNTUNE_TYPE_*). x, gamma and beta are drawn as for fp32 and rounded to their
+ * type (to nearest even); the references are of the rounded values. seed 0 picks a fresh seed
+ * (reported in messages). LNTUNE_EINVAL for an H outside [1, 2^26] or an unknown type.
+ */
+int lntune_verifier_create_typed(lntune_op op, lntune_types types, const int64_t *hs, size_t nh,
+                                 uint64_t seed, lntune_verifier **out);
+/* The same, all fp32. */
 int lntune_verifier_create(lntune_op op, const int64_t *hs, size_t nh, uint64_t seed,
                            lntune_verifier **out);
 void lntune_verifier_destroy(lntune_verifier *v); /* NULL is a no-op */
 uint64_t lntune_verifier_seed(const lntune_verifier *v);
+lntune_types lntune_verifier_types(const lntune_verifier *v); /* all fp32 for NULL */
+
+/*
+ * Whether got is an acceptable output of type y_type (LNTUNE_TYPE_*) for the reference ref, with
+ * the error unit above: 1 or 0. *err: the reported error when ref and got are finite, else 0.
+ */
+int lntune_verify_element(int y_type, double ref, double got, double unit, double *err);
+
+/*
+ * The bits poisoning y's elements and guard zones, in y's element size (the low 16 bits for
+ * fp16 and bf16): signalling NaNs that no arithmetic or correct conversion produces.
+ */
+uint32_t lntune_verify_poison(int y_type);
 
 /*
  * Runs kernel on every H of the verifier (only fixed_h if it is not 0, which must be one of
