@@ -18,6 +18,7 @@
 #endif
 #include "export.h"
 #include "generator.h"
+#include "half.h"
 #include "hardware.h"
 #include "lntune.h"
 #include "reference.h"
@@ -45,7 +46,9 @@ typedef struct {
     int sm, device; /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
     const char *variants[16]; /* every --variant (time takes several) */
     int nvariants;
-    int cmake; /* export --cmake */
+    int cmake;                /* export --cmake */
+    lntune_types types;       /* --dtype, given to every shape */
+    lntune_shape dtype_shape; /* the_shape() when --dtype comes without --shape */
 } options;
 
 typedef struct {
@@ -136,6 +139,12 @@ static int parse_options(int argc, char **argv, options *o) {
         int rc = lntune_shape_parse(value, &o->shapes, &o->nshapes, err, sizeof err);
         if (rc != LNTUNE_OK) return usage_error("%s", err);
     }
+    if (o->dtype && lntune_types_parse(o->dtype, &o->types) != 0)
+        return usage_error("unknown dtype '%s' (expected f32, f16 or bf16 for every tensor, or "
+                           "x/y/params types such as bf16/bf16/f32)",
+                           o->dtype);
+    for (size_t i = 0; i < o->nshapes; ++i) o->shapes[i].types = o->types;
+    o->dtype_shape.types = o->types;
     return 0;
 }
 
@@ -151,12 +160,9 @@ static int check_op_target(const options *o, int need_variant) {
     return 0;
 }
 
-/* fp32 is the one dtype generated today; the others are named so the message can say so. */
-static int check_dtype(const options *o) {
-    if (!o->dtype || strcmp(o->dtype, "f32") == 0) return 0;
-    if (strcmp(o->dtype, "f16") == 0 || strcmp(o->dtype, "bf16") == 0)
-        return usage_error("dtype '%s' is not generated yet (only f32)", o->dtype);
-    return usage_error("unknown dtype '%s' (expected f32)", o->dtype);
+/* CUDA kernels are generated for fp32 only so far. */
+static int cuda_types_ok(const options *o) {
+    return lntune_types_all_f32(o->types);
 }
 
 static int db_exit_code(int rc) {
@@ -191,7 +197,7 @@ static int gen_failure(lntune_gen *g, int rc) {
 }
 
 static const lntune_shape *the_shape(const options *o) {
-    return o->nshapes ? &o->shapes[0] : NULL;
+    return o->nshapes ? &o->shapes[0] : o->dtype ? &o->dtype_shape : NULL;
 }
 
 static int cmd_variants(options *o) {
@@ -267,7 +273,9 @@ static int cmd_verify(options *o) {
     if (src.fixed_h) hs = &src.fixed_h, nh = 1;
     lntune_pool *pool = NULL;
     lntune_verify_result res;
-    rc = lntune_verifier_create(lntune_op_parse(o->op), hs, nh, 0, &v);
+    const lntune_shape *shape = the_shape(o);
+    rc = lntune_verifier_create_typed(lntune_op_parse(o->op), shape ? shape->types : o->types, hs,
+                                      nh, 0, &v);
     if (rc == LNTUNE_OK && src.threads > 1) rc = lntune_pool_create(src.threads, &pool);
     if (rc == LNTUNE_OK)
         rc = lntune_verifier_check(v, lntune_library_kernel(lib, "lntune_kernel"), src.affine,
@@ -283,6 +291,15 @@ static int cmd_verify(options *o) {
     lntune_library_close(lib);
     lntune_source_free(&src);
     return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
+}
+
+/* Rounds n floats to type t in place, packed from the start of p (a 16-bit type fills half). */
+static void narrow_in_place(float *p, size_t n, int t) {
+    uint16_t *h = (uint16_t *)p;
+    for (size_t i = 0; t != LNTUNE_TYPE_F32 && i < n; ++i) {
+        const float f = p[i];
+        h[i] = t == LNTUNE_TYPE_BF16 ? lntune_f32_to_bf16(f) : lntune_f32_to_f16(f);
+    }
 }
 
 /*
@@ -311,7 +328,7 @@ static int cmd_time(options *o) {
     int64_t fixed_h[MAX];
     char **copies = NULL;
     size_t ncopies = 0, n = 0;
-    lntune_shape any = {0, 0, LNTUNE_AFFINE_ANY};
+    lntune_shape any = {.affine = LNTUNE_AFFINE_ANY};
     if ((rc = lntune_gen_variants(g, "cpu", "copy", &any, &copies, &ncopies)) != LNTUNE_OK)
         return gen_failure(g, rc);
     for (size_t i = 0; i < (size_t)o->nvariants + ncopies && n < MAX; ++i, ++n) {
@@ -347,14 +364,14 @@ static int cmd_time(options *o) {
     lntune_verifier *v = NULL;
     int64_t hs[3] = {1, 17, shape.H};
     if (lntune_pool_create(cpu.cores, &pool) ||
-        lntune_verifier_create(lntune_op_parse(o->op), hs, shape.H == 1 || shape.H == 17 ? 2 : 3, 0,
-                               &v)) {
+        lntune_verifier_create_typed(lntune_op_parse(o->op), shape.types, hs,
+                                     shape.H == 1 || shape.H == 17 ? 2 : 3, 0, &v)) {
         lntune_library_close(lib);
         return EXIT_FAIL;
     }
     lntune_timed t[MAX];
     for (size_t i = 0; i < n; ++i) {
-        t[i] = (lntune_timed){lntune_library_kernel(lib, names[i]), threads[i], 0, 0, 0, 0};
+        t[i] = (lntune_timed){.fn = lntune_library_kernel(lib, names[i]), .threads = threads[i]};
         if (i >= (size_t)o->nvariants) continue;
         lntune_verify_result res;
         if (lntune_verifier_check(v, t[i].fn, affine[i], fixed_h[i], threads[i], pool, &res)) {
@@ -371,6 +388,11 @@ static int cmd_time(options *o) {
         for (size_t i = 0; x && y && gb && i < elems; ++i)
             x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f, y[i] = 0.0f;
         for (int64_t i = 0; gb && i < 2 * shape.H; ++i) gb[i] = 1.0f + (float)(i % 7) * 0.01f;
+        if (x && gb) { /* the same values in the kernels' types (in place: h[i] after f[i]) */
+            narrow_in_place(x, elems, shape.types.x);
+            narrow_in_place(gb, (size_t)shape.H, shape.types.params);
+            narrow_in_place(gb + shape.H, (size_t)shape.H, shape.types.params);
+        }
         if (x && y && gb) {
             lntune_kernel_args a = {.rows = shape.rows,
                                     .H = shape.H,
@@ -381,8 +403,14 @@ static int cmd_time(options *o) {
                                     .gamma = gb,
                                     .beta = strcmp(o->op, "layernorm") == 0 ? gb + shape.H : NULL,
                                     .eps = 1e-5f};
+            /* The copies move the same bytes: H x (x + y bytes) / 8 floats a row. */
+            const size_t moved = lntune_type_size(shape.types.x) + lntune_type_size(shape.types.y);
+            lntune_kernel_args copy = a;
+            copy.H = copy.x_stride = copy.y_stride = ((int64_t)moved * shape.H + 7) / 8;
+            copy.gamma = copy.beta = NULL;
+            for (size_t i = o->nvariants; i < n; ++i) t[i].args = &copy;
             lntune_time_interleaved(t, n, &a, pool, 15, 3e9);
-            const double bytes = 2.0 * (double)elems * 4.0;
+            const double bytes = (double)elems * (double)moved;
             double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
             for (size_t i = o->nvariants; i < n; ++i)
                 if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;
@@ -439,14 +467,15 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
         printf("[");
         for (size_t i = 0; i < n; ++i)
             printf(
-                "%s\n {\"target\": \"%s\", \"op\": \"%s\", \"rows\": %lld, \"H\": %lld, "
+                "%s\n {\"target\": \"%s\", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %lld, "
+                "\"H\": %lld, "
                 "\"variant\": \"%s\", "
                 "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
                 "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
                 "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
                 "\"from_db\": %s}",
-                i ? "," : "", r[i].target, r[i].op, (long long)r[i].rows, (long long)r[i].H,
-                r[i].variant, r[i].median_ns * 1e-3, r[i].gbps, r[i].copy_gbps,
+                i ? "," : "", r[i].target, r[i].op, r[i].dtype, (long long)r[i].rows,
+                (long long)r[i].H, r[i].variant, r[i].median_ns * 1e-3, r[i].gbps, r[i].copy_gbps,
                 r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
                 r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, r[i].max_error,
                 r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
@@ -460,7 +489,8 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
                    "shape", "time", "GB/s", "/copy", "/naive", "compiled/cached/reused",
                    "best variant");
         char shape[40];
-        snprintf(shape, sizeof shape, "%lldx%lld", (long long)r[i].rows, (long long)r[i].H);
+        snprintf(shape, sizeof shape, "%lldx%lld%s%s", (long long)r[i].rows, (long long)r[i].H,
+                 strcmp(r[i].dtype, "f32") ? " " : "", strcmp(r[i].dtype, "f32") ? r[i].dtype : "");
         if (!r[i].variant[0]) {
             printf("%-4s %-9s %-16s no correct variant (%d wrong, %d failed)\n", r[i].target,
                    r[i].op, shape, r[i].wrong, r[i].failed);
@@ -530,8 +560,9 @@ static int cmd_tune(options *o) {
         return usage_error("unknown target '%s' (expected cpu or cuda)", o->target);
     if (o->op && lntune_op_parse(o->op) < 0)
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
-    int rc = check_dtype(o);
-    if (rc) return rc;
+    if (want_cuda && !cuda_types_ok(o))
+        return usage_error("dtype '%s': CUDA kernels are generated for f32 only so far", o->dtype);
+    int rc;
     lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
     if (o->rigor) {
         if (strcmp(o->rigor, "quick") == 0)
@@ -570,7 +601,7 @@ static int cmd_tune(options *o) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    if (!o->target) want_cuda = cuda_device_found(o->device);
+    if (!o->target) want_cuda = cuda_types_ok(o) && cuda_device_found(o->device);
     lntune_tune_result *r = NULL;
     size_t n = 0;
     char err[1024] = "";

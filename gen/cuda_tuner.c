@@ -572,6 +572,7 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
             j.start_ns = lntune_now_ns();
             snprintf(r->target, sizeof r->target, "cuda");
             snprintf(r->op, sizeof r->op, "%s", j.op);
+            snprintf(r->dtype, sizeof r->dtype, "f32");
             r->rows = j.shape.rows;
             r->H = j.shape.H;
             tune_one(&j);

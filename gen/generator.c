@@ -139,7 +139,16 @@ static void push_host(lntune_gen *g) {
 }
 
 static void push_shape(lua_State *L, const lntune_shape *shape) {
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 4);
+    const lntune_types t = shape ? shape->types : (lntune_types){0};
+    lua_createtable(L, 0, 3); /* shape.types = {x = "bf16", y = "f32", params = "f32"} */
+    lua_pushstring(L, lntune_type_name(t.x));
+    lua_setfield(L, -2, "x");
+    lua_pushstring(L, lntune_type_name(t.y));
+    lua_setfield(L, -2, "y");
+    lua_pushstring(L, lntune_type_name(t.params));
+    lua_setfield(L, -2, "params");
+    lua_setfield(L, -2, "types");
     if (shape && shape->H > 0) {
         lua_pushinteger(L, shape->H);
         lua_setfield(L, -2, "H");

@@ -8,6 +8,8 @@
 #ifndef LNTUNE_GENERATOR_H
 #define LNTUNE_GENERATOR_H
 
+#include "dtypes.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,7 +19,8 @@ typedef struct lntune_gen lntune_gen;
 typedef struct lntune_shape {
     int64_t rows;
     int64_t H;
-    int affine; /* LNTUNE_AFFINE_ANY, or only variants for calls with (without) gamma */
+    int affine;         /* LNTUNE_AFFINE_ANY, or only variants for calls with (without) gamma */
+    lntune_types types; /* element types; zero: all fp32 */
 } lntune_shape;
 
 #define LNTUNE_AFFINE_ANY 0

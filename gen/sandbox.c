@@ -293,11 +293,24 @@ static void time_body(batch *b, lntune_pool *pool) {
     if (!x || !y) _exit(125);
     memcpy(x, a.x, xn * sizeof(float));
     memcpy(y, a.y, yn * sizeof(float));
+    /* Candidates with their own args on the same buffers move to the worker's copies too. */
+    lntune_kernel_args *own = malloc((m ? m : 1) * sizeof *own);
+    if (!own) _exit(125);
+    for (size_t i = 0; i < m; ++i)
+        if (sub[i].args && sub[i].args->x == a.x && sub[i].args->y == a.y) {
+            own[i] = *sub[i].args;
+            own[i].x = x;
+            own[i].y = y;
+            sub[i].args = &own[i];
+        }
     a.x = x;
     a.y = y;
     g_map = g_hdr ? b->map : NULL;
     lntune_time_interleaved(sub, m, &a, pool, t->min_rounds, t->budget_ns);
     g_map = NULL;
+    for (size_t i = 0; i < m; ++i)
+        if (sub[i].args == &own[i]) sub[i].args = all[b->map[i]].args; /* the parent's again */
+    free(own);
     free(x);
     free(y);
     for (size_t i = 0; i < m; ++i) {

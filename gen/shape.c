@@ -98,6 +98,7 @@ int lntune_shape_parse(const char *text, lntune_shape **list, size_t *count, cha
     *list = grown;
     for (size_t i = 0; i < nrows; ++i)
         for (size_t j = 0; j < nh; ++j)
-            grown[(*count)++] = (lntune_shape){rows[i], hs[j], LNTUNE_AFFINE_ANY};
+            grown[(*count)++] =
+                (lntune_shape){.rows = rows[i], .H = hs[j], .affine = LNTUNE_AFFINE_ANY};
     return LNTUNE_OK;
 }

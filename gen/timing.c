@@ -39,7 +39,8 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
     }
     for (size_t i = 0; i < n; ++i) {
         lntune_sandbox_progress((int64_t)i); /* names the candidate a crash or hang is blamed on */
-        c[i].failed = lntune_pool_run_kernel(pool, c[i].fn, args, c[i].threads) != 0;
+        c[i].failed =
+            lntune_pool_run_kernel(pool, c[i].fn, c[i].args ? c[i].args : args, c[i].threads) != 0;
     }
     /*
      * Each round visits the candidates in a fresh random order. A kernel leaves the caches in its
@@ -69,7 +70,8 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
             if (c[i].failed) continue;
             lntune_sandbox_progress((int64_t)i);
             double t0 = lntune_now_ns();
-            int rc = lntune_pool_run_kernel(pool, c[i].fn, args, c[i].threads);
+            int rc =
+                lntune_pool_run_kernel(pool, c[i].fn, c[i].args ? c[i].args : args, c[i].threads);
             samples[i * MAX_ROUNDS + (size_t)rounds] = lntune_now_ns() - t0;
             if (rc) c[i].failed = 1;
         }

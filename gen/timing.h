@@ -19,6 +19,9 @@ typedef struct lntune_timed {
     /* out */
     double median_ns, min_ns, max_ns;
     int failed; /* the kernel returned an error code */
+    /* The candidate's own problem (same x and y buffers, another shape: a copy of the same
+     * bytes as a 16-bit kernel moves); NULL: the args shared by all. */
+    const lntune_kernel_args *args;
 } lntune_timed;
 
 /* Monotonic nanoseconds. */

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include "tuner.h"
 
+#include "half.h"
+
 #include "generator.h"
 #include "hardware.h"
 #include "jit.h"
@@ -64,6 +66,8 @@ typedef struct {
     char code_hash[40]; /* template hash + compiler: measurements of other ones are not reused */
     char host_flag[64]; /* -DLNTUNE_HOST=<fingerprint>, see build_units */
     lntune_kernel_args args;
+    lntune_kernel_args copy_args; /* a copy of the bytes args moves (x read + y written) */
+    char dtype[24];               /* the types' database text */
     double bytes;
     const lntune_space *space;
     compiled *units;
@@ -318,7 +322,7 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
                 j->res->failed++;
             continue;
         }
-        timed[ntimed] = (lntune_timed){j->units[u].fn, j->threads_of[v], 0, 0, 0, 0};
+        timed[ntimed] = (lntune_timed){.fn = j->units[u].fn, .threads = j->threads_of[v]};
         timed_slot[ntimed++] = k;
     }
     progress(j, "time");
@@ -362,7 +366,7 @@ static compiled *unit_for(job *j, size_t v) {
 static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *copies, size_t max) {
     char **list;
     size_t n, got = 0;
-    lntune_shape any = {0, 0, LNTUNE_AFFINE_ANY};
+    lntune_shape any = {.affine = LNTUNE_AFFINE_ANY};
     if (lntune_gen_variants(j->gen, "cpu", "copy", &any, &list, &n) != LNTUNE_OK) return 0;
     for (size_t i = 0; i < n && got < max; ++i) {
         lntune_source src;
@@ -373,11 +377,12 @@ static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *co
             lntune_jit_load(j->jit, obj.data, obj.len, "lntune_kernel", &modules[got],
                             &copies[got].fn) == LNTUNE_OK) {
             copies[got].threads = src.threads;
-            lntune_kernel_args a = j->args;
+            lntune_kernel_args a = j->copy_args;
             a.rows = a.rows < 4 ? a.rows : 4;
             float *y = a.y;
             y[0] = -1.0f;
             lntune_pool_run_kernel(j->pool, copies[got].fn, &a, copies[got].threads);
+            copies[got].args = &j->copy_args;
             if (memcmp(a.x, a.y, (size_t)(a.rows * a.H) * sizeof(float)) == 0)
                 got++;
             else
@@ -480,6 +485,16 @@ static void fill(float *p, size_t n, uint64_t *state, double scale, double offse
     }
 }
 
+/* fill for n elements of type t (16-bit types rounded from the same fp32 values). */
+static void fill_typed(void *p, int t, size_t n, uint64_t *state, double scale, double offset) {
+    fill(p, n, state, scale, offset);
+    if (t == LNTUNE_TYPE_F32) return;
+    const float *f = p;
+    uint16_t *h = p; /* h[i] is written after f[i] was read */
+    for (size_t i = 0; i < n; ++i)
+        h[i] = t == LNTUNE_TYPE_BF16 ? lntune_f32_to_bf16(f[i]) : lntune_f32_to_f16(f[i]);
+}
+
 /* Tunes one op x shape into res. */
 static void tune_one(job *j) {
     lntune_tune_result *res = j->res;
@@ -501,6 +516,7 @@ static void tune_one(job *j) {
     j->estimate = lntune_search_estimate(space, j->cfg->rigor);
     j->unit_of = malloc(n * sizeof *j->unit_of);
     j->threads_of = calloc(n, sizeof *j->threads_of);
+    /* Buffers are sized for fp32 whatever the types: the sandbox copies them as floats. */
     const size_t elems = (size_t)(j->shape.rows * j->shape.H);
     x = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
     y = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
@@ -509,10 +525,11 @@ static void tune_one(job *j) {
     if (!j->unit_of || !j->threads_of || !x || !y || !gamma || !beta) goto done;
     for (size_t i = 0; i < n; ++i) j->unit_of[i] = -1;
     uint64_t state = 0x853c49e6748fea9bULL;
-    fill(x, elems, &state, 4.0, 0.0);
+    const lntune_types types = j->shape.types;
+    fill_typed(x, types.x, elems, &state, 4.0, 0.0);
     fill(y, elems, &state, 1.0, 0.0); /* touch y's pages before any timing */
-    fill(gamma, (size_t)j->shape.H, &state, 1.0, 1.0);
-    fill(beta, (size_t)j->shape.H, &state, 1.0, 0.0);
+    fill_typed(gamma, types.params, (size_t)j->shape.H, &state, 1.0, 1.0);
+    fill_typed(beta, types.params, (size_t)j->shape.H, &state, 1.0, 0.0);
     j->args =
         (lntune_kernel_args){.rows = j->shape.rows,
                              .H = j->shape.H,
@@ -523,7 +540,13 @@ static void tune_one(job *j) {
                              .gamma = gamma,
                              .beta = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM ? beta : NULL,
                              .eps = 1e-5f};
-    j->bytes = 2.0 * (double)elems * sizeof(float);
+    const size_t moved = lntune_type_size(types.x) + lntune_type_size(types.y);
+    j->bytes = (double)elems * (double)moved;
+    /* The copy moves as many bytes: H x (x + y bytes) / 8 floats per row (rounded up). */
+    j->copy_args = j->args;
+    j->copy_args.H = ((int64_t)moved * j->shape.H + 7) / 8;
+    j->copy_args.x_stride = j->copy_args.y_stride = j->copy_args.H;
+    j->copy_args.gamma = j->copy_args.beta = NULL;
 
     progress(j, "copy");
     lntune_timed copies[MAX_COPIES] = {{0}}; /* all defined: the sandbox copies them whole */
@@ -542,13 +565,13 @@ static void tune_one(job *j) {
         compiled *u = unit_for(j, top[k]);
         if (!u) continue;
         top[ng] = top[k];
-        group[ng++] = (lntune_timed){u->fn, j->threads_of[top[k]], 0, 0, 0, 0};
+        group[ng++] = (lntune_timed){.fn = u->fn, .threads = j->threads_of[top[k]]};
     }
     nunits_done = ng;
     compiled *naive = unit_for(j, 0);
     if (naive) {
         naive_at = ng;
-        group[ng++] = (lntune_timed){naive->fn, j->threads_of[0], 0, 0, 0, 0};
+        group[ng++] = (lntune_timed){.fn = naive->fn, .threads = j->threads_of[0]};
     }
     for (size_t c = 0; c < nfinal; ++c) group[ng++] = copies[c];
     lntune_sandbox_outcome outs[TOP + 1 + COPY_FINALISTS];
@@ -599,7 +622,7 @@ done:
 /* template hash + compiler version: a measurement holds only for both. */
 static int code_hash(lntune_gen *g, lntune_jit *jit, const char *op, char *out, size_t size) {
     lntune_source src;
-    lntune_shape any = {0, 0, 0};
+    lntune_shape any = {0};
     if (lntune_gen_emit(g, "cpu", op, "", &any, NULL, &src) != LNTUNE_OK) return -1;
     const char *cv = lntune_jit_compiler_version(jit);
     snprintf(out, size, "%s-%08llx", src.template_hash,
@@ -662,7 +685,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             j.shape = cfg->shapes[s];
             if (j.shape.rows <= 0) j.shape.rows = lntune_tune_default_rows(j.shape.H);
             j.shape.affine = LNTUNE_AFFINE_GAMMA;
-            j.key = (lntune_db_key){hw, "cpu", j.op, "f32", j.shape.H, j.shape.rows, 1};
+            lntune_types_format(j.shape.types, j.dtype, sizeof j.dtype);
+            j.key = (lntune_db_key){hw, "cpu", j.op, j.dtype, j.shape.H, j.shape.rows, 1};
             j.res = r;
             j.write_err = write_err;
             j.start_ns = lntune_now_ns();
@@ -670,6 +694,7 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             snprintf(j.host_flag, sizeof j.host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
             snprintf(r->target, sizeof r->target, "cpu");
             snprintf(r->op, sizeof r->op, "%s", j.op);
+            snprintf(r->dtype, sizeof r->dtype, "%s", j.dtype);
             r->rows = j.shape.rows;
             r->H = j.shape.H;
             if (code_hash(gen, jit, j.op, j.code_hash, sizeof j.code_hash) != 0) {
@@ -679,7 +704,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             }
             int64_t hs[3] = {1, 17, j.shape.H};
             size_t nh = j.shape.H == 1 || j.shape.H == 17 ? 2 : 3;
-            if ((rc = lntune_verifier_create(lntune_op_parse(j.op), hs, nh, 0, &j.verifier))) {
+            if ((rc = lntune_verifier_create_typed(lntune_op_parse(j.op), j.shape.types, hs, nh, 0,
+                                                   &j.verifier))) {
                 snprintf(err, errlen, "cannot prepare the verifier for H=%lld",
                          (long long)j.shape.H);
                 goto done;

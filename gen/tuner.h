@@ -48,6 +48,7 @@ typedef struct lntune_tune_config {
 typedef struct lntune_tune_result {
     char target[8]; /* "cpu", "cuda" */
     char op[16];
+    char dtype[24]; /* "f32", "bf16", "f16/f32/f32": lntune_types_format */
     int64_t rows, H;
     char variant[256]; /* the winner */
     double median_ns, gbps, copy_gbps, naive_ns, max_error;

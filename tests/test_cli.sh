@@ -55,7 +55,9 @@ expect 2 "is too large" --shape rows=2000000,H=2000000000 --db "$nodb"
 expect 2 "over half of this machine's memory" --shape rows=10000000,H=65536 --db "$nodb"
 expect 2 "unknown op 'batchnorm'" --shape H=64 --op batchnorm --db "$nodb"
 expect 2 "unknown dtype 'f64'" --shape H=64 --dtype f64 --db "$nodb"
-expect 2 "dtype 'bf16' is not generated yet" --shape H=64 --dtype bf16 --db "$nodb"
+expect 2 "unknown dtype 'bf16/f64'" --shape H=64 --dtype bf16/f64 --db "$nodb"
+expect 2 "unknown dtype 'f16/f16/f16/f16'" --shape H=64 --dtype f16/f16/f16/f16 --db "$nodb"
+expect 2 "CUDA kernels are generated for f32 only" --shape H=64 --dtype bf16 --target cuda --db "$nodb"
 expect 2 "unknown rigor 'extreme'" --shape H=64 --rigor extreme --db "$nodb"
 expect 2 "unknown option '--turbo'" --shape H=64 --turbo --db "$nodb"
 expect 2 "--threads needs a whole number" --shape H=64 --threads 0 --db "$nodb"
@@ -88,6 +90,21 @@ expect 0 "lntune time" time --help
 expect 2 "--shape is required" time --op rmsnorm --target cpu --variant vec=4
 expect 2 "'vec' = '3' is not one of" time --op rmsnorm --target cpu --variant vec=3 --shape H=64
 expect 0 "spread: the slowest is" time --op rmsnorm --target cpu --shape rows=16,H=64 --variant vec=4 --variant vec=8
+
+# 16-bit types: the source converts, the verifier checks the rounding, the tuner keys by dtype.
+expect 0 "uint16_t" emit --op layernorm --target cpu --dtype bf16 --variant vec=16 --shape H=768
+expect 0 "f32_to_f16" emit --op rmsnorm --target cpu --dtype f16/f16/f32 --variant vec=8 --shape H=768
+for t in bf16 f16 f16/f32/f32 f32/bf16/f32 bf16/bf16/f32; do
+    expect 0 "ok: vec=8" verify --op layernorm --target cpu --dtype $t --variant vec=8,acc=2 --shape H=768
+done
+if grep -qw f16c /proc/cpuinfo && grep -qw avx512f /proc/cpuinfo; then
+    expect 0 "ok: vec=16" verify --op rmsnorm --target cpu --dtype f16 --variant vec=16,convert=native --shape H=4097
+fi
+db16=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+expect 0 "64x96 bf16" --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$db16"
+expect 0 "bf16" show --db "$db16"
+expect 0 '"dtype": "bf16"' --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$db16" --json
+rm -f "$db16"*
 
 [ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
 exit $((failures > 0))

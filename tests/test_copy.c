@@ -19,7 +19,7 @@ int main(void) {
     CHECK(lntune_gen_open(NULL, &g) == LNTUNE_OK, "generator opens");
     char **list = NULL;
     size_t n = 0;
-    lntune_shape any = {0, 0, LNTUNE_AFFINE_ANY};
+    lntune_shape any = {.affine = LNTUNE_AFFINE_ANY};
     CHECK(lntune_gen_variants(g, "cpu", "copy", &any, &list, &n) == LNTUNE_OK && n > 8,
           "%zu copy variants", n);
     char **texts = calloc(n, sizeof *texts);

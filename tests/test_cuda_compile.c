@@ -175,7 +175,7 @@ static size_t collect(job **jobs, size_t *count, int quick) {
         lntune_gen_set_cuda_arch(g, archs[a]);
         for (size_t o = 0; o < 2; ++o)
             for (size_t h = 0; h < 4; ++h) {
-                lntune_shape shape = {0, hs[h], 0};
+                lntune_shape shape = {.H = hs[h]};
                 char **list = NULL;
                 size_t n = 0;
                 rc = lntune_gen_variants(g, "cuda", ops[o], &shape, &list, &n);

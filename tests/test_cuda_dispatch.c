@@ -230,7 +230,7 @@ static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
         return -1;
     }
     lntune_source src;
-    lntune_shape shape = {64, 4096, 0};
+    lntune_shape shape = {.rows = 64, .H = 4096};
     if (lntune_gen_emit(g, "cuda", "layernorm", tuned_variant, &shape, "lntune_test_tuned", &src)) {
         printf("FAIL emit: %s\n", lntune_gen_errmsg(g));
         return 1;

@@ -40,7 +40,7 @@ typedef struct {
 static size_t collect(lntune_gen *g, const char *op, job **jobs) {
     size_t n = 0, cap = 0;
     for (size_t s = 0; s <= sizeof fixed_shapes / sizeof fixed_shapes[0]; ++s) {
-        lntune_shape shape = {0, s ? fixed_shapes[s - 1] : 0, 0};
+        lntune_shape shape = {.H = s ? fixed_shapes[s - 1] : 0};
         char **list = NULL;
         size_t count = 0;
         if (lntune_gen_variants(g, "cuda", op, &shape, &list, &count)) {

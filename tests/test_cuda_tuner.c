@@ -80,7 +80,7 @@ static int count_hw(void *ud, const lntune_db_hardware *hw) {
 static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int64_t H, int device,
                                int *rc, char *err) {
     const char *ops[1] = {op};
-    lntune_shape shape = {rows, H, 0};
+    lntune_shape shape = {.rows = rows, .H = H};
     lntune_tune_config cfg = {.db_path = db, .ops = ops, .nops = 1, .shapes = &shape, .nshapes = 1};
     lntune_tune_result *r = NULL, out;
     size_t n = 0;
@@ -159,7 +159,7 @@ int main(void) {
     /* Two row counts of one H in one run: the second compiles nothing new. */
     {
         const char *ops[1] = {"rmsnorm"};
-        lntune_shape two[2] = {{32, 512, 0}, {1, 512, 0}};
+        lntune_shape two[2] = {{.rows = 32, .H = 512}, {.rows = 1, .H = 512}};
         lntune_tune_config cfg = {
             .db_path = db, .ops = ops, .nops = 1, .shapes = two, .nshapes = 2};
         lntune_tune_result *r = NULL;

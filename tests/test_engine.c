@@ -109,7 +109,7 @@ int main(void) {
     for (int o = 0; o < 3; ++o) {
         char **list;
         size_t n, emitted = 0;
-        lntune_shape shape = {0, 4096, 0};
+        lntune_shape shape = {.H = 4096};
         if (lntune_gen_variants(a, "cpu", ops[o], &shape, &list, &n) != LNTUNE_OK) n = 0;
         for (size_t i = 0; i < n; ++i) {
             lntune_source src;

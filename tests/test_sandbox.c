@@ -86,8 +86,8 @@ int main(void) {
     setenv("LNTUNE_SANDBOX_TIMEOUT", "2", 0); /* the hanging variants each cost this */
     int rc;
 
-    lntune_tune_result r =
-        tune_once(db, "layernorm", (lntune_shape){64, 64, 0}, LNTUNE_RIGOR_EXHAUSTIVE, 1, 0, &rc);
+    lntune_tune_result r = tune_once(db, "layernorm", (lntune_shape){.rows = 64, .H = 64},
+                                     LNTUNE_RIGOR_EXHAUSTIVE, 1, 0, &rc);
     CHECK(rc == LNTUNE_OK, "the tuner survives every faulty variant (rc %d)", rc);
     CHECK(strstr(r.variant, "quality=right") != NULL, "and chooses the right one: '%s'", r.variant);
     CHECK(r.failed == FAULTY && r.crashed == FAULTY && r.wrong == 1,
@@ -116,8 +116,8 @@ int main(void) {
               "quality=%s stored once, saying '%s': %s", expected[i].quality, expected[i].says,
               c.message[i]);
 
-    lntune_tune_result again =
-        tune_once(db, "layernorm", (lntune_shape){64, 64, 0}, LNTUNE_RIGOR_EXHAUSTIVE, 1, 0, &rc);
+    lntune_tune_result again = tune_once(db, "layernorm", (lntune_shape){.rows = 64, .H = 64},
+                                         LNTUNE_RIGOR_EXHAUSTIVE, 1, 0, &rc);
     CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 && again.crashed == 0,
           "a second run reuses the records and runs no faulty variant (crashed %d)", again.crashed);
 

@@ -54,19 +54,19 @@ int main(void) {
 
     /* The real templates: a verified winner for a small shape, stored with its artifact. */
     unsetenv("LNTUNE_TEMPLATE_DIR");
-    lntune_tune_result r =
-        tune_once(db, "rmsnorm", (lntune_shape){64, 96, 0}, LNTUNE_RIGOR_QUICK, 0, 0, &rc);
+    lntune_tune_result r = tune_once(db, "rmsnorm", (lntune_shape){.rows = 64, .H = 96},
+                                     LNTUNE_RIGOR_QUICK, 0, 0, &rc);
     CHECK(rc == LNTUNE_OK && r.variant[0], "rmsnorm H=96 tuned: %s, %.2f us, %.2fx copy", r.variant,
           r.median_ns * 1e-3, r.copy_gbps > 0 ? r.gbps / r.copy_gbps : 0.0);
     CHECK(r.compiled > 0 && r.wrong == 0 && r.max_error < 1e-6, "compiled %d, wrong %d, error %.3g",
           r.compiled, r.wrong, r.max_error);
-    lntune_tune_result again =
-        tune_once(db, "rmsnorm", (lntune_shape){64, 96, 0}, LNTUNE_RIGOR_QUICK, 0, 0, &rc);
+    lntune_tune_result again = tune_once(db, "rmsnorm", (lntune_shape){.rows = 64, .H = 96},
+                                         LNTUNE_RIGOR_QUICK, 0, 0, &rc);
     CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 && again.cache_hits == 0 &&
               strcmp(again.variant, r.variant) == 0,
           "second run reuses the stored winner, compiling nothing (compiled %d)", again.compiled);
-    lntune_tune_result re =
-        tune_once(db, "rmsnorm", (lntune_shape){64, 96, 0}, LNTUNE_RIGOR_QUICK, 0, 1, &rc);
+    lntune_tune_result re = tune_once(db, "rmsnorm", (lntune_shape){.rows = 64, .H = 96},
+                                      LNTUNE_RIGOR_QUICK, 0, 1, &rc);
     /* The search may take another path through noisy timings, so some variants may be new. */
     CHECK(rc == LNTUNE_OK && !re.from_db && re.cache_hits > 0,
           "--retune measures again, hitting the object cache (compiled %d, cache hits %d)",
@@ -90,7 +90,8 @@ int main(void) {
     /* Planted faults: the wrong variant is faster but never chosen; the broken one is recorded. */
     snprintf(tpl, sizeof tpl, "%s/templates/tuner", LNTUNE_TEST_SOURCE_DIR);
     setenv("LNTUNE_TEMPLATE_DIR", tpl, 1);
-    r = tune_once(db, "layernorm", (lntune_shape){64, 64, 0}, LNTUNE_RIGOR_EXHAUSTIVE, 0, 0, &rc);
+    r = tune_once(db, "layernorm", (lntune_shape){.rows = 64, .H = 64}, LNTUNE_RIGOR_EXHAUSTIVE, 0,
+                  0, &rc);
     CHECK(rc == LNTUNE_OK && strstr(r.variant, "quality=right") != NULL,
           "winner among planted faults: '%s'", r.variant);
     CHECK(r.wrong == 1 && r.failed == 1, "one wrong and one failed variant (%d, %d)", r.wrong,
@@ -106,7 +107,8 @@ int main(void) {
     CHECK(strstr(c.failed_message, "error") != NULL, "the compiler's message is kept: %.80s",
           c.failed_message);
     /* Exhaustive has one path: a retune compiles only what never compiled (the broken one). */
-    r = tune_once(db, "layernorm", (lntune_shape){64, 64, 0}, LNTUNE_RIGOR_EXHAUSTIVE, 0, 1, &rc);
+    r = tune_once(db, "layernorm", (lntune_shape){.rows = 64, .H = 64}, LNTUNE_RIGOR_EXHAUSTIVE, 0,
+                  1, &rc);
     CHECK(rc == LNTUNE_OK && r.compiled == 1 && r.cache_hits == 2,
           "--retune takes both good objects from the cache (compiled %d, cache hits %d)",
           r.compiled, r.cache_hits);

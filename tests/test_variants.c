@@ -144,11 +144,11 @@ int main(int argc, char **argv) {
     /* H=4096 is the shape of the promise: all of it. Other fixed H are sampled. */
     const int64_t sampled[] = {1, 17, 4097};
     for (int o = 0; o < 2; ++o) {
-        check_space(g, compiler, ops[o], (lntune_shape){0, 0, 0}, "h=runtime", stride, &t);
-        check_space(g, compiler, ops[o], (lntune_shape){0, 4096, 0}, "h=fixed", stride, &t);
+        check_space(g, compiler, ops[o], (lntune_shape){0}, "h=runtime", stride, &t);
+        check_space(g, compiler, ops[o], (lntune_shape){.H = 4096}, "h=fixed", stride, &t);
         for (size_t f = 0; f < sizeof sampled / sizeof sampled[0]; ++f)
-            check_space(g, compiler, ops[o], (lntune_shape){0, sampled[f], 0}, "h=fixed",
-                        stride * 5, &t);
+            check_space(g, compiler, ops[o], (lntune_shape){.H = sampled[f]}, "h=fixed", stride * 5,
+                        &t);
     }
     lntune_gen_close(g);
     printf("%s: %d variants verified (%d runs), %d failures\n", compiler, t.variants, t.runs,

@@ -168,7 +168,7 @@ int main(void) {
                ops[o]);
         for (size_t hi = 0; hi < sizeof hs / sizeof hs[0]; ++hi) {
             const int64_t H = hs[hi];
-            lntune_shape shape = {0, H, 0};
+            lntune_shape shape = {.H = H};
             char **list = NULL;
             size_t n = 0;
             if (lntune_gen_variants(g, "cuda", ops[o], &shape, &list, &n))

@@ -1,4 +1,5 @@
--- templates/cpu/norm.lua - CPU LayerNorm and RMSNorm forward, fp32 in and out.
+-- templates/cpu/norm.lua - CPU LayerNorm and RMSNorm forward: x, y and gamma/beta each fp32,
+-- fp16 or bf16 (shape.types), statistics in fp32 and double.
 --
 -- Shared by cpu/layernorm.lua and cpu/rmsnorm.lua, which differ only in their statistics. The
 -- parameter space below is the whole list of knobs: C code reads it, never repeats it. Each
@@ -10,6 +11,8 @@
 -- and a constant row gives a variance of exactly 0. fp32 partial sums are flushed into double
 -- every BLOCK elements, so no long fp32 accumulation chain ever forms (H = 65536 at mean 1000
 -- would otherwise lose three digits). "onepass" and "wide" accumulate in double lanes.
+-- 16-bit inputs widen exactly to fp32; y is computed in fp32 and rounded once to its type
+-- (round to nearest even, NaN stays a quiet NaN, overflow gives Inf).
 
 local M = {}
 
@@ -21,8 +24,13 @@ local vector_widths, thread_counts, stream = cpu.vector_widths, cpu.thread_count
 local FILE_SCOPE_NAMES = {
     "vf", "vd", "LANES", "STEP", "BLOCK", "load", "store", "stream", "hsum", "square", "hsum_wide",
     "welford", "merge", "sum_shifted", "sum_squared_deviations", "sum_squares", "row_stats",
-    "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn",
+    "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
+    "vh", "vu", "load_x", "load_p", "store_y", "stream_y", "bf16_to_f32", "f32_to_bf16",
+    "f16_to_f32", "f32_to_f16", "narrow_y", "vs", "CHUNK",
 }
+
+-- C element type of each tensor type; 16-bit types are carried as their bits.
+local CTYPE = { f32 = "float", f16 = "uint16_t", bf16 = "uint16_t" }
 
 -- Rows per iteration only pays off while a row's statistics are short loops.
 local MAX_H_FOR_ROW_GROUPS = 4096
@@ -52,12 +60,27 @@ function M.family(op)
                 doc = "H read at run time, or fixed when the source is generated",
             },
             { name = "store", values = { "plain", "nt" }, doc = "plain or non-temporal stores of y" },
+            {
+                name = "convert",
+                values = function(host, shape)
+                    local t = shape.types or {}
+                    local f16 = t.x == "f16" or t.y == "f16" or t.params == "f16"
+                    return (f16 and host.isa.f16c) and { "portable", "native" } or { "portable" }
+                end,
+                doc = "fp16 conversions in portable C, or native (F16C / AVX-512 vcvtph2ps, vcvtps2ph)",
+            },
             { name = "prefetch", values = { 0, 1 }, doc = "prefetch the next row (group) into L2 while normalizing" },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
         valid = function(p, host, shape)
-            if p.store == "nt" and not (stream[p.vec] and host.isa[stream[p.vec].isa]) then
-                return false, "non-temporal stores need vec >= 4 on x86"
+            local types = shape.types or { x = "f32", y = "f32", params = "f32" }
+            local nt = stream[types.y == "f32" and p.vec or p.vec // 2]
+            if p.store == "nt" and not (nt and host.isa[nt.isa]) then
+                return false, "non-temporal stores need 16-byte vectors of y on x86"
+            end
+            if p.convert == "native" and p.vec < 4 then return false, "native conversions need vec >= 4" end
+            if p.convert == "native" and p.vec == 16 and not host.isa.avx512f then
+                return false, "16-lane fp16 conversions need AVX-512"
             end
             if p.rows > 1 and shape.H and shape.H > MAX_H_FOR_ROW_GROUPS then
                 return false, "rows > 1 is for H <= " .. MAX_H_FOR_ROW_GROUPS
@@ -72,13 +95,22 @@ function M.family(op)
             return true
         end,
         derive = function(p, _, shape)
+            local types = shape.types or { x = "f32", y = "f32", params = "f32" }
+            local half_y = types.y ~= "f32"
             return {
+                types = types,
+                XT = CTYPE[types.x],
+                YT = CTYPE[types.y],
+                PT = CTYPE[types.params],
+                half_y = half_y,
+                XB = types.x == "f32" and 4 or 2, -- bytes per element of x and of y
+                YB = half_y and 2 or 4,
                 layernorm = layernorm,
                 V = p.vec,
                 A = p.acc,
                 R = p.rows,
                 fixed_H = p.h == "fixed" and shape.H or false,
-                nt = p.store == "nt" and stream[p.vec] or false,
+                nt = p.store == "nt" and stream[half_y and p.vec // 2 or p.vec] or false,
                 -- A fixed H that is a multiple of the step needs no scalar tail loops (and GCC
                 -- warns about the dead ones).
                 tail = not (p.h == "fixed" and shape.H % (p.vec * p.acc) == 0),
@@ -115,30 +147,189 @@ typedef double vd;
 /* {{V}} lanes; {{A}} accumulators per row; fp32 partial sums flushed to double every BLOCK. */
 enum { LANES = {{V}}, STEP = {{V * A}}, BLOCK = {{V * A * 64}} };
 
-/* x and y need only float alignment: every vector access is unaligned. */
-static inline vf load(const float *p)
+@ -- C expressions converting one element: X/P widen x/gamma to float, Y narrows to y's type.
+@ -- The conversions are marked unused: which of them a variant calls depends on its tails.
+@ local widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
+@ local narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
+@ local function X(e) return string.format(widen[types.x], e) end
+@ local function P(e) return string.format(widen[types.params], e) end
+@ local function Y(e) return string.format(narrow[types.y], e) end
+@ local used = {}
+@ for _, t in pairs { types.x, types.y, types.params } do used[t] = true end
+@ local native = p.convert == "native"
+typedef {{XT}} xt; /* x: {{types.x}} */
+typedef {{YT}} yt; /* y: {{types.y}} */
+typedef {{PT}} pt; /* gamma, beta: {{types.params}} */
+@ if used.bf16 then
+
+__attribute__((unused)) static inline float bf16_to_f32(uint16_t h)
 {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round to nearest even; a NaN stays a (quiet) NaN. */
+__attribute__((unused)) static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)(u >> 16 | 0x40u);
+    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+@ end
+@ if used.f16 then
+
+/* The magnitude bits moved to fp32's places and rebiased by 2^112 (exact, subnormals too);
+ * exponent 31 (Inf, NaN) maps to 255. */
+__attribute__((unused)) static inline float f16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
+    float f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    f *= 0x1p112f;
+    __builtin_memcpy(&u, &f, sizeof u);
+    if ((h & 0x7c00u) == 0x7c00u)
+        u = (uint32_t)(h & 0x3ffu) << 13 | 0x7f800000u;
+    u |= (uint32_t)(h & 0x8000u) << 16;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00.
+ * Below 2^-14 an fp32 addition of 0.5 does the rounding; above, the bias change and the
+ * rounding increment are added to the bits. */
+__attribute__((unused)) static inline uint16_t f32_to_f16(float f)
+{
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    const uint32_t sign = u & 0x80000000u;
+    u ^= sign;
+    uint32_t o;
+    if (u >= 0x47800000u) {
+        o = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    } else if (u < 0x38800000u) {
+        float g;
+        __builtin_memcpy(&g, &u, sizeof g);
+        g += 0.5f;
+        __builtin_memcpy(&o, &g, sizeof o);
+        o -= 0x3f000000u;
+    } else {
+        o = (u + 0xc8000fffu + (u >> 13 & 1u)) >> 13;
+    }
+    return (uint16_t)(o | sign >> 16);
+}
+@ end
+@ if V > 1 and (used.f16 or used.bf16) then
+
+typedef uint16_t vh __attribute__((vector_size({{V * 2}})));
+typedef uint32_t vu __attribute__((vector_size({{V * 4}})));
+@   if native then
+typedef short vs __attribute__((vector_size({{V == 16 and 32 or 16}})));
+@   end
+@ end
+@
+@ -- Emits a function widening V elements of type t at p to a vf.
+@ local function widener(name, t, ct)
+
+/* {{V}} {{t}} at p as floats; p needs only element alignment. */
+__attribute__((unused)) static inline vf {{name}}(const {{ct}} *p)
+{
+@   if V == 1 then
+    return {{string.format(widen[t], "*p")}};
+@   elseif t == "f32" then
     vf v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
+@   elseif t == "bf16" then
+    vh h;
+    __builtin_memcpy(&h, p, sizeof h);
+    const vu u = __builtin_convertvector(h, vu) << 16;
+    vf v;
+    __builtin_memcpy(&v, &u, sizeof v);
+    return v;
+@   elseif native then
+    vs h = {0};
+    __builtin_memcpy(&h, p, {{V * 2}});
+@     if V == 4 then
+    return __builtin_ia32_vcvtph2ps(h);
+@     elseif V == 8 then
+    return __builtin_ia32_vcvtph2ps256(h);
+@     else
+    return __builtin_ia32_vcvtph2ps512_mask(h, (vf){0}, (unsigned short)0xffff, 4);
+@     end
+@   else
+    vf v;
+    for (int j = 0; j < LANES; ++j) v[j] = f16_to_f32(p[j]);
+    return v;
+@   end
 }
+@ end
+@ widener("load_x", types.x, "xt")
+@ widener("load_p", types.params, "pt")
+@
+@ -- The V results of v in y's type, in vy (a vector of y elements), then stored.
+@ local vy = V == 1 and "yt" or half_y and "vh" or "vf"
 
+/* v rounded to {{types.y}}, as {{V}} y elements. */
+static inline {{vy}} narrow_y(vf v)
+{
+@ if V == 1 or types.y == "f32" then
+@   if V == 1 then
+    return {{Y("v")}};
+@   else
+    return v;
+@   end
+@ elseif types.y == "bf16" then
+    vu u;
+    __builtin_memcpy(&u, &v, sizeof u);
+    const vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
+    const vu r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);
+    return __builtin_convertvector(r, vh);
+@ elseif native then
+@   if V == 4 then
+    const vs h = __builtin_ia32_vcvtps2ph(v, 0);
+@   elseif V == 8 then
+    const vs h = __builtin_ia32_vcvtps2ph256(v, 0);
+@   else
+    const vs h = __builtin_ia32_vcvtps2ph512_mask(v, 0, (vs){0}, (unsigned short)0xffff);
+@   end
+    vh o;
+    __builtin_memcpy(&o, &h, sizeof o);
+    return o;
+@ else
+    vh o;
+    for (int j = 0; j < LANES; ++j) o[j] = f32_to_f16(v[j]);
+    return o;
+@ end
+}
 @ if not nt then
 
-static inline void store(float *p, vf v)
+static inline void store_y(yt *p, vf v)
 {
-    __builtin_memcpy(p, &v, sizeof v);
+@   if V == 1 then
+    *p = narrow_y(v);
+@   else
+    const {{vy}} o = narrow_y(v);
+    __builtin_memcpy(p, &o, sizeof o);
+@   end
 }
 @ else
 
 /* A non-temporal store of an aligned vector (the builtins of the _mm*_stream_ps intrinsics,
  * used directly because <immintrin.h> alone triples the compile time of a kernel). */
-static inline void stream(float *p, vf v)
+static inline void stream_y(yt *p, vf v)
 {
+    const {{vy}} o = narrow_y(v);
 #if defined(__clang__)
-    __builtin_nontemporal_store(v, (vf *)p);
+    __builtin_nontemporal_store(o, ({{vy}} *)p);
 #else
-    {{nt.gcc}}(p, v);
+    typedef float vyf __attribute__((vector_size(sizeof o)));
+    vyf f;
+    __builtin_memcpy(&f, &o, sizeof f);
+    {{nt.gcc}}((float *)p, f);
 #endif
 }
 @ end
@@ -179,7 +370,7 @@ static inline double hsum_wide(const vd *v)
 @ -- scalar(r) is the same term for the one element at index i.
 @ local function reduction(name, comment, extra, term, scalar)
 /* {{comment}} */
-static void {{name}}(const float *const x[{{R}}], int64_t H{{extra}}, double s[{{R}}])
+static void {{name}}(const xt *const x[{{R}}], int64_t H{{extra}}, double s[{{R}}])
 {
     const int64_t nstep = H / STEP * STEP;
     int64_t i = 0;
@@ -209,22 +400,23 @@ static void {{name}}(const float *const x[{{R}}], int64_t H{{extra}}, double s[{
 }
 
 @ end
-@ local function at(r, o) return "load(x[" .. r .. "] + i + " .. o .. ")" end
+@ local function at(r, o) return "load_x(x[" .. r .. "] + i + " .. o .. ")" end
+@ local function xs(r, i) return X("x[" .. r .. "][" .. i .. "]") end
 @ if LN and p.stats == "twopass" then
 @   reduction("sum_shifted", "s[r] += sum of x[r][i] - k[r].", ", const float k[" .. R .. "]",
 @             function(r, o) return at(r, o) .. " - k[" .. r .. "]" end,
-@             function(r) return "x[" .. r .. "][i] - k[" .. r .. "]" end)
+@             function(r) return xs(r, "i") .. " - k[" .. r .. "]" end)
 @   reduction("sum_squared_deviations", "s[r] += sum of (x[r][i] - mean[r])^2.",
 @             ", const float mean[" .. R .. "]",
 @             function(r, o) return "square(" .. at(r, o) .. " - mean[" .. r .. "])" end,
-@             function(r) return "(x[" .. r .. "][i] - mean[" .. r .. "]) * (x[" .. r .. "][i] - mean[" .. r .. "])" end)
+@             function(r) return "(" .. xs(r, "i") .. " - mean[" .. r .. "]) * (" .. xs(r, "i") .. " - mean[" .. r .. "])" end)
 /* Mean and 1/sqrt(var + eps) of {{R}} row(s): a pass for the mean, one for squared deviations. */
-static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
+static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
     float k[{{R}}];
     double s[{{R}}] = {0}, ss[{{R}}] = {0};
-    for (int r = 0; r < {{R}}; ++r) k[r] = x[r][0];
+    for (int r = 0; r < {{R}}; ++r) k[r] = {{X("x[r][0]")}};
     sum_shifted(x, H, k, s);
     for (int r = 0; r < {{R}}; ++r) mean[r] = (float)(k[r] + s[r] / (double)H);
     sum_squared_deviations(x, H, mean, ss);
@@ -259,14 +451,14 @@ static inline void merge(double *n, double *mean, double *m2, double nb, vf mb, 
 }
 
 /* Mean and 1/sqrt(var + eps) of {{R}} row(s) by per-lane Welford over blocks of BLOCK. */
-static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
+static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
     const int64_t nstep = H / STEP * STEP;
     double n[{{R}}] = {0}, mu[{{R}}] = {0}, m2[{{R}}] = {0};
     float k[{{R}}];
 @   rows(function(r)
-    k[{{r}}] = x[{{r}}][0];
+    k[{{r}}] = {{xs(r, 0)}};
 @   end)
     for (int64_t b = 0; b < nstep; b += BLOCK) {
         const int64_t e = b + BLOCK < nstep ? b + BLOCK : nstep;
@@ -278,7 +470,7 @@ static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float m
             count += 1.0f;
             const float inv_n = 1.0f / count;
 @   lanes(function(r, u)
-            welford(load(x[{{r}}] + i + {{u * V}}) - k[{{r}}], inv_n, &m{{r}}_{{u}}, &q{{r}}_{{u}});
+            welford(load_x(x[{{r}}] + i + {{u * V}}) - k[{{r}}], inv_n, &m{{r}}_{{u}}, &q{{r}}_{{u}});
 @   end)
         }
 @   lanes(function(r, u)
@@ -289,7 +481,7 @@ static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float m
     for (int64_t i = nstep; i < H; ++i) {
 @     rows(function(r)
         {
-            const double v = (double)(x[{{r}}][i] - k[{{r}}]), d = v - mu[{{r}}];
+            const double v = (double)({{xs(r, "i")}} - k[{{r}}]), d = v - mu[{{r}}];
             n[{{r}}] += 1.0;
             mu[{{r}}] += d / n[{{r}}];
             m2[{{r}}] += d * (v - mu[{{r}}]);
@@ -304,14 +496,14 @@ static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float m
 }
 @ elseif wide then
 /* {{LN and "Mean and" or "Mean square and"}} 1/sqrt(... + eps) of {{R}} row(s), accumulated in double lanes. */
-static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
+static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
     const int64_t nstep = H / STEP * STEP;
 @   if LN then
     double k[{{R}}];
 @     rows(function(r)
-    k[{{r}}] = (double)x[{{r}}][0];
+    k[{{r}}] = (double){{xs(r, 0)}};
 @     end)
 @   end
 @   lanes(function(r, u)
@@ -322,10 +514,10 @@ static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float m
 @   lanes(function(r, u)
 @     if V > 1 then
         {
-            const vd v = __builtin_convertvector(load(x[{{r}}] + i + {{u * V}}), vd){{LN and (" - k[" .. r .. "]") or ""}};
+            const vd v = __builtin_convertvector(load_x(x[{{r}}] + i + {{u * V}}), vd){{LN and (" - k[" .. r .. "]") or ""}};
 @     else
         {
-            const vd v = (double)x[{{r}}][i + {{u}}]{{LN and (" - k[" .. r .. "]") or ""}};
+            const vd v = (double){{xs(r, "i + " .. u)}}{{LN and (" - k[" .. r .. "]") or ""}};
 @     end
 @     if LN then
             s{{r}}_{{u}} += v;
@@ -351,12 +543,12 @@ static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float m
 @   rows(function(r)
 @     if LN then
         {
-            const double v = (double)x[{{r}}][i] - k[{{r}}];
+            const double v = (double){{xs(r, "i")}} - k[{{r}}];
             s{{r}} += v;
             q{{r}} += v * v;
         }
 @     else
-        s{{r}} += (double)x[{{r}}][i] * (double)x[{{r}}][i];
+        s{{r}} += (double){{xs(r, "i")}} * (double){{xs(r, "i")}};
 @     end
 @   end)
     }
@@ -377,9 +569,9 @@ static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float m
 @ else
 @   reduction("sum_squares", "s[r] += sum of x[r][i]^2.", "",
 @             function(r, o) return "square(" .. at(r, o) .. ")" end,
-@             function(r) return "x[" .. r .. "][i] * x[" .. r .. "][i]" end)
+@             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end)
 /* 1/sqrt(mean square + eps) of {{R}} row(s); mean is 0 for RMSNorm. */
-static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
+static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
     double s[{{R}}] = {0};
@@ -395,38 +587,38 @@ static void row_stats(const float *const x[{{R}}], int64_t H, float eps, float m
 @ -- v at offset o, scalar the output for element i. next is the row to prefetch.
 @ local function normalize(name, comment, expr, scalar)
 /* {{comment}} */
-static void {{name}}(const float *x, float *y, const float *gamma, const float *beta,
-{{string.rep(" ", #name + 13)}}float mean, float rstd, int64_t H, const float *next)
+static void {{name}}(const xt *x, yt *y, const pt *gamma, const pt *beta, float mean,
+{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next)
 {
     (void)gamma, (void)beta, (void)mean, (void)next;
     int64_t i = 0;
 @   if nt then
     /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
-    for (; i < H && ((uintptr_t)(y + i) & {{V * 4 - 1}}) != 0; ++i) y[i] = {{ scalar }};
+    for (; i < H && ((uintptr_t)(y + i) & {{V * YB - 1}}) != 0; ++i) y[i] = {{ Y(scalar) }};
     for (; i + STEP <= H; i += STEP) {
 @     if p.prefetch == 1 then
-@       for o = 0, math.max(V * A * 4, 64) - 1, 64 do
-        __builtin_prefetch(next + i + {{o // 4}}, 0, 2);
+@       for o = 0, math.max(V * A * XB, 64) - 1, 64 do
+        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
 @       end
 @     end
 @     for u = 0, A - 1 do
-        stream(y + i + {{u * V}}, {{ expr("load(x + i + " .. u * V .. ")", "i + " .. u * V) }});
+        stream_y(y + i + {{u * V}}, {{ expr("load_x(x + i + " .. u * V .. ")", "i + " .. u * V) }});
 @     end
     }
 @   else
     for (; i + STEP <= H; i += STEP) {
 @     if p.prefetch == 1 then
-@       for o = 0, math.max(V * A * 4, 64) - 1, 64 do
-        __builtin_prefetch(next + i + {{o // 4}}, 0, 2);
+@       for o = 0, math.max(V * A * XB, 64) - 1, 64 do
+        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
 @       end
 @     end
 @     for u = 0, A - 1 do
-        store(y + i + {{u * V}}, {{ expr("load(x + i + " .. u * V .. ")", "i + " .. u * V) }});
+        store_y(y + i + {{u * V}}, {{ expr("load_x(x + i + " .. u * V .. ")", "i + " .. u * V) }});
 @     end
     }
 @   end
 @   if tail or nt then
-    for (; i < H; ++i) y[i] = {{ scalar }};
+    for (; i < H; ++i) y[i] = {{ Y(scalar) }};
 @   end
 }
 
@@ -438,23 +630,27 @@ static void {{name}}(const float *x, float *y, const float *gamma, const float *
 @   if b then e = e .. " + " .. b end
 @   return e
 @ end
-@ local function vec(name) return function(o) return "load(" .. name .. " + " .. o .. ")" end end
+@ local function vec(name) return function(o) return "load_p(" .. name .. " + " .. o .. ")" end end
+@ local xi, gi, bi = X("x[i]"), P("gamma[i]"), P("beta[i]")
 @ local G, B = vec("gamma"), vec("beta")
 @ if p.affine == "fused" then
 @   if LN then
 @     normalize("normalize_gamma_beta", "y = (x - mean) * rstd * gamma + beta",
-@               function(v, o) return out(v, G(o), B(o)) end, out("x[i]", "gamma[i]", "beta[i]"))
+@               function(v, o) return out(v, G(o), B(o)) end, out(xi, gi, bi))
 @   end
 @   normalize("normalize_gamma", "y = " .. string.format(center, "x") .. " * rstd * gamma",
-@             function(v, o) return out(v, G(o)) end, out("x[i]", "gamma[i]"))
+@             function(v, o) return out(v, G(o)) end, out(xi, gi))
 @ else
 @   normalize("normalize_plain", "y = " .. string.format(center, "x") .. " * rstd",
-@             function(v) return out(v) end, out("x[i]"))
+@             function(v) return out(v) end, out(xi))
 @ end
 @ local normalize_row = p.affine == "none" and "normalize_plain"
 @   or LN and "beta ? normalize_gamma_beta : normalize_gamma" or "normalize_gamma"
-typedef void normalize_fn(const float *x, float *y, const float *gamma, const float *beta,
-                          float mean, float rstd, int64_t H, const float *next);
+typedef void normalize_fn(const xt *x, yt *y, const pt *gamma, const pt *beta, float mean,
+                          float rstd, int64_t H, const xt *next);
+@ if R > 1 then
+enum { CHUNK = 1024 }; /* elements of a row group's normalize step */
+@ end
 int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 {
 @ if fixed_H then
@@ -477,29 +673,38 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
     if (a->beta)
         return LNTUNE_KERNEL_EUNSUPPORTED;
 @ end
-    const float *x = (const float *)a->x;
-    float *y = (float *)a->y;
-    const float *gamma = (const float *)a->gamma, *beta = (const float *)a->beta;
+    const xt *x = (const xt *)a->x;
+    yt *y = (yt *)a->y;
+    const pt *gamma = (const pt *)a->gamma, *beta = (const pt *)a->beta;
     normalize_fn *const normalize = {{normalize_row}};
     int64_t r = row_begin;
 @ if R > 1 then
     for (; r + {{R}} <= row_end; r += {{R}}) {
-        const float *rows[{{R}}];
+        const xt *rows[{{R}}];
         float mean[{{R}}], rstd[{{R}}];
         for (int j = 0; j < {{R}}; ++j) rows[j] = x + (r + j) * a->x_stride;
         row_stats(rows, H, a->eps, mean, rstd);
+        /* Chunk by chunk across the group, so that each chunk of gamma and beta is read from
+         * L1 by every row of the group (whole rows of x, gamma and beta overflow L1). */
+        for (int64_t c = 0; c < H; c += CHUNK) {
+            const int64_t n = H - c < CHUNK ? H - c : CHUNK;
+            const pt *g = gamma ? gamma + c : (const pt *)0, *b = beta ? beta + c : (const pt *)0;
+            for (int j = 0; j < {{R}}; ++j) {
+                /* the same row of the next group: its reads overlap this group's stores */
+                const xt *next = r + j + {{R}} < row_end ? rows[j] + {{R}} * a->x_stride : rows[j];
+                normalize(rows[j] + c, y + (r + j) * a->y_stride + c, g, b, mean[j], rstd[j], n,
+                          next + c);
+            }
+        }
         for (int j = 0; j < {{R}}; ++j) {
-            /* the same row of the next group: its reads overlap this group's stores */
-            const float *next = r + j + {{R}} < row_end ? rows[j] + {{R}} * a->x_stride : rows[j];
-            normalize(rows[j], y + (r + j) * a->y_stride, gamma, beta, mean[j], rstd[j], H, next);
             if (a->mean) a->mean[r + j] = mean[j];
             if (a->rstd) a->rstd[r + j] = rstd[j];
         }
     }
     /* Rows left over go one at a time through a group that repeats the same row. */
     for (; r < row_end; ++r) {
-        const float *row = x + r * a->x_stride;
-        const float *rows[{{R}}];
+        const xt *row = x + r * a->x_stride;
+        const xt *rows[{{R}}];
         float mean[{{R}}], rstd[{{R}}];
         for (int j = 0; j < {{R}}; ++j) rows[j] = row;
         row_stats(rows, H, a->eps, mean, rstd);
@@ -509,8 +714,8 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
     }
 @ else
     for (; r < row_end; ++r) {
-        const float *row = x + r * a->x_stride;
-        const float *next = r + 1 < row_end ? row + a->x_stride : row;
+        const xt *row = x + r * a->x_stride;
+        const xt *next = r + 1 < row_end ? row + a->x_stride : row;
         float mean, rstd;
         row_stats(&row, H, a->eps, &mean, &rstd);
         normalize(row, y + r * a->y_stride, gamma, beta, mean, rstd, H, next);
