@@ -2,12 +2,14 @@
  * test_variants.c - every variant in the CPU space compiles with -Wall -Wextra -Werror under the
  * compiler named on the command line, and passes the verifier's adversarial suite.
  *
- *   test_variants COMPILER [quick]
+ *   test_variants COMPILER [quick | dtypes]
  *
  * Variants that read H at run time are verified at every H of the standard list, on 1 thread
  * and on every thread count of the space; fixed-H variants at the H they were generated for
  * (all of H = 4096; every 5th of H = 1, 17, 4097). "quick" takes every 7th variant of each list
- * (for sanitizer builds).
+ * (for sanitizer builds). "dtypes" verifies, for every fp16/bf16 type tuple and op, a sample
+ * of its runtime-H and H = 4096 variants (every 401st, from an offset that moves with the tuple,
+ * so that the tuples together cover the knobs).
  */
 #include "build.h"
 #include "generator.h"
@@ -41,7 +43,7 @@ static void code_part(const char *variant, char *out, size_t size) {
  * and verifies each at every thread count the list gives it.
  */
 static void check_space(lntune_gen *g, const char *compiler, const char *op, lntune_shape shape,
-                        const char *want_h, int stride, tally *t) {
+                        const char *want_h, int stride, int offset, tally *t) {
     char **list;
     size_t n;
     if (lntune_gen_variants(g, "cpu", op, &shape, &list, &n) != LNTUNE_OK) {
@@ -57,7 +59,7 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
     for (size_t i = 0; i < n; ++i) {
         char code[256], symbol[32];
         if (!strstr(list[i], want_h)) continue;
-        if (kept++ % (size_t)stride != 0) continue;
+        if (kept++ % (size_t)stride != (size_t)offset % (size_t)stride) continue;
         code_part(list[i], code, sizeof code);
         size_t c = 0;
         while (c < ncode && strcmp(codes[c], code) != 0) ++c;
@@ -90,7 +92,7 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
         if (shape.H && strstr(want_h, "fixed")) hs = &shape.H, nh = 1;
         lntune_verifier *v = NULL;
         lntune_pool *pool = NULL;
-        lntune_verifier_create(lntune_op_parse(op), hs, nh, 0, &v);
+        lntune_verifier_create_typed(lntune_op_parse(op), shape.types, hs, nh, 0, &v);
         for (size_t i = 0; i < n; ++i) {
             if (!code_of[i]) continue;
             const lntune_source *s = &srcs[code_of[i] - 1];
@@ -115,8 +117,10 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
         lntune_pool_destroy(pool);
         lntune_verifier_destroy(v);
     }
-    printf("  %s %s H=%lld %s: %zu sources compiled in %.1f s, verified in %.1f s\n", compiler, op,
-           (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
+    char types[24];
+    lntune_types_format(shape.types, types, sizeof types);
+    printf("  %s %s %s H=%lld %s: %zu sources compiled in %.1f s, verified in %.1f s\n", compiler,
+           op, types, (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
     fflush(stdout);
     lntune_library_close(lib);
     for (size_t i = 0; i < ncode; ++i) lntune_source_free(&srcs[i]);
@@ -134,6 +138,7 @@ int main(int argc, char **argv) {
     }
     const char *compiler = argv[1];
     int stride = argc > 2 && strcmp(argv[2], "quick") == 0 ? 7 : 1;
+    const int dtypes = argc > 2 && strcmp(argv[2], "dtypes") == 0;
     lntune_gen *g = NULL;
     if (lntune_gen_open(NULL, &g) != LNTUNE_OK) {
         printf("FAIL opening the generator: %s\n", lntune_gen_errmsg(g));
@@ -143,12 +148,24 @@ int main(int argc, char **argv) {
     const char *ops[] = {"layernorm", "rmsnorm"};
     /* H=4096 is the shape of the promise: all of it. Other fixed H are sampled. */
     const int64_t sampled[] = {1, 17, 4097};
-    for (int o = 0; o < 2; ++o) {
-        check_space(g, compiler, ops[o], (lntune_shape){0}, "h=runtime", stride, &t);
-        check_space(g, compiler, ops[o], (lntune_shape){.H = 4096}, "h=fixed", stride, &t);
+    for (int o = 0; o < 2 && !dtypes; ++o) {
+        check_space(g, compiler, ops[o], (lntune_shape){0}, "h=runtime", stride, 0, &t);
+        check_space(g, compiler, ops[o], (lntune_shape){.H = 4096}, "h=fixed", stride, 0, &t);
         for (size_t f = 0; f < sizeof sampled / sizeof sampled[0]; ++f)
             check_space(g, compiler, ops[o], (lntune_shape){.H = sampled[f]}, "h=fixed", stride * 5,
-                        &t);
+                        0, &t);
+    }
+    for (int packed = 1; dtypes && packed < 64; ++packed) {
+        const lntune_types types = lntune_types_unpacked(packed);
+        if (types.x >= LNTUNE_TYPE_COUNT || types.y >= LNTUNE_TYPE_COUNT ||
+            types.params >= LNTUNE_TYPE_COUNT)
+            continue;
+        for (int o = 0; o < 2; ++o) {
+            check_space(g, compiler, ops[o], (lntune_shape){.types = types}, "h=runtime", 401,
+                        packed * 17, &t);
+            check_space(g, compiler, ops[o], (lntune_shape){.H = 4096, .types = types}, "h=fixed",
+                        401, packed * 17 + 5, &t);
+        }
     }
     lntune_gen_close(g);
     printf("%s: %d variants verified (%d runs), %d failures\n", compiler, t.variants, t.runs,
