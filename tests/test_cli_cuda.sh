@@ -23,7 +23,7 @@ if [ $rc -ne 0 ] && grep -q "NVRTC" "$dir/err"; then
     exit 77
 fi
 check "tune --target cuda exits 0 (got $rc: $(head -c 300 "$dir/err"))" test $rc -eq 0
-check "--json names the target and a winner" grep -q '"target": "cuda", "op": "rmsnorm", "rows": 8, "H": 256, "variant": "layout=' <<<"$out"
+check "--json names the target and a winner" grep -q '"target": "cuda", "op": "rmsnorm", "dtype": "f32", "rows": 8, "H": 256, "variant": "layout=' <<<"$out"
 again=$(LD_LIBRARY_PATH=$mock MOCK_CUDA_OP=rmsnorm "$lntune" --target cuda --op rmsnorm \
     --shape rows=8,H=256 --db "$dir/t.db" 2>&1)
 check "a rerun reads the winner back: $again" grep -q "^cuda rmsnorm   8x256 .*(db)" <<<"$again"
