@@ -1,5 +1,5 @@
--- templates/cuda/norm.lua - CUDA LayerNorm and RMSNorm forward, fp32 in and out, fp32 data
--- path with statistics reduced in double.
+-- templates/cuda/norm.lua - CUDA LayerNorm and RMSNorm forward: x, y and gamma/beta each fp32,
+-- fp16 or bf16 (shape.types), an fp32 data path with statistics reduced in double.
 --
 -- Shared by cuda/layernorm.lua and cuda/rmsnorm.lua. The parameter space below is the whole list
 -- of knobs: C code reads it, never repeats it. host.sm is the target's compute capability
@@ -16,7 +16,10 @@
 -- A thread accumulates at most CHUNK elements in fp32 before adding them to a double, and the
 -- reductions across threads and blocks run in double, so no long fp32 chain forms even with one
 -- thread per row and H = 65536. A NaN or Inf anywhere in a LayerNorm row makes the row NaN, as in
--- PyTorch; RMSNorm gives x * 0 (NaN at the Inf) as its formula does.
+-- PyTorch; RMSNorm gives x * 0 (NaN at the Inf) as its formula does. 16-bit inputs widen exactly
+-- to fp32 (the row caches hold the widened floats); y is computed in fp32 and rounded once to its
+-- type (round to nearest even, NaN stays a quiet NaN, overflow gives Inf), bit for bit as the CPU
+-- template rounds.
 --
 -- Launch. properties() returns what the host needs, and the source repeats it in one line
 --   // lntune-cuda-launch: block=B rows_per_block=R cluster=C smem=S smem_per_h=E max_h=M
@@ -41,6 +44,10 @@ local WARP_MAX_LOOP = 1024 -- with a known H, warp-layout threads loop over at m
 local CLUSTER_MIN_H = 8192 -- clusters pay off only for very large rows
 
 local function ceil_div(a, b) return (a + b - 1) // b end
+
+-- C element type of each tensor type; 16-bit types are carried as their bits.
+local CTYPE = { f32 = "float", f16 = "unsigned short", bf16 = "unsigned short" }
+local ALL_F32 = { x = "f32", y = "f32", params = "f32" }
 
 -- The row slice a block caches: H split over cluster blocks, rounded up to 4 floats so that
 -- slices start 16-byte aligned. Must match the kernel's computation of S.
@@ -73,7 +80,7 @@ function M.family(op)
             { name = "cluster", values = { 1, 2, 4, 8 }, doc = "blocks per row (layout=cluster; else 1)" },
             { name = "block", values = { 128, 256, 512, 1024 }, doc = "threads per block (warp: <= 256)" },
             { name = "pack", values = { 4, 2, 1 },
-              doc = "floats per load/store when pointers, strides and H allow (else scalar)" },
+              doc = "elements per load/store when pointers, strides and H allow (else scalar)" },
             { name = "cache", values = { "regs", "smem", "none" },
               doc = "where a row stays between passes: registers (fixed H), shared memory, or nowhere" },
             { name = "stats", values = layernorm and { "twopass", "welford" } or { "sumsq" },
@@ -137,7 +144,12 @@ function M.family(op)
         derive = function(p, host, shape)
             local warp = p.layout == "warp"
             local fixed_H = p.h == "fixed" and shape.H or false
+            local types = shape.types or ALL_F32
             return {
+                types = types,
+                XT = CTYPE[types.x],
+                YT = CTYPE[types.y],
+                PT = CTYPE[types.params],
                 layernorm = layernorm,
                 LAYOUT = p.layout,
                 T = warp and p.tpr or p.block, -- threads per row (per block for clusters)
@@ -162,6 +174,14 @@ function M.family(op)
 @ local fixed = fixed_H ~= false
 @ local cache = p.cache
 @ local CHUNK_PACKS = 4 -- packs per unrolled chunk of a loop over a row: loads in flight
+@ local typed = types.x ~= "f32" or types.y ~= "f32" or types.params ~= "f32"
+@ -- Accesses of x, gamma/beta (widened to packf) and y (narrowed from packf); fp32 moves as is.
+@ local LX = types.x == "f32" and "load" or "load_x"
+@ local LP = types.params == "f32" and "load" or "load_p"
+@ local SY = types.y == "f32" and "store" or "store_y"
+@ local widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
+@ local used = {}
+@ for _, t in pairs { types.x, types.y, types.params } do used[t] = true end
 // lntune-cuda-launch: block={{launch.block}} rows_per_block={{launch.rows_per_block}} cluster={{launch.cluster}} smem={{launch.smem}} smem_per_h={{launch.smem_per_h}} max_h={{launch.max_h}}
 /* NVRTC has no standard headers without an include path: the few types the ABI needs. nvcc
  * (lntune export's file of many kernels) has them. */
@@ -199,6 +219,85 @@ template <int V> LN_INLINE void store(float *p, const packf<V> &q)
 {
     *reinterpret_cast<packf<V> *>(p) = q;
 }
+@ if typed then
+
+/* x: {{types.x}}, y: {{types.y}}, gamma/beta: {{types.params}}. 16-bit types travel as their bits,
+ * converted by hand: no CUDA header needed (NVRTC's include path is optional), and y's bits are
+ * the CPU template's. */
+
+/* V 16-bit elements moved as one access: 4 or 8 bytes when the address is aligned to that. */
+template <int V> struct alignas(2 * V) packh {
+    unsigned short v[V];
+};
+@   if used.bf16 then
+
+LN_INLINE float bf16_to_f32(unsigned short h)
+{
+    return __uint_as_float((unsigned)h << 16);
+}
+
+/* Round to nearest even; a NaN stays a (quiet) NaN. */
+LN_INLINE unsigned short f32_to_bf16(float f)
+{
+    const unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(u >> 16 | 0x40u);
+    return (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+@   end
+@   if used.f16 then
+
+/* Exact, subnormals included (no .ftz). */
+LN_INLINE float f16_to_f32(unsigned short h)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00 (the CPU
+ * template's bits). Below 2^-14 an fp32 addition of 0.5 does the rounding (fp32 subnormals give 0
+ * whether flushed or not); above, the bias change and the rounding increment go to the bits. */
+LN_INLINE unsigned short f32_to_f16(float f)
+{
+    unsigned u = __float_as_uint(f);
+    const unsigned sign = u & 0x80000000u;
+    u ^= sign;
+    unsigned o;
+    if (u >= 0x47800000u)
+        o = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    else if (u < 0x38800000u)
+        o = __float_as_uint(__fadd_rn(__uint_as_float(u), 0.5f)) - 0x3f000000u;
+    else
+        o = (u + 0xc8000fffu + (u >> 13 & 1u)) >> 13;
+    return (unsigned short)(o | sign >> 16);
+}
+@   end
+@   -- Emits name<V>(p): V elements of 16-bit type t at p widened to a packf.
+@   local function widener(name, t)
+
+template <int V> LN_INLINE packf<V> {{name}}(const unsigned short *p)
+{
+    const packh<V> h = *reinterpret_cast<const packh<V> *>(p);
+    packf<V> q;
+#pragma unroll
+    for (int e = 0; e < V; ++e) q.v[e] = {{string.format(widen[t], "h.v[e]")}};
+    return q;
+}
+@   end
+@   if types.x ~= "f32" then widener("load_x", types.x) end
+@   if types.params ~= "f32" then widener("load_p", types.params) end
+@   if types.y ~= "f32" then
+
+/* q rounded to {{types.y}}, stored as one access. */
+template <int V> LN_INLINE void store_y(unsigned short *p, const packf<V> &q)
+{
+    packh<V> h;
+#pragma unroll
+    for (int e = 0; e < V; ++e) h.v[e] = f32_to_{{types.y}}(q.v[e]);
+    *reinterpret_cast<packh<V> *>(p) = h;
+}
+@   end
+@ end
 
 /* Chan et al.: merges (nb, mb, m2b) into the running Welford state (n, mu, m2). */
 LN_INLINE void chan_merge(double &n, double &mu, double &m2, double nb, double mb, double m2b)
@@ -340,18 +439,18 @@ LN_INLINE void group_welford(double &n, double &mu, double &m2)
 @   local function fetch()
 @     if cache == "regs" then
 @       if first then
-            cached[j] = load<V>(xr + i);
+            cached[j] = {{LX}}<V>(xr + i);
 @       end
             const packf<V> q = cached[j];
 @     elseif cache == "smem" then
 @       if first then
-            const packf<V> q = load<V>(xr + i);
+            const packf<V> q = {{LX}}<V>(xr + i);
             store<V>(srow + (i - lo), q);
 @       else
             const packf<V> q = load<V>(srow + (i - lo));
 @       end
 @     else
-            const packf<V> q = load<V>(xr + i);
+            const packf<V> q = {{LX}}<V>(xr + i);
 @     end
 @   end
 @   if cache == "regs" then
@@ -388,24 +487,24 @@ LN_INLINE void group_welford(double &n, double &mu, double &m2)
 @ local function normalize(g, b)
 @   local e = LN and "(q.v[e] - mean) * rstd" or "q.v[e] * rstd"
 @   local pre_load = ""
-@   if g then pre_load = pre_load .. "const packf<V> g = load<V>(gamma + i); " end
+@   if g then pre_load = pre_load .. "const packf<V> g = " .. LP .. "<V>(gamma + i); " end
 @   -- fmaf(z, g, 0) rounds like z * g, so a missing beta is a zero pack, not a second loop.
-@   if b then pre_load = pre_load .. "const packf<V> b = beta ? load<V>(beta + i) : packf<V>{}; " end
+@   if b then pre_load = pre_load .. "const packf<V> b = beta ? " .. LP .. "<V>(beta + i) : packf<V>{}; " end
 @   if g and b then e = "fmaf(" .. e .. ", g.v[e], b.v[e])" elseif g then e = e .. " * g.v[e]" end
-@   sweep(false, "", pre_load .. "packf<V> o; for (int e = 0; e < V; ++e) o.v[e] = " .. e .. "; store<V>(yr + i, o);", "")
+@   sweep(false, "", pre_load .. "packf<V> o; for (int e = 0; e < V; ++e) o.v[e] = " .. e .. "; " .. SY .. "<V>(yr + i, o);", "")
 @ end
 
 @ -- Emits fn_name: this kernel's rows with V-float accesses, the row kept in cache_mode.
 @ local function emit_run(fn_name, V, cache_mode)
 @ cache = cache_mode
-/* The rows of this kernel, {{V}} float(s) per access, row cache: {{cache}}. */
+/* The rows of this kernel, {{V}} {{typed and "element" or "float"}}(s) per access, row cache: {{cache}}. */
 LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
 {
     enum { V = {{V}} };
-    const float *const x = (const float *)a.x;
-    float *const y = (float *)a.y;
-    const float *const gamma = (const float *)a.gamma;
-    const float *const beta = (const float *)a.beta;
+    const {{XT}} *const x = (const {{XT}} *)a.x;
+    {{YT}} *const y = ({{YT}} *)a.y;
+    const {{PT}} *const gamma = (const {{PT}} *)a.gamma;
+    const {{PT}} *const beta = (const {{PT}} *)a.beta;
     (void)gamma, (void)beta;
 @ if fixed then
     const int64_t H = {{fixed_H}};
@@ -439,8 +538,8 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
         const bool active = true;
 @ end
-        const float *const xr = x + row * a.x_stride;
-        float *const yr = y + row * a.y_stride;
+        const {{XT}} *const xr = x + row * a.x_stride;
+        {{YT}} *const yr = y + row * a.y_stride;
         (void)active;
 @ if cache == "regs" then
         constexpr int NPACKS = ({{SLICE}} + T * V - 1) / (T * V);
@@ -448,7 +547,7 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
 @ end
 @ if LN then
         /* The shift: the row's first element, the same for every thread of the row. */
-        const float k = active ? xr[0] : 0.0f;
+        const float k = active ? {{string.format(widen[types.x], "xr[0]")}} : 0.0f;
 @ end
         float mean, rstd;
 @ if LN and p.stats == "twopass" then
@@ -502,12 +601,23 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
 @   emit_run("run_packed", 1, p.cache)
 @ end
 
+@ if typed then
+@   local size = { f32 = 4, f16 = 2, bf16 = 2 }
+/* Vector accesses need every row start and gamma/beta aligned to P elements of their type. */
+LN_INLINE bool packs_fit(const lntune_kernel_args &a)
+{
+    const bool aligned = (uintptr_t)a.x % ({{size[types.x]}} * P) == 0 && (uintptr_t)a.y % ({{size[types.y]}} * P) == 0 &&
+                         ((uintptr_t)a.gamma | (uintptr_t)a.beta) % ({{size[types.params]}} * P) == 0;
+    return P > 1 && aligned && a.H % P == 0 && a.x_stride % P == 0 && a.y_stride % P == 0;
+}
+@ else
 /* Vector accesses need every row start and gamma/beta aligned to P floats. */
 LN_INLINE bool packs_fit(const lntune_kernel_args &a)
 {
     const uintptr_t addr = (uintptr_t)a.x | (uintptr_t)a.y | (uintptr_t)a.gamma | (uintptr_t)a.beta;
     return P > 1 && addr % (4 * P) == 0 && a.H % P == 0 && a.x_stride % P == 0 && a.y_stride % P == 0;
 }
+@ end
 
 @ if LAYOUT == "cluster" then
 extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(BLOCK) {{symbol}}(lntune_kernel_args a)

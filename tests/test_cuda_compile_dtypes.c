@@ -1,0 +1,199 @@
+/*
+ * test_cuda_compile_dtypes.c - the CUDA kernels of every fp16/bf16 type tuple compile, without a
+ * GPU: for each of the 26 tuples of {f32, f16, bf16} for x, y and gamma/beta other than all-f32,
+ * and both ops, a sample of the variants goes through NVRTC for sm_90 to a cubin and its PTX.
+ * Each must be non-empty and define the kernel's symbol; 16-bit x must be widened in the PTX.
+ *
+ * The sample, per tuple and op (208 compiles, about 2 minutes on 2 idle cores): the first variant
+ * for a shape of any H (layout=warp, pack=4, gamma and beta) and the last (layout=cluster, no
+ * gamma), one of layout=block or layout=uncached, and one with H fixed at 4096 (register caches);
+ * the last two alternate between the ends of their lists from one tuple to the next, so that
+ * packs 4 and 1, both caches and both affine modes come up. Each tuple's list must be fp32's.
+ * Exits 77 (skipped) when no NVRTC can be loaded.
+ */
+#define _GNU_SOURCE /* memmem */
+#include "cuda_launch.h"
+#include "dtypes.h"
+#include "generator.h"
+#include "lntune.h"
+#include "nvrtc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: expected %s: ", __FILE__, __LINE__, #cond);                    \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            ++failures;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+enum { SM = 90, MAX_JOBS = 26 * 2 * 4 };
+
+static const char *const ops[] = {"layernorm", "rmsnorm"};
+
+typedef struct {
+    lntune_nvrtc_job job;
+    char symbol[64];
+    char what[256];
+    int x_f16; /* x is fp16: its widening (cvt.f32.f16) must reach the PTX */
+} sample;
+
+static sample samples[MAX_JOBS];
+static size_t nsamples;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void add(lntune_gen *g, const char *op, const char *variant, const lntune_shape *shape) {
+    if (nsamples == MAX_JOBS) {
+        EXPECT(0, "more samples than %d", MAX_JOBS);
+        return;
+    }
+    sample *s = &samples[nsamples];
+    const lntune_types t = shape->types;
+    snprintf(s->symbol, sizeof s->symbol, "lntune_%s_%s_%s_%s", op, lntune_type_name(t.x),
+             lntune_type_name(t.y), lntune_type_name(t.params));
+    snprintf(s->what, sizeof s->what, "%s x=%s y=%s params=%s H=%lld %s", op, lntune_type_name(t.x),
+             lntune_type_name(t.y), lntune_type_name(t.params), (long long)shape->H, variant);
+    lntune_source src;
+    int rc = lntune_gen_emit(g, "cuda", op, variant, shape, s->symbol, &src);
+    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
+    if (rc) return;
+    lntune_cuda_launch l;
+    EXPECT(lntune_cuda_launch_parse(src.text, &l) == LNTUNE_OK, "launch line of %s", s->what);
+    s->job.source = src.text; /* freed after the compile */
+    s->x_f16 = t.x == LNTUNE_TYPE_F16;
+    ++nsamples;
+}
+
+/* The variants of op for shape; the same list as for fp32 (the types change no knob). */
+static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape, size_t *n) {
+    char **list = NULL;
+    int rc = lntune_gen_variants(g, "cuda", op, shape, &list, n);
+    EXPECT(rc == LNTUNE_OK && *n > 0, "variants of %s: %s", op, lntune_gen_errmsg(g));
+    lntune_shape f32 = *shape;
+    f32.types = (lntune_types){0};
+    char **ref = NULL;
+    size_t nref = 0;
+    if (lntune_gen_variants(g, "cuda", op, &f32, &ref, &nref) == LNTUNE_OK) {
+        int same = nref == *n;
+        for (size_t i = 0; same && i < nref; ++i) same = strcmp(ref[i], list[i]) == 0;
+        EXPECT(same, "%s: %zu variants, %zu for fp32", op, *n, nref);
+        lntune_gen_free_list(ref, nref);
+    }
+    return list;
+}
+
+/* The first (last: the last) variant of list that contains part; NULL if none. */
+static const char *pick(char **list, size_t n, const char *part, int last) {
+    const char *found = NULL;
+    for (size_t i = 0; i < n; ++i)
+        if (strstr(list[i], part)) {
+            found = list[i];
+            if (!last) break;
+        }
+    EXPECT(found, "no variant with %s", part);
+    return found;
+}
+
+static void collect(lntune_gen *g) {
+    int k = 0; /* (tuple, op) pairs so far: which ends the alternating picks take */
+    for (int tx = 0; tx < 3; ++tx)
+        for (int ty = 0; ty < 3; ++ty)
+            for (int tp = 0; tp < 3; ++tp) {
+                if (tx == 0 && ty == 0 && tp == 0) continue;
+                for (size_t o = 0; o < 2; ++o, ++k) {
+                    lntune_shape any = {.types = {tx, ty, tp}};
+                    size_t n = 0;
+                    char **list = variants(g, ops[o], &any, &n);
+                    if (list) {
+                        add(g, ops[o], list[0], &any);
+                        add(g, ops[o], list[n - 1], &any);
+                        const char *layout = k % 2 ? "layout=uncached" : "layout=block";
+                        const char *v = pick(list, n, layout, k / 2 % 2);
+                        if (v) add(g, ops[o], v, &any);
+                    }
+                    lntune_gen_free_list(list, n);
+
+                    lntune_shape fixed = {.H = 4096, .types = {tx, ty, tp}};
+                    list = variants(g, ops[o], &fixed, &n);
+                    const char *v = list ? pick(list, n, "h=fixed", k % 2) : NULL;
+                    if (v) add(g, ops[o], v, &fixed);
+                    lntune_gen_free_list(list, n);
+                }
+            }
+}
+
+static void check(const sample *s) {
+    const lntune_nvrtc_output *out = &s->job.out;
+    if (s->job.rc != LNTUNE_OK) {
+        EXPECT(0, "%s: rc %d\n%s", s->what, s->job.rc, out->message ? out->message : "");
+        return;
+    }
+    EXPECT(out->len > 0 && out->ptx_len > 0, "%s: cubin %zu bytes, PTX %zu bytes", s->what,
+           out->len, out->ptx_len);
+    char entry[80];
+    snprintf(entry, sizeof entry, ".entry %s(", s->symbol);
+    EXPECT(out->ptx && strstr(out->ptx, entry), "%s: no '%s' in the PTX", s->what, entry);
+    EXPECT(out->data && memmem(out->data, out->len, s->symbol, strlen(s->symbol) + 1),
+           "%s: no symbol %s in the cubin", s->what, s->symbol);
+    if (s->x_f16)
+        EXPECT(out->ptx && strstr(out->ptx, "cvt.f32.f16"), "%s: x is not widened", s->what);
+}
+
+int main(void) {
+    lntune_nvrtc *nv = NULL;
+    int rc = lntune_nvrtc_open(&nv);
+    if (rc == LNTUNE_ENODEVICE) {
+        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
+        lntune_nvrtc_close(nv);
+        return 77;
+    }
+    EXPECT(rc == LNTUNE_OK, "open: %s", lntune_nvrtc_errmsg(nv));
+    if (rc != LNTUNE_OK) return 1;
+    printf("%s\n", lntune_nvrtc_describe(nv));
+
+    lntune_gen *g = NULL;
+    rc = lntune_gen_open(NULL, &g);
+    EXPECT(rc == LNTUNE_OK, "gen open: %s", lntune_gen_errmsg(g));
+    if (rc == LNTUNE_OK) {
+        lntune_gen_set_cuda_arch(g, SM);
+        collect(g);
+    }
+    lntune_gen_close(g);
+
+    const double t0 = now_s();
+    lntune_nvrtc_job jobs[MAX_JOBS];
+    for (size_t i = 0; i < nsamples; ++i) jobs[i] = samples[i].job;
+    rc = lntune_nvrtc_compile_many(nv, SM, LNTUNE_NVRTC_CUBIN, jobs, nsamples, 2);
+    EXPECT(rc == LNTUNE_OK, "compile_many: rc %d", rc);
+    double ms = 0;
+    for (size_t i = 0; i < nsamples; ++i) {
+        samples[i].job = jobs[i];
+        if (rc == LNTUNE_OK) check(&samples[i]);
+        ms += jobs[i].out.compile_ms;
+        lntune_nvrtc_output_free(&jobs[i].out);
+        free((char *)jobs[i].source);
+    }
+    printf("%zu variants compiled for sm_%d in %.1f s wall (NVRTC %.1f s)\n", nsamples, SM,
+           now_s() - t0, ms / 1e3);
+    EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
+    lntune_nvrtc_close(nv);
+    if (failures) {
+        fprintf(stderr, "%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
