@@ -73,6 +73,8 @@ static void add(lntune_gen *g, const char *op, const char *variant, const lntune
     lntune_cuda_launch l;
     EXPECT(lntune_cuda_launch_parse(src.text, &l) == LNTUNE_OK, "launch line of %s", s->what);
     s->job.source = src.text; /* freed after the compile */
+    src.text = NULL;
+    lntune_source_free(&src);
     s->x_f16 = t.x == LNTUNE_TYPE_F16;
     ++nsamples;
 }
