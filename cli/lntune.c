@@ -293,15 +293,6 @@ static int cmd_verify(options *o) {
     return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
 }
 
-/* Rounds n floats to type t in place, packed from the start of p (a 16-bit type fills half). */
-static void narrow_in_place(float *p, size_t n, int t) {
-    uint16_t *h = (uint16_t *)p;
-    for (size_t i = 0; t != LNTUNE_TYPE_F32 && i < n; ++i) {
-        const float f = p[i];
-        h[i] = t == LNTUNE_TYPE_BF16 ? lntune_f32_to_bf16(f) : lntune_f32_to_f16(f);
-    }
-}
-
 /*
  * lntune time: the given variants, each verified first, timed in one interleaved run together
  * with every copy variant, on the shape's rows x H; the figures of a tuning run, for variants
@@ -389,9 +380,9 @@ static int cmd_time(options *o) {
             x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f, y[i] = 0.0f;
         for (int64_t i = 0; gb && i < 2 * shape.H; ++i) gb[i] = 1.0f + (float)(i % 7) * 0.01f;
         if (x && gb) { /* the same values in the kernels' types (in place: h[i] after f[i]) */
-            narrow_in_place(x, elems, shape.types.x);
-            narrow_in_place(gb, (size_t)shape.H, shape.types.params);
-            narrow_in_place(gb + shape.H, (size_t)shape.H, shape.types.params);
+            lntune_narrow_in_place(x, elems, shape.types.x);
+            lntune_narrow_in_place(gb, (size_t)shape.H, shape.types.params);
+            lntune_narrow_in_place(gb + shape.H, (size_t)shape.H, shape.types.params);
         }
         if (x && y && gb) {
             lntune_kernel_args a = {.rows = shape.rows,
@@ -403,14 +394,11 @@ static int cmd_time(options *o) {
                                     .gamma = gb,
                                     .beta = strcmp(o->op, "layernorm") == 0 ? gb + shape.H : NULL,
                                     .eps = 1e-5f};
-            /* The copies move the same bytes: H x (x + y bytes) / 8 floats a row. */
-            const size_t moved = lntune_type_size(shape.types.x) + lntune_type_size(shape.types.y);
-            lntune_kernel_args copy = a;
-            copy.H = copy.x_stride = copy.y_stride = ((int64_t)moved * shape.H + 7) / 8;
-            copy.gamma = copy.beta = NULL;
+            const lntune_kernel_args copy = lntune_tune_copy_args(&a, shape.types);
             for (size_t i = o->nvariants; i < n; ++i) t[i].args = &copy;
             lntune_time_interleaved(t, n, &a, pool, 15, 3e9);
-            const double bytes = (double)elems * (double)moved;
+            const double bytes = (double)elems * (double)(lntune_type_size(shape.types.x) +
+                                                          lntune_type_size(shape.types.y));
             double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
             for (size_t i = o->nvariants; i < n; ++i)
                 if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;

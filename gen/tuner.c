@@ -488,11 +488,15 @@ static void fill(float *p, size_t n, uint64_t *state, double scale, double offse
 /* fill for n elements of type t (16-bit types rounded from the same fp32 values). */
 static void fill_typed(void *p, int t, size_t n, uint64_t *state, double scale, double offset) {
     fill(p, n, state, scale, offset);
-    if (t == LNTUNE_TYPE_F32) return;
-    const float *f = p;
-    uint16_t *h = p; /* h[i] is written after f[i] was read */
-    for (size_t i = 0; i < n; ++i)
-        h[i] = t == LNTUNE_TYPE_BF16 ? lntune_f32_to_bf16(f[i]) : lntune_f32_to_f16(f[i]);
+    lntune_narrow_in_place(p, n, t);
+}
+
+lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types) {
+    lntune_kernel_args c = *a;
+    const int64_t moved = (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y));
+    c.H = c.x_stride = c.y_stride = (moved * a->H + 7) / 8;
+    c.gamma = c.beta = NULL;
+    return c;
 }
 
 /* Tunes one op x shape into res. */
@@ -540,13 +544,8 @@ static void tune_one(job *j) {
                              .gamma = gamma,
                              .beta = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM ? beta : NULL,
                              .eps = 1e-5f};
-    const size_t moved = lntune_type_size(types.x) + lntune_type_size(types.y);
-    j->bytes = (double)elems * (double)moved;
-    /* The copy moves as many bytes: H x (x + y bytes) / 8 floats per row (rounded up). */
-    j->copy_args = j->args;
-    j->copy_args.H = ((int64_t)moved * j->shape.H + 7) / 8;
-    j->copy_args.x_stride = j->copy_args.y_stride = j->copy_args.H;
-    j->copy_args.gamma = j->copy_args.beta = NULL;
+    j->bytes = (double)elems * (double)(lntune_type_size(types.x) + lntune_type_size(types.y));
+    j->copy_args = lntune_tune_copy_args(&j->args, types);
 
     progress(j, "copy");
     lntune_timed copies[MAX_COPIES] = {{0}}; /* all defined: the sandbox copies them whole */

@@ -8,6 +8,7 @@
 #define LNTUNE_TUNER_H
 
 #include "generator.h"
+#include "lntune_kernel.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -74,6 +75,13 @@ int64_t lntune_tune_default_rows(int64_t H);
  */
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *n, char *err,
                 size_t errlen);
+
+/*
+ * The memory copy that moves the bytes of a (rows of x read, y written, in types): the same rows
+ * and buffers, H x (x + y bytes) / 8 floats a row (rounded up), no gamma or beta. Used by the
+ * tuner and `lntune time` as the bandwidth baseline.
+ */
+lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types);
 
 /* Shared by this tuner and the GPU's (cuda_tuner.c). */
 

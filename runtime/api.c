@@ -51,7 +51,8 @@ static lntune_types lntune_args_types(const lntune_args *a) {
     return t;
 }
 
-static int check_args(lntune *ctx, const lntune_args *a, int op) {
+/* Checks a; on success *types holds its resolved element types. */
+static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *types) {
     const char *fn = api_names[op];
     if (!a) return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: args is NULL", fn);
     if (a->H <= 0)
@@ -88,8 +89,8 @@ static int check_args(lntune *ctx, const lntune_args *a, int op) {
                                "%s: this build of liblntune has no CUDA support (LNTUNE_CUDA=OFF)",
                                fn);
 #endif
-    const lntune_types types = lntune_args_types(a);
-    if (a->device == LNTUNE_DEVICE_CUDA && !lntune_types_all_f32(types))
+    *types = lntune_args_types(a);
+    if (a->device == LNTUNE_DEVICE_CUDA && !lntune_types_all_f32(*types))
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
                                "%s: fp16/bf16 on CUDA is not served yet; CUDA takes fp32 only", fn);
     if (a->residual || a->residual_out || a->residual_stride || a->residual_out_stride)
@@ -98,8 +99,8 @@ static int check_args(lntune *ctx, const lntune_args *a, int op) {
                                "and their strides 0",
                                fn);
     if (a->rows > 0 &&
-        (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, types.x) < 0 ||
-         extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H, types.y) < 0))
+        (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, types->x) < 0 ||
+         extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H, types->y) < 0))
         return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
                                "%s: rows = %lld by its stride does not fit in memory", fn,
                                (long long)a->rows);
@@ -108,7 +109,8 @@ static int check_args(lntune *ctx, const lntune_args *a, int op) {
 
 static int run(lntune *ctx, const lntune_args *a, int op) {
     if (!ctx) return LNTUNE_EINVAL;
-    int rc = check_args(ctx, a, op);
+    lntune_types types = {0}; /* set by check_args; zeroed for the compiler's flow analysis */
+    int rc = check_args(ctx, a, op, &types);
     if (rc != LNTUNE_OK || a->rows == 0) return rc;
 #ifdef LNTUNE_HAVE_CUDA
     if (a->device == LNTUNE_DEVICE_CUDA) return lntune_gpu_run(ctx, a, op, api_names[op]);
@@ -117,8 +119,8 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
                        : a->beta ? LNTUNE_DESC_BETA_ONLY
                                  : LNTUNE_DESC_NO_AFFINE;
-    const lntune_desc d = lntune_desc_make(op, lntune_types_packed(lntune_args_types(a)), affine,
-                                           lntune_rows_bucket(a->rows), a->H);
+    const lntune_desc d =
+        lntune_desc_make(op, lntune_types_packed(types), affine, lntune_rows_bucket(a->rows), a->H);
     uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;

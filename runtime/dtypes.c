@@ -12,10 +12,6 @@ const char *lntune_type_name(int type) {
     return type >= 0 && type < LNTUNE_TYPE_COUNT ? type_names[type] : "?";
 }
 
-size_t lntune_type_size(int type) {
-    return type == LNTUNE_TYPE_F32 ? 4 : 2;
-}
-
 int lntune_type_parse(const char *name, size_t len) {
     for (int t = 0; t < LNTUNE_TYPE_COUNT; ++t)
         if (strlen(type_names[t]) == len && memcmp(type_names[t], name, len) == 0) return t;

@@ -32,8 +32,12 @@ static inline int lntune_types_all_f32(lntune_types t) {
     return lntune_types_packed(t) == 0;
 }
 
+/* Bytes per element: 4 or 2. Inline: every call's argument check sizes x and y by it. */
+static inline size_t lntune_type_size(int type) {
+    return type == LNTUNE_TYPE_F32 ? 4 : 2;
+}
+
 const char *lntune_type_name(int type);              /* "f32", "f16", "bf16"; "?" out of range */
-size_t lntune_type_size(int type);                   /* bytes per element: 4 or 2 */
 int lntune_type_parse(const char *name, size_t len); /* -1 for an unknown name */
 
 /*

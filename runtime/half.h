@@ -9,6 +9,8 @@
 #ifndef LNTUNE_HALF_H
 #define LNTUNE_HALF_H
 
+#include "dtypes.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -59,6 +61,19 @@ static inline uint16_t lntune_f32_to_f16(float f) {
     uint32_t h = m >> shift;
     if (rest > half || (rest == half && (h & 1u))) ++h; /* 0x400 is the smallest normal */
     return (uint16_t)(sign | h);
+}
+
+/*
+ * Rounds the n floats at p to type (LNTUNE_TYPE_*) in place, packed from the start of
+ * p: a 16-bit type fills the first half of the bytes (element i is written after float i was
+ * read). fp32 is left as it is.
+ */
+static inline void lntune_narrow_in_place(float *p, size_t n, int type) {
+    uint16_t *h = (uint16_t *)p;
+    for (size_t i = 0; type != LNTUNE_TYPE_F32 && i < n; ++i) {
+        const float f = p[i];
+        h[i] = type == LNTUNE_TYPE_BF16 ? lntune_f32_to_bf16(f) : lntune_f32_to_f16(f);
+    }
 }
 
 #endif /* LNTUNE_HALF_H */
