@@ -1,6 +1,7 @@
 /*
- * check.h - the one assertion of the C tests: CHECK(cond, printf-args) prints "ok: ..." or
- * "FAIL file:line: ..." and counts failures; a test ends with CHECK_SUMMARY().
+ * check.h - the assertions of the C tests: CHECK(cond, printf-args) prints "ok: ..." or
+ * "FAIL file:line: ..." and counts failures; EXPECT counts them too but prints only failures;
+ * a test ends with CHECK_SUMMARY() (or its own summary from check_failures).
  */
 #ifndef LNTUNE_TEST_CHECK_H
 #define LNTUNE_TEST_CHECK_H
@@ -19,6 +20,18 @@ static int check_failures;
         }                                                                                          \
         printf(__VA_ARGS__);                                                                       \
         printf("\n");                                                                              \
+    } while (0)
+
+/* CHECK without the "ok" line, for tests that make thousands of checks: failures only, on stderr.
+ */
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: expected %s: ", __FILE__, __LINE__, #cond);                    \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            ++check_failures;                                                                      \
+        }                                                                                          \
     } while (0)
 
 /* Prints the closing line ("N passed, N failed" is left to ctest) and gives the exit code. */

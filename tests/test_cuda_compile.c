@@ -12,6 +12,7 @@
  * (skipped) when no NVRTC can be loaded. For work on the templates: LNTUNE_TEST_QUICK=N compiles
  * only every Nth variant, LNTUNE_TEST_DRY=1 none.
  */
+#include "check.h"
 #include "cuda_launch.h"
 #include "generator.h"
 #include "lntune.h"
@@ -25,18 +26,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s: ", __FILE__, __LINE__, #cond);                    \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            ++failures;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static double now_s(void) {
     struct timespec ts;
@@ -279,7 +268,7 @@ int main(void) {
     if (rc == LNTUNE_ENODEVICE) {
         printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
         lntune_nvrtc_close(nv);
-        return failures ? 1 : 77;
+        return check_failures ? 1 : 77;
     }
     EXPECT(rc == LNTUNE_OK, "open: %s", lntune_nvrtc_errmsg(nv));
     if (rc != LNTUNE_OK) return 1;
@@ -287,8 +276,8 @@ int main(void) {
     test_bad_source(nv);
     test_every_variant(nv);
     lntune_nvrtc_close(nv);
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
+    if (check_failures) {
+        fprintf(stderr, "%d failure(s)\n", check_failures);
         return 1;
     }
     printf("ok\n");

@@ -12,6 +12,7 @@
  * Exits 77 (skipped) when no NVRTC can be loaded.
  */
 #define _GNU_SOURCE /* memmem */
+#include "check.h"
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "generator.h"
@@ -22,18 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int failures;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s: ", __FILE__, __LINE__, #cond);                    \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            ++failures;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 enum { SM = 90, MAX_JOBS = 26 * 2 * 4 };
 
@@ -192,8 +181,8 @@ int main(void) {
            now_s() - t0, ms / 1e3);
     EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
     lntune_nvrtc_close(nv);
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
+    if (check_failures) {
+        fprintf(stderr, "%d failure(s)\n", check_failures);
         return 1;
     }
     printf("ok\n");
