@@ -13,6 +13,12 @@
 -- would otherwise lose three digits). "onepass" and "wide" accumulate in double lanes.
 -- 16-bit inputs widen exactly to fp32; y is computed in fp32 and rounded once to its type
 -- (round to nearest even, NaN stays a quiet NaN, overflow gives Inf).
+--
+-- Layout. With x, y and gamma/beta all bf16, layout=evenodd reads 2V elements as V 32-bit
+-- words: the even elements are the words shifted up 16 bits, the odd ones the words masked, and
+-- the rounded results merge back by a shift and an or. Every operation of a normalization is
+-- per element (and sums do not care about order), so the kernel never puts lanes back in
+-- memory order; the widening load of the linear layout costs a lane shuffle per V elements.
 
 local M = {}
 
@@ -26,7 +32,8 @@ local FILE_SCOPE_NAMES = {
     "welford", "merge", "sum_shifted", "sum_squared_deviations", "sum_squares", "row_stats",
     "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
     "vh", "vu", "load_x", "load_p", "store_y", "stream_y", "bf16_to_f32", "f32_to_bf16",
-    "f16_to_f32", "f32_to_f16", "narrow_y", "vs", "CHUNK",
+    "f16_to_f32", "f32_to_f16", "narrow_y", "vs", "CHUNK", "bf16_even", "bf16_odd", "bf16_round",
+    "store_y2", "stream_y2",
 }
 
 -- C element type of each tensor type; 16-bit types are carried as their bits.
@@ -69,16 +76,31 @@ function M.family(op)
                 end,
                 doc = "fp16 conversions in portable C, or native (F16C / AVX-512 vcvtph2ps, vcvtps2ph)",
             },
+            {
+                name = "layout",
+                values = function(_, shape)
+                    local t = shape.types or {}
+                    return (t.x == "bf16" and t.y == "bf16" and t.params == "bf16") and { "linear", "evenodd" }
+                        or { "linear" }
+                end,
+                doc = "bf16 lanes in memory order, or even/odd elements of a 32-bit load in two vectors "
+                    .. "(widened by a shift and a mask, narrowed by one or: no lane shuffles)",
+            },
+
             { name = "prefetch", values = { 0, 1 }, doc = "prefetch the next row (group) into L2 while normalizing" },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
         valid = function(p, host, shape)
             local types = shape.types or { x = "f32", y = "f32", params = "f32" }
-            local nt = stream[types.y == "f32" and p.vec or p.vec // 2]
+            local nt = stream[(types.y == "f32" or p.layout == "evenodd") and p.vec or p.vec // 2]
             if p.store == "nt" and not (nt and host.isa[nt.isa]) then
                 return false, "non-temporal stores need 16-byte vectors of y on x86"
             end
             if p.convert == "native" and p.vec < 4 then return false, "native conversions need vec >= 4" end
+            if p.layout == "evenodd" and p.vec < 4 then return false, "layout=evenodd needs vec >= 4" end
+            if p.layout == "evenodd" and p.stats == "welford" then
+                return false, "layout=evenodd feeds two vectors per step: not Welford's per-lane counts"
+            end
             if p.convert == "native" and p.vec == 16 and not host.isa.avx512f then
                 return false, "16-lane fp16 conversions need AVX-512"
             end
@@ -110,10 +132,12 @@ function M.family(op)
                 A = p.acc,
                 R = p.rows,
                 fixed_H = p.h == "fixed" and shape.H or false,
-                nt = p.store == "nt" and stream[half_y and p.vec // 2 or p.vec] or false,
+                nt = p.store == "nt" and stream[(half_y and p.layout ~= "evenodd") and p.vec // 2 or p.vec] or false,
+                -- vectors of V lanes per step and accumulator: 2 for even/odd
+                S = p.layout == "evenodd" and 2 or 1,
                 -- A fixed H that is a multiple of the step needs no scalar tail loops (and GCC
                 -- warns about the dead ones).
-                tail = not (p.h == "fixed" and shape.H % (p.vec * p.acc) == 0),
+                tail = not (p.h == "fixed" and shape.H % (p.vec * p.acc * (p.layout == "evenodd" and 2 or 1)) == 0),
             }
         end,
         properties = function(p, _, shape)
@@ -145,7 +169,7 @@ typedef double vd;
 @ end
 
 /* {{V}} lanes; {{A}} accumulators per row; fp32 partial sums flushed to double every BLOCK. */
-enum { LANES = {{V}}, STEP = {{V * A}}, BLOCK = {{V * A * 64}} };
+enum { LANES = {{V}}, STEP = {{V * A * S}}, BLOCK = {{V * A * S * 64}} };
 
 @ -- C expressions converting one element: X/P widen x/gamma to float, Y narrows to y's type.
 @ -- The conversions are marked unused: which of them a variant calls depends on its tails.
@@ -269,9 +293,41 @@ __attribute__((unused)) static inline vf {{name}}(const {{ct}} *p)
 @ end
 @ widener("load_x", types.x, "xt")
 @ widener("load_p", types.params, "pt")
+@ if S == 2 then
+
+/* Even and odd elements of {{2 * V}} bf16 at p as floats. A bf16 is the top half of an fp32 and
+ * x86 is little-endian: the even elements are the 32-bit words shifted up, the odd ones the
+ * words with their low halves cleared (no lane shuffles, unlike a widening load). */
+static inline vf bf16_even(const uint16_t *p)
+{
+    vu u;
+    __builtin_memcpy(&u, p, sizeof u);
+    u <<= 16;
+    vf v;
+    __builtin_memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+static inline vf bf16_odd(const uint16_t *p)
+{
+    vu u;
+    __builtin_memcpy(&u, p, sizeof u);
+    u &= 0xffff0000u;
+    vf v;
+    __builtin_memcpy(&v, &u, sizeof v);
+    return v;
+}
+@ end
+@ -- The load of the V elements at ptr (an element pointer expression) for vector h of a step:
+@ -- loader (load_x or load_p) in the linear layout, the even or odd half of 2V elements else.
+@ local function LD(loader, ptr, h)
+@   if S == 1 then return loader .. "(" .. ptr .. ")" end
+@   return (h == 0 and "bf16_even" or "bf16_odd") .. "(" .. ptr .. ")"
+@ end
 @
 @ -- The V results of v in y's type, in vy (a vector of y elements), then stored.
 @ local vy = V == 1 and "yt" or half_y and "vh" or "vf"
+@ if S == 1 then
 
 /* v rounded to {{types.y}}, as {{V}} y elements. */
 static inline {{vy}} narrow_y(vf v)
@@ -305,7 +361,40 @@ static inline {{vy}} narrow_y(vf v)
     return o;
 @ end
 }
-@ if not nt then
+@ end
+@ if S == 2 then
+
+/* v rounded to bf16 (nearest even; a NaN stays a quiet NaN) in the top half of each word. */
+static inline vu bf16_round(vf v)
+{
+    vu u;
+    __builtin_memcpy(&u, &v, sizeof u);
+    const vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
+    return ((u + 0x7fffu + (u >> 16 & 1u)) & ~nan) | ((u | 0x400000u) & nan);
+}
+@   if not nt then
+
+/* Stores the {{2 * V}} bf16 whose even elements are even and odd ones odd. */
+static inline void store_y2(yt *p, vf even, vf odd)
+{
+    const vu w = bf16_round(even) >> 16 | (bf16_round(odd) & 0xffff0000u);
+    __builtin_memcpy(p, &w, sizeof w);
+}
+@   else
+
+static inline void stream_y2(yt *p, vf even, vf odd)
+{
+    const vu w = bf16_round(even) >> 16 | (bf16_round(odd) & 0xffff0000u);
+#if defined(__clang__)
+    __builtin_nontemporal_store(w, (vu *)p);
+#else
+    vf f;
+    __builtin_memcpy(&f, &w, sizeof f);
+    {{nt.gcc}}((float *)p, f);
+#endif
+}
+@   end
+@ elseif not nt then
 
 static inline void store_y(yt *p, vf v)
 {
@@ -381,7 +470,9 @@ static void {{name}}(const xt *const x[{{R}}], int64_t H{{extra}}, double s[{{R}
 @   end)
         for (i = b; i < e; i += STEP) {
 @   lanes(function(r, u)
-            a{{r}}_{{u}} += {{ term(r, u * V) }};
+@     for h = 0, S - 1 do
+            a{{r}}_{{u}} += {{ term(r, u * V * S, h) }};
+@     end
 @   end)
         }
 @   rows(function(r)
@@ -400,15 +491,15 @@ static void {{name}}(const xt *const x[{{R}}], int64_t H{{extra}}, double s[{{R}
 }
 
 @ end
-@ local function at(r, o) return "load_x(x[" .. r .. "] + i + " .. o .. ")" end
+@ local function at(r, o, h) return LD("load_x", "x[" .. r .. "] + i + " .. o, h) end
 @ local function xs(r, i) return X("x[" .. r .. "][" .. i .. "]") end
 @ if LN and p.stats == "twopass" then
 @   reduction("sum_shifted", "s[r] += sum of x[r][i] - k[r].", ", const float k[" .. R .. "]",
-@             function(r, o) return at(r, o) .. " - k[" .. r .. "]" end,
+@             function(r, o, h) return at(r, o, h) .. " - k[" .. r .. "]" end,
 @             function(r) return xs(r, "i") .. " - k[" .. r .. "]" end)
 @   reduction("sum_squared_deviations", "s[r] += sum of (x[r][i] - mean[r])^2.",
 @             ", const float mean[" .. R .. "]",
-@             function(r, o) return "square(" .. at(r, o) .. " - mean[" .. r .. "])" end,
+@             function(r, o, h) return "square(" .. at(r, o, h) .. " - mean[" .. r .. "])" end,
 @             function(r) return "(" .. xs(r, "i") .. " - mean[" .. r .. "]) * (" .. xs(r, "i") .. " - mean[" .. r .. "])" end)
 /* Mean and 1/sqrt(var + eps) of {{R}} row(s): a pass for the mean, one for squared deviations. */
 static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
@@ -511,10 +602,10 @@ static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean
 @   end)
     int64_t i = 0;
     for (; i < nstep; i += STEP) {
-@   lanes(function(r, u)
+@   lanes(function(r, u) for h = 0, S - 1 do
 @     if V > 1 then
         {
-            const vd v = __builtin_convertvector(load_x(x[{{r}}] + i + {{u * V}}), vd){{LN and (" - k[" .. r .. "]") or ""}};
+            const vd v = __builtin_convertvector({{at(r, u * V * S, h)}}, vd){{LN and (" - k[" .. r .. "]") or ""}};
 @     else
         {
             const vd v = (double){{xs(r, "i + " .. u)}}{{LN and (" - k[" .. r .. "]") or ""}};
@@ -526,7 +617,7 @@ static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean
             s{{r}}_{{u}} += v * v;
 @     end
         }
-@   end)
+@   end end)
     }
 @   rows(function(r)
 @     local s, q = {}, {}
@@ -568,7 +659,7 @@ static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean
 }
 @ else
 @   reduction("sum_squares", "s[r] += sum of x[r][i]^2.", "",
-@             function(r, o) return "square(" .. at(r, o) .. ")" end,
+@             function(r, o, h) return "square(" .. at(r, o, h) .. ")" end,
 @             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end)
 /* 1/sqrt(mean square + eps) of {{R}} row(s); mean is 0 for RMSNorm. */
 static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
@@ -592,29 +683,32 @@ static void {{name}}(const xt *x, yt *y, const pt *gamma, const pt *beta, float 
 {
     (void)gamma, (void)beta, (void)mean, (void)next;
     int64_t i = 0;
-@   if nt then
-    /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
-    for (; i < H && ((uintptr_t)(y + i) & {{V * YB - 1}}) != 0; ++i) y[i] = {{ Y(scalar) }};
-    for (; i + STEP <= H; i += STEP) {
+@   -- One step's stores: V elements per accumulator, or 2V as an even and an odd vector.
+@   local function step(store)
 @     if p.prefetch == 1 then
-@       for o = 0, math.max(V * A * XB, 64) - 1, 64 do
+@       for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
         __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
 @       end
 @     end
 @     for u = 0, A - 1 do
-        stream_y(y + i + {{u * V}}, {{ expr("load_x(x + i + " .. u * V .. ")", "i + " .. u * V) }});
+@       local o = "i + " .. u * V * S
+@       if S == 1 then
+        {{store}}_y(y + {{o}}, {{ expr(LD("load_x", "x + " .. o, 0), o, 0) }});
+@       else
+        {{store}}_y2(y + {{o}}, {{ expr(LD("load_x", "x + " .. o, 0), o, 0) }},
+                   {{ expr(LD("load_x", "x + " .. o, 1), o, 1) }});
+@       end
 @     end
+@   end
+@   if nt then
+    /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
+    for (; i < H && ((uintptr_t)(y + i) & {{V * YB * S - 1}}) != 0; ++i) y[i] = {{ Y(scalar) }};
+    for (; i + STEP <= H; i += STEP) {
+@     step("stream")
     }
 @   else
     for (; i + STEP <= H; i += STEP) {
-@     if p.prefetch == 1 then
-@       for o = 0, math.max(V * A * XB, 64) - 1, 64 do
-        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
-@       end
-@     end
-@     for u = 0, A - 1 do
-        store_y(y + i + {{u * V}}, {{ expr("load_x(x + i + " .. u * V .. ")", "i + " .. u * V) }});
-@     end
+@     step("store")
     }
 @   end
 @   if tail or nt then
@@ -630,16 +724,16 @@ static void {{name}}(const xt *x, yt *y, const pt *gamma, const pt *beta, float 
 @   if b then e = e .. " + " .. b end
 @   return e
 @ end
-@ local function vec(name) return function(o) return "load_p(" .. name .. " + " .. o .. ")" end end
+@ local function vec(name) return function(o, h) return LD("load_p", name .. " + " .. o, h) end end
 @ local xi, gi, bi = X("x[i]"), P("gamma[i]"), P("beta[i]")
 @ local G, B = vec("gamma"), vec("beta")
 @ if p.affine == "fused" then
 @   if LN then
 @     normalize("normalize_gamma_beta", "y = (x - mean) * rstd * gamma + beta",
-@               function(v, o) return out(v, G(o), B(o)) end, out(xi, gi, bi))
+@               function(v, o, h) return out(v, G(o, h), B(o, h)) end, out(xi, gi, bi))
 @   end
 @   normalize("normalize_gamma", "y = " .. string.format(center, "x") .. " * rstd * gamma",
-@             function(v, o) return out(v, G(o)) end, out(xi, gi))
+@             function(v, o, h) return out(v, G(o, h)) end, out(xi, gi))
 @ else
 @   normalize("normalize_plain", "y = " .. string.format(center, "x") .. " * rstd",
 @             function(v) return out(v) end, out(xi))
