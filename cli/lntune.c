@@ -820,9 +820,10 @@ static const command commands[] = {
      "  variant on rows x H (rows default as for tune): time, GB/s, ratio to the better copy.\n"},
     {"export", cmd_export,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
-     "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels, a dispatch table,\n"
-     "  the generic kernels and a small thread pool, as plain C (libc, libm, pthreads).\n"
-     "  When the database holds CUDA winners, also DIR/lntune_kernels.cu and\n"
+     "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"
+     "  tuple, a dispatch table, the generic kernels and a small thread pool, as plain C\n"
+     "  (libc, libm, pthreads). Rows of ops it does not know are left out with a warning.\n"
+     "  When the database holds fp32 CUDA winners, also DIR/lntune_kernels.cu and\n"
      "  lntune_kernels_cuda.h (nvcc, CUDA runtime): every GPU's winners, or --gpu's only.\n"
      "  --cmake also writes a CMakeLists.txt for add_subdirectory (a CUDA target where\n"
      "  CMake finds a CUDA compiler).\n"},

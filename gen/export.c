@@ -1,14 +1,18 @@
 /*
  * export.c - writes lntune_kernels.{c,h} (see export.h for what and why).
  *
- * The dispatch code of the exported file is fixed text below; only the kernels, the table and
- * the header comment vary. The rows buckets of the table come from lntune_rows_bucket, so the
- * exported code picks a winner exactly as the runtime does: the winner of the call's bucket,
- * else the nearest tuned bucket of the same op, H and affine, else the generic kernel.
+ * The dispatch code of the exported file is fixed text below; the kernels, the tables, the entry
+ * points (one pair per row of lntune_export_ops) and the header comment vary. The table keys on
+ * (op, type tuple, H, affine, rows bucket) as the runtime's descriptor does: the tuple packs as
+ * runtime/dtypes.h packs it (0 for all-fp32) and the rows buckets come from lntune_rows_bucket, so
+ * the exported code picks a winner exactly as the runtime does: the winner of the call's bucket,
+ * else the nearest tuned bucket of the same op, tuple, H and affine, else the generic kernel of the
+ * tuple (fp32: the templates' built-in variants; fp16/bf16: export_typed.c's portable kernels).
  */
 #include "export_internal.h"
 
 #include "builtin.h"
+#include "dtypes.h"
 #include "generator.h"
 #include "lntune.h"
 #include "tuning_db.h"
@@ -116,7 +120,9 @@ void lntune_export_warn(const lntune_export_config *c, const char *fmt, ...) {
 }
 
 typedef struct {
-    char op[16], dtype[16], variant[512], template_hash[17];
+    char op[16], dtype[24], variant[512], template_hash[17];
+    int op_index;       /* in lntune_export_ops */
+    lntune_types types; /* parsed from dtype */
     int64_t H, tuned_rows, rows_lo, rows_hi;
     int affine, threads;
     double median_ns, gbps, copy_gbps, max_error;
@@ -126,11 +132,22 @@ typedef struct {
     winner *w;
     size_t n, cap;
     int oom;
+    int skipped; /* rows of an op or dtype text this export does not know */
+    const lntune_export_config *c;
 } winner_list;
 
+/* Every CPU winner of an op and type tuple the export knows; the others, each with a warning. */
 static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     winner_list *l = ud;
-    if (strcmp(key->target, "cpu") != 0 || strcmp(key->dtype, "f32") != 0) return 0;
+    if (strcmp(key->target, "cpu") != 0) return 0;
+    const int op = lntune_export_op_find(key->op);
+    lntune_types types;
+    if (op < 0 || lntune_types_parse(key->dtype, &types) != 0) {
+        lntune_export_warn(l->c, "%s %s H=%lld: %s unknown to this export; left out", key->op,
+                           key->dtype, (long long)key->H, op < 0 ? "op" : "dtype");
+        ++l->skipped;
+        return 0;
+    }
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         winner *w = realloc(l->w, cap * sizeof *w);
@@ -144,6 +161,8 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     memset(w, 0, sizeof *w);
     snprintf(w->op, sizeof w->op, "%s", key->op);
     snprintf(w->dtype, sizeof w->dtype, "%s", key->dtype);
+    w->op_index = op;
+    w->types = types;
     snprintf(w->variant, sizeof w->variant, "%s", b->variant ? b->variant : "");
     w->H = key->H;
     w->tuned_rows = b->tuned_rows > 0 ? b->tuned_rows : key->rows;
@@ -233,14 +252,15 @@ static const char dispatch_text[] =
     "    return rc;\n"
     "}\n"
     "\n"
-    "/* The winner of (op, H, affine) for rows: its bucket, else the nearest tuned bucket. */\n"
-    "static const tuned_entry *find_tuned(int op, int64_t H, int affine, int64_t rows)\n"
+    "/* The winner of (op, types, H, affine) for rows: its bucket, else the nearest tuned one. */\n"
+    "static const tuned_entry *find_tuned(int op, int types, int64_t H, int affine, int64_t rows)\n"
     "{\n"
     "    const tuned_entry *best = NULL;\n"
     "    double best_distance = 0.0;\n"
     "    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {\n"
     "        const tuned_entry *e = &tuned[i];\n"
-    "        if (!e->fn || e->op != op || e->H != H || e->affine != affine) continue;\n"
+    "        if (!e->fn || e->op != op || e->types != types || e->H != H || e->affine != affine)\n"
+    "            continue;\n"
     "        if (rows >= e->rows_lo && rows <= e->rows_hi) return e;\n"
     "        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows\n"
     "                                     : (double)rows / (double)e->rows_hi;\n"
@@ -249,23 +269,21 @@ static const char dispatch_text[] =
     "    return best;\n"
     "}\n"
     "\n"
-    "/* Beta without gamma: the generic plain kernel, then beta added. */\n"
-    "static int layernorm_beta_only(const lntune_kernel_args *a, int64_t begin, int64_t end)\n"
+    "/* The internal type (0 fp32, 1 fp16, 2 bf16) of a public one (1 fp32, 2 fp16, 3 bf16), 0\n"
+    " * meaning dflt; -1 out of range. */\n"
+    "static int internal_type(int type, int dflt)\n"
     "{\n"
-    "    lntune_kernel_args plain = *a;\n"
-    "    plain.beta = NULL;\n"
-    "    int rc = lntune_kernels_generic_layernorm_plain(&plain, begin, end);\n"
-    "    for (int64_t r = begin; rc == LNTUNE_KERNEL_OK && r < end; ++r) {\n"
-    "        float *y = (float *)a->y + r * a->y_stride;\n"
-    "        for (int64_t i = 0; i < a->H; ++i) y[i] += ((const float *)a->beta)[i];\n"
-    "    }\n"
-    "    return rc;\n"
+    "    return type == LNTUNE_KERNELS_DEFAULT ? dflt\n"
+    "           : type >= LNTUNE_KERNELS_F32 && type <= LNTUNE_KERNELS_BF16 ? type - 1 : -1;\n"
     "}\n"
     "\n"
-    "static int run(int op, const lntune_kernel_args *args)\n"
+    "static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t)\n"
     "{\n"
+    "    const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),\n"
+    "              pt = internal_type(t.params, xt);\n"
     "    if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||\n"
-    "        args->residual || args->residual_out || (op == 1 && args->beta))\n"
+    "        args->residual || args->residual_out || (!op_takes_beta[op] && args->beta) ||\n"
+    "        xt < 0 || yt < 0 || pt < 0)\n"
     "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
     "    if (args->rows == 0) return LNTUNE_KERNEL_OK;\n"
     "    lntune_kernel_args a = *args;\n"
@@ -273,35 +291,74 @@ static const char dispatch_text[] =
     "    if (a.y_stride == 0) a.y_stride = a.H;\n"
     "    if (!(a.eps > 0.0f)) a.eps = 1e-5f;\n"
     "    if (a.x_stride < a.H || a.y_stride < a.H) return LNTUNE_KERNEL_EUNSUPPORTED;\n"
+    "    const int types = xt | yt << 2 | pt << 4; /* as the runtime packs a tuple */\n"
     "    int affine = a.gamma ? 1 : a.beta ? 2 : 0;\n"
-    "    const tuned_entry *e = affine < 2 ? find_tuned(op, a.H, affine, a.rows) : NULL;\n"
+    "    const tuned_entry *e = affine < 2 ? find_tuned(op, types, a.H, affine, a.rows) : NULL;\n"
     "    if (e) {\n"
     "        int rc = run_threads(e->fn, &a, e->threads);\n"
     "        if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;\n"
     "    }\n"
-    "    lntune_kernel_fn generic = op == 0 ? (affine == 1   ? "
-    "lntune_kernels_generic_layernorm_affine\n"
-    "                                          : affine == 0 ? "
-    "lntune_kernels_generic_layernorm_plain\n"
-    "                                                        : layernorm_beta_only)\n"
-    "                                       : (affine == 1 ? "
-    "lntune_kernels_generic_rmsnorm_affine\n"
-    "                                                      : "
-    "lntune_kernels_generic_rmsnorm_plain);\n"
+    "    lntune_kernel_fn generic = types == 0 ? generic_f32[op][affine] : "
+    "typed_generic[op][xt][yt][pt];\n"
     "    int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? "
     "LNTUNE_KERNELS_MAX_THREADS : 1;\n"
     "    return run_threads(generic, &a, threads);\n"
     "}\n"
-    "\n"
-    "int lntune_kernels_layernorm(const lntune_kernel_args *args)\n"
-    "{\n"
-    "    return run(0, args);\n"
-    "}\n"
-    "\n"
-    "int lntune_kernels_rmsnorm(const lntune_kernel_args *args)\n"
-    "{\n"
-    "    return run(1, args);\n"
-    "}\n";
+    "\n";
+
+/*
+ * The fp32 generic kernels of each op (the templates' built-in variants, already in the text) as
+ * the table generic_f32[op][affine] (0 neither, 1 gamma, 2 beta only), with a beta-only wrapper
+ * for the ops that take beta, and op_takes_beta[op].
+ */
+static int put_generic_f32(lntune_export_buf *b, char *msg, size_t msglen) {
+    char plain[LNTUNE_EXPORT_MAX_OPS][128], affine[LNTUNE_EXPORT_MAX_OPS][128];
+    if (lntune_export_op_count > LNTUNE_EXPORT_MAX_OPS) {
+        snprintf(msg, msglen, "more ops than LNTUNE_EXPORT_MAX_OPS");
+        return LNTUNE_ERROR;
+    }
+    for (size_t op = 0; op < lntune_export_op_count; ++op) {
+        plain[op][0] = affine[op][0] = '\0';
+        for (size_t i = 0; i < lntune_builtin_variant_count; ++i)
+            if (strcmp(lntune_builtin_variants[i].op, lntune_export_ops[op].name) == 0)
+                lntune_builtin_symbol("lntune_kernels_generic", i,
+                                      lntune_builtin_variants[i].affine ? affine[op] : plain[op],
+                                      sizeof plain[op]);
+        if (!plain[op][0] || !affine[op][0]) {
+            snprintf(msg, msglen, "op %s has no built-in variants (gen/builtin.c)",
+                     lntune_export_ops[op].name);
+            return LNTUNE_ERROR;
+        }
+        if (lntune_export_ops[op].takes_beta)
+            lntune_export_put(
+                b,
+                "/* Beta without gamma: the generic plain kernel, then beta added. */\n"
+                "static int generic_%s_beta_only(const lntune_kernel_args *a, int64_t begin, "
+                "int64_t end)\n{\n"
+                "    lntune_kernel_args plain = *a;\n"
+                "    plain.beta = NULL;\n"
+                "    int rc = %s(&plain, begin, end);\n"
+                "    for (int64_t r = begin; rc == LNTUNE_KERNEL_OK && r < end; ++r) {\n"
+                "        float *y = (float *)a->y + r * a->y_stride;\n"
+                "        for (int64_t i = 0; i < a->H; ++i) y[i] += ((const float *)a->beta)[i];\n"
+                "    }\n    return rc;\n}\n\n",
+                lntune_export_ops[op].name, plain[op]);
+    }
+    lntune_export_put(b, "/* [op][affine]: 0 neither, 1 gamma (beta optional), 2 beta only. */\n"
+                         "static const lntune_kernel_fn generic_f32[][3] = {\n");
+    for (size_t op = 0; op < lntune_export_op_count; ++op) {
+        char beta_only[160] = "NULL";
+        if (lntune_export_ops[op].takes_beta)
+            snprintf(beta_only, sizeof beta_only, "generic_%s_beta_only",
+                     lntune_export_ops[op].name);
+        lntune_export_put(b, "    {%s, %s, %s},\n", plain[op], affine[op], beta_only);
+    }
+    lntune_export_put(b, "};\n\nstatic const int op_takes_beta[] = {");
+    for (size_t op = 0; op < lntune_export_op_count; ++op)
+        lntune_export_put(b, "%s%d", op ? ", " : "", lntune_export_ops[op].takes_beta);
+    lntune_export_put(b, "};\n\n");
+    return LNTUNE_OK;
+}
 
 static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cpu,
                                  const winner_list *l, const int *ok, const char *db_note) {
@@ -340,7 +397,9 @@ static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cp
         lntune_export_put(b, " *   %s %s: %s\n", lntune_builtin_variants[i].op,
                           lntune_builtin_variants[i].affine ? "affine" : "no affine",
                           lntune_builtin_variants[i].variant);
-    lntune_export_put(b, " */\n");
+    lntune_export_put(b,
+                      " *   fp16/bf16 tuples: portable kernels, one per op and tuple, every affine "
+                      "kind\n */\n");
 }
 
 int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
@@ -354,7 +413,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     snprintf(r->fingerprint, sizeof r->fingerprint, "%s", cpu.fingerprint);
 
     /* This machine's winners, if the database knows it. */
-    winner_list list = {0};
+    winner_list list = {.c = c};
     lntune_db *db = NULL;
     char note[600] = "";
     int64_t hw = 0;
@@ -393,11 +452,11 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         winner *w = &list.w[i];
         char symbol[64];
         snprintf(symbol, sizeof symbol, "lntune_kernels_t%zu", i);
-        lntune_shape shape = {.H = w->H};
+        lntune_shape shape = {.H = w->H, .types = w->types};
         lntune_source src;
         if (lntune_gen_emit(g, "cpu", w->op, w->variant, &shape, symbol, &src) != LNTUNE_OK) {
-            lntune_export_warn(c, "%s H=%lld: variant '%s' no longer generates (%s); left out",
-                               w->op, (long long)w->H, w->variant, lntune_gen_errmsg(g));
+            lntune_export_warn(c, "%s %s H=%lld: variant '%s' no longer generates (%s); left out",
+                               w->op, w->dtype, (long long)w->H, w->variant, lntune_gen_errmsg(g));
             ++r->skipped;
             continue;
         }
@@ -407,9 +466,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         if (measured[0] && strcmp(measured, src.template_hash) != 0)
             lntune_export_warn(
                 c,
-                "%s H=%lld: the template changed since '%s' was measured (hash %s, now %s); "
+                "%s %s H=%lld: the template changed since '%s' was measured (hash %s, now %s); "
                 "exporting the regenerated source: re-tune to refresh its timing",
-                w->op, (long long)w->H, w->variant, measured, src.template_hash);
+                w->op, w->dtype, (long long)w->H, w->variant, measured, src.template_hash);
         lntune_export_put(&kernels, "%s\n", src.text);
         lntune_source_free(&src);
         ok[i] = 1;
@@ -423,30 +482,46 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     }
     lntune_export_put(&kernels, "%s", generic);
     free(generic);
+    lntune_export_put_typed_fallback(&kernels);
+    if ((rc = put_generic_f32(&kernels, r->message, sizeof r->message)) != LNTUNE_OK) goto done;
+    r->skipped += list.skipped;
     if (cpu.cores > max_threads) max_threads = cpu.cores;
 
     /* lntune_kernels.c */
     write_header_comment(&out, &cpu, &list, ok, note[0] ? note : NULL);
     lntune_export_put(&out, "#define _POSIX_C_SOURCE 200809L\n#include \"lntune_kernels.h\"\n\n");
-    lntune_export_put(&out, "#include <pthread.h>\n#include <stddef.h>\n#include <stdint.h>\n\n");
+    lntune_export_put(&out, "#include <math.h>\n#include <pthread.h>\n#include <stddef.h>\n"
+                            "#include <stdint.h>\n#include <string.h>\n\n");
     lntune_export_put(&out, "#define LNTUNE_KERNELS_MAX_THREADS %d\n\n", max_threads);
     lntune_export_put(&out, "%s\n", kernels.s ? kernels.s : "");
     lntune_export_put(&out,
-                      "typedef struct {\n    int op; /* 0 layernorm, 1 rmsnorm */\n    int64_t H;\n"
-                      "    int affine;\n    int64_t rows_lo, rows_hi;\n    lntune_kernel_fn fn;\n"
-                      "    int threads;\n} tuned_entry;\n\n");
+                      "typedef struct {\n    int op; /* index in op_takes_beta */\n"
+                      "    int types; /* x | y << 2 | params << 4; 0 fp32, 1 fp16, 2 bf16 */\n"
+                      "    int64_t H;\n    int affine;\n    int64_t rows_lo, rows_hi;\n"
+                      "    lntune_kernel_fn fn;\n    int threads;\n} tuned_entry;\n\n");
     lntune_export_put(&out, "static const tuned_entry tuned[] = {\n");
     for (size_t i = 0; i < list.n; ++i) {
         const winner *w = &list.w[i];
         if (!ok[i]) continue;
         lntune_export_put(
             &out,
-            "    {%d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), lntune_kernels_t%zu, %d},\n",
-            strcmp(w->op, "rmsnorm") == 0, (long long)w->H, w->affine, (long long)w->rows_lo,
-            (long long)w->rows_hi, i, w->threads);
+            "    {%d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), lntune_kernels_t%zu, "
+            "%d}, /* %s %s */\n",
+            w->op_index, lntune_types_packed(w->types), (long long)w->H, w->affine,
+            (long long)w->rows_lo, (long long)w->rows_hi, i, w->threads, w->op, w->dtype);
     }
-    lntune_export_put(&out, "    {0, 0, 0, 0, 0, NULL, 0} /* keeps the table non-empty */\n};\n\n");
+    lntune_export_put(&out,
+                      "    {0, 0, 0, 0, 0, 0, NULL, 0} /* keeps the table non-empty */\n};\n\n");
     lntune_export_put(&out, "%s", dispatch_text);
+    for (size_t i = 0; i < lntune_export_op_count; ++i)
+        lntune_export_put(
+            &out,
+            "int lntune_kernels_%s(const lntune_kernel_args *args)\n{\n"
+            "    const lntune_kernels_types fp32 = {0, 0, 0};\n"
+            "    return run(%zu, args, fp32);\n}\n\n"
+            "int lntune_kernels_%s_v2(const lntune_kernel_args *args, "
+            "lntune_kernels_types types)\n{\n    return run(%zu, args, types);\n}\n\n",
+            lntune_export_ops[i].name, i, lntune_export_ops[i].name, i);
 
     /* lntune_kernels.h */
     const char *abi = lntune_export_abi_header();
@@ -456,17 +531,42 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         " * LayerNorm and RMSNorm tuned for one machine (%s); see lntune_kernels.c.\n"
         " * Fill an lntune_kernel_args (rows, H, x, y; gamma, beta, mean, rstd optional;\n"
         " * strides of 0 mean H, eps of 0 means 1e-5) and call one of the functions below.\n"
+        " * lntune_kernels_<op>(args) takes fp32 x, y, gamma and beta. "
+        "lntune_kernels_<op>_v2(args,\n"
+        " * types) takes x, y and gamma/beta each as fp32, fp16 or bf16 (LNTUNE_KERNELS_F32, "
+        "_F16,\n"
+        " * _BF16: lntune.h's lntune_dtype numbers; 0 means fp32 for x and x's type for y and\n"
+        " * params, so a zeroed types is all fp32 and setting x alone gives every tensor its "
+        "type).\n"
+        " * 16-bit tensors hold uint16_t bit patterns, aligned to 2 bytes; strides count "
+        "elements.\n"
+        " * Inputs widen exactly to fp32, statistics are fp32 (mean, rstd), y is computed in fp32\n"
+        " * and rounded once to its type (to nearest even; overflow gives Inf).\n"
         " * They return LNTUNE_KERNEL_OK, or LNTUNE_KERNEL_EUNSUPPORTED for arguments no\n"
-        " * kernel serves (NULL x or y, H <= 0, a stride < H, residual, RMSNorm with beta).\n"
+        " * kernel serves (NULL x or y, H <= 0, a stride < H, residual, RMSNorm with beta,\n"
+        " * a type outside 0..3). Every type tuple and shape is served: a tuned kernel where\n"
+        " * the database had one, else a generic one.\n"
         " * Thread-safe; multi-threaded winners share one pool, and a call that finds it\n"
         " * busy runs on the calling thread.\n */\n",
         cpu.fingerprint);
     lntune_export_put(&header, "#ifndef LNTUNE_KERNELS_H\n#define LNTUNE_KERNELS_H\n\n%s\n",
                       abi ? abi : "");
     lntune_export_put(&header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-                               "int lntune_kernels_layernorm(const lntune_kernel_args *args);\n"
-                               "int lntune_kernels_rmsnorm(const lntune_kernel_args *args);\n\n"
-                               "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
+                               "#define LNTUNE_KERNELS_DEFAULT 0\n#define LNTUNE_KERNELS_F32 1\n"
+                               "#define LNTUNE_KERNELS_F16 2\n#define LNTUNE_KERNELS_BF16 3\n\n"
+                               "typedef struct lntune_kernels_types {\n"
+                               "    int x;      /* x; 0: fp32 */\n"
+                               "    int y;      /* y; 0: as x */\n"
+                               "    int params; /* gamma and beta; 0: as x */\n"
+                               "} lntune_kernels_types;\n\n");
+    for (size_t i = 0; i < lntune_export_op_count; ++i)
+        lntune_export_put(&header,
+                          "/* %s */\nint lntune_kernels_%s(const lntune_kernel_args *args);\n"
+                          "int lntune_kernels_%s_v2(const lntune_kernel_args *args, "
+                          "lntune_kernels_types types);\n\n",
+                          lntune_export_ops[i].doc, lntune_export_ops[i].name,
+                          lntune_export_ops[i].name);
+    lntune_export_put(&header, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
     if (out.oom || header.oom || kernels.oom || !abi) {
         rc = abi ? LNTUNE_ENOMEM : LNTUNE_ERROR;
         snprintf(r->message, sizeof r->message, "%s", abi ? "out of memory" : "no ABI header");

@@ -9,7 +9,15 @@
  * a small persistent pthread pool for multi-threaded winners. The files need only libc, libm and
  * pthreads, and compile with -std=c11 -Wall -Wextra -Werror under gcc and clang.
  *
- * CUDA: when the database holds CUDA winners (best rows of target "cuda", dtype f32), export also
+ * Types: winners of every (x, y, gamma/beta) tuple are exported, keyed as the runtime keys them.
+ * lntune_kernels_<op>(args) is fp32, as in every earlier export; lntune_kernels_<op>_v2(args,
+ * types) takes any tuple (lntune_dtype's numbers, 0 the same defaults as lntune_args). A tuple no
+ * winner covers runs export_typed.c's portable kernel of that tuple. Ops are the rows of
+ * lntune_export_ops (export_ops.c); a database row of any other op or of unparsable dtype text is
+ * left out with one warning line, never exported as something else.
+ *
+ * CUDA: when the database holds CUDA winners (best rows of target "cuda", dtype f32: the CUDA path
+ * serves fp32 only, so other dtypes and unknown ops are left out with a warning), export also
  * writes lntune_kernels.cu and lntune_kernels_cuda.h: the winners of every GPU hardware row (or
  * of config->gpu's only), each regenerated for its row's compute capability, the generic CUDA
  * kernels of builtin.h for every other shape, and host code that launches them with the grid and

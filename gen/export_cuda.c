@@ -45,7 +45,10 @@ typedef struct {
     cuda_winner *w;
     size_t n, cap;
     int oom;
-    size_t gpu; /* the GPU being collected */
+    size_t gpu;  /* the GPU being collected */
+    int skipped; /* rows of a dtype or op the CUDA export does not serve */
+    const lntune_export_config *c;
+    const char *gpu_name;
 } cuda_list;
 
 static int collect_gpu(void *ud, const lntune_db_hardware *hw) {
@@ -71,7 +74,17 @@ static int collect_gpu(void *ud, const lntune_db_hardware *hw) {
 
 static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b) {
     cuda_list *l = ud;
-    if (strcmp(key->target, "cuda") != 0 || strcmp(key->dtype, "f32") != 0) return 0;
+    if (strcmp(key->target, "cuda") != 0) return 0;
+    const int op = lntune_export_op_find(key->op);
+    if (op < 0 || !lntune_export_ops[op].cuda || strcmp(key->dtype, "f32") != 0) {
+        /* The CUDA path serves fp32 only; an op it does not know is never exported as another. */
+        lntune_export_warn(l->c, "%s %s H=%lld on %s: %s; left out", key->op, key->dtype,
+                           (long long)key->H, l->gpu_name,
+                           op < 0 || !lntune_export_ops[op].cuda ? "op unknown to the CUDA export"
+                                                                 : "the CUDA export is fp32 only");
+        ++l->skipped;
+        return 0;
+    }
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         cuda_winner *w = realloc(l->w, cap * sizeof *w);
@@ -332,13 +345,15 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
         return LNTUNE_OK;
     }
     gpu_list gpus = {.only = c->gpu};
-    cuda_list list = {0};
+    cuda_list list = {.c = c};
     lntune_export_buf kernels = {0}, out = {0}, header = {0};
     int rc = lntune_db_each_hardware(db, collect_gpu, &gpus);
     for (size_t i = 0; rc == LNTUNE_OK && !gpus.oom && i < gpus.n; ++i) {
         list.gpu = i;
+        list.gpu_name = gpus.v[i].model;
         rc = lntune_db_each_best(db, gpus.v[i].id, collect_best, &list);
     }
+    r->cuda_skipped += list.skipped;
     if (rc != LNTUNE_OK || gpus.oom || list.oom) {
         snprintf(r->message, sizeof r->message, "reading the GPU winners: %s",
                  gpus.oom || list.oom ? "out of memory" : lntune_db_errmsg(db));
@@ -486,7 +501,7 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
         if (!w->ok) continue;
         char symbol[64];
         snprintf(symbol, sizeof symbol, "lntune_kernels_cuda_t%zu", i);
-        put_entry(&out, (int)w->gpu, strcmp(w->op, "rmsnorm") == 0, w->H, w->affine, w->rows_lo,
+        put_entry(&out, (int)w->gpu, lntune_export_op_find(w->op), w->H, w->affine, w->rows_lo,
                   w->rows_hi, symbol, &w->launch);
         ++ntuned;
     }
@@ -494,7 +509,7 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
         char symbol[128];
         const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
         generic_symbol(v, symbol, sizeof symbol);
-        put_entry(&out, -1, strcmp(v->op, "rmsnorm") == 0, 0, v->affine, 1, INT64_MAX, symbol,
+        put_entry(&out, -1, lntune_export_op_find(v->op), 0, v->affine, 1, INT64_MAX, symbol,
                   &generic[i]);
     }
     lntune_export_put(&out, "};\nconstexpr int GENERIC = %d;\n\n", ntuned);

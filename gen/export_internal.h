@@ -1,6 +1,6 @@
 /*
  * export_internal.h - what export.c (the C kernels) and export_cuda.c (the CUDA kernels) share:
- * a growing text buffer, file writing, warnings and the rows range of a bucket.
+ * a growing text buffer, file writing, warnings, the rows range of a bucket and the ops table.
  */
 #ifndef LNTUNE_EXPORT_INTERNAL_H
 #define LNTUNE_EXPORT_INTERNAL_H
@@ -17,6 +17,34 @@ typedef struct lntune_export_buf {
     size_t len, cap;
     int oom; /* a put ran out of memory: the text is incomplete */
 } lntune_export_buf;
+
+/*
+ * An op the export serves (export_ops.c). Its index in lntune_export_ops is its number in the
+ * exported tables; the name is the database's op text and the suffix of the exported entry points
+ * (lntune_kernels_<name>), so it is a C identifier.
+ */
+typedef struct lntune_export_op {
+    const char *name;
+    int takes_beta;  /* beta is accepted (else a call with beta is declined) */
+    int centered;    /* the portable fp16/bf16 fallback subtracts the mean (LayerNorm) or not */
+    int cuda;        /* the CUDA export serves it too (its fixed dispatch, under this index) */
+    const char *doc; /* the formula, for the exported header */
+} lntune_export_op;
+
+#define LNTUNE_EXPORT_MAX_OPS 16 /* bounds the rows of lntune_export_ops */
+
+extern const lntune_export_op lntune_export_ops[];
+extern const size_t lntune_export_op_count;
+
+/* The index of op text in lntune_export_ops, or -1 for an op the export does not know. */
+int lntune_export_op_find(const char *name);
+
+/*
+ * Appends the exported portable kernels of every fp16/bf16 type tuple (export_typed.c): for each
+ * op, one kernel per (x, y, params) tuple serving every affine kind, and the table
+ * typed_generic[op][x][y][params] of them (NULL for all-fp32, which the fp32 generics serve).
+ */
+void lntune_export_put_typed_fallback(lntune_export_buf *b);
 
 /* Appends printf-formatted text. */
 void lntune_export_put(lntune_export_buf *b, const char *fmt, ...)

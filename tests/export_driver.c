@@ -1,15 +1,23 @@
 /*
  * export_driver.c - runs the kernels of an `lntune export` (lntune_kernels.h) against the float64
- * reference: the tuned shapes, untuned ones, every affine kind, one and many rows (the
- * multi-threaded winner and the generic kernels' pool), padded strides, and declined arguments.
- * Compiled by test_export.sh with each compiler together with the exported file.
+ * reference. Compiled by test_export.sh with each compiler together with the exported file.
+ *
+ * 1. fp32 through lntune_kernels_<op>(args), the entry points of every earlier export: the tuned
+ *    shapes, untuned ones, every affine kind, one and many rows (the multi-threaded winner and
+ *    the generic kernels' pool), padded strides, and declined arguments.
+ * 2. Type tuples through lntune_kernels_<op>_v2(args, types): those export_makedb tuned (bf16,
+ *    f16, f16/bf16/f32) at their tuned H and rows, the same tuples at untuned H (odd, 1), a tuple
+ *    with no winner at all, and fp32 again. Pointers sit one element past an aligned address
+ *    with padded rows; y, mean and rstd are poisoned first, and every element inside the rows must
+ *    be written and none outside. Types outside the enum are declined.
  */
+#include "half_ref.h"
 #include "lntune_kernels.h"
 #include "testutil.h"
 
 #include <string.h>
 
-int main(void) {
+static void test_fp32(void) {
     static const int64_t hs[] = {768, 4096, 1, 17, 1000};
     static const int64_t rows_list[] = {1, 40, 4096};
     for (int op = 0; op < 2; ++op)
@@ -43,5 +51,220 @@ int main(void) {
     a.rows = 1, a.H = 4;
     test_case(lntune_kernels_layernorm(&a) == LNTUNE_KERNEL_EUNSUPPORTED,
               "NULL x and y are declined");
+}
+
+/* ---- 2. type tuples ---- */
+
+static const char *const type_names[] = {"f32", "f16", "bf16"};
+static const int type_bits[] = {24, 11, 8}; /* significand, with the hidden 1 */
+static const int type_emin[] = {-126, -14, -126};
+/* Signalling NaNs: no kernel output is ever one, so any left after a call was never written. */
+static const uint32_t poison[] = {0x7fa5a5a5u, 0x7d5au, 0x7f85u};
+
+static size_t tsize(int t) {
+    return t == LNTUNE_TYPE_F32 ? 4 : 2;
+}
+
+static uint32_t raw(int t, const void *p, int64_t i) {
+    return t == LNTUNE_TYPE_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
+}
+
+static void set_raw(int t, void *p, int64_t i, uint32_t bits) {
+    if (t == LNTUNE_TYPE_F32)
+        ((uint32_t *)p)[i] = bits;
+    else
+        ((uint16_t *)p)[i] = (uint16_t)bits;
+}
+
+/* The spacing of type t's values at magnitude v (subnormal spacing below 2^emin). */
+static double ulp_of(int t, double v) {
+    int e = v > 0.0 && isfinite(v) ? ilogb(v) : type_emin[t];
+    if (e < type_emin[t]) e = type_emin[t];
+    return ldexp(1.0, e - type_bits[t] + 1);
+}
+
+/* A nonzero value of type t near offset (uniform, standard deviation spread) at p[i]. */
+static void put_random(int t, void *p, int64_t i, double offset, double spread) {
+    do
+        lntune_ref_store(t, p, i,
+                         (float)(offset + spread * 1.7320508 * (2.0 * test_uniform() - 1.0)));
+    while (lntune_ref_load(t, p, i) == 0.0);
+}
+
+typedef struct {
+    int x, y, params; /* LNTUNE_TYPE_* */
+} tuple;
+
+/*
+ * One call of op on tuple t, checked; returns the worst error as a fraction of the tolerance (<= 1
+ * passes), or INFINITY with why set. The tolerance is test_runtime_dtypes's: the fp32 kernels'
+ * 2^-20 of the terms, plus half an ulp of y's type (y is rounded once), plus 2^-7 of that for ties.
+ */
+static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, char *why,
+                        size_t len) {
+    enum { PAD = 1, TAIL = 8 };
+    const int64_t xs = H + 5, ys = H + 3, yn = rows * ys + PAD + TAIL;
+    const int has_gamma = affine == 1 || affine == 2, has_beta = affine >= 2;
+    unsigned char *xb = malloc((size_t)(rows * xs + PAD) * tsize(t.x));
+    unsigned char *yb = malloc((size_t)yn * tsize(t.y));
+    unsigned char *gb = malloc((size_t)(H + PAD) * tsize(t.params));
+    unsigned char *bb = malloc((size_t)(H + PAD) * tsize(t.params));
+    float *xf = malloc((size_t)(rows * H) * sizeof *xf);
+    float *mean = malloc((size_t)(rows + 1) * sizeof *mean);
+    float *rstd = malloc((size_t)(rows + 1) * sizeof *rstd);
+    double *z = malloc((size_t)H * sizeof *z);
+    /* One element past malloc's alignment: misaligned for every vector width. */
+    void *x = xb + PAD * tsize(t.x), *y = yb + PAD * tsize(t.y);
+    void *gamma = gb + PAD * tsize(t.params), *beta = bb + PAD * tsize(t.params);
+
+    /* Rows around 0, every fifth at 1000, one of tiny variance, a NaN row and an Inf row;
+     * x's padding is NaN, so reading it would show. */
+    for (int64_t i = 0; i < rows * xs + PAD; ++i) lntune_ref_store(t.x, xb, i, NAN);
+    for (int64_t r = 0; r < rows; ++r) {
+        const double offset = r % 5 == 1 ? 1000.0 : r == 2 ? 1.0 : 0.0;
+        const double spread = r == 2 ? 1e-3 : 1.0;
+        for (int64_t i = 0; i < H; ++i) put_random(t.x, x, r * xs + i, offset, spread);
+        if (rows >= 7 && r == 3) lntune_ref_store(t.x, x, r * xs + H / 2, NAN);
+        if (rows >= 7 && r == 4) lntune_ref_store(t.x, x, r * xs + H / 3, INFINITY);
+        for (int64_t i = 0; i < H; ++i) xf[r * H + i] = (float)lntune_ref_load(t.x, x, r * xs + i);
+    }
+    for (int64_t i = 0; i < H; ++i) {
+        put_random(t.params, gamma, i, 1.0, 0.5);
+        put_random(t.params, beta, i, 0.0, 1.0);
+    }
+    for (int64_t i = 0; i < yn; ++i) set_raw(t.y, yb, i, poison[t.y]);
+    for (int64_t r = 0; r <= rows; ++r) set_raw(LNTUNE_TYPE_F32, mean, r, poison[0]);
+    for (int64_t r = 0; r <= rows; ++r) set_raw(LNTUNE_TYPE_F32, rstd, r, poison[0]);
+
+    lntune_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = rows, a.H = H, a.x = x, a.y = y, a.x_stride = xs, a.y_stride = ys;
+    a.gamma = has_gamma ? gamma : NULL;
+    a.beta = has_beta ? beta : NULL;
+    a.mean = mean, a.rstd = rstd;
+    /* Public numbers (internal + 1); 0 where it means the same type (y, params: as x). */
+    lntune_kernels_types types = {t.x + 1, t.y == t.x ? 0 : t.y + 1,
+                                  t.params == t.x ? 0 : t.params + 1};
+    int rc = op ? lntune_kernels_rmsnorm_v2(&a, types) : lntune_kernels_layernorm_v2(&a, types);
+
+    double worst = 0.0;
+    if (rc != LNTUNE_KERNEL_OK) {
+        snprintf(why, len, "rc %d", rc);
+        worst = INFINITY;
+    }
+    for (int64_t r = 0; r < rows && worst <= 1.0; ++r) {
+        double m, rs;
+        lntune_reference_row((lntune_op)op, xf + r * H, H, 1e-5f, z, &m, &rs);
+        for (int64_t i = 0; i < H; ++i) {
+            const int64_t at = r * ys + i;
+            if (raw(t.y, y, at) == poison[t.y]) {
+                snprintf(why, len, "y[%lld][%lld] not written", (long long)r, (long long)i);
+                worst = INFINITY;
+                break;
+            }
+            const double got = lntune_ref_load(t.y, y, at);
+            const double g = has_gamma ? lntune_ref_load(t.params, gamma, i) : 1.0;
+            const double b = has_beta ? lntune_ref_load(t.params, beta, i) : 0.0;
+            const double ref = z[i] * g + b;
+            const double unit = (fabs(m) * rs + fabs(z[i]) + 1.0) * fabs(g) + fabs(b);
+            double err;
+            if (isnan(ref))
+                err = isnan(got) ? 0.0 : INFINITY;
+            else if (!isfinite(got))
+                err = INFINITY; /* |ref| stays far below fp16's 65504 here */
+            else
+                err = fabs(got - ref) /
+                      (0x1p-20 * unit + 0.5 * ulp_of(t.y, fabs(ref)) * (1 + 0x1p-7));
+            if (!(err <= worst)) worst = err;
+            if (!(err <= 1.0)) {
+                snprintf(why, len, "y[%lld][%lld] = %a, want %a", (long long)r, (long long)i, got,
+                         ref);
+                break;
+            }
+        }
+        const double want_m = op == 0 ? m : 0.0;
+        if (worst <= 1.0 && isfinite(m) && isfinite(rs) &&
+            (fabs(mean[r] - want_m) > 1e-5 * (fabs(m) + 1.0 / rs) ||
+             fabs(rstd[r] - rs) > 1e-5 * rs)) {
+            snprintf(why, len, "row %lld: mean %g rstd %g, want %g %g", (long long)r,
+                     (double)mean[r], (double)rstd[r], want_m, rs);
+            worst = INFINITY;
+        }
+    }
+    /* Nothing written outside the rows: the padding, the element before y, the tail. */
+    for (int64_t i = 0; i < yn && worst <= 1.0; ++i) {
+        const int64_t at = i - PAD, r = at / ys;
+        if (at >= 0 && r < rows && at % ys < H) continue;
+        if (raw(t.y, yb, i) != poison[t.y]) {
+            snprintf(why, len, "y element %lld (outside the rows) written", (long long)at);
+            worst = INFINITY;
+        }
+    }
+    uint32_t past_mean, past_rstd;
+    memcpy(&past_mean, &mean[rows], 4), memcpy(&past_rstd, &rstd[rows], 4);
+    if (worst <= 1.0 && (past_mean != poison[0] || past_rstd != poison[0])) {
+        snprintf(why, len, "mean/rstd written past rows");
+        worst = INFINITY;
+    }
+    free(xb), free(yb), free(gb), free(bb), free(xf), free(mean), free(rstd), free(z);
+    return worst;
+}
+
+static void test_tuples(void) {
+    /* export_makedb's typed winners, with the H and rows they were tuned at. */
+    static const struct {
+        tuple t;
+        int op;
+        int64_t H, rows;
+    } tuned[] = {
+        {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16}, 0, 768, 40},
+        {{LNTUNE_TYPE_F16, LNTUNE_TYPE_F16, LNTUNE_TYPE_F16}, 1, 4096, 600},
+        {{LNTUNE_TYPE_F16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32}, 0, 1001, 40},
+    };
+    /* Each tuned tuple at its tuned shape and at untuned ones (odd H, H=1, other rows), plus
+     * a tuple no winner has and fp32 through the same entry point. */
+    static const tuple others[] = {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, LNTUNE_TYPE_F16},
+                                   {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32}};
+    static const int64_t untuned_h[] = {1, 17, 1000};
+    for (size_t k = 0; k < sizeof tuned / sizeof tuned[0] + 2; ++k) {
+        const int is_tuned = k < sizeof tuned / sizeof tuned[0];
+        const tuple t = is_tuned ? tuned[k].t : others[k - sizeof tuned / sizeof tuned[0]];
+        for (int op = 0; op < 2; ++op)
+            for (int affine = 0; affine < 4; ++affine) {
+                if (op == 1 && affine >= 2) continue;
+                for (int s = -1; s < 3; ++s) {
+                    /* s = -1: the tuned shape (tuned op only); 0..2: an untuned H. */
+                    if (s < 0 && (!is_tuned || op != tuned[k].op)) continue;
+                    const int64_t H = s < 0 ? tuned[k].H : untuned_h[s];
+                    const int64_t rows = s < 0 ? tuned[k].rows : s == 1 ? 7 : 40;
+                    char why[256] = "";
+                    double err = run_typed(op, t, H, rows, affine, why, sizeof why);
+                    test_case(err <= 1.0,
+                              "v2 %s %s/%s/%s H=%lld rows=%lld affine=%d (%s): worst %.3g of "
+                              "tolerance%s%s",
+                              op ? "rmsnorm" : "layernorm", type_names[t.x], type_names[t.y],
+                              type_names[t.params], (long long)H, (long long)rows, affine,
+                              s < 0 ? "tuned" : "untuned", err, why[0] ? ": " : "", why);
+                }
+            }
+    }
+    float x[4] = {1, 2, 3, 4}, y[4];
+    lntune_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = 1, a.H = 4, a.x = x, a.y = y;
+    const lntune_kernels_types bad_x = {LNTUNE_KERNELS_BF16 + 1, 0, 0}, bad_y = {0, -1, 0},
+                               bad_p = {LNTUNE_KERNELS_F32, LNTUNE_KERNELS_F32, 7};
+    test_case(lntune_kernels_layernorm_v2(&a, bad_x) == LNTUNE_KERNEL_EUNSUPPORTED &&
+                  lntune_kernels_rmsnorm_v2(&a, bad_y) == LNTUNE_KERNEL_EUNSUPPORTED &&
+                  lntune_kernels_layernorm_v2(&a, bad_p) == LNTUNE_KERNEL_EUNSUPPORTED,
+              "v2 declines a type outside 0..3 (x, y, params)");
+    a.rows = 0;
+    test_case(lntune_kernels_layernorm_v2(&a, bad_x) == LNTUNE_KERNEL_EUNSUPPORTED,
+              "v2 declines a bad type even for rows = 0");
+}
+
+int main(void) {
+    test_fp32();
+    test_tuples();
     return test_summary();
 }

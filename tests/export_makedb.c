@@ -1,17 +1,32 @@
 /*
- * export_makedb.c - writes a tuning database with winners for this machine, for test_export.sh:
- * layernorm H=768 (fixed H, rows 9-64) and rmsnorm H=4096 (2 threads, rows 513-4096).
+ * export_makedb.c - writes a tuning database for test_export.sh. Winners for this machine:
+ *   layernorm f32 H=768 (fixed H, rows 9-64, gamma) and rmsnorm f32 H=4096 (2 threads, rows
+ *   513-4096, no gamma), as every earlier export had;
+ *   layernorm bf16 H=768 (fixed H, rows 9-64, gamma), rmsnorm f16 H=4096 (2 threads, rows
+ *   513-4096, no gamma) and layernorm f16/bf16/f32 (x/y/params) H=1001 (fixed odd H, rows 9-64,
+ *   gamma);
+ * and rows the export must leave out, each with a warning: a CPU "layernorm_backward" and a
+ * "layernorm+residual" (ops it does not know), and on a GPU row a bf16 layernorm (the CUDA export
+ * is fp32 only) and a "layernorm_backward".
  *
  *   export_makedb PATH
  */
 #include "tunedb.h"
+
+/* A best record with no artifact: export reads the key and the variant only. */
+static int put_row(lntune_db *db, int64_t hw, const char *target, const char *op,
+                   const char *dtype) {
+    lntune_db_key k = {hw, target, op, dtype, 768, 64, 1};
+    lntune_best best = {"vec=8", NULL, 1, 64, 1000.0, 10.0, 20.0, 1e-7, 2000.0};
+    return lntune_db_set_best(db, &k, &best);
+}
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);
     lntune_db *db;
-    int64_t hw;
+    int64_t hw, gpu_hw = 0;
     int rc = create_db_for(argv[1], &cpu, &db, &hw);
     if (rc == LNTUNE_OK)
         rc = put_tuned(db, hw, "layernorm", "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768,
@@ -19,6 +34,28 @@ int main(int argc, char **argv) {
     if (rc == LNTUNE_OK)
         rc = put_tuned(db, hw, "rmsnorm", "vec=16,acc=4,stats=wide,affine=none,threads=2", 4096,
                        4096, 0, 2, TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "layernorm", "bf16",
+                             "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768, 64, 1, 1,
+                             TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "rmsnorm", "f16",
+                             "vec=16,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
+                             TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "layernorm", "f16/bf16/f32",
+                             "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1001, 64, 1, 1,
+                             TUNED_RUNS);
+    if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm_backward", "f32");
+    if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm+residual", "bf16");
+    lntune_gpu_info gpu = {0};
+    snprintf(gpu.name, sizeof gpu.name, "NVIDIA H200");
+    gpu.sm = 90, gpu.multiprocessors = 132, gpu.l2_bytes = 60 << 20, gpu.bus_width_bits = 6144;
+    gpu.driver_version = 13000;
+    lntune_gpu_info_finish(&gpu);
+    if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gpu, "NVRTC 13.0", &gpu_hw);
+    if (rc == LNTUNE_OK) rc = put_row(db, gpu_hw, "cuda", "layernorm", "bf16");
+    if (rc == LNTUNE_OK) rc = put_row(db, gpu_hw, "cuda", "layernorm_backward", "f32");
     printf("%s: %s\n", rc == LNTUNE_OK ? "ok" : "FAIL", argv[1]);
     if (rc != LNTUNE_OK) fprintf(stderr, "%s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
     lntune_db_close(db);

@@ -77,16 +77,23 @@ static int create_db_for(const char *path, const lntune_cpu_info *cpu, lntune_db
 }
 
 /*
- * Stores a tuned kernel for (op, H, rows' bucket, affine) on hardware hw: variant generated for
- * H, wrapped (see above), compiled, saved as an artifact, and made the best. 0 on success.
+ * Stores a tuned kernel for (op, dtype text, H, rows' bucket, affine) on hardware hw: variant
+ * generated for H and the types, wrapped (see above), compiled, saved as an artifact, and made the
+ * best. 0 on success.
  */
-static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
-                     int64_t rows, int affine, int threads, int behaviour) __attribute__((unused));
-static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
-                     int64_t rows, int affine, int threads, int behaviour) {
+static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char *dtype,
+                           const char *variant, int64_t H, int64_t rows, int affine, int threads,
+                           int behaviour) __attribute__((unused));
+static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char *dtype,
+                           const char *variant, int64_t H, int64_t rows, int affine, int threads,
+                           int behaviour) {
     lntune_gen *g = NULL;
     lntune_source src = {0};
     lntune_shape shape = {.H = H};
+    if (lntune_types_parse(dtype, &shape.types) != 0) {
+        fprintf(stderr, "put_tuned_typed: bad dtype %s\n", dtype);
+        return -1;
+    }
     int rc = lntune_gen_open(NULL, &g);
     if (rc == LNTUNE_OK) rc = lntune_gen_emit(g, "cpu", op, variant, &shape, "tuned_inner", &src);
     if (rc != LNTUNE_OK) {
@@ -105,11 +112,11 @@ static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *vari
              src.text,
              behaviour == TUNED_DECLINES ? "LNTUNE_KERNEL_EUNSUPPORTED" : "tuned_inner(a, b, e)");
     void *so = build_shared(text, &so_len);
-    char key[64];
-    snprintf(key, sizeof key, "test-%s-%lld-%lld-%d-%d", op, (long long)H, (long long)rows, affine,
-             behaviour);
+    char key[96];
+    snprintf(key, sizeof key, "test-%s-%s-%lld-%lld-%d-%d", op, dtype, (long long)H,
+             (long long)rows, affine, behaviour);
     lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len, NULL};
-    lntune_db_key k = {hw, "cpu", op, "f32", H, rows, affine};
+    lntune_db_key k = {hw, "cpu", op, dtype, H, rows, affine};
     lntune_best best = {src.variant, key, threads, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0};
     rc = so ? lntune_db_put_artifact(db, &art) : -1;
     if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &k, &best);
@@ -118,6 +125,14 @@ static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *vari
     free(text);
     lntune_source_free(&src);
     return rc == LNTUNE_OK ? 0 : -1;
+}
+
+/* put_tuned_typed for fp32. */
+static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
+                     int64_t rows, int affine, int threads, int behaviour) __attribute__((unused));
+static int put_tuned(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
+                     int64_t rows, int affine, int threads, int behaviour) {
+    return put_tuned_typed(db, hw, op, "f32", variant, H, rows, affine, threads, behaviour);
 }
 
 /* A copy of this machine's description under another fingerprint. */
