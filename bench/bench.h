@@ -108,5 +108,7 @@ int lntune_bench_records_read(FILE *f, lntune_bench_records *rs);
 const char *lntune_bench_impl_label(const char *impl);
 void lntune_bench_write_markdown(FILE *f, const lntune_bench_records *rs, const char *title);
 void lntune_bench_write_svg(FILE *f, const lntune_bench_records *rs, const char *title);
+/* targets.c: the verdict on issue #7's targets (copy ratio, oneDNN, latency) from rs alone. */
+void lntune_bench_write_targets(FILE *f, const lntune_bench_records *rs);
 
 #endif /* LNTUNE_BENCH_H */

@@ -137,6 +137,7 @@ void lntune_bench_write_markdown(FILE *f, const lntune_bench_records *rs, const 
         if (!seen && nt < 16) threads[nt++] = rs->r[i].threads;
     }
     qsort(threads, (size_t)nt, sizeof threads[0], cmp_int);
+    lntune_bench_write_targets(f, rs);
     for (int t = 0; t < nt; ++t) {
         section(f, rs, threads[t], "layernorm");
         section(f, rs, threads[t], "rmsnorm");

@@ -95,6 +95,38 @@ int main(void) {
     free(svg);
     lntune_bench_records_free(&rs);
 
+    /* The targets' verdict comes from the same records: a cell below 0.9x the better copy or
+     * slower than oneDNN is named; the latency target reads 1x4096 at 1 thread. */
+    lntune_bench_records ts = {0};
+    lntune_bench_record t[] = {
+        rec("copy_memcpy", "copy", 6.0, 0.0, 0, ""),
+        rec("copy_nt", "copy", 10.0, 0.0, 0, ""),
+        rec("lntune_tuned", "layernorm", 8.0, 0.0, 0, ""),
+        rec("onednn", "layernorm", 9.0, 0.0, 0, ""),
+        rec("lntune_tuned", "rmsnorm", 9.5, 0.0, 0, ""),
+        rec("lntune_tuned", "layernorm", 1.0, 0.0, 0, ""),
+        rec("lntune_tuned", "rmsnorm", 1.0, 0.0, 0, ""),
+    };
+    t[5].rows = t[6].rows = 1;
+    t[5].us = 0.91, t[6].us = 0.45;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; ++i) lntune_bench_records_add(&ts, &t[i]);
+    md = render(&ts, 0);
+    CHECK(strstr(md, "**missed:** lntune tuned >= 0.9x the better copy at every bandwidth shape "
+                     "(1 of 2 shape x op x thread-count cells below): LayerNorm 2048x4096 1t "
+                     "0.80x") != NULL,
+          "the copy target names the cell below 0.9x");
+    CHECK(strstr(md, "RMSNorm 2048x4096 1t 0.95x") == NULL, "a cell at 0.95x is not named");
+    CHECK(strstr(md, "**missed:** never slower than oneDNN (1 of 1 cells slower): LayerNorm "
+                     "2048x4096 1t 0.89x oneDNN's speed") != NULL,
+          "the oneDNN target names the slower cell");
+    CHECK(strstr(md, ">= 1.3x oneDNN in geometric mean: 0.89x over 1 cells") != NULL,
+          "the geometric mean over the cells both measured");
+    CHECK(strstr(md, "**missed:** LayerNorm 1x4096 at 1 thread <= 0.7 us: 0.91 us") != NULL &&
+              strstr(md, "**met:** RMSNorm 1x4096 at 1 thread <= 0.7 us: 0.45 us") != NULL,
+          "the latency target per op");
+    free(md);
+    lntune_bench_records_free(&ts);
+
     if (failures) return 1;
     printf("test_bench_report: all checks passed\n");
     return 0;

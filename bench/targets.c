@@ -1,0 +1,133 @@
+/*
+ * targets.c - the report's verdict on issue #7's CPU targets, computed from the records of the
+ * run itself, so that a table and its verdict can never disagree:
+ *   1. lntune tuned >= 0.9x the better copy at every bandwidth shape, at every thread count;
+ *   2. never slower than oneDNN at any shape, and >= 1.3x oneDNN in geometric mean (LayerNorm:
+ *      oneDNN has no RMSNorm);
+ *   3. <= 0.7 us per call at 1x4096, single thread.
+ * Each line says met or missed, and names every shape that misses with its figure.
+ */
+#include "bench.h"
+
+#include <math.h>
+#include <string.h>
+
+#define COPY_RATIO_TARGET 0.9
+#define ONEDNN_GEOMEAN_TARGET 1.3
+#define LATENCY_TARGET_US 0.7
+
+static const char *const ops[] = {"layernorm", "rmsnorm"};
+
+static const char *op_label(const char *op) {
+    return strcmp(op, "layernorm") == 0 ? "LayerNorm" : "RMSNorm";
+}
+
+/* The better copy of the shape at threads (GB/s), 0 if neither copy was measured. */
+static double better_copy(const lntune_bench_records *rs, int threads, int64_t rows, int64_t H) {
+    double best = 0.0;
+    static const char *const copies[] = {"copy_memcpy", "copy_nt"};
+    for (int i = 0; i < 2; ++i) {
+        const lntune_bench_record *c = lntune_bench_find(rs, copies[i], "copy", threads, rows, H);
+        if (c && c->us > 0 && c->gbps > best) best = c->gbps;
+    }
+    return best;
+}
+
+/* Starts a verdict line; the caller lists the misses (if any) after it. */
+static void verdict(FILE *f, int met, const char *what) {
+    fprintf(f, "- **%s** %s", met ? "met:" : "missed:", what);
+}
+
+/* Target 1: every tuned record of a bandwidth shape against its better copy. */
+static void copy_target(FILE *f, const lntune_bench_records *rs) {
+    int measured = 0, misses = 0;
+    for (size_t i = 0; i < rs->n; ++i) {
+        const lntune_bench_record *r = &rs->r[i];
+        if (strcmp(r->impl, "lntune_tuned") || r->us <= 0 || lntune_bench_is_latency(r->rows, r->H))
+            continue;
+        const double limit = better_copy(rs, r->threads, r->rows, r->H);
+        if (limit <= 0) continue;
+        measured++;
+        misses += r->gbps / limit < COPY_RATIO_TARGET;
+    }
+    if (!measured) {
+        fprintf(f, "- **not measured:** lntune tuned >= %.1fx the better copy\n",
+                COPY_RATIO_TARGET);
+        return;
+    }
+    verdict(f, misses == 0, "lntune tuned >= 0.9x the better copy at every bandwidth shape");
+    fprintf(f, " (%d of %d shape x op x thread-count cells below)", misses, measured);
+    const char *sep = ": ";
+    for (size_t i = 0; i < rs->n; ++i) {
+        const lntune_bench_record *r = &rs->r[i];
+        if (strcmp(r->impl, "lntune_tuned") || r->us <= 0 || lntune_bench_is_latency(r->rows, r->H))
+            continue;
+        const double limit = better_copy(rs, r->threads, r->rows, r->H);
+        if (limit > 0 && r->gbps / limit < COPY_RATIO_TARGET) {
+            fprintf(f, "%s%s %lldx%lld %dt %.2fx", sep, op_label(r->op), (long long)r->rows,
+                    (long long)r->H, r->threads, r->gbps / limit);
+            sep = ", ";
+        }
+    }
+    fprintf(f, "\n");
+}
+
+/* Target 2: lntune tuned against oneDNN, shape by shape (time ratio), and in geometric mean. */
+static void onednn_target(FILE *f, const lntune_bench_records *rs) {
+    double log_sum = 0.0;
+    int pairs = 0, slower = 0;
+    for (size_t i = 0; i < rs->n; ++i) {
+        const lntune_bench_record *r = &rs->r[i];
+        if (strcmp(r->impl, "lntune_tuned") || r->us <= 0) continue;
+        const lntune_bench_record *d =
+            lntune_bench_find(rs, "onednn", r->op, r->threads, r->rows, r->H);
+        if (!d || d->us <= 0) continue;
+        log_sum += log(d->us / r->us);
+        pairs++;
+        slower += r->us > d->us;
+    }
+    if (!pairs) {
+        fprintf(f, "- **not measured:** lntune tuned against oneDNN\n");
+        return;
+    }
+    verdict(f, slower == 0, "never slower than oneDNN");
+    fprintf(f, " (%d of %d cells slower)", slower, pairs);
+    const char *sep = ": ";
+    for (size_t i = 0; i < rs->n; ++i) {
+        const lntune_bench_record *r = &rs->r[i];
+        if (strcmp(r->impl, "lntune_tuned") || r->us <= 0) continue;
+        const lntune_bench_record *d =
+            lntune_bench_find(rs, "onednn", r->op, r->threads, r->rows, r->H);
+        if (d && d->us > 0 && r->us > d->us) {
+            fprintf(f, "%s%s %lldx%lld %dt %.2fx oneDNN's speed", sep, op_label(r->op),
+                    (long long)r->rows, (long long)r->H, r->threads, d->us / r->us);
+            sep = ", ";
+        }
+    }
+    const double geomean = exp(log_sum / pairs);
+    fprintf(f, "\n");
+    verdict(f, geomean >= ONEDNN_GEOMEAN_TARGET, "");
+    fprintf(f, ">= %.1fx oneDNN in geometric mean: %.2fx over %d cells\n", ONEDNN_GEOMEAN_TARGET,
+            geomean, pairs);
+}
+
+/* Target 3: 1x4096 at one thread, each op. */
+static void latency_target(FILE *f, const lntune_bench_records *rs) {
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; ++k) {
+        const lntune_bench_record *r = lntune_bench_find(rs, "lntune_tuned", ops[k], 1, 1, 4096);
+        if (!r || r->us <= 0) {
+            fprintf(f, "- **not measured:** %s 1x4096 at 1 thread\n", op_label(ops[k]));
+            continue;
+        }
+        verdict(f, r->us <= LATENCY_TARGET_US, "");
+        fprintf(f, "%s 1x4096 at 1 thread <= %.1f us: %.2f us\n", op_label(ops[k]),
+                LATENCY_TARGET_US, r->us);
+    }
+}
+
+void lntune_bench_write_targets(FILE *f, const lntune_bench_records *rs) {
+    fprintf(f, "\n## Targets (issue #7), from this run's figures\n\n");
+    copy_target(f, rs);
+    onednn_target(f, rs);
+    latency_target(f, rs);
+}
