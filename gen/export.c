@@ -11,6 +11,7 @@
 #include "builtin.h"
 #include "generator.h"
 #include "lntune.h"
+#include "reference.h"
 #include "tuning_db.h"
 
 #include <stdarg.h>
@@ -131,6 +132,7 @@ typedef struct {
 static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     winner_list *l = ud;
     if (strcmp(key->target, "cpu") != 0 || strcmp(key->dtype, "f32") != 0) return 0;
+    if (lntune_op_parse(key->op) < 0) return 0; /* backward winners: not exported yet */
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         winner *w = realloc(l->w, cap * sizeof *w);

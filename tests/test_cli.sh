@@ -143,6 +143,15 @@ else
 fi
 expect 0 "rmsnorm_backward   bf16" show --db "$dbb"
 expect 0 '"op": "rmsnorm_backward", "direction": "backward", "dtype": "bf16"' show --db "$dbb" --json
+mkdir -p "$dbb.export"
+out=$("$lntune" export --db "$dbb" --out "$dbb.export" 2>&1)
+if grep -qF "0 tuned kernel(s)" <<<"$out" && ! grep -q "warning" <<<"$out"; then
+    echo "ok: export leaves the backward winners out, without a warning"
+else
+    echo "FAIL: export of a backward database: ${out:0:300}"
+    failures=$((failures + 1))
+fi
+rm -rf "$dbb.export"
 # The forward of the same shape is another key: not read back from the backward's row.
 expect 0 '"from_db": false' --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb" --json
 rm -f "$dbb"*
