@@ -3,6 +3,9 @@
  * space (search.c) evaluating candidates as generate -> JIT -> verify -> time, re-time the
  * leaders with the naive kernel and the copies in one interleaved run, then store everything.
  *
+ * Forward and backward ops (op texts "layernorm" ... "rmsnorm_backward") take the same path; what
+ * differs (buffers and args, verifier, bytes moved) comes from their lntune_direction (problem.h).
+ *
  * Every measurement is written as soon as it is taken, so an interrupted run loses nothing, and
  * a rerun reuses each stored measurement of the same template and compiler instead of compiling.
  */
