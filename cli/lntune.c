@@ -21,6 +21,7 @@
 #include "half.h"
 #include "hardware.h"
 #include "lntune.h"
+#include "problem.h"
 #include "reference.h"
 #include "shape.h"
 #include "timing.h"
@@ -43,6 +44,7 @@ typedef struct {
     lntune_shape *shapes;
     size_t nshapes;
     int help, retune, json, all, threads, force;
+    int backward;   /* --backward: the gradients' ops (op text "<op>_backward") */
     int sm, device; /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
     const char *variants[16]; /* every --variant (time takes several) */
     int nvariants;
@@ -73,12 +75,13 @@ static int parse_options(int argc, char **argv, options *o) {
             o->help = 1;
             continue;
         }
-        int *flag = strcmp(a, "--retune") == 0  ? &o->retune
-                    : strcmp(a, "--json") == 0  ? &o->json
-                    : strcmp(a, "--all") == 0   ? &o->all
-                    : strcmp(a, "--force") == 0 ? &o->force
-                    : strcmp(a, "--cmake") == 0 ? &o->cmake
-                                                : NULL;
+        int *flag = strcmp(a, "--retune") == 0     ? &o->retune
+                    : strcmp(a, "--json") == 0     ? &o->json
+                    : strcmp(a, "--all") == 0      ? &o->all
+                    : strcmp(a, "--force") == 0    ? &o->force
+                    : strcmp(a, "--cmake") == 0    ? &o->cmake
+                    : strcmp(a, "--backward") == 0 ? &o->backward
+                                                   : NULL;
         if (flag) {
             *flag = 1;
             continue;
@@ -145,7 +148,17 @@ static int parse_options(int argc, char **argv, options *o) {
                            o->dtype);
     for (size_t i = 0; i < o->nshapes; ++i) o->shapes[i].types = o->types;
     o->dtype_shape.types = o->types;
+    /* The fusion flags and the direction combine with every dtype but these. */
+    if (o->backward && o->types.y != o->types.x)
+        return usage_error("--backward with dtype '%s': dx and dy have x's type, so give one "
+                           "type (bf16) or x/x/params (bf16/bf16/f32)",
+                           o->dtype);
     return 0;
+}
+
+/* The op text of --op in the chosen direction ("rmsnorm_backward"), for a valid --op. */
+static const char *op_text(const options *o, const char *op) {
+    return lntune_op_text((lntune_op)lntune_op_parse(op), o->backward);
 }
 
 static int check_op_target(const options *o, int need_variant) {
@@ -207,7 +220,8 @@ static int cmd_variants(options *o) {
     if (!g) return EXIT_FAIL;
     char **list;
     size_t n;
-    if ((rc = lntune_gen_variants(g, o->target, o->op, the_shape(o), &list, &n)) != LNTUNE_OK)
+    if ((rc = lntune_gen_variants(g, o->target, op_text(o, o->op), the_shape(o), &list, &n)) !=
+        LNTUNE_OK)
         return gen_failure(g, rc);
     for (size_t i = 0; i < n; ++i) puts(list[i]);
     lntune_gen_free_list(list, n);
@@ -221,7 +235,7 @@ static int cmd_params(options *o) {
     lntune_gen *g = open_gen_for(o);
     if (!g) return EXIT_FAIL;
     char *text;
-    if ((rc = lntune_gen_describe(g, o->target, o->op, &text)) != LNTUNE_OK)
+    if ((rc = lntune_gen_describe(g, o->target, op_text(o, o->op), &text)) != LNTUNE_OK)
         return gen_failure(g, rc);
     fputs(text, stdout);
     free(text);
@@ -235,7 +249,8 @@ static int cmd_emit(options *o) {
     lntune_gen *g = open_gen_for(o);
     if (!g) return EXIT_FAIL;
     lntune_source src;
-    rc = lntune_gen_emit(g, o->target, o->op, o->variant, the_shape(o), o->symbol, &src);
+    rc =
+        lntune_gen_emit(g, o->target, op_text(o, o->op), o->variant, the_shape(o), o->symbol, &src);
     if (rc != LNTUNE_OK) return gen_failure(g, rc);
     fputs(src.text, stdout);
     lntune_source_free(&src);
@@ -252,7 +267,10 @@ static int cmd_verify(options *o) {
     lntune_gen *g = open_gen_for(o);
     if (!g) return EXIT_FAIL;
     lntune_source src;
-    if ((rc = lntune_gen_emit(g, o->target, o->op, o->variant, the_shape(o), NULL, &src)))
+    const char *op = op_text(o, o->op);
+    const lntune_direction *dir = NULL;
+    lntune_op_text_parse(op, NULL, &dir, NULL);
+    if ((rc = lntune_gen_emit(g, o->target, op, o->variant, the_shape(o), NULL, &src)))
         return gen_failure(g, rc);
     lntune_gen_close(g);
     const char *cc = lntune_default_compiler();
@@ -267,19 +285,19 @@ static int cmd_verify(options *o) {
         lntune_source_free(&src);
         return EXIT_FAIL;
     }
-    lntune_verifier *v = NULL;
+    void *v = NULL;
     const int64_t *hs = lntune_verify_standard_h;
     size_t nh = lntune_verify_standard_h_count;
     if (src.fixed_h) hs = &src.fixed_h, nh = 1;
     lntune_pool *pool = NULL;
     lntune_verify_result res;
     const lntune_shape *shape = the_shape(o);
-    rc = lntune_verifier_create_typed(lntune_op_parse(o->op), shape ? shape->types : o->types, hs,
-                                      nh, 0, &v);
+    rc = dir->verifier_create((lntune_op)lntune_op_parse(o->op), shape ? shape->types : o->types,
+                              hs, nh, 0, &v);
     if (rc == LNTUNE_OK && src.threads > 1) rc = lntune_pool_create(src.threads, &pool);
     if (rc == LNTUNE_OK)
-        rc = lntune_verifier_check(v, lntune_library_kernel(lib, "lntune_kernel"), src.affine,
-                                   src.fixed_h, src.threads, pool, &res);
+        rc = dir->check(v, lntune_library_kernel(lib, "lntune_kernel"), &src, src.threads, pool,
+                        &res);
     if (rc == LNTUNE_OK)
         printf("ok: %s: %d cases, max error %.3g (tolerance %.3g) at %s\n", src.variant, res.cases,
                res.max_error, LNTUNE_VERIFY_TOLERANCE, res.worst);
@@ -287,7 +305,7 @@ static int cmd_verify(options *o) {
         fprintf(stderr, "lntune: %s: %s\n", src.variant,
                 rc == LNTUNE_EVERIFY ? res.message : lntune_errstr(rc));
     lntune_pool_destroy(pool);
-    lntune_verifier_destroy(v);
+    if (v) dir->verifier_destroy(v);
     lntune_library_close(lib);
     lntune_source_free(&src);
     return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
@@ -307,6 +325,7 @@ static int cmd_time(options *o) {
     lntune_shape shape = o->shapes[0];
     if (shape.rows <= 0) shape.rows = lntune_tune_default_rows(shape.H);
     shape.affine = LNTUNE_AFFINE_GAMMA;
+    const char *op = op_text(o, o->op);
     lntune_gen *g = open_gen_for(o);
     if (!g) return EXIT_FAIL;
     lntune_cpu_info cpu;
@@ -328,7 +347,7 @@ static int cmd_time(options *o) {
         lntune_source src;
         rc = is_copy
                  ? lntune_gen_emit(g, "cpu", "copy", copies[i - o->nvariants], &any, names[n], &src)
-                 : lntune_gen_emit(g, "cpu", o->op, o->variants[i], &shape, names[n], &src);
+                 : lntune_gen_emit(g, "cpu", op, o->variants[i], &shape, names[n], &src);
         if (rc) {
             lntune_gen_free_list(copies, ncopies);
             return gen_failure(g, rc);
@@ -352,76 +371,54 @@ static int cmd_time(options *o) {
         return EXIT_FAIL;
     }
     lntune_pool *pool = NULL;
-    lntune_verifier *v = NULL;
-    int64_t hs[3] = {1, 17, shape.H};
+    lntune_problem prob;
+    void *v = NULL;
+    memset(&prob, 0, sizeof prob);
     if (lntune_pool_create(cpu.cores, &pool) ||
-        lntune_verifier_create_typed(lntune_op_parse(o->op), shape.types, hs,
-                                     shape.H == 1 || shape.H == 17 ? 2 : 3, 0, &v)) {
+        lntune_problem_init(&prob, op, shape.types, shape.rows, shape.H, cpu.cores) ||
+        lntune_problem_verifier(&prob, &v)) {
+        fprintf(stderr, "lntune: out of memory for %s at %lldx%lld\n", op, (long long)shape.rows,
+                (long long)shape.H);
+        lntune_problem_free(&prob);
+        lntune_pool_destroy(pool);
         lntune_library_close(lib);
         return EXIT_FAIL;
     }
     lntune_timed t[MAX];
     for (size_t i = 0; i < n; ++i) {
-        t[i] = (lntune_timed){.fn = lntune_library_kernel(lib, names[i]), .threads = threads[i]};
-        if (i >= (size_t)o->nvariants) continue;
+        lntune_kernel_fn fn = lntune_library_kernel(lib, names[i]);
+        if (i >= (size_t)o->nvariants) {
+            t[i] = (lntune_timed){.fn = fn, .threads = threads[i], .args = &prob.copy_args};
+            continue;
+        }
+        t[i] = prob.dir->candidate(&prob, fn, threads[i]);
         lntune_verify_result res;
-        if (lntune_verifier_check(v, t[i].fn, affine[i], fixed_h[i], threads[i], pool, &res)) {
+        const lntune_source props = {.affine = affine[i], .fixed_h = fixed_h[i]};
+        if (prob.dir->check(v, fn, &props, threads[i], pool, &res)) {
             fprintf(stderr, "lntune: %s is wrong, not timed: %s\n", o->variants[i], res.message);
             rc = EXIT_FAIL;
         }
     }
-    lntune_verifier_destroy(v);
+    prob.dir->verifier_destroy(v);
     if (rc == LNTUNE_OK) {
-        const size_t elems = (size_t)(shape.rows * shape.H);
-        float *x = aligned_alloc(64, (elems * 4 + 63) / 64 * 64);
-        float *y = aligned_alloc(64, (elems * 4 + 63) / 64 * 64);
-        float *gb = malloc((size_t)shape.H * 2 * sizeof *gb);
-        for (size_t i = 0; x && y && gb && i < elems; ++i)
-            x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f, y[i] = 0.0f;
-        for (int64_t i = 0; gb && i < 2 * shape.H; ++i) gb[i] = 1.0f + (float)(i % 7) * 0.01f;
-        if (x && gb) { /* the same values in the kernels' types (in place: h[i] after f[i]) */
-            lntune_narrow_in_place(x, elems, shape.types.x);
-            lntune_narrow_in_place(gb, (size_t)shape.H, shape.types.params);
-            lntune_narrow_in_place(gb + shape.H, (size_t)shape.H, shape.types.params);
+        lntune_time_interleaved(t, n, &prob.args, pool, 15, 3e9);
+        double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
+        for (size_t i = o->nvariants; i < n; ++i)
+            if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;
+        printf("%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
+               "%.1f us, %.2f GB/s\n%10s %8s %7s  %s\n",
+               op, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
+               copy_ns * 1e-3, prob.bytes / copy_ns, "time", "GB/s", "/copy", "variant");
+        for (int i = 0; i < o->nvariants; ++i) {
+            printf("%8.1fus %8.2f %6.2fx  %s\n", t[i].median_ns * 1e-3, prob.bytes / t[i].median_ns,
+                   copy_ns / t[i].median_ns, o->variants[i]);
+            lo = fmin(lo, t[i].median_ns), hi = fmax(hi, t[i].median_ns);
         }
-        if (x && y && gb) {
-            lntune_kernel_args a = {.rows = shape.rows,
-                                    .H = shape.H,
-                                    .x_stride = shape.H,
-                                    .y_stride = shape.H,
-                                    .x = x,
-                                    .y = y,
-                                    .gamma = gb,
-                                    .beta = strcmp(o->op, "layernorm") == 0 ? gb + shape.H : NULL,
-                                    .eps = 1e-5f};
-            const lntune_kernel_args copy = lntune_tune_copy_args(&a, shape.types);
-            for (size_t i = o->nvariants; i < n; ++i) t[i].args = &copy;
-            lntune_time_interleaved(t, n, &a, pool, 15, 3e9);
-            const double bytes = (double)elems * (double)(lntune_type_size(shape.types.x) +
-                                                          lntune_type_size(shape.types.y));
-            double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
-            for (size_t i = o->nvariants; i < n; ++i)
-                if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;
-            printf(
-                "%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
-                "%.1f us, %.2f GB/s\n%10s %8s %7s  %s\n",
-                o->op, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
-                copy_ns * 1e-3, bytes / copy_ns, "time", "GB/s", "/copy", "variant");
-            for (int i = 0; i < o->nvariants; ++i) {
-                printf("%8.1fus %8.2f %6.2fx  %s\n", t[i].median_ns * 1e-3, bytes / t[i].median_ns,
-                       copy_ns / t[i].median_ns, o->variants[i]);
-                lo = fmin(lo, t[i].median_ns), hi = fmax(hi, t[i].median_ns);
-            }
-            if (o->nvariants > 1)
-                printf("spread: the slowest is %.1f%% slower than the fastest\n",
-                       (hi / lo - 1.0) * 100.0);
-        } else {
-            rc = EXIT_FAIL;
-        }
-        free(x);
-        free(y);
-        free(gb);
+        if (o->nvariants > 1)
+            printf("spread: the slowest is %.1f%% slower than the fastest\n",
+                   (hi / lo - 1.0) * 100.0);
     }
+    lntune_problem_free(&prob);
     lntune_pool_destroy(pool);
     lntune_library_close(lib);
     return rc;
@@ -450,21 +447,28 @@ static void show_progress(void *ud, const lntune_tune_progress *p) {
             (long long)p->H, (long long)p->rows, p->stage, p->done, p->elapsed_s);
 }
 
+/* "forward" or "backward": the direction of an op text. */
+static const char *direction(const char *op) {
+    const lntune_direction *dir = NULL;
+    return lntune_op_text_parse(op, NULL, &dir, NULL) == 0 ? dir->name : "?";
+}
+
 static void print_results(const lntune_tune_result *r, size_t n, int json) {
     if (json) {
         printf("[");
         for (size_t i = 0; i < n; ++i)
             printf(
-                "%s\n {\"target\": \"%s\", \"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %lld, "
+                "%s\n {\"target\": \"%s\", \"op\": \"%s\", \"direction\": \"%s\", "
+                "\"dtype\": \"%s\", \"rows\": %lld, "
                 "\"H\": %lld, "
                 "\"variant\": \"%s\", "
                 "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
                 "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
                 "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
                 "\"from_db\": %s}",
-                i ? "," : "", r[i].target, r[i].op, r[i].dtype, (long long)r[i].rows,
-                (long long)r[i].H, r[i].variant, r[i].median_ns * 1e-3, r[i].gbps, r[i].copy_gbps,
-                r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
+                i ? "," : "", r[i].target, r[i].op, direction(r[i].op), r[i].dtype,
+                (long long)r[i].rows, (long long)r[i].H, r[i].variant, r[i].median_ns * 1e-3,
+                r[i].gbps, r[i].copy_gbps, r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
                 r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, r[i].max_error,
                 r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
                 r[i].from_db ? "true" : "false");
@@ -473,26 +477,26 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
     }
     for (size_t i = 0; i < n; ++i) {
         if (i == 0 || strcmp(r[i].target, r[i - 1].target) != 0)
-            printf("%s%-4s %-9s %-16s %10s %8s %7s %8s  %-22s %s\n", i ? "\n" : "", "", "op",
+            printf("%s%-4s %-18s %-16s %10s %8s %7s %8s  %-22s %s\n", i ? "\n" : "", "", "op",
                    "shape", "time", "GB/s", "/copy", "/naive", "compiled/cached/reused",
                    "best variant");
         char shape[40];
         snprintf(shape, sizeof shape, "%lldx%lld%s%s", (long long)r[i].rows, (long long)r[i].H,
                  strcmp(r[i].dtype, "f32") ? " " : "", strcmp(r[i].dtype, "f32") ? r[i].dtype : "");
         if (!r[i].variant[0]) {
-            printf("%-4s %-9s %-16s no correct variant (%d wrong, %d failed)\n", r[i].target,
+            printf("%-4s %-18s %-16s no correct variant (%d wrong, %d failed)\n", r[i].target,
                    r[i].op, shape, r[i].wrong, r[i].failed);
             continue;
         }
         char counts[48];
         snprintf(counts, sizeof counts, "%d/%d/%d%s", r[i].compiled, r[i].cache_hits, r[i].reused,
                  r[i].from_db ? " (db)" : "");
-        printf("%-4s %-9s %-16s %8.1fus %8.2f %6.2fx %7.2fx  %-22s %s\n", r[i].target, r[i].op,
+        printf("%-4s %-18s %-16s %8.1fus %8.2f %6.2fx %7.2fx  %-22s %s\n", r[i].target, r[i].op,
                shape, r[i].median_ns * 1e-3, r[i].gbps,
                r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
                r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, counts, r[i].variant);
         if (r[i].wrong || r[i].failed)
-            printf("%-4s %-9s %-16s %d variants wrong, %d failed (kept in the database)\n", "", "",
+            printf("%-4s %-18s %-16s %d variants wrong, %d failed (kept in the database)\n", "", "",
                    "", r[i].wrong, r[i].failed);
     }
 }
@@ -539,8 +543,7 @@ static int tune_cuda(const lntune_tune_config *cfg, int device, lntune_tune_resu
 }
 
 static int cmd_tune(options *o) {
-    static const char *const both[] = {"layernorm", "rmsnorm"};
-    const char *one[1];
+    const char *ops[2] = {op_text(o, "layernorm"), op_text(o, "rmsnorm")};
     if (o->nshapes == 0) return usage_error("%s", "--shape is required, e.g. --shape H=4096");
     const int want_cpu = !o->target || strcmp(o->target, "cpu") == 0;
     int want_cuda = o->target && strcmp(o->target, "cuda") == 0;
@@ -548,6 +551,8 @@ static int cmd_tune(options *o) {
         return usage_error("unknown target '%s' (expected cpu or cuda)", o->target);
     if (o->op && lntune_op_parse(o->op) < 0)
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
+    if (want_cuda && o->backward)
+        return usage_error("%s", "--backward tunes the CPU so far (--target cpu, or no --target)");
     if (want_cuda && !cuda_types_ok(o))
         return usage_error("dtype '%s': CUDA kernels are generated for f32 only so far", o->dtype);
     int rc;
@@ -569,27 +574,29 @@ static int cmd_tune(options *o) {
         if (s->H > (INT64_C(1) << 26))
             return usage_error("%s",
                                "H above 2^26 is not tuned (the verifier's inputs would not fit)");
-        if (memory > 0 && rows * (double)s->H * 8.0 > memory / 2) {
+        /* the backward's two buffers each hold x + dy (or dx and the copy's rows) as fp32 */
+        const double per_element = o->backward ? 16.0 : 8.0;
+        if (memory > 0 && rows * (double)s->H * per_element > memory / 2) {
             char msg[160];
             snprintf(msg, sizeof msg,
-                     "rows x H = %.0f x %lld needs %.1f GiB for x and y, over half "
+                     "rows x H = %.0f x %lld needs %.1f GiB for %s, over half "
                      "of this machine's memory",
-                     rows, (long long)s->H, rows * (double)s->H * 8.0 / (1 << 30));
+                     rows, (long long)s->H, rows * (double)s->H * per_element / (1 << 30),
+                     o->backward ? "x, dy and dx" : "x and y");
             return usage_error("%s", msg);
         }
     }
-    one[0] = o->op;
+    if (o->op) ops[0] = op_text(o, o->op);
     int tty = isatty(2);
-    lntune_tune_config cfg = {
-        o->db, o->op ? one : both, o->op ? 1 : 2, o->shapes, o->nshapes,   o->threads,
-        rigor, o->retune,          show_progress, &tty,      &stop_signal, o->force};
+    lntune_tune_config cfg = {o->db, ops,       o->op ? 1 : 2, o->shapes, o->nshapes,   o->threads,
+                              rigor, o->retune, show_progress, &tty,      &stop_signal, o->force};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    if (!o->target) want_cuda = cuda_types_ok(o) && cuda_device_found(o->device);
+    if (!o->target) want_cuda = !o->backward && cuda_types_ok(o) && cuda_device_found(o->device);
     lntune_tune_result *r = NULL;
     size_t n = 0;
     char err[1024] = "";
@@ -630,17 +637,17 @@ typedef struct {
 static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b) {
     show_state *s = ud;
     if (s->json) {
-        printf(
-            "%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", \"dtype\": \"%s\", "
-            "\"H\": %lld, \"rows\": %lld, \"affine\": %d, \"variant\": \"%s\", \"threads\": %d, "
-            "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g}",
-            s->count ? "," : "", (long long)k->hardware_id, k->target, k->op, k->dtype,
-            (long long)k->H, (long long)b->tuned_rows, k->affine, b->variant, b->threads,
-            b->median_ns * 1e-3, b->gbps, b->copy_gbps, b->max_error);
+        printf("%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", "
+               "\"direction\": \"%s\", \"dtype\": \"%s\", "
+               "\"H\": %lld, \"rows\": %lld, \"affine\": %d, \"variant\": \"%s\", \"threads\": %d, "
+               "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g}",
+               s->count ? "," : "", (long long)k->hardware_id, k->target, k->op, direction(k->op),
+               k->dtype, (long long)k->H, (long long)b->tuned_rows, k->affine, b->variant,
+               b->threads, b->median_ns * 1e-3, b->gbps, b->copy_gbps, b->max_error);
     } else {
         char shape[40];
         snprintf(shape, sizeof shape, "%lldx%lld", (long long)b->tuned_rows, (long long)k->H);
-        printf("%-4lld %-4s %-9s %-4s %-14s %9.1fus %7.2f %5.2fx  %s\n", (long long)k->hardware_id,
+        printf("%-4lld %-4s %-18s %-4s %-14s %9.1fus %7.2f %5.2fx  %s\n", (long long)k->hardware_id,
                k->target, k->op, k->dtype, shape, b->median_ns * 1e-3, b->gbps,
                b->copy_gbps > 0 ? b->gbps / b->copy_gbps : 0.0, b->variant);
     }
@@ -698,7 +705,7 @@ static int cmd_show(options *o) {
         return 0;
     }
     if (!o->json)
-        printf("%-4s %-4s %-9s %-4s %-14s %11s %7s %6s  %s\n", "hw", "tgt", "op", "type", "shape",
+        printf("%-4s %-4s %-18s %-4s %-14s %11s %7s %6s  %s\n", "hw", "tgt", "op", "type", "shape",
                "time", "GB/s", "/copy", "variant");
     else
         printf("[");
@@ -782,12 +789,13 @@ static const command commands[] = {
     {"tune", cmd_tune,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
      "              [--device N] [--threads N] [--rigor quick|measure|exhaustive] [--db PATH]\n"
-     "              [--retune] [--force] [--json]\n"
+     "              [--dtype T] [--backward] [--retune] [--force] [--json]\n"
      "  Tunes LayerNorm and RMSNorm (or --op) fp32 for each shape: generates, compiles, verifies\n"
      "  and times the variants, and stores every result in the database ($LNTUNE_DB, else\n"
      "  ~/.cache/lntune/tune.db). The target is every device found (the CPU, and CUDA device\n"
      "  --device, default 0, when one is usable), or --target. rows defaults to 8Mi/H on the\n"
-     "  CPU (H=4096: 2048 rows) and 16384 on a GPU. A second run\n"
+     "  CPU (H=4096: 2048 rows) and 16384 on a GPU. --backward tunes the gradients (dx, dgamma,\n"
+     "  dbeta; CPU only so far; dtype x or x/x/params: dx and dy have x's type). A second run\n"
      "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"
      "  not SQLite, another application's, newer) is never touched; --force moves it to\n"
      "  PATH.bak and starts a new one. Ctrl-C keeps every measurement taken; rerun to resume.\n"
@@ -802,22 +810,28 @@ static const command commands[] = {
      "  kernel and the memory copy; prints a markdown table (--json: one record a line).\n"},
     {"variants", cmd_variants,
      "lntune variants --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--shape H=N[,rows=N]]\n"
+     "                [--dtype T] [--backward]\n"
      "  Lists every valid variant, one canonical parameter string a line.\n"},
     {"params", cmd_params,
-     "lntune params --op layernorm|rmsnorm --target cpu|cuda [--sm N]\n"
+     "lntune params --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--backward]\n"
      "  Shows the parameter space: each knob, its values and what it does.\n"},
     {"emit", cmd_emit,
      "lntune emit --op OP --target cpu|cuda --variant STRING [--shape H=N] [--symbol NAME]\n"
-     "  Prints the generated source of one variant. Parameters left out take their first value.\n"
+     "            [--dtype T] [--backward]\n"
+     "  Prints the generated source of one variant (--backward: of the gradients' kernel).\n"
+     "  Parameters left out take their first value.\n"
      "  CUDA sources are for --sm (compute capability, default 90).\n"},
     {"verify", cmd_verify,
-     "lntune verify --op OP --target cpu --variant STRING [--shape H=N]\n"
+     "lntune verify --op OP --target cpu --variant STRING [--shape H=N] [--dtype T] [--backward]\n"
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
      "  adversarial suite against the float64 reference.\n"},
     {"time", cmd_time,
      "lntune time --op OP --target cpu --shape [rows=R,]H=N --variant V [--variant V ...]\n"
+     "            [--dtype T] [--backward]\n"
      "  Verifies the variants (up to 16), then times them in one interleaved run with every copy\n"
-     "  variant on rows x H (rows default as for tune): time, GB/s, ratio to the better copy.\n"},
+     "  variant on rows x H (rows default as for tune): time, GB/s, ratio to the better copy.\n"
+     "  Bytes: x read and y written; backward: x and dy read, dx written (gamma, the statistics\n"
+     "  and the dgamma/dbeta partials do not grow with rows x H and are left out).\n"},
     {"export", cmd_export,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"

@@ -76,6 +76,53 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text) {
     return LNTUNE_OK;
 }
 
+/* The backward built-ins: the forward's heuristic (4-lane portable vectors, 2 accumulators),
+ * one row at a time. Their row sums flush fp32 lanes into double, as the forward's do. */
+const char lntune_builtin_backward_variant[] = "vec=4,acc=2,rows=1,h=runtime,store=plain,threads=1";
+
+int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text) {
+    static const char *const ops[] = {"layernorm_backward", "rmsnorm_backward"};
+    *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(text, &len);
+    if (!f) return LNTUNE_ENOMEM;
+    int rc = LNTUNE_OK;
+    char table[4096] = "";
+    size_t at = 0;
+    for (int op = 0; op < 2 && rc == LNTUNE_OK; ++op) {
+        at += (size_t)snprintf(table + at, sizeof table - at, "    {\n");
+        for (int x = 0; x < LNTUNE_TYPE_COUNT && rc == LNTUNE_OK; ++x) {
+            at += (size_t)snprintf(table + at, sizeof table - at, "        {");
+            for (int p = 0; p < LNTUNE_TYPE_COUNT && rc == LNTUNE_OK; ++p) {
+                char symbol[128];
+                snprintf(symbol, sizeof symbol, "%s_%s_%s_%s", prefix, ops[op], lntune_type_name(x),
+                         lntune_type_name(p));
+                lntune_shape shape = {0};
+                shape.types = (lntune_types){(uint8_t)x, (uint8_t)x, (uint8_t)p};
+                lntune_source src;
+                rc = lntune_gen_emit(g, "cpu", ops[op], lntune_builtin_backward_variant, &shape,
+                                     symbol, &src);
+                if (rc != LNTUNE_OK) break;
+                fprintf(f, "%s\n", src.text);
+                lntune_source_free(&src);
+                at +=
+                    (size_t)snprintf(table + at, sizeof table - at, "%s%s", p ? ", " : "", symbol);
+            }
+            at += (size_t)snprintf(table + at, sizeof table - at, "},\n");
+        }
+        at += (size_t)snprintf(table + at, sizeof table - at, "    },\n");
+    }
+    if (rc == LNTUNE_OK)
+        fprintf(f, "const lntune_backward_kernel_fn %s_backward[2][3][3] = {\n%s};\n", prefix,
+                table);
+    if (fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
+    if (rc != LNTUNE_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
 /* The runtime's built-ins for short rows, tried before the generic ones above: a warp per row
  * (rows of up to 1024 floats; measured on an H200 near the best with H read at run time). */
 #define CUDA_WARP "layout=warp,tpr=32,cluster=1,block=256,pack=4,cache=none,h=runtime"

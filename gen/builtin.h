@@ -34,6 +34,17 @@ void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size)
  */
 int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text);
 
+/* The parameters of the built-in backward kernels (every type tuple of both ops). */
+extern const char lntune_builtin_backward_variant[];
+
+/*
+ * Generates the built-in backward kernels of every (op, x/dy/dx type, params type) into one
+ * translation unit (malloc'd *text), named "<prefix>_<op>_<x>_<params>", followed by the table
+ * `const lntune_backward_kernel_fn <prefix>_backward[2][3][3]` indexed [op][x type][params type]
+ * (LNTUNE_DESC_* op, LNTUNE_TYPE_* types).
+ */
+int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text);
+
 /*
  * liblntune's CUDA built-ins for short rows: per op and affine kind, served for H <= max_h; the
  * generic lntune_builtin_cuda_variants serve every other H.

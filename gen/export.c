@@ -143,8 +143,11 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     const int op = lntune_export_op_find(key->op);
     lntune_types types;
     if (op < 0 || lntune_types_parse(key->dtype, &types) != 0) {
-        lntune_export_warn(l->c, "%s %s H=%lld: %s unknown to this export; left out", key->op,
-                           key->dtype, (long long)key->H, op < 0 ? "op" : "dtype");
+        const char *why = op >= 0                        ? "dtype unknown to this export"
+                          : strstr(key->op, "_backward") ? "backward kernels are not exported yet"
+                                                         : "op unknown to this export";
+        lntune_export_warn(l->c, "%s %s H=%lld: %s; left out", key->op, key->dtype,
+                           (long long)key->H, why);
         ++l->skipped;
         return 0;
     }

@@ -191,7 +191,8 @@ int lntune_gen_open(const char *template_dir, lntune_gen **out) {
 
     const embedded_file *engine = find_embedded(lntune_embedded_engine, "engine.lua");
     const embedded_file *abi = find_embedded(lntune_embedded_engine, "lntune_kernel.h");
-    if (!engine || !abi) {
+    const embedded_file *bwd = find_embedded(lntune_embedded_engine, "lntune_kernel_backward.h");
+    if (!engine || !abi || !bwd) {
         set_error(g, "%s", "lntune was built without gen/engine.lua or lntune_kernel.h");
         *out = g;
         return LNTUNE_ERROR;
@@ -207,6 +208,10 @@ int lntune_gen_open(const char *template_dir, lntune_gen **out) {
     lua_setfield(L, -2, "readfile");
     lua_pushlstring(L, abi->text, abi->len);
     lua_setfield(L, -2, "abi_header");
+    /* A global, not an engine field: engine.lua's text is part of every template hash, so the
+     * backward ABI reaches the backward templates without a change there. */
+    lua_pushlstring(L, bwd->text, bwd->len);
+    lua_setglobal(L, "lntune_backward_abi_header");
     lua_pushlstring(L, engine->text, engine->len);
     lua_setfield(L, -2, "engine_text");
     g->engine_ref = luaL_ref(L, LUA_REGISTRYINDEX);

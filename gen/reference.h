@@ -20,4 +20,16 @@ const char *lntune_op_name(lntune_op op);
 void lntune_reference_row(lntune_op op, const float *x, int64_t H, double eps, double *z,
                           double *mean, double *rstd);
 
+/*
+ * The gradients of one row in double, for the forward y = xhat * gamma (+ beta), xhat =
+ * (x - mean) * rstd (RMSNorm: x * rstd), given dy and the statistics to differentiate with
+ * (the forward's fp32 values, or lntune_reference_row's): with g = dy * gamma,
+ *   LayerNorm dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), RMSNorm drops mean(g).
+ * Writes H values to dx; adds dy * xhat to dgamma[i] and dy to dbeta[i] (each may be NULL).
+ * gamma NULL means ones. mean is ignored for RMSNorm.
+ */
+void lntune_reference_backward_row(lntune_op op, const double *x, const double *dy,
+                                   const double *gamma, int64_t H, double mean, double rstd,
+                                   double *dx, double *dgamma, double *dbeta);
+
 #endif /* LNTUNE_REFERENCE_H */

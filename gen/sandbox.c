@@ -232,22 +232,31 @@ static void run_batch(batch *b, lntune_pool *pool, lntune_sandbox_outcome *out) 
 
 /* ---- verification ---- */
 
+typedef struct {
+    lntune_verifier *forward;
+    lntune_backward_verifier *backward;
+} verifiers;
+
 static void verify_body(batch *b, lntune_pool *pool) {
-    lntune_verifier *v = b->ud;
+    const verifiers *v = b->ud;
     lntune_sandbox_check *c = (lntune_sandbox_check *)b->results;
     for (size_t k = 0; k < b->n; ++k) {
         if (b->state[k] != PENDING) continue;
         b->hdr->current = (int64_t)k;
         b->hdr->beat++;
-        c[k].rc = lntune_verifier_check(v, c[k].fn, c[k].affine, c[k].fixed_h, c[k].threads, pool,
-                                        &c[k].result);
+        if (v->backward)
+            c[k].rc = lntune_backward_verifier_check(v->backward, c[k].backward, c[k].fixed_h,
+                                                     c[k].threads, pool, &c[k].result);
+        else
+            c[k].rc = lntune_verifier_check(v->forward, c[k].fn, c[k].affine, c[k].fixed_h,
+                                            c[k].threads, pool, &c[k].result);
         b->state[k] = DONE;
     }
     b->hdr->current = -1;
 }
 
-void lntune_sandbox_verify(lntune_verifier *v, lntune_sandbox_check *c, size_t n, lntune_pool *pool,
-                           lntune_sandbox_outcome *out) {
+static void verify_batch(verifiers *v, lntune_sandbox_check *c, size_t n, lntune_pool *pool,
+                         lntune_sandbox_outcome *out) {
     batch b = {0};
     if (n == 0) return;
     if (batch_init(&b, n, sizeof *c) != 0) {
@@ -267,6 +276,18 @@ void lntune_sandbox_verify(lntune_verifier *v, lntune_sandbox_check *c, size_t n
     munmap(b.map_base, b.map_len);
 }
 
+void lntune_sandbox_verify(lntune_verifier *v, lntune_sandbox_check *c, size_t n, lntune_pool *pool,
+                           lntune_sandbox_outcome *out) {
+    verifiers vs = {v, NULL};
+    verify_batch(&vs, c, n, pool, out);
+}
+
+void lntune_sandbox_verify_backward(lntune_backward_verifier *v, lntune_sandbox_check *c, size_t n,
+                                    lntune_pool *pool, lntune_sandbox_outcome *out) {
+    verifiers vs = {NULL, v};
+    verify_batch(&vs, c, n, pool, out);
+}
+
 /* ---- timing ---- */
 
 typedef struct {
@@ -274,6 +295,20 @@ typedef struct {
     int min_rounds;
     double budget_ns;
 } time_job;
+
+/* The worker's copies of the parent's x and y buffers: where a pointer into them moves. */
+typedef struct {
+    const char *from[2];
+    char *to[2];
+    size_t bytes[2];
+} moves;
+
+static const void *moved(const moves *mv, const void *p) {
+    for (int k = 0; k < 2; ++k)
+        if (p && (const char *)p >= mv->from[k] && (const char *)p < mv->from[k] + mv->bytes[k])
+            return mv->to[k] + ((const char *)p - mv->from[k]);
+    return p;
+}
 
 static void time_body(batch *b, lntune_pool *pool) {
     time_job *t = b->ud;
@@ -293,24 +328,37 @@ static void time_body(batch *b, lntune_pool *pool) {
     if (!x || !y) _exit(125);
     memcpy(x, a.x, xn * sizeof(float));
     memcpy(y, a.y, yn * sizeof(float));
-    /* Candidates with their own args on the same buffers move to the worker's copies too. */
+    const moves mv = {{a.x, a.y}, {(char *)x, (char *)y}, {xn * sizeof(float), yn * sizeof(float)}};
+    /* Candidates' own args and backward calls on those buffers move to the worker's copies. */
     lntune_kernel_args *own = malloc((m ? m : 1) * sizeof *own);
-    if (!own) _exit(125);
-    for (size_t i = 0; i < m; ++i)
-        if (sub[i].args && sub[i].args->x == a.x && sub[i].args->y == a.y) {
+    lntune_backward_call *calls = malloc((m ? m : 1) * sizeof *calls);
+    if (!own || !calls) _exit(125);
+    for (size_t i = 0; i < m; ++i) {
+        if (sub[i].args) {
             own[i] = *sub[i].args;
-            own[i].x = x;
-            own[i].y = y;
+            own[i].x = moved(&mv, own[i].x);
+            own[i].y = (void *)moved(&mv, own[i].y);
             sub[i].args = &own[i];
         }
+        if (sub[i].call) {
+            calls[i] = *sub[i].call;
+            calls[i].args.x = moved(&mv, calls[i].args.x);
+            calls[i].args.dy = moved(&mv, calls[i].args.dy);
+            calls[i].args.dx = (void *)moved(&mv, calls[i].args.dx);
+            sub[i].call = &calls[i];
+        }
+    }
     a.x = x;
     a.y = y;
     g_map = g_hdr ? b->map : NULL;
     lntune_time_interleaved(sub, m, &a, pool, t->min_rounds, t->budget_ns);
     g_map = NULL;
-    for (size_t i = 0; i < m; ++i)
-        if (sub[i].args == &own[i]) sub[i].args = all[b->map[i]].args; /* the parent's again */
+    for (size_t i = 0; i < m; ++i) { /* the parent's pointers again */
+        sub[i].args = all[b->map[i]].args;
+        sub[i].call = all[b->map[i]].call;
+    }
     free(own);
+    free(calls);
     free(x);
     free(y);
     for (size_t i = 0; i < m; ++i) {

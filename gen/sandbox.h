@@ -20,6 +20,7 @@
 #include "pool.h"
 #include "timing.h"
 #include "verify.h"
+#include "verify_backward.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@ typedef struct lntune_sandbox_outcome {
 /* One kernel to verify, with what lntune_verifier_check needs. */
 typedef struct lntune_sandbox_check {
     lntune_kernel_fn fn;
+    lntune_backward_kernel_fn backward; /* instead of fn, for lntune_sandbox_verify_backward */
     int affine;
     int64_t fixed_h;
     int threads;
@@ -56,8 +58,15 @@ int lntune_sandbox_enabled(void);
 void lntune_sandbox_verify(lntune_verifier *v, lntune_sandbox_check *c, size_t n, lntune_pool *pool,
                            lntune_sandbox_outcome *out);
 
+/* The same for backward kernels (c[k].backward): lntune_backward_verifier_check. */
+void lntune_sandbox_verify_backward(lntune_backward_verifier *v, lntune_sandbox_check *c, size_t n,
+                                    lntune_pool *pool, lntune_sandbox_outcome *out);
+
 /*
- * lntune_time_interleaved of c[0..n) in a worker. A candidate that crashes is marked failed with
+ * lntune_time_interleaved of c[0..n) in a worker. The worker times on its own copies of the
+ * buffers of args (x: rows at x_stride, y: rows at y_stride, as floats); every pointer of a
+ * candidate's own args or backward call that lies in them is moved to the copy, so a problem's
+ * large buffers belong inside those two. A candidate that crashes is marked failed with
  * its outcome, and the others are timed again without it.
  */
 void lntune_sandbox_time(lntune_timed *c, size_t n, const lntune_kernel_args *args,

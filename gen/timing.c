@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "timing.h"
 
+#include "backward.h"
 #include "sandbox.h"
 
 #include <stdlib.h>
@@ -29,6 +30,26 @@ void lntune_sample_stats(double *samples, size_t n, double *median, double *min,
     *median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
 }
 
+int lntune_backward_call_run(lntune_pool *pool, lntune_backward_kernel_fn kernel,
+                             const lntune_backward_call *call, int threads) {
+    int rc = lntune_backward_run(pool, kernel, &call->args, threads, call->dgamma_parts,
+                                 call->dbeta_parts);
+    threads = lntune_backward_threads(pool, threads, call->args.rows);
+    if (call->dgamma_parts)
+        lntune_backward_reduce(call->dgamma_parts, threads, call->args.H, call->dgamma,
+                               call->params_type);
+    if (call->dbeta_parts)
+        lntune_backward_reduce(call->dbeta_parts, threads, call->args.H, call->dbeta,
+                               call->params_type);
+    return rc;
+}
+
+/* One call of candidate c over every row. */
+static int run(lntune_pool *pool, const lntune_timed *c, const lntune_kernel_args *args) {
+    if (c->backward) return lntune_backward_call_run(pool, c->backward, c->call, c->threads);
+    return lntune_pool_run_kernel(pool, c->fn, c->args ? c->args : args, c->threads);
+}
+
 void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
                              lntune_pool *pool, int min_rounds, double budget_ns) {
     if (n == 0) return;
@@ -39,8 +60,7 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
     }
     for (size_t i = 0; i < n; ++i) {
         lntune_sandbox_progress((int64_t)i); /* names the candidate a crash or hang is blamed on */
-        c[i].failed =
-            lntune_pool_run_kernel(pool, c[i].fn, c[i].args ? c[i].args : args, c[i].threads) != 0;
+        c[i].failed = run(pool, &c[i], args) != 0;
     }
     /*
      * Each round visits the candidates in a fresh random order. A kernel leaves the caches in its
@@ -70,8 +90,7 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
             if (c[i].failed) continue;
             lntune_sandbox_progress((int64_t)i);
             double t0 = lntune_now_ns();
-            int rc =
-                lntune_pool_run_kernel(pool, c[i].fn, c[i].args ? c[i].args : args, c[i].threads);
+            int rc = run(pool, &c[i], args);
             samples[i * MAX_ROUNDS + (size_t)rounds] = lntune_now_ns() - t0;
             if (rc) c[i].failed = 1;
         }

@@ -8,10 +8,27 @@
 #define LNTUNE_TIMING_H
 
 #include "lntune_kernel.h"
+#include "lntune_kernel_backward.h"
 #include "pool.h"
 
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * What a backward kernel's call costs the runtime (api_backward.c): the kernel over every row on
+ * per-thread fp32 partials (zeroed first), then the partials summed into dgamma (and dbeta) in
+ * their type. The buffers of one call are shared by all candidates: they run one after another.
+ */
+typedef struct lntune_backward_call {
+    lntune_backward_kernel_args args;
+    float *dgamma_parts, *dbeta_parts; /* (most threads) x H each; dbeta NULL for RMSNorm */
+    void *dgamma, *dbeta;              /* H elements of params_type each */
+    int params_type;                   /* LNTUNE_TYPE_* */
+} lntune_backward_call;
+
+/* One backward call of kernel on threads threads of pool; the kernel's code. */
+int lntune_backward_call_run(lntune_pool *pool, lntune_backward_kernel_fn kernel,
+                             const lntune_backward_call *call, int threads);
 
 typedef struct lntune_timed {
     lntune_kernel_fn fn;
@@ -22,6 +39,9 @@ typedef struct lntune_timed {
     /* The candidate's own problem (same x and y buffers, another shape: a copy of the same
      * bytes as a 16-bit kernel moves); NULL: the args shared by all. */
     const lntune_kernel_args *args;
+    /* A backward candidate: backward (fn NULL) run on call by lntune_backward_call_run. */
+    lntune_backward_kernel_fn backward;
+    const lntune_backward_call *call;
 } lntune_timed;
 
 /* Monotonic nanoseconds. */

@@ -3,6 +3,9 @@
  * space (search.c) evaluating candidates as generate -> JIT -> verify -> time, re-time the
  * leaders with the naive kernel and the copies in one interleaved run, then store everything.
  *
+ * Forward and backward ops (op texts "layernorm" ... "rmsnorm_backward") take the same path; what
+ * differs (buffers and args, verifier, bytes moved) comes from their lntune_direction (problem.h).
+ *
  * Every measurement is written as soon as it is taken, so an interrupted run loses nothing, and
  * a rerun reuses each stored measurement of the same template and compiler instead of compiling.
  */
@@ -16,6 +19,7 @@
 #include "jit.h"
 #include "lntune.h"
 #include "pool.h"
+#include "problem.h"
 #include "reference.h"
 #include "sandbox.h"
 #include "search.h"
@@ -59,16 +63,14 @@ typedef struct {
     lntune_jit *jit;
     lntune_db *db;
     lntune_pool *pool;
-    lntune_verifier *verifier;
-    const char *op;
+    void *verifier; /* of the problem's direction */
+    const char *op; /* the op text */
     lntune_shape shape;
     lntune_db_key key;
-    char code_hash[40]; /* template hash + compiler: measurements of other ones are not reused */
-    char host_flag[64]; /* -DLNTUNE_HOST=<fingerprint>, see build_units */
-    lntune_kernel_args args;
-    lntune_kernel_args copy_args; /* a copy of the bytes args moves (x read + y written) */
-    char dtype[24];               /* the types' database text */
-    double bytes;
+    char code_hash[40];  /* template hash + compiler: measurements of other ones are not reused */
+    char host_flag[64];  /* -DLNTUNE_HOST=<fingerprint>, see build_units */
+    lntune_problem prob; /* buffers, args, bytes moved and the copy of them, per direction */
+    char dtype[24];      /* the types' database text */
     const lntune_space *space;
     compiled *units;
     size_t nunits, capunits;
@@ -80,6 +82,7 @@ typedef struct {
     double start_ns;
     size_t done, estimate;
     char *write_err; /* the run's first failed write: the run stops (sized WRITE_ERR) */
+    char *fatal;     /* a failure to prepare (memory, verifier): the run stops (sized WRITE_ERR) */
 } job;
 
 enum { WRITE_ERR = 1024 };
@@ -160,7 +163,7 @@ static void record(job *j, const char *variant, const char *status, const char *
         m.median_ns = t->median_ns;
         m.min_ns = t->min_ns;
         m.max_ns = t->max_ns;
-        m.gbps = j->bytes / t->median_ns;
+        m.gbps = j->prob.bytes / t->median_ns;
     }
     m.copy_gbps = j->res->copy_gbps;
     if (j->write_err[0]) return; /* the run is stopping: write nothing more */
@@ -253,7 +256,7 @@ static void build_units(job *j, const size_t *idx, size_t n) {
                                                  .threads = srcs[k].threads};
         check_of[nchecks++] = first_new + k;
     }
-    lntune_sandbox_verify(j->verifier, checks, nchecks, j->pool, outs);
+    j->prob.dir->sandbox_verify(j->verifier, checks, nchecks, j->pool, outs);
     for (size_t c = 0; c < nchecks; ++c) {
         compiled *u = &j->units[check_of[c]];
         if (outs[c].state != LNTUNE_SANDBOX_DONE) {
@@ -322,11 +325,11 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
                 j->res->failed++;
             continue;
         }
-        timed[ntimed] = (lntune_timed){.fn = j->units[u].fn, .threads = j->threads_of[v]};
+        timed[ntimed] = j->prob.dir->candidate(&j->prob, j->units[u].fn, j->threads_of[v]);
         timed_slot[ntimed++] = k;
     }
     progress(j, "time");
-    lntune_sandbox_time(timed, ntimed, &j->args, j->pool, MIN_ROUNDS, BATCH_BUDGET_NS, outs);
+    lntune_sandbox_time(timed, ntimed, &j->prob.args, j->pool, MIN_ROUNDS, BATCH_BUDGET_NS, outs);
     for (size_t t = 0; t < ntimed; ++t) {
         size_t k = timed_slot[t], v = idx[k];
         compiled *u = &j->units[j->unit_of[v]];
@@ -377,12 +380,12 @@ static size_t build_copies(job *j, lntune_jit_module **modules, lntune_timed *co
             lntune_jit_load(j->jit, obj.data, obj.len, "lntune_kernel", &modules[got],
                             &copies[got].fn) == LNTUNE_OK) {
             copies[got].threads = src.threads;
-            lntune_kernel_args a = j->copy_args;
+            lntune_kernel_args a = j->prob.copy_args;
             a.rows = a.rows < 4 ? a.rows : 4;
             float *y = a.y;
             y[0] = -1.0f;
             lntune_pool_run_kernel(j->pool, copies[got].fn, &a, copies[got].threads);
-            copies[got].args = &j->copy_args;
+            copies[got].args = &j->prob.copy_args;
             if (memcmp(a.x, a.y, (size_t)(a.rows * a.H) * sizeof(float)) == 0)
                 got++;
             else
@@ -409,7 +412,8 @@ static int faster_copy(const void *a, const void *b) {
 static size_t keep_fastest_copies(job *j, lntune_timed *copies, size_t n) {
     if (n == 0) return 0;
     lntune_sandbox_outcome outs[MAX_COPIES];
-    lntune_sandbox_time(copies, n, &j->args, j->pool, RETIME_ROUNDS, BATCH_BUDGET_NS * 2, outs);
+    lntune_sandbox_time(copies, n, &j->prob.args, j->pool, RETIME_ROUNDS, BATCH_BUDGET_NS * 2,
+                        outs);
     qsort(copies, n, sizeof *copies, faster_copy);
     size_t k = 0;
     while (k < n && k < COPY_FINALISTS && !copies[k].failed) ++k;
@@ -458,7 +462,7 @@ static void store_winner(job *j, size_t v, const lntune_timed *t) {
                      src.threads,
                      j->shape.rows,
                      t->median_ns,
-                     j->bytes / t->median_ns,
+                     j->prob.bytes / t->median_ns,
                      j->res->copy_gbps,
                      u->max_error,
                      j->res->naive_ns};
@@ -478,34 +482,12 @@ static int from_best(void *ud, const lntune_best *b) {
     return 0;
 }
 
-static void fill(float *p, size_t n, uint64_t *state, double scale, double offset) {
-    for (size_t i = 0; i < n; ++i) {
-        *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
-        p[i] = (float)(offset + scale * ((double)(*state >> 11) / 9007199254740992.0 - 0.5));
-    }
-}
-
-/* fill for n elements of type t (16-bit types rounded from the same fp32 values). */
-static void fill_typed(void *p, int t, size_t n, uint64_t *state, double scale, double offset) {
-    fill(p, n, state, scale, offset);
-    lntune_narrow_in_place(p, n, t);
-}
-
-lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types) {
-    lntune_kernel_args c = *a;
-    const int64_t moved = (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y));
-    c.H = c.x_stride = c.y_stride = (moved * a->H + 7) / 8;
-    c.gamma = c.beta = NULL;
-    return c;
-}
-
 /* Tunes one op x shape into res. */
 static void tune_one(job *j) {
     lntune_tune_result *res = j->res;
     char **list = NULL;
     size_t n = 0, nunits_done = 0;
     lntune_space *space = NULL;
-    float *x = NULL, *y = NULL, *gamma = NULL, *beta = NULL;
     lntune_jit_module *copy_modules[MAX_COPIES] = {0};
     size_t ncopies = 0;
 
@@ -520,32 +502,18 @@ static void tune_one(job *j) {
     j->estimate = lntune_search_estimate(space, j->cfg->rigor);
     j->unit_of = malloc(n * sizeof *j->unit_of);
     j->threads_of = calloc(n, sizeof *j->threads_of);
-    /* Buffers are sized for fp32 whatever the types: the sandbox copies them as floats. */
-    const size_t elems = (size_t)(j->shape.rows * j->shape.H);
-    x = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
-    y = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
-    gamma = malloc((size_t)j->shape.H * sizeof(float));
-    beta = malloc((size_t)j->shape.H * sizeof(float));
-    if (!j->unit_of || !j->threads_of || !x || !y || !gamma || !beta) goto done;
+    if (!j->unit_of || !j->threads_of) goto done;
     for (size_t i = 0; i < n; ++i) j->unit_of[i] = -1;
-    uint64_t state = 0x853c49e6748fea9bULL;
-    const lntune_types types = j->shape.types;
-    fill_typed(x, types.x, elems, &state, 4.0, 0.0);
-    fill(y, elems, &state, 1.0, 0.0); /* touch y's pages before any timing */
-    fill_typed(gamma, types.params, (size_t)j->shape.H, &state, 1.0, 1.0);
-    fill_typed(beta, types.params, (size_t)j->shape.H, &state, 1.0, 0.0);
-    j->args =
-        (lntune_kernel_args){.rows = j->shape.rows,
-                             .H = j->shape.H,
-                             .x_stride = j->shape.H,
-                             .y_stride = j->shape.H,
-                             .x = x,
-                             .y = y,
-                             .gamma = gamma,
-                             .beta = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM ? beta : NULL,
-                             .eps = 1e-5f};
-    j->bytes = (double)elems * (double)(lntune_type_size(types.x) + lntune_type_size(types.y));
-    j->copy_args = lntune_tune_copy_args(&j->args, types);
+    /* The buffers and the verifier only now: a winner read back from the database needs neither. */
+    int rc = lntune_problem_init(&j->prob, j->op, j->shape.types, j->shape.rows, j->shape.H,
+                                 lntune_pool_threads(j->pool));
+    if (rc == LNTUNE_OK && (rc = lntune_problem_verifier(&j->prob, &j->verifier)) != LNTUNE_OK)
+        snprintf(j->fatal, WRITE_ERR, "cannot prepare the %s verifier for H=%lld", j->op,
+                 (long long)j->shape.H);
+    else if (rc != LNTUNE_OK)
+        snprintf(j->fatal, WRITE_ERR, "out of memory for the %s buffers of %lldx%lld", j->op,
+                 (long long)j->shape.rows, (long long)j->shape.H);
+    if (rc != LNTUNE_OK) goto done;
 
     progress(j, "copy");
     lntune_timed copies[MAX_COPIES] = {{0}}; /* all defined: the sandbox copies them whole */
@@ -564,22 +532,22 @@ static void tune_one(job *j) {
         compiled *u = unit_for(j, top[k]);
         if (!u) continue;
         top[ng] = top[k];
-        group[ng++] = (lntune_timed){.fn = u->fn, .threads = j->threads_of[top[k]]};
+        group[ng++] = j->prob.dir->candidate(&j->prob, u->fn, j->threads_of[top[k]]);
     }
     nunits_done = ng;
     compiled *naive = unit_for(j, 0);
     if (naive) {
         naive_at = ng;
-        group[ng++] = (lntune_timed){.fn = naive->fn, .threads = j->threads_of[0]};
+        group[ng++] = j->prob.dir->candidate(&j->prob, naive->fn, j->threads_of[0]);
     }
     for (size_t c = 0; c < nfinal; ++c) group[ng++] = copies[c];
     lntune_sandbox_outcome outs[TOP + 1 + COPY_FINALISTS];
-    lntune_sandbox_time(group, ng, &j->args, j->pool, RETIME_ROUNDS, RETIME_BUDGET_NS, outs);
+    lntune_sandbox_time(group, ng, &j->prob.args, j->pool, RETIME_ROUNDS, RETIME_BUDGET_NS, outs);
     if (stopped(j)) goto done;
     double copy_ns = INFINITY;
     for (size_t c = naive_at == SIZE_MAX ? nunits_done : naive_at + 1; c < ng; ++c)
         if (!group[c].failed && group[c].median_ns < copy_ns) copy_ns = group[c].median_ns;
-    res->copy_gbps = isinf(copy_ns) ? 0.0 : j->bytes / copy_ns;
+    res->copy_gbps = isinf(copy_ns) ? 0.0 : j->prob.bytes / copy_ns;
     if (naive_at != SIZE_MAX) res->naive_ns = group[naive_at].median_ns;
     if (nunits_done == 0) goto done;
     size_t w = choose(j, top, group, nunits_done);
@@ -597,7 +565,7 @@ static void tune_one(job *j) {
     store_winner(j, top[w], &group[w]);
     snprintf(res->variant, sizeof res->variant, "%s", lntune_space_variant(space, top[w]));
     res->median_ns = group[w].median_ns;
-    res->gbps = j->bytes / group[w].median_ns;
+    res->gbps = j->prob.bytes / group[w].median_ns;
     res->max_error = j->units[j->unit_of[top[w]]].max_error;
 done:
     for (size_t c = 0; c < ncopies; ++c) lntune_jit_unload(copy_modules[c]);
@@ -610,10 +578,8 @@ done:
     free(j->units);
     free(j->unit_of);
     free(j->threads_of);
-    free(x);
-    free(y);
-    free(gamma);
-    free(beta);
+    if (j->verifier) j->prob.dir->verifier_destroy(j->verifier);
+    lntune_problem_free(&j->prob);
     lntune_space_destroy(space);
     lntune_gen_free_list(list, n);
 }
@@ -641,7 +607,20 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
     lntune_cpu_info cpu;
     int64_t hw = 0;
     int rc;
-    char write_err[WRITE_ERR] = "";
+    char write_err[WRITE_ERR] = "", fatal[WRITE_ERR] = "";
+    for (size_t o = 0; o < cfg->nops; ++o) {
+        const lntune_direction *dir = NULL;
+        if (lntune_op_text_parse(cfg->ops[o], NULL, &dir, NULL) != 0) {
+            snprintf(err, errlen, "unknown op '%s'", cfg->ops[o] ? cfg->ops[o] : "(null)");
+            return LNTUNE_EINVAL;
+        }
+        for (size_t s = 0; s < cfg->nshapes && strcmp(dir->name, "backward") == 0; ++s)
+            if (cfg->shapes[s].types.y != cfg->shapes[s].types.x) {
+                snprintf(err, errlen, "%s: dx and dy have x's type, so y's type must be x's",
+                         cfg->ops[o]);
+                return LNTUNE_EINVAL;
+            }
+    }
     lntune_cpu_info_get(&cpu);
     int threads =
         cfg->max_threads > 0 && cfg->max_threads < cpu.cores ? cfg->max_threads : cpu.cores;
@@ -688,6 +667,7 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             j.key = (lntune_db_key){hw, "cpu", j.op, j.dtype, j.shape.H, j.shape.rows, 1};
             j.res = r;
             j.write_err = write_err;
+            j.fatal = fatal;
             j.start_ns = lntune_now_ns();
             /* Objects are -march=native: the fingerprint keeps them out of other hosts' cache. */
             snprintf(j.host_flag, sizeof j.host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
@@ -701,16 +681,12 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
                 snprintf(err, errlen, "%s", lntune_gen_errmsg(gen));
                 goto done;
             }
-            int64_t hs[3] = {1, 17, j.shape.H};
-            size_t nh = j.shape.H == 1 || j.shape.H == 17 ? 2 : 3;
-            if ((rc = lntune_verifier_create_typed(lntune_op_parse(j.op), j.shape.types, hs, nh, 0,
-                                                   &j.verifier))) {
-                snprintf(err, errlen, "cannot prepare the verifier for H=%lld",
-                         (long long)j.shape.H);
+            tune_one(&j);
+            if (fatal[0]) {
+                rc = LNTUNE_ENOMEM;
+                snprintf(err, errlen, "%s", fatal);
                 goto done;
             }
-            tune_one(&j);
-            lntune_verifier_destroy(j.verifier);
             if (write_err[0]) {
                 rc = LNTUNE_EDB;
                 snprintf(err, errlen, "cannot write the tuning database, stopped: %s", write_err);

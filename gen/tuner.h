@@ -9,6 +9,7 @@
 
 #include "generator.h"
 #include "lntune_kernel.h"
+#include "problem.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -31,7 +32,7 @@ typedef struct lntune_tune_progress {
 
 typedef struct lntune_tune_config {
     const char *db_path;    /* NULL: the default path */
-    const char *const *ops; /* "layernorm", "rmsnorm" */
+    const char *const *ops; /* op texts: "layernorm", "rmsnorm_backward" (problem.h) */
     size_t nops;
     const lntune_shape *shapes; /* rows 0: lntune_tune_default_rows(H) */
     size_t nshapes;
@@ -48,7 +49,7 @@ typedef struct lntune_tune_config {
 
 typedef struct lntune_tune_result {
     char target[8]; /* "cpu", "cuda" */
-    char op[16];
+    char op[24];    /* the op text: "layernorm", "rmsnorm_backward" (problem.h) */
     char dtype[24]; /* "f32", "bf16", "f16/f32/f32": lntune_types_format */
     int64_t rows, H;
     char variant[256]; /* the winner */
@@ -75,13 +76,6 @@ int64_t lntune_tune_default_rows(int64_t H);
  */
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *n, char *err,
                 size_t errlen);
-
-/*
- * The memory copy that moves the bytes of a (rows of x read, y written, in types): the same rows
- * and buffers, H x (x + y bytes) / 8 floats a row (rounded up), no gamma or beta. Used by the
- * tuner and `lntune time` as the bandwidth baseline.
- */
-lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types);
 
 /* Shared by this tuner and the GPU's (cuda_tuner.c). */
 

@@ -138,6 +138,55 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
 LNTUNE_API int lntune_layernorm(lntune *ctx, const lntune_args *args);
 LNTUNE_API int lntune_rmsnorm(lntune *ctx, const lntune_args *args);
 /*
+ * One backward (gradient) call: given dy, the gradient of the forward's output y, compute dx
+ * and, when asked, dgamma (and dbeta for LayerNorm). Zero-fill it, then set rows, H, x, dy and
+ * dx (and eps, gamma, mean, rstd, dgamma, dbeta as needed): every other field's zero value means
+ * "absent" or "the default".
+ */
+typedef struct lntune_backward_args {
+    int64_t rows;
+    int64_t H;
+    float eps;                /* the forward's eps; 0 means the default, 1e-5 */
+    lntune_dtype dtype;       /* of x, dy and dx; 0: fp32 */
+    lntune_dtype param_dtype; /* of gamma, dgamma and dbeta; 0: as dtype */
+    const void *x;            /* the forward's input */
+    const void *dy;
+    const void *gamma; /* optional, H elements; NULL means ones (a forward without gamma) */
+    /*
+     * Optional, rows elements each: the forward's saved statistics (lntune_args.mean/rstd).
+     * NULL: recomputed from x and eps as the forward computes them. LayerNorm takes both or
+     * neither; RMSNorm reads rstd only (mean, if given, is ignored).
+     */
+    const float *mean;
+    const float *rstd;
+    void *dx;         /* required, rows x H */
+    void *dgamma;     /* optional output, H elements: sum over rows of dy * xhat */
+    void *dbeta;      /* optional output, H elements: sum over rows of dy; LayerNorm only */
+    int64_t x_stride; /* elements between rows; 0 means H */
+    int64_t dy_stride;
+    int64_t dx_stride;
+    lntune_device_kind device; /* the CPU only so far */
+    int device_index;
+    void *stream;
+} lntune_backward_args;
+
+/*
+ * The gradients of lntune_layernorm / lntune_rmsnorm, with xhat = (x - mean) * rstd (RMSNorm:
+ * x * rstd) and g = dy * gamma:
+ *   LayerNorm dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); RMSNorm drops the mean(g) term
+ *   dgamma = sum over rows of dy * xhat;  dbeta = sum over rows of dy
+ * dgamma and dbeta are overwritten (not accumulated into); they are summed in fp32, per thread
+ * then across threads in a fixed order (the same bits for the same thread count), and written
+ * in param_dtype. dx is computed in fp32 and rounded once to dtype. Same threading and first-call
+ * rules as the forward. Returns LNTUNE_OK (rows == 0: a no-op that leaves dgamma/dbeta alone),
+ * or LNTUNE_EINVAL (ctx, args, x, dy or dx NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride
+ * neither 0 nor >= H; a dtype out of range; only one of mean/rstd to LayerNorm; dbeta to
+ * RMSNorm; device_index or stream set), LNTUNE_EUNSUPPORTED (device memory: CUDA backward is
+ * not served yet), LNTUNE_EOVERFLOW, LNTUNE_ENOMEM.
+ */
+LNTUNE_API int lntune_layernorm_backward(lntune *ctx, const lntune_backward_args *args);
+LNTUNE_API int lntune_rmsnorm_backward(lntune *ctx, const lntune_backward_args *args);
+/*
  * The message of the calling thread's last failed call on ctx (each thread has its own, so
  * concurrent failures never mix). Owned by ctx; valid until that thread's next failure on ctx
  * or lntune_close; never NULL.

@@ -6,6 +6,7 @@
 
 #include "dtypes.h"
 #include "lntune_kernel.h"
+#include "lntune_kernel_backward.h"
 
 #include <stddef.h>
 
@@ -18,6 +19,12 @@ lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op 
  * serves it) and for an op or type out of range.
  */
 lntune_kernel_fn lntune_builtin_typed_kernel(int op, lntune_types t);
+
+/*
+ * The built-in backward kernels, generated at build time (gen/builtin.c), indexed
+ * [LNTUNE_DESC_LAYERNORM or _RMSNORM][x/dy/dx type][params type].
+ */
+extern const lntune_backward_kernel_fn lntune_builtin_backward[2][3][3];
 
 /*
  * The CUDA built-ins (generated at build time by tools/emit_builtin.c into

@@ -40,7 +40,8 @@ struct lntune_loaded {
     lntune_loaded *next;
 };
 
-static const char *const op_names[] = {"layernorm", "rmsnorm"};
+static const char *const op_names[] = {"layernorm", "rmsnorm", "layernorm_backward",
+                                       "rmsnorm_backward"};
 static const char *const affine_names[] = {"no gamma/beta", "gamma", "beta only"};
 
 /* Probes lntune_rows_bucket for the bucket list, in increasing row counts. */
@@ -243,9 +244,14 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     }
     e->desc = *d;
     const lntune_types types = lntune_types_unpacked(lntune_desc_dtype(d));
-    e->kernel = e->fallback = lntune_types_all_f32(types)
-                                  ? lntune_builtin_kernel(lntune_desc_op(d), lntune_desc_affine(d))
-                                  : lntune_builtin_typed_kernel(lntune_desc_op(d), types);
+    const int op = lntune_desc_op(d), backward = op >= LNTUNE_DESC_LAYERNORM_BACKWARD;
+    if (backward)
+        e->backward = e->backward_fallback =
+            lntune_builtin_backward[op - LNTUNE_DESC_LAYERNORM_BACKWARD][types.x][types.params];
+    else
+        e->kernel = e->fallback = lntune_types_all_f32(types)
+                                      ? lntune_builtin_kernel(op, lntune_desc_affine(d))
+                                      : lntune_builtin_typed_kernel(op, types);
     char what[128];
     lntune_dispatch_describe(d, rows, what, sizeof what);
     lntune_best_copy best = {0};
@@ -262,6 +268,12 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         if (!fn) {
             lntune_ctx_debug(ctx, "%s: built-in kernel (tuned %s unusable: %s)", what, best.variant,
                              err);
+        } else if (backward) {
+            /* the artifact's symbol has the backward ABI (the tuner stored it for this op) */
+            memcpy(&e->backward, &fn, sizeof fn);
+            e->threads = best.threads > 0 ? best.threads : 1;
+            lntune_ctx_debug(ctx, "%s: tuned %s, %d thread(s), measured %.0f ns at rows=%lld", what,
+                             best.variant, e->threads, best.median_ns, (long long)best.tuned_rows);
         } else {
             e->kernel = fn;
             e->threads = best.threads > 0 ? best.threads : 1;

@@ -12,6 +12,7 @@
 #define LNTUNE_REGISTRY_H
 
 #include "lntune_kernel.h"
+#include "lntune_kernel_backward.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -29,7 +30,12 @@ typedef struct lntune_desc {
     int64_t H;
 } lntune_desc;
 
-enum { LNTUNE_DESC_LAYERNORM = 0, LNTUNE_DESC_RMSNORM = 1 };
+enum {
+    LNTUNE_DESC_LAYERNORM = 0,
+    LNTUNE_DESC_RMSNORM = 1,
+    LNTUNE_DESC_LAYERNORM_BACKWARD = 2, /* backward descriptors: dtype packs (x/dy/dx, params) */
+    LNTUNE_DESC_RMSNORM_BACKWARD = 3,
+};
 
 enum {
     LNTUNE_DESC_NO_AFFINE = 0, /* neither gamma nor beta */
@@ -44,7 +50,9 @@ typedef struct lntune_entry {
     const lntune_gpu_kernel *gpu; /* CUDA entries: the kernel, tuned or built-in; else NULL */
     lntune_kernel_fn kernel;      /* tuned, or the built-in */
     lntune_kernel_fn fallback;    /* the built-in; for a tuned kernel that declines the args */
-    int threads;                  /* the tuned thread count; 0: the built-in heuristic */
+    lntune_backward_kernel_fn backward;          /* backward entries: tuned, or the built-in */
+    lntune_backward_kernel_fn backward_fallback; /* backward entries: the built-in */
+    int threads; /* the tuned thread count; 0: the built-in heuristic */
     struct lntune_entry *next;
 } lntune_entry;
 

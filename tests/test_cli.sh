@@ -106,5 +106,57 @@ expect 0 "bf16" show --db "$db16"
 expect 0 '"dtype": "bf16"' --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$db16" --json
 rm -f "$db16"*
 
+# Backward: the gradients' kernels through every command; bad combinations refused before any
+# database is opened; a tuning run keyed by the op text, read back by a rerun that compiles nothing.
+expect 0 "threads across rows" params --op layernorm --target cpu --backward
+n=$("$lntune" variants --op rmsnorm --target cpu --backward --shape H=768 | grep -c '^vec=.*threads=')
+if [ "$n" -lt 50 ]; then
+    echo "FAIL: only $n rmsnorm backward variants for H=768"
+    failures=$((failures + 1))
+else
+    echo "ok: $n rmsnorm backward variants for H=768"
+fi
+expect 0 "const lntune_backward_kernel_args *a" emit --op layernorm --target cpu --backward --variant vec=8 --shape H=768
+expect 0 "f32_to_bf16" emit --op rmsnorm --target cpu --backward --dtype bf16 --variant vec=8 --shape H=768
+expect 0 "ok: vec=8,acc=2,rows=2" verify --op layernorm --target cpu --backward --variant vec=8,acc=2,rows=2 --shape H=768
+expect 0 "ok: vec=4" verify --op rmsnorm --target cpu --backward --dtype bf16/bf16/f32 --variant vec=4,rows=2 --shape H=768
+expect 0 "layernorm_backward 16x64, one interleaved run" time --op layernorm --target cpu --backward --shape rows=16,H=64 --variant vec=4 --variant vec=8,rows=2
+expect 2 "dx and dy have x's type" --backward --shape H=64 --dtype bf16/f32/f32 --db "$nodb"
+expect 2 "dx and dy have x's type" verify --op layernorm --target cpu --backward --dtype f16/f32 --variant vec=4
+expect 2 "--backward tunes the CPU so far" --backward --shape H=64 --target cuda --db "$nodb"
+expect 2 "unknown parameter 'stats'" emit --op layernorm --target cpu --backward --variant stats=welford
+expect 2 "unknown op 'layernorm_backward'" --shape H=64 --op layernorm_backward --db "$nodb"
+if [ -e "$nodb" ]; then
+    echo "FAIL: bad backward input created $nodb"
+    failures=$((failures + 1))
+    rm -f "$nodb"*
+fi
+dbb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+expect 0 "rmsnorm_backward   64x96 bf16" --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb"
+out=$("$lntune" --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb" --json 2>&1)
+if grep -qF '"op": "rmsnorm_backward", "direction": "backward", "dtype": "bf16"' <<<"$out" &&
+    grep -qF '"compiled": 0, "cache_hits": 0' <<<"$out" && grep -qF '"from_db": true' <<<"$out"; then
+    echo "ok: the rerun reads the backward winner back, compiling nothing"
+else
+    echo "FAIL: backward rerun: ${out:0:400}"
+    failures=$((failures + 1))
+fi
+expect 0 "rmsnorm_backward   bf16" show --db "$dbb"
+expect 0 '"op": "rmsnorm_backward", "direction": "backward", "dtype": "bf16"' show --db "$dbb" --json
+mkdir -p "$dbb.export"
+out=$("$lntune" export --db "$dbb" --out "$dbb.export" 2>&1)
+if grep -qF "0 tuned kernel(s)" <<<"$out" &&
+    grep -qF "rmsnorm_backward bf16 H=" <<<"$out" &&
+    grep -qF "backward kernels are not exported yet; left out" <<<"$out"; then
+    echo "ok: export leaves the backward winners out, and says so"
+else
+    echo "FAIL: export of a backward database: ${out:0:300}"
+    failures=$((failures + 1))
+fi
+rm -rf "$dbb.export"
+# The forward of the same shape is another key: not read back from the backward's row.
+expect 0 '"from_db": false' --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb" --json
+rm -f "$dbb"*
+
 [ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
 exit $((failures > 0))

@@ -7,7 +7,10 @@
  *    failed, its message naming its signal (SIGSEGV, SIGFPE, SIGILL) or the timeout;
  *  - a small out-of-bounds write (one float before y) does not crash: the verifier's guard zone
  *    catches it, and it is stored as wrong;
- *  - a second run reuses those records and runs none of the faulty variants again.
+ *  - a second run reuses those records and runs none of the faulty variants again;
+ *  - the backward (tests/templates/sandbox/cpu/layernorm_backward.lua) likewise: crashes at
+ *    verification and at timing are stored failed with their signal, writes before dx or before
+ *    the dgamma partials are caught by the guard zones and stored wrong, the right one wins.
  * With the sandbox off (LNTUNE_SANDBOX=off) the first faulty variant kills this test.
  */
 #define _GNU_SOURCE
@@ -75,6 +78,33 @@ static int count(void *ud, const lntune_measurement *m) {
     return 0;
 }
 
+/* The backward's faulty variants and what their stored status and message must say. */
+static const struct {
+    const char *quality, *says;
+} backward_expected[] = {
+    {"segv", "failed: crashed with SIGSEGV"},
+    {"late_segv", "failed: crashed with SIGSEGV (Segmentation fault) while timed"},
+    {"dx_overrun", "wrong: "},
+    {"parts_overrun", "wrote outside its dgamma partials"},
+};
+enum { BACKWARD_FAULTY = sizeof backward_expected / sizeof backward_expected[0] };
+
+typedef struct {
+    char message[BACKWARD_FAULTY][300];
+} backward_census;
+
+static int count_backward(void *ud, const lntune_measurement *m) {
+    backward_census *c = ud;
+    for (int i = 0; i < BACKWARD_FAULTY; ++i) {
+        char q[64];
+        snprintf(q, sizeof q, "quality=%s,", backward_expected[i].quality);
+        if (strncmp(m->variant, q, strlen(q)) == 0)
+            snprintf(c->message[i], sizeof c->message[i], "%s: %s", m->status,
+                     m->message ? m->message : "(no message)");
+    }
+    return 0;
+}
+
 int main(void) {
     char dir[] = "/tmp/lntune-sandbox-XXXXXX";
     if (!mkdtemp(dir)) return 1;
@@ -120,6 +150,27 @@ int main(void) {
                                          LNTUNE_RIGOR_EXHAUSTIVE, 1, 0, &rc);
     CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 && again.crashed == 0,
           "a second run reuses the records and runs no faulty variant (crashed %d)", again.crashed);
+
+    /* The backward: verified and timed in the worker too. */
+    r = tune_once(db, "layernorm_backward", (lntune_shape){.rows = 64, .H = 64},
+                  LNTUNE_RIGOR_EXHAUSTIVE, 1, 0, &rc);
+    CHECK(rc == LNTUNE_OK && strstr(r.variant, "quality=right") != NULL,
+          "backward: the tuner survives its faulty variants and chooses '%s' (rc %d)", r.variant,
+          rc);
+    CHECK(r.failed == 2 && r.crashed == 2 && r.wrong == 2,
+          "backward: %d failed, %d of them crashed, %d wrong (want 2, 2, 2)", r.failed, r.crashed,
+          r.wrong);
+    backward_census b;
+    memset(&b, 0, sizeof b);
+    h = NULL;
+    lntune_db_open(db, LNTUNE_DB_READONLY, &h);
+    lntune_db_key bkey = {hw, "cpu", "layernorm_backward", "f32", 64, 64, 1};
+    lntune_db_each_measurement(h, &bkey, NULL, count_backward, &b);
+    lntune_db_close(h);
+    for (int i = 0; i < BACKWARD_FAULTY; ++i)
+        CHECK(strstr(b.message[i], backward_expected[i].says) != NULL,
+              "backward quality=%s stored saying '%s': %s", backward_expected[i].quality,
+              backward_expected[i].says, b.message[i]);
 
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -5,7 +5,10 @@
  *  - a deliberately wrong variant (faster than any right one) is recorded as wrong and never
  *    chosen; a variant that does not compile is recorded as failed, and tuning goes on;
  *  - a second run reuses every measurement and compiles nothing; --retune hits the JIT's object
- *    cache instead of the compiler.
+ *    cache instead of the compiler;
+ *  - the backward likewise: a planted wrong backward variant is recorded wrong and never chosen,
+ *    its rows keyed by the op text "layernorm_backward"; unknown op texts and backward type
+ *    tuples whose y differs from x are refused.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -112,6 +115,45 @@ int main(void) {
     CHECK(rc == LNTUNE_OK && r.compiled == 1 && r.cache_hits == 2,
           "--retune takes both good objects from the cache (compiled %d, cache hits %d)",
           r.compiled, r.cache_hits);
+
+    /* The same for the backward: its wrong variant is faster, recorded wrong and never chosen,
+     * and the rows are keyed by the backward op text. */
+    r = tune_once(db, "layernorm_backward", (lntune_shape){.rows = 64, .H = 64},
+                  LNTUNE_RIGOR_EXHAUSTIVE, 0, 0, &rc);
+    CHECK(rc == LNTUNE_OK && strstr(r.variant, "quality=right") != NULL &&
+              strcmp(r.op, "layernorm_backward") == 0,
+          "backward winner among planted faults: '%s' (%s)", r.variant, r.op);
+    CHECK(r.wrong == 1 && r.failed == 1, "backward: one wrong and one failed variant (%d, %d)",
+          r.wrong, r.failed);
+    census b = {0, 0, 0, ""};
+    h = NULL;
+    lntune_db_open(db, LNTUNE_DB_READONLY, &h);
+    lntune_db_key bkey = {hw, "cpu", "layernorm_backward", "f32", 64, 64, 1};
+    lntune_db_each_measurement(h, &bkey, NULL, count, &b);
+    char bwd_best[64] = "";
+    lntune_db_get_best(h, &bkey, best_artifact, bwd_best);
+    lntune_db_close(h);
+    CHECK(b.ok == 1 && b.wrong == 1 && b.failed == 1 && bwd_best[0],
+          "backward stored under layernorm_backward: %d ok, %d wrong, %d failed, best artifact %s",
+          b.ok, b.wrong, b.failed, bwd_best);
+    const char *bad_ops[] = {"layernorm_sideways"};
+    lntune_shape bad_shape = {.rows = 8, .H = 64};
+    lntune_tune_config bad = {db, bad_ops, 1,    &bad_shape, 1, 0, LNTUNE_RIGOR_QUICK,
+                              0,  NULL,    NULL, NULL,       0};
+    lntune_tune_result *none = NULL;
+    size_t nnone = 0;
+    char err[256] = "";
+    rc = lntune_tune(&bad, &none, &nnone, err, sizeof err);
+    CHECK(rc == LNTUNE_EINVAL && strstr(err, "unknown op") && nnone == 0, "unknown op text: %s",
+          err);
+    free(none);
+    const char *bwd_ops[] = {"rmsnorm_backward"};
+    bad_shape.types = (lntune_types){LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32};
+    bad.ops = bwd_ops;
+    rc = lntune_tune(&bad, &none, &nnone, err, sizeof err);
+    CHECK(rc == LNTUNE_EINVAL && strstr(err, "y's type must be x's"),
+          "backward with y's type unlike x's: %s", err);
+    free(none);
 
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

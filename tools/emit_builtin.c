@@ -62,8 +62,21 @@ int main(int argc, char **argv) {
     }
     lntune_gen *g = NULL;
     char *text = NULL;
+    char *backward = NULL;
     int rc = lntune_gen_open(argv[1], &g);
     if (rc == LNTUNE_OK) rc = lntune_builtin_emit(g, argv[2], &text);
+    if (rc == LNTUNE_OK) rc = lntune_builtin_emit_backward(g, argv[2], &backward);
+    if (rc == LNTUNE_OK) { /* the backward kernels follow the forward ones in one file */
+        char *all = malloc(strlen(text) + strlen(backward) + 2);
+        if (!all)
+            rc = LNTUNE_ENOMEM;
+        else {
+            sprintf(all, "%s\n%s", text, backward);
+            free(text);
+            text = all;
+        }
+    }
+    free(backward);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune_emit_builtin: %s\n", g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
         lntune_gen_close(g);

@@ -1,0 +1,162 @@
+/*
+ * api_backward.c - lntune_layernorm_backward and lntune_rmsnorm_backward: check the arguments,
+ * find the kernel (tuned in the database for this machine, else built in), run it on the
+ * handle's pool with per-thread fp32 partials of dgamma/dbeta, and reduce those in thread order.
+ *
+ * The descriptor is the forward's with the backward op codes; its dtype packs the type of x, dy
+ * and dx (as x and y) and of gamma, dgamma, dbeta (as params), so the database key's dtype text
+ * is the forward's: "f32", "bf16", "bf16/bf16/f32". One kernel serves calls with and without
+ * gamma (the templates branch once per row group), so the affine kind is always "gamma".
+ * The partials (threads x H floats, threads <= rows) are allocated per call that wants dgamma or
+ * dbeta: their size depends on the call, and a malloc costs little next to reading rows x H twice.
+ */
+#include "backward.h"
+#include "context.h"
+#include "dispatch.h"
+#include "dtypes.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* As the forward (api.c): below this many elements a call runs on the calling thread. */
+#define BUILTIN_PARALLEL_ELEMENTS (INT64_C(1) << 18)
+
+static const char *const api_names[] = {"lntune_layernorm_backward", "lntune_rmsnorm_backward"};
+
+/* Bytes from the first to the last element of a matrix of type, or -1 if that overflows. */
+static int64_t extent_bytes(int64_t rows, int64_t H, int64_t stride, int type) {
+    int64_t n;
+    if (__builtin_mul_overflow(rows - 1, stride, &n) || __builtin_add_overflow(n, H, &n) ||
+        __builtin_mul_overflow(n, (int64_t)lntune_type_size(type), &n) || (uint64_t)n > PTRDIFF_MAX)
+        return -1;
+    return n;
+}
+
+static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune_types *types) {
+    const char *fn = api_names[op];
+    if (!a) return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: args is NULL", fn);
+    if (a->H <= 0)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: H = %lld; it must be positive", fn,
+                               (long long)a->H);
+    if (a->rows < 0)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: rows = %lld is negative", fn,
+                               (long long)a->rows);
+    if (!a->x || !a->dy || !a->dx)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s is NULL", fn,
+                               !a->x    ? "x"
+                               : !a->dy ? "dy"
+                                        : "dx");
+    if (!(a->eps >= 0.0f))
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: eps = %g; it must be >= 0 (0: 1e-5)", fn,
+                               (double)a->eps);
+    const int64_t strides[3] = {a->x_stride, a->dy_stride, a->dx_stride};
+    for (int i = 0; i < 3; ++i)
+        if (strides[i] != 0 && strides[i] < a->H)
+            return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s = %lld; it must be 0 or >= H = %lld",
+                                   fn,
+                                   i == 0   ? "x_stride"
+                                   : i == 1 ? "dy_stride"
+                                            : "dx_stride",
+                                   (long long)strides[i], (long long)a->H);
+    if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->param_dtype > LNTUNE_BF16)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown dtype (dtype %d, param_dtype %d)",
+                               fn, (int)a->dtype, (int)a->param_dtype);
+    if ((unsigned)a->device > LNTUNE_DEVICE_CUDA)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown device %d", fn, (int)a->device);
+    if (a->device == LNTUNE_DEVICE_CPU && (a->device_index != 0 || a->stream))
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                               "%s: device_index and stream must be 0/NULL for the CPU", fn);
+    if (op == 1 && a->dbeta)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: RMSNorm has no beta, so no dbeta", fn);
+    if (op == 0 && !a->mean != !a->rstd)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                               "%s: %s given without %s; give both saved statistics or neither", fn,
+                               a->mean ? "mean" : "rstd", a->mean ? "rstd" : "mean");
+    if (a->device == LNTUNE_DEVICE_CUDA)
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                               "%s: the CUDA backward is not served yet; call it with host memory",
+                               fn);
+    const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
+    const int p = a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1;
+    *types = (lntune_types){(uint8_t)x, (uint8_t)x, (uint8_t)p};
+    if (a->rows > 0 && (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, x) < 0 ||
+                        extent_bytes(a->rows, a->H, a->dy_stride ? a->dy_stride : a->H, x) < 0 ||
+                        extent_bytes(a->rows, a->H, a->dx_stride ? a->dx_stride : a->H, x) < 0))
+        return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
+                               "%s: rows = %lld by its stride does not fit in memory", fn,
+                               (long long)a->rows);
+    return LNTUNE_OK;
+}
+
+static int run(lntune *ctx, const lntune_backward_args *a, int op) {
+    if (!ctx) return LNTUNE_EINVAL;
+    lntune_types types = {0};
+    int rc = check_args(ctx, a, op, &types);
+    if (rc != LNTUNE_OK || a->rows == 0) return rc;
+
+    const lntune_desc d =
+        lntune_desc_make(LNTUNE_DESC_LAYERNORM_BACKWARD + op, lntune_types_packed(types),
+                         LNTUNE_DESC_GAMMA, lntune_rows_bucket(a->rows), a->H);
+    const uint64_t hash = lntune_desc_hash(&d);
+    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
+    if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
+
+    lntune_backward_kernel_args ka = {
+        .rows = a->rows,
+        .H = a->H,
+        .x_stride = a->x_stride ? a->x_stride : a->H,
+        .dy_stride = a->dy_stride ? a->dy_stride : a->H,
+        .dx_stride = a->dx_stride ? a->dx_stride : a->H,
+        .x = a->x,
+        .dy = a->dy,
+        .gamma = a->gamma,
+        .mean = a->mean,
+        .rstd = a->rstd,
+        .dx = a->dx,
+        .eps = a->eps > 0.0f ? a->eps : 1e-5f,
+    };
+    const int builtin_threads =
+        a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;
+    const int tuned = e->backward != e->backward_fallback;
+    int threads = tuned ? e->threads : builtin_threads;
+    lntune_pool *pool = NULL;
+    if ((threads > 1 || builtin_threads > 1) &&
+        !(pool = atomic_load_explicit(&ctx->pool, memory_order_acquire)))
+        pool = lntune_dispatch_pool(ctx);
+    /* Sized for the larger thread count of the two kernels that may run. */
+    const int most = lntune_backward_threads(
+        pool, threads > builtin_threads ? threads : builtin_threads, a->rows);
+    float *dgamma = NULL, *dbeta = NULL;
+    const size_t n = (size_t)most * (size_t)a->H;
+    if ((a->dgamma && !(dgamma = malloc(n * sizeof *dgamma))) ||
+        (a->dbeta && !(dbeta = malloc(n * sizeof *dbeta)))) {
+        free(dgamma);
+        return lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "%s: out of memory for %lld partial sums",
+                               api_names[op], (long long)n);
+    }
+    rc = lntune_backward_run(pool, e->backward, &ka, threads, dgamma, dbeta);
+    if (rc == LNTUNE_KERNEL_EUNSUPPORTED && tuned) {
+        /* the tuned kernel declined these args; the run zeroes the partials again */
+        threads = builtin_threads;
+        rc = lntune_backward_run(pool, e->backward_fallback, &ka, threads, dgamma, dbeta);
+    }
+    if (rc == LNTUNE_KERNEL_OK) {
+        threads = lntune_backward_threads(pool, threads, a->rows);
+        if (a->dgamma) lntune_backward_reduce(dgamma, threads, a->H, a->dgamma, types.params);
+        if (a->dbeta) lntune_backward_reduce(dbeta, threads, a->H, a->dbeta, types.params);
+    }
+    free(dgamma);
+    free(dbeta);
+    if (rc != LNTUNE_KERNEL_OK)
+        return lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: the kernel for H = %lld returned %d",
+                               api_names[op], (long long)a->H, rc);
+    return LNTUNE_OK;
+}
+
+int lntune_layernorm_backward(lntune *ctx, const lntune_backward_args *args) {
+    return run(ctx, args, 0);
+}
+
+int lntune_rmsnorm_backward(lntune *ctx, const lntune_backward_args *args) {
+    return run(ctx, args, 1);
+}

@@ -1,0 +1,132 @@
+-- templates/cpu/convert.lua - C text of the fp16/bf16 <-> fp32 conversions and of V-lane loads
+-- and stores of any element type, for CPU templates.
+--
+-- cpu/norm.lua (the forward) keeps its own copy of the same functions: editing norm.lua would
+-- change its template hash, and with it every forward kernel's generated source and measurement
+-- key. New templates take them from here.
+local M = {}
+
+-- C element type of each tensor type; 16-bit types are carried as their bits.
+M.CTYPE = { f32 = "float", f16 = "uint16_t", bf16 = "uint16_t" }
+
+-- Format strings of one element's widening to float and narrowing from it.
+M.widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
+M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
+
+-- The file-scope names the functions below declare.
+M.names = { "bf16_to_f32", "f32_to_bf16", "f16_to_f32", "f32_to_f16", "vh", "vu" }
+
+local BF16 = [[
+
+__attribute__((unused)) static inline float bf16_to_f32(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round to nearest even; a NaN stays a (quiet) NaN. */
+__attribute__((unused)) static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)(u >> 16 | 0x40u);
+    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+]]
+
+local F16 = [[
+
+/* The magnitude bits moved to fp32's places and rebiased by 2^112 (exact, subnormals too);
+ * exponent 31 (Inf, NaN) maps to 255. */
+__attribute__((unused)) static inline float f16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
+    float f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    f *= 0x1p112f;
+    __builtin_memcpy(&u, &f, sizeof u);
+    if ((h & 0x7c00u) == 0x7c00u)
+        u = (uint32_t)(h & 0x3ffu) << 13 | 0x7f800000u;
+    u |= (uint32_t)(h & 0x8000u) << 16;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00. */
+__attribute__((unused)) static inline uint16_t f32_to_f16(float f)
+{
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    const uint32_t sign = u & 0x80000000u;
+    u ^= sign;
+    uint32_t o;
+    if (u >= 0x47800000u) {
+        o = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    } else if (u < 0x38800000u) {
+        float g;
+        __builtin_memcpy(&g, &u, sizeof g);
+        g += 0.5f;
+        __builtin_memcpy(&o, &g, sizeof o);
+        o -= 0x3f000000u;
+    } else {
+        o = (u + 0xc8000fffu + (u >> 13 & 1u)) >> 13;
+    }
+    return (uint16_t)(o | sign >> 16);
+}
+]]
+
+-- The scalar conversions the types in the list use, and (V > 1) the 16-bit vector types.
+function M.scalar_functions(types, V)
+    local used = {}
+    for _, t in ipairs(types) do used[t] = true end
+    local out = {}
+    if used.bf16 then out[#out + 1] = BF16 end
+    if used.f16 then out[#out + 1] = F16 end
+    if V > 1 and (used.f16 or used.bf16) then
+        out[#out + 1] = string.format("\ntypedef uint16_t vh __attribute__((vector_size(%d)));\n"
+            .. "typedef uint32_t vu __attribute__((vector_size(%d)));\n", V * 2, V * 4)
+    end
+    return table.concat(out)
+end
+
+-- A function name(const ct *p) returning V elements of type t at p as a vf (element alignment).
+function M.loader(name, t, ct, V)
+    local body
+    if V == 1 then
+        body = "    return " .. string.format(M.widen[t], "*p") .. ";\n"
+    elseif t == "f32" then
+        body = "    vf v;\n    __builtin_memcpy(&v, p, sizeof v);\n    return v;\n"
+    elseif t == "bf16" then
+        body = "    vh h;\n    __builtin_memcpy(&h, p, sizeof h);\n"
+            .. "    const vu u = __builtin_convertvector(h, vu) << 16;\n"
+            .. "    vf v;\n    __builtin_memcpy(&v, &u, sizeof v);\n    return v;\n"
+    else
+        body = "    vf v = {0}; /* GCC cannot see the loop sets every lane */\n    for (int j = 0; j < " .. V .. "; ++j) v[j] = f16_to_f32(p[j]);\n    return v;\n"
+    end
+    return string.format("\n/* %d %s at p as floats. */\n__attribute__((unused)) static inline vf %s(const %s *p)\n{\n%s}\n",
+        V, t, name, ct, body)
+end
+
+-- A function name(ct *p, vf v) storing v rounded to t (nearest even) at p (element alignment).
+function M.storer(name, t, ct, V)
+    local body
+    if V == 1 then
+        body = "    *p = " .. string.format(M.narrow[t], "v") .. ";\n"
+    elseif t == "f32" then
+        body = "    __builtin_memcpy(p, &v, sizeof v);\n"
+    elseif t == "bf16" then
+        body = "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
+            .. "    const vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);\n"
+            .. "    const vu r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);\n"
+            .. "    const vh o = __builtin_convertvector(r, vh);\n    __builtin_memcpy(p, &o, sizeof o);\n"
+    else
+        body = "    for (int j = 0; j < " .. V .. "; ++j) p[j] = f32_to_f16(v[j]);\n"
+    end
+    return string.format("\n/* v rounded to %s, stored at p. */\n__attribute__((unused)) static inline void %s(%s *p, vf v)\n{\n%s}\n",
+        t, name, ct, body)
+end
+
+return M

@@ -1,0 +1,317 @@
+/*
+ * test_backward.c - the backward pass: the float64 reference gradients are the derivatives of
+ * the forward (finite differences), the runtime's lntune_layernorm_backward and
+ * lntune_rmsnorm_backward match them for every dtype tuple, with saved and recomputed
+ * statistics, with and without gamma, on one thread and on the pool, their argument checks
+ * refuse bad calls, and the backward verifier fails kernels with a wrong dx term or dgamma
+ * partials that are not reduced across threads.
+ */
+#include "check.h"
+#include "lntune.h"
+#include "pool.h"
+#include "reference.h"
+#include "verify_backward.h"
+
+#include "half_ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 0x1234567887654321ULL;
+static double randn(void) {
+    double u[2];
+    for (int k = 0; k < 2; ++k) {
+        rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+        u[k] = ((double)((rng * 0x2545f4914f6cdd1dULL) >> 11) + 0.5) / 9007199254740992.0;
+    }
+    return sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]);
+}
+
+/* L = sum_i c_i * y_i with y the forward in double (the definition being differentiated). */
+static double loss(int op, const double *x, const double *gamma, const double *beta,
+                   const double *c, int H, double eps) {
+    double m = 0.0, ss = 0.0, l = 0.0;
+    if (op == LNTUNE_OP_LAYERNORM) {
+        for (int i = 0; i < H; ++i) m += x[i];
+        m /= H;
+    }
+    for (int i = 0; i < H; ++i) ss += (x[i] - m) * (x[i] - m);
+    const double r = 1.0 / sqrt(ss / H + eps);
+    for (int i = 0; i < H; ++i) l += c[i] * ((x[i] - m) * r * gamma[i] + (beta ? beta[i] : 0.0));
+    return l;
+}
+
+/* Central differences with step h agree with the analytic gradients to O(h^2). */
+static void finite_differences(void) {
+    enum { H = 37 };
+    const double eps = 1e-5, h = 1e-5;
+    for (int op = 0; op < 2; ++op) {
+        double x[H], gamma[H], beta[H], dy[H], dx[H], dgamma[H] = {0}, dbeta[H] = {0};
+        for (int i = 0; i < H; ++i) {
+            x[i] = 3.0 + randn();
+            gamma[i] = 1.0 + 0.5 * randn();
+            beta[i] = randn();
+            dy[i] = randn();
+        }
+        float xf[H];
+        double z[H], m, rs;
+        for (int i = 0; i < H; ++i) xf[i] = (float)x[i];
+        for (int i = 0; i < H; ++i) x[i] = xf[i]; /* so the reference statistics are of x */
+        lntune_reference_row((lntune_op)op, xf, H, eps, z, &m, &rs);
+        lntune_reference_backward_row((lntune_op)op, x, dy, gamma, H, m, rs, dx, dgamma, dbeta);
+        double worst = 0.0;
+        for (int i = 0; i < H; ++i) {
+            double xp[H], gp[H], bp[H];
+            memcpy(xp, x, sizeof xp), memcpy(gp, gamma, sizeof gp), memcpy(bp, beta, sizeof bp);
+            const double *B = op == 0 ? beta : NULL;
+            xp[i] = x[i] + h;
+            double up = loss(op, xp, gamma, B, dy, H, eps);
+            xp[i] = x[i] - h;
+            const double fdx = (up - loss(op, xp, gamma, B, dy, H, eps)) / (2 * h);
+            gp[i] = gamma[i] + h;
+            up = loss(op, x, gp, B, dy, H, eps);
+            gp[i] = gamma[i] - h;
+            const double fdg = (up - loss(op, x, gp, B, dy, H, eps)) / (2 * h);
+            double fdb = 0.0;
+            if (op == 0) {
+                bp[i] = beta[i] + h;
+                up = loss(op, x, gamma, bp, dy, H, eps);
+                bp[i] = beta[i] - h;
+                fdb = (up - loss(op, x, gamma, bp, dy, H, eps)) / (2 * h);
+            }
+            const double e = fmax(fabs(fdx - dx[i]), fmax(fabs(fdg - dgamma[i]),
+                                                          op == 0 ? fabs(fdb - dbeta[i]) : 0.0));
+            if (e > worst) worst = e;
+        }
+        CHECK(worst < 1e-6,
+              "%s: the reference dx, dgamma%s are the central differences of the "
+              "forward (worst difference %.2e)",
+              op ? "RMSNorm" : "LayerNorm", op ? "" : ", dbeta", worst);
+    }
+}
+
+/* Fills n elements of type with values v(k). */
+static void *typed_values(int type, size_t n, double offset, double spread) {
+    void *p = malloc(n * (type == LNTUNE_TYPE_F32 ? 4 : 2));
+    for (size_t k = 0; k < n; ++k)
+        lntune_ref_store(type, p, (int64_t)k, (float)(offset + spread * randn()));
+    return p;
+}
+
+/* The runtime for op and types on rows x H, against the reference; returns failures. */
+static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64_t H, int saved,
+                        int with_gamma) {
+    const size_t n = (size_t)(rows * H), xe = xt == LNTUNE_TYPE_F32 ? 4 : 2;
+    const size_t pe = pt == LNTUNE_TYPE_F32 ? 4 : 2;
+    void *x = typed_values(xt, n, op == 0 ? 100.0 : 0.0, 1.0), *dy = typed_values(xt, n, 0, 1);
+    void *gamma = with_gamma ? typed_values(pt, (size_t)H, 1.0, 0.5) : NULL;
+    void *dx = malloc(n * xe), *dgamma = malloc((size_t)H * pe), *dbeta = malloc((size_t)H * pe);
+    float *mean = malloc((size_t)rows * sizeof *mean), *rstd = malloc((size_t)rows * sizeof *rstd);
+    memset(dx, 0xff, n * xe), memset(dgamma, 0xff, (size_t)H * pe),
+        memset(dbeta, 0xff, (size_t)H * pe);
+    if (saved) { /* the forward's statistics, from the runtime's forward */
+        lntune_args f = {0};
+        void *y = malloc(n * xe);
+        f.rows = rows, f.H = H, f.dtype = (lntune_dtype)(xt + 1),
+        f.param_dtype = (lntune_dtype)(pt + 1);
+        f.x = x, f.y = y, f.gamma = gamma, f.mean = mean, f.rstd = rstd;
+        EXPECT((op ? lntune_rmsnorm(ctx, &f) : lntune_layernorm(ctx, &f)) == LNTUNE_OK, "forward");
+        free(y);
+    }
+    lntune_backward_args a = {0};
+    a.rows = rows, a.H = H, a.dtype = (lntune_dtype)(xt + 1),
+    a.param_dtype = (lntune_dtype)(pt + 1);
+    a.x = x, a.dy = dy, a.gamma = gamma, a.dx = dx, a.dgamma = dgamma;
+    a.dbeta = op == 0 ? dbeta : NULL;
+    if (saved) a.mean = op == 0 ? mean : NULL, a.rstd = rstd;
+    int rc = op ? lntune_rmsnorm_backward(ctx, &a) : lntune_layernorm_backward(ctx, &a);
+    int failures = 0;
+    char what[160];
+    snprintf(what, sizeof what, "%s %s/%s rows=%lld H=%lld %s%s", op ? "rmsnorm" : "layernorm",
+             lntune_type_name(xt), lntune_type_name(pt), (long long)rows, (long long)H,
+             saved ? "saved stats" : "recomputed", with_gamma ? "" : ", no gamma");
+    if (rc != LNTUNE_OK) {
+        printf("FAIL %s: rc %d %s\n", what, rc, lntune_errmsg(ctx));
+        failures++;
+    } else {
+        /* threads: the runtime uses 1 or every core; the bound takes the larger */
+        lntune_backward_problem p = {(lntune_op)op,
+                                     {(uint8_t)xt, (uint8_t)xt, (uint8_t)pt},
+                                     rows,
+                                     H,
+                                     x,
+                                     dy,
+                                     gamma,
+                                     H,
+                                     H,
+                                     H,
+                                     saved ? (op == 0 ? mean : NULL) : NULL,
+                                     saved ? rstd : NULL,
+                                     1e-5f};
+        if (saved && op == 1) p.mean = mean; /* RMSNorm: the reference reads rstd (mean is 0) */
+        lntune_verify_result res = {0};
+        if (lntune_backward_compare(&p, dx, dgamma, op == 0 ? dbeta : NULL, 64, what, &res) !=
+            LNTUNE_OK) {
+            printf("FAIL %s\n", res.message);
+            failures++;
+        }
+        /* a second call gives the same bits (deterministic reduction) */
+        void *dg2 = malloc((size_t)H * pe);
+        a.dgamma = dg2;
+        EXPECT((op ? lntune_rmsnorm_backward(ctx, &a) : lntune_layernorm_backward(ctx, &a)) ==
+                   LNTUNE_OK,
+               "second call");
+        if (memcmp(dg2, dgamma, (size_t)H * pe) != 0) {
+            printf("FAIL %s: dgamma differs between two identical calls\n", what);
+            failures++;
+        }
+        free(dg2);
+    }
+    free(x), free(dy), free(gamma), free(dx), free(dgamma), free(dbeta), free(mean), free(rstd);
+    return failures;
+}
+
+static void runtime_all_tuples(lntune *ctx) {
+    for (int op = 0; op < 2; ++op)
+        for (int xt = 0; xt < 3; ++xt)
+            for (int pt = 0; pt < 3; ++pt) {
+                int f = 0;
+                f += runtime_case(ctx, op, xt, pt, 5, 1, 1, 1);      /* H = 1 */
+                f += runtime_case(ctx, op, xt, pt, 3, 1027, 0, 1);   /* odd H, recomputed */
+                f += runtime_case(ctx, op, xt, pt, 7, 768, 1, 0);    /* no gamma */
+                f += runtime_case(ctx, op, xt, pt, 128, 4097, 1, 1); /* on the pool */
+                f += runtime_case(ctx, op, xt, pt, 300, 1000, 0, 1); /* pool, recomputed */
+                check_failures += f;
+                printf("%s: %s backward %s/%s: built-in matches the float64 reference (H=1, odd "
+                       "H, no gamma, saved and recomputed statistics, one thread and the pool)\n",
+                       f ? "FAIL" : "ok", op ? "rmsnorm" : "layernorm", lntune_type_name(xt),
+                       lntune_type_name(pt));
+            }
+}
+
+static void argument_checks(lntune *ctx) {
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, dy[8] = {1}, dx[8], dg[8], mean[2], rstd[2];
+    lntune_backward_args a = {0};
+    a.rows = 2, a.H = 4, a.x = x, a.dy = dy, a.dx = dx;
+    CHECK(lntune_layernorm_backward(ctx, &a) == LNTUNE_OK, "a zero-filled struct plus rows, H, "
+                                                           "x, dy, dx is a valid call");
+    lntune_backward_args b = a;
+    b.dx = NULL;
+    CHECK(lntune_layernorm_backward(ctx, &b) == LNTUNE_EINVAL &&
+              strstr(lntune_errmsg(ctx), "dx is NULL"),
+          "NULL dx: EINVAL (%s)", lntune_errmsg(ctx));
+    b = a, b.H = 0;
+    CHECK(lntune_rmsnorm_backward(ctx, &b) == LNTUNE_EINVAL, "H = 0: EINVAL (%s)",
+          lntune_errmsg(ctx));
+    b = a, b.dbeta = dg;
+    CHECK(lntune_rmsnorm_backward(ctx, &b) == LNTUNE_EINVAL && strstr(lntune_errmsg(ctx), "dbeta"),
+          "dbeta to RMSNorm: EINVAL (%s)", lntune_errmsg(ctx));
+    b = a, b.mean = mean;
+    CHECK(lntune_layernorm_backward(ctx, &b) == LNTUNE_EINVAL,
+          "LayerNorm mean without rstd: "
+          "EINVAL (%s)",
+          lntune_errmsg(ctx));
+    b = a, b.rstd = rstd;
+    rstd[0] = rstd[1] = 1.0f;
+    CHECK(lntune_rmsnorm_backward(ctx, &b) == LNTUNE_OK, "RMSNorm takes rstd alone");
+    b = a, b.dy_stride = 3;
+    CHECK(lntune_layernorm_backward(ctx, &b) == LNTUNE_EINVAL, "dy_stride < H: EINVAL (%s)",
+          lntune_errmsg(ctx));
+    b = a, b.dtype = (lntune_dtype)7;
+    CHECK(lntune_layernorm_backward(ctx, &b) == LNTUNE_EINVAL, "unknown dtype: EINVAL");
+    b = a, b.device = LNTUNE_DEVICE_CUDA;
+    CHECK(lntune_layernorm_backward(ctx, &b) == LNTUNE_EUNSUPPORTED,
+          "CUDA backward: EUNSUPPORTED (%s)", lntune_errmsg(ctx));
+    b = a, b.rows = 0, b.dgamma = dg;
+    dg[0] = 42.0f;
+    CHECK(lntune_layernorm_backward(ctx, &b) == LNTUNE_OK && dg[0] == 42.0f, "rows = 0 is a no-op");
+    CHECK(lntune_layernorm_backward(NULL, &a) == LNTUNE_EINVAL &&
+              lntune_layernorm_backward(ctx, NULL) == LNTUNE_EINVAL,
+          "NULL ctx or args: EINVAL");
+}
+
+/* ---- kernels the verifier must accept or refuse ---- */
+
+/* A plain correct fp32 kernel (saved or recomputed statistics); `bug` breaks it. */
+static int bug;
+static int scalar_kernel(const lntune_backward_kernel_args *a, int64_t b, int64_t e, float *dg,
+                         float *db, int rms) {
+    const int64_t H = a->H;
+    for (int64_t r = b; r < e; ++r) {
+        const float *x = (const float *)a->x + r * a->x_stride;
+        const float *dy = (const float *)a->dy + r * a->dy_stride;
+        float *dx = (float *)a->dx + r * a->dx_stride;
+        const float *gm = a->gamma;
+        float mean = 0.0f, rstd;
+        if (a->rstd) {
+            mean = rms ? 0.0f : a->mean[r];
+            rstd = a->rstd[r];
+        } else {
+            double s = 0.0, q = 0.0;
+            for (int64_t i = 0; i < H && !rms; ++i) s += x[i];
+            mean = (float)(s / H);
+            for (int64_t i = 0; i < H; ++i) q += ((double)x[i] - mean) * ((double)x[i] - mean);
+            rstd = (float)(1.0 / sqrt(q / H + a->eps));
+        }
+        double sg = 0.0, sgx = 0.0;
+        for (int64_t i = 0; i < H; ++i) {
+            const float xh = (x[i] - mean) * rstd, g = dy[i] * (gm ? gm[i] : 1.0f);
+            sg += g, sgx += g * xh;
+            if (dg && !(bug == 2 && b != 0)) dg[i] += dy[i] * xh; /* 2: only the first range */
+            if (db) db[i] += dy[i];
+        }
+        const float mg = rms ? 0.0f : (float)(sg / H), mgx = (float)(sgx / H);
+        for (int64_t i = 0; i < H; ++i) {
+            const float xh = (x[i] - mean) * rstd, g = dy[i] * (gm ? gm[i] : 1.0f);
+            dx[i] = rstd * (g - mg - (bug == 1 ? 0.0f : xh * mgx)); /* 1: the xhat term lost */
+        }
+    }
+    return LNTUNE_KERNEL_OK;
+}
+static int ln_kernel(const lntune_backward_kernel_args *a, int64_t b, int64_t e, float *dg,
+                     float *db) {
+    return scalar_kernel(a, b, e, dg, db, 0);
+}
+
+static void verifier_catches(void) {
+    const int64_t hs[] = {1, 5, 768, 4097};
+    lntune_backward_verifier *v = NULL;
+    lntune_types t = {0, 0, 0};
+    CHECK(lntune_backward_verifier_create(LNTUNE_OP_LAYERNORM, t, hs, 4, 0, &v) == LNTUNE_OK,
+          "a backward verifier for LayerNorm fp32");
+    lntune_pool *pool = NULL;
+    lntune_pool_create(3, &pool);
+    lntune_verify_result res;
+    bug = 0;
+    int rc = lntune_backward_verifier_check(v, ln_kernel, 0, 3, pool, &res);
+    CHECK(rc == LNTUNE_OK,
+          "a correct scalar kernel passes on 3 threads (%d cases, worst %.3g "
+          "at %s) %s",
+          res.cases, res.max_error * (1 << 20), res.worst, res.message);
+    bug = 1;
+    rc = lntune_backward_verifier_check(v, ln_kernel, 0, 1, NULL, &res);
+    CHECK(rc == LNTUNE_EVERIFY && strstr(res.message, "dx"),
+          "a kernel without the xhat * mean(g xhat) term of dx fails: %s", res.message);
+    bug = 2;
+    rc = lntune_backward_verifier_check(v, ln_kernel, 0, 1, NULL, &res);
+    CHECK(rc == LNTUNE_OK, "dgamma from the first row range only is right on one thread");
+    rc = lntune_backward_verifier_check(v, ln_kernel, 0, 3, pool, &res);
+    CHECK(rc == LNTUNE_EVERIFY && strstr(res.message, "dgamma"),
+          "... and fails on 3 threads (dgamma not reduced across threads): %s", res.message);
+    bug = 0;
+    lntune_pool_destroy(pool);
+    lntune_backward_verifier_destroy(v);
+}
+
+int main(int argc, char **argv) {
+    (void)argc, (void)argv;
+    finite_differences();
+    verifier_catches();
+    lntune *ctx = NULL;
+    CHECK(lntune_open(NULL, &ctx) == LNTUNE_OK, "open (LNTUNE_DB names no database)");
+    argument_checks(ctx);
+    runtime_all_tuples(ctx);
+    lntune_close(ctx);
+    return CHECK_SUMMARY();
+}
