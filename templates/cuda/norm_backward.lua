@@ -42,7 +42,7 @@
 --       Workspaces 16-byte aligned (cuMemAlloc's are), else the scalar path runs.
 --   {{symbol}}_dgamma(const float *dgamma_ws, const float *dbeta_ws, int64_t parts, int64_t H,
 --                     void *dgamma, void *dbeta)
---       dgamma (dbeta) written iff its workspace is non-NULL; skip the launch when neither is.
+--       parts >= 1; dgamma (dbeta) written iff its workspace is non-NULL; no launch when neither is.
 -- Launch. properties() returns what the host needs; the source repeats it in two lines:
 --   // lntune-cuda-launch: block=B rows_per_block=R cluster=1 smem=S smem_per_h=E max_h=M
 --   // lntune-cuda-backward: dgamma=D max_grid=G parts_per_block=R finish_block=F
@@ -54,6 +54,20 @@
 -- on ceil(H / F) blocks of F threads (any fewer is also correct), no shared memory.
 -- G bounds the partials' workspace (G * R <= MAX_PARTS rows of H floats); a host may launch
 -- fewer blocks to bound it further, deterministically in rows and H so that runs repeat.
+-- Dynamic shared memory above 48 KiB needs cuFuncSetAttribute, as the forward's launcher does.
+--
+-- Checked without a GPU (tests/test_cuda_compile_backward.c): NVRTC compiles a sample covering
+-- every knob value and type tuple, both entry points exist, atomics appear only with
+-- dgamma=atomic, and the launch lines parse. Still to check on a GPU, with the backward
+-- verifier (gen/verify_backward.c) behind a device checker like gen/cuda_check.c:
+--   * dx, dgamma, dbeta against the float64 reference at H = 1, 3, 17, 768, 4097 and fixed H,
+--     contiguous, misaligned by one element (the scalar path) and strided; statistics saved
+--     and recomputed; gamma NULL; rows not a multiple of R (idle warp groups) and grids below
+--     one block per row group (the stride loops);
+--   * guard zones around dx and both workspaces; partials with a NaN-poisoned workspace (every
+--     float must be written) must give bit-identical dgamma on two runs, equal to
+--     lntune_backward_reduce of the downloaded workspace; atomic within the verifier's bound;
+--   * cache=smem near max_h; the fp32 rounding of dx (NVRTC contracts to FMA by default).
 
 local M = {}
 
