@@ -42,3 +42,39 @@ int64_t lntune_cuda_launch_smem(const lntune_cuda_launch *l, int64_t H) {
     const int64_t slice = (per_block + 3) / 4 * 4;
     return l->smem + l->smem_per_h * slice;
 }
+
+static const char backward_marker[] = "// lntune-cuda-backward:";
+
+int lntune_cuda_backward_launch_parse(const char *source, lntune_cuda_backward_launch *out) {
+    if (!source || !out) return LNTUNE_EINVAL;
+    memset(out, 0, sizeof *out);
+    int rc = lntune_cuda_launch_parse(source, &out->main);
+    if (rc) return rc;
+    const char *line = strstr(source, backward_marker);
+    if (!line) return LNTUNE_EINVAL;
+    char mode[16];
+    int n = sscanf(line + sizeof backward_marker - 1,
+                   " dgamma=%15[a-z] max_grid=%" SCNd64 " parts_per_block=%d finish_block=%d", mode,
+                   &out->max_grid, &out->parts_per_block, &out->finish_block);
+    const int partials = n >= 1 && strcmp(mode, "partials") == 0;
+    if (n != 4 || (!partials && strcmp(mode, "atomic") != 0) || out->max_grid < 1 ||
+        out->max_grid > INT32_MAX || out->parts_per_block < 1 || out->finish_block < 1 ||
+        out->finish_block > 1024 || out->main.cluster != 1)
+        return LNTUNE_EINVAL;
+    out->partials = partials;
+    return LNTUNE_OK;
+}
+
+int64_t lntune_cuda_backward_grid(const lntune_cuda_backward_launch *l, int64_t rows) {
+    const int64_t grid = lntune_cuda_launch_grid(&l->main, rows);
+    return grid < l->max_grid ? grid : l->max_grid;
+}
+
+int64_t lntune_cuda_backward_parts(const lntune_cuda_backward_launch *l, int64_t grid) {
+    return l->partials ? grid * l->parts_per_block : 1;
+}
+
+int64_t lntune_cuda_backward_finish_grid(const lntune_cuda_backward_launch *l, int64_t H) {
+    const int64_t grid = (H + l->finish_block - 1) / l->finish_block;
+    return grid < INT32_MAX ? grid : INT32_MAX;
+}

@@ -24,4 +24,32 @@ int lntune_cuda_launch_parse(const char *source, lntune_cuda_launch *out);
 int64_t lntune_cuda_launch_grid(const lntune_cuda_launch *l, int64_t rows);
 int64_t lntune_cuda_launch_smem(const lntune_cuda_launch *l, int64_t H);
 
+/*
+ * A backward kernel pair (templates/cuda/norm_backward.lua, "Launch" and "Kernel ABI" there):
+ * kernel 1 (dx, dgamma/dbeta terms into fp32 workspaces) launched by its forward-style line,
+ * kernel 2 (SYMBOL_dgamma: the workspaces summed and converted) by the "lntune-cuda-backward:"
+ * line. Not used by the runtime yet: CUDA backward is not served until a GPU has verified it.
+ */
+typedef struct lntune_cuda_backward_launch {
+    lntune_cuda_launch main; /* kernel 1 */
+    int partials;            /* 1: a workspace row per row group; 0: atomics into one row */
+    int64_t max_grid;        /* kernel 1's blocks at most */
+    int parts_per_block;     /* partials: workspace rows per block of kernel 1 */
+    int finish_block;        /* kernel 2's threads per block */
+} lntune_cuda_backward_launch;
+
+/* Reads both launch lines of a backward source; LNTUNE_EINVAL if either is absent or malformed. */
+int lntune_cuda_backward_launch_parse(const char *source, lntune_cuda_backward_launch *out);
+
+/* Kernel 1's blocks for rows: one per row group, at most max_grid. */
+int64_t lntune_cuda_backward_grid(const lntune_cuda_backward_launch *l, int64_t rows);
+
+/* Workspace rows of H floats per gradient for a kernel 1 of grid blocks (kernel 2's parts):
+ * grid x parts_per_block with partials (every float written by kernel 1), else 1 (zeroed by the
+ * host before kernel 1). */
+int64_t lntune_cuda_backward_parts(const lntune_cuda_backward_launch *l, int64_t grid);
+
+/* Kernel 2's blocks for H columns. */
+int64_t lntune_cuda_backward_finish_grid(const lntune_cuda_backward_launch *l, int64_t H);
+
 #endif /* LNTUNE_CUDA_LAUNCH_H */

@@ -1,0 +1,147 @@
+-- templates/cuda/convert.lua - fp16/bf16 <-> fp32 device functions and packed accesses for the
+-- CUDA templates that import it (cuda/norm_backward.lua).
+--
+-- The conversions are cuda/norm.lua's, bit for bit (round to nearest even, NaN stays a quiet NaN,
+-- fp16 subnormals exact): norm.lua keeps its own inline copy because the text of a template and
+-- of everything it imports is its hash, and a changed hash orphans every stored forward
+-- measurement. 16-bit values travel as unsigned short: no CUDA header is needed.
+
+local M = {}
+
+-- C element type of each tensor type; 16-bit types are carried as their bits.
+M.CTYPE = { f32 = "float", f16 = "unsigned short", bf16 = "unsigned short" }
+M.SIZE = { f32 = 4, f16 = 2, bf16 = 2 }
+-- A float expression of an element of each type (format with the element's expression).
+M.widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
+M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
+
+local PACKF = [[
+/* V floats moved as one access: 8 or 16 bytes when the address is aligned to that. */
+template <int V> struct alignas(4 * V) packf {
+    float v[V];
+};
+
+template <int V> LN_INLINE packf<V> load(const float *p)
+{
+    return *reinterpret_cast<const packf<V> *>(p);
+}
+
+template <int V> LN_INLINE void store(float *p, const packf<V> &q)
+{
+    *reinterpret_cast<packf<V> *>(p) = q;
+}
+]]
+
+local PACKH = [[
+
+/* V 16-bit elements moved as one access: 4 or 8 bytes when the address is aligned to that. */
+template <int V> struct alignas(2 * V) packh {
+    unsigned short v[V];
+};
+]]
+
+local BF16 = [[
+
+LN_INLINE float bf16_to_f32(unsigned short h)
+{
+    return __uint_as_float((unsigned)h << 16);
+}
+
+/* Round to nearest even; a NaN stays a (quiet) NaN. */
+LN_INLINE unsigned short f32_to_bf16(float f)
+{
+    const unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(u >> 16 | 0x40u);
+    return (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+]]
+
+local F16 = [[
+
+/* Exact, subnormals included (no .ftz). */
+LN_INLINE float f16_to_f32(unsigned short h)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00 (the CPU
+ * template's bits). Below 2^-14 an fp32 addition of 0.5 does the rounding (fp32 subnormals give 0
+ * whether flushed or not); above, the bias change and the rounding increment go to the bits. */
+LN_INLINE unsigned short f32_to_f16(float f)
+{
+    unsigned u = __float_as_uint(f);
+    const unsigned sign = u & 0x80000000u;
+    u ^= sign;
+    unsigned o;
+    if (u >= 0x47800000u)
+        o = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    else if (u < 0x38800000u)
+        o = __float_as_uint(__fadd_rn(__uint_as_float(u), 0.5f)) - 0x3f000000u;
+    else
+        o = (u + 0xc8000fffu + (u >> 13 & 1u)) >> 13;
+    return (unsigned short)(o | sign >> 16);
+}
+]]
+
+-- packf with its fp32 load/store, then what the types in the list need: packh and the
+-- conversions of each 16-bit type present.
+function M.device_functions(types)
+    local used = {}
+    for _, t in ipairs(types) do used[t] = true end
+    local out = { PACKF }
+    if used.f16 or used.bf16 then out[#out + 1] = PACKH end
+    if used.bf16 then out[#out + 1] = BF16 end
+    if used.f16 then out[#out + 1] = F16 end
+    return table.concat(out)
+end
+
+-- name<V>(p): V elements of type t at p widened to a packf (fp32: one plain access).
+function M.loader(name, t)
+    if t == "f32" then
+        return string.format([[
+
+template <int V> LN_INLINE packf<V> %s(const float *p)
+{
+    return load<V>(p);
+}
+]], name)
+    end
+    return string.format([[
+
+template <int V> LN_INLINE packf<V> %s(const unsigned short *p)
+{
+    const packh<V> h = *reinterpret_cast<const packh<V> *>(p);
+    packf<V> q;
+#pragma unroll
+    for (int e = 0; e < V; ++e) q.v[e] = %s;
+    return q;
+}
+]], name, string.format(M.widen[t], "h.v[e]"))
+end
+
+-- name<V>(p, q): q rounded to type t (round to nearest even) and stored as one access.
+function M.storer(name, t)
+    if t == "f32" then
+        return string.format([[
+
+template <int V> LN_INLINE void %s(float *p, const packf<V> &q)
+{
+    store<V>(p, q);
+}
+]], name)
+    end
+    return string.format([[
+
+template <int V> LN_INLINE void %s(unsigned short *p, const packf<V> &q)
+{
+    packh<V> h;
+#pragma unroll
+    for (int e = 0; e < V; ++e) h.v[e] = %s;
+    *reinterpret_cast<packh<V> *>(p) = h;
+}
+]], name, string.format(M.narrow[t], "q.v[e]"))
+end
+
+return M

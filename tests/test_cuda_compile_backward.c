@@ -1,0 +1,294 @@
+/*
+ * test_cuda_compile_backward.c - the CUDA backward kernels (templates/cuda/norm_backward.lua)
+ * compile, without a GPU: a sample of the variants of both ops and all 9 (x/dy/dx, params) type
+ * tuples goes through NVRTC for sm_90 (fp32 also for sm_80) to a cubin and its PTX. Each must be
+ * non-empty and define both entry points (the dx kernel and SYMBOL_dgamma); the launch lines
+ * must parse and agree with the variant; dgamma=atomic must reach the PTX as fp32 atomics and
+ * dgamma=partials must have none; 16-bit x must be widened. Every value of every knob (of the
+ * any-H lists and the fixed-H lists sampled) must come up in the sample.
+ *
+ * The sample (80 compiles, about a minute on 2 idle cores), per (op, tuple) k = 0..17: three
+ * variants of the any-H list at indices (k * 7 + m * 41) mod n, m = 0, 1, 2, and one of the
+ * fixed-H list at H = 1000 (k even: warp and block register caches, H not a multiple of a
+ * pack's threads) or 4096 (k odd) at index k * 5 mod n; for sm_80, fp32, each op: the first and
+ * last any-H variants and two fixed-H ones. Each tuple's list must be fp32's.
+ * Exits 77 (skipped) when no NVRTC can be loaded.
+ */
+#define _GNU_SOURCE /* memmem */
+#include "check.h"
+#include "cuda_launch.h"
+#include "dtypes.h"
+#include "generator.h"
+#include "lntune.h"
+#include "nvrtc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAX_JOBS = 18 * 4 + 2 * 4, MAX_ITEMS = 64 };
+
+static const char *const ops[] = {"layernorm_backward", "rmsnorm_backward"};
+
+typedef struct {
+    lntune_nvrtc_job job;
+    int sm;
+    char symbol[64];
+    char what[256];
+    int x_f16;  /* x is fp16: its widening (cvt.f32.f16) must reach the PTX */
+    int atomic; /* dgamma=atomic: fp32 atomics in the PTX; partials: none */
+} sample;
+
+static sample samples[MAX_JOBS];
+static size_t nsamples;
+
+/* Every "name=value" item of the lists sampled, and whether a sample had it. */
+static struct {
+    char item[48];
+    int seen;
+} items[MAX_ITEMS];
+static size_t nitems;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Calls fn on each "name=value" item of variant. */
+static void each_item(const char *variant, void (*fn)(const char *item)) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", variant);
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save))
+        fn(it);
+}
+
+static void note_item(const char *item) {
+    for (size_t i = 0; i < nitems; ++i)
+        if (strcmp(items[i].item, item) == 0) return;
+    if (nitems == MAX_ITEMS) {
+        EXPECT(0, "more than %d knob values", MAX_ITEMS);
+        return;
+    }
+    snprintf(items[nitems++].item, sizeof items[0].item, "%s", item);
+}
+
+static void see_item(const char *item) {
+    for (size_t i = 0; i < nitems; ++i)
+        if (strcmp(items[i].item, item) == 0) items[i].seen = 1;
+}
+
+/* Checks the launch lines of src against variant: what a host launcher will rely on. */
+static void check_launch(const char *text, const char *variant, const char *what) {
+    lntune_cuda_backward_launch l;
+    if (lntune_cuda_backward_launch_parse(text, &l) != LNTUNE_OK) {
+        EXPECT(0, "launch lines of %s", what);
+        return;
+    }
+    const int warp = strstr(variant, "layout=warp") != NULL;
+    int block = 0, tpr = 0;
+    const char *b = strstr(variant, "block="), *t = strstr(variant, "tpr=");
+    if (b) block = atoi(b + 6);
+    if (t) tpr = atoi(t + 4);
+    const int rpb = warp && tpr ? block / tpr : 1;
+    EXPECT(l.main.block == block && l.main.rows_per_block == rpb && l.parts_per_block == rpb,
+           "%s: block %d, rows per block %d, parts per block %d", what, l.main.block,
+           l.main.rows_per_block, l.parts_per_block);
+    const int smem = strstr(variant, "cache=smem") != NULL;
+    EXPECT(l.main.smem_per_h == (smem ? 8 : 0) && (l.main.max_h > 0) == smem,
+           "%s: smem_per_h %lld, max_h %lld", what, (long long)l.main.smem_per_h,
+           (long long)l.main.max_h);
+    EXPECT(l.partials == (strstr(variant, "dgamma=partials") != NULL), "%s: dgamma mode", what);
+    /* partials: the workspace stays bounded however many rows; atomic: one row. */
+    const int64_t grid = lntune_cuda_backward_grid(&l, (int64_t)1 << 40);
+    const int64_t parts = lntune_cuda_backward_parts(&l, grid);
+    EXPECT(l.partials ? parts >= 1 && parts <= 2048 : parts == 1, "%s: %lld parts", what,
+           (long long)parts);
+    EXPECT(lntune_cuda_backward_grid(&l, 1) == 1 && lntune_cuda_backward_finish_grid(&l, 1) == 1,
+           "%s: one row, one column: one block each", what);
+}
+
+static void add(lntune_gen *g, int sm, const char *op, const char *variant,
+                const lntune_shape *shape) {
+    if (nsamples == MAX_JOBS) {
+        EXPECT(0, "more samples than %d", MAX_JOBS);
+        return;
+    }
+    sample *s = &samples[nsamples];
+    const lntune_types t = shape->types;
+    s->sm = sm;
+    snprintf(s->symbol, sizeof s->symbol, "lntune_%s_%s_%s", op, lntune_type_name(t.x),
+             lntune_type_name(t.params));
+    snprintf(s->what, sizeof s->what, "sm_%d %s x=%s params=%s H=%lld %s", sm, op,
+             lntune_type_name(t.x), lntune_type_name(t.params), (long long)shape->H, variant);
+    lntune_source src;
+    int rc = lntune_gen_emit(g, "cuda", op, variant, shape, s->symbol, &src);
+    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
+    if (rc) return;
+    check_launch(src.text, variant, s->what);
+    each_item(variant, see_item);
+    s->job.source = src.text; /* freed after the compile */
+    src.text = NULL;
+    lntune_source_free(&src);
+    s->x_f16 = t.x == LNTUNE_TYPE_F16;
+    s->atomic = strstr(variant, "dgamma=atomic") != NULL;
+    ++nsamples;
+}
+
+/* The variants of op for shape; the same list as for fp32 (the types change no knob). */
+static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape, size_t *n) {
+    char **list = NULL;
+    int rc = lntune_gen_variants(g, "cuda", op, shape, &list, n);
+    EXPECT(rc == LNTUNE_OK && *n > 0, "variants of %s: %s", op, lntune_gen_errmsg(g));
+    if (rc != LNTUNE_OK || *n == 0) return NULL;
+    lntune_shape f32 = *shape;
+    f32.types = (lntune_types){0};
+    char **ref = NULL;
+    size_t nref = 0;
+    if (lntune_gen_variants(g, "cuda", op, &f32, &ref, &nref) == LNTUNE_OK) {
+        int same = nref == *n;
+        for (size_t i = 0; same && i < nref; ++i) same = strcmp(ref[i], list[i]) == 0;
+        EXPECT(same, "%s: %zu variants, %zu for fp32", op, *n, nref);
+        lntune_gen_free_list(ref, nref);
+    }
+    for (size_t i = 0; i < *n; ++i) each_item(list[i], note_item);
+    return list;
+}
+
+static void collect_sm90(lntune_gen *g) {
+    int k = 0;
+    for (int tx = 0; tx < 3; ++tx)
+        for (int tp = 0; tp < 3; ++tp)
+            for (size_t o = 0; o < 2; ++o, ++k) {
+                const lntune_types types = {tx, tx, tp}; /* y is unused: dx is x's type */
+                lntune_shape any = {.types = types};
+                size_t n = 0;
+                char **list = variants(g, ops[o], &any, &n);
+                for (size_t m = 0; list && m < 3; ++m)
+                    add(g, 90, ops[o], list[((size_t)k * 7 + m * 41) % n], &any);
+                lntune_gen_free_list(list, n);
+
+                lntune_shape fixed = {.H = k % 2 ? 4096 : 1000, .types = types};
+                list = variants(g, ops[o], &fixed, &n);
+                char *fixed_list[256];
+                size_t nf = 0;
+                for (size_t i = 0; list && i < n && nf < 256; ++i)
+                    if (strstr(list[i], "h=fixed")) fixed_list[nf++] = list[i];
+                EXPECT(nf > 0, "%s H=%lld: no h=fixed variant", ops[o], (long long)fixed.H);
+                if (nf) add(g, 90, ops[o], fixed_list[(size_t)k * 5 % nf], &fixed);
+                lntune_gen_free_list(list, n);
+            }
+}
+
+static void collect_sm80(lntune_gen *g) {
+    for (size_t o = 0; o < 2; ++o) {
+        lntune_shape any = {0};
+        size_t n = 0;
+        char **list = variants(g, ops[o], &any, &n);
+        if (list) {
+            add(g, 80, ops[o], list[0], &any);
+            add(g, 80, ops[o], list[n - 1], &any);
+        }
+        lntune_gen_free_list(list, n);
+        for (int h = 0; h < 2; ++h) {
+            lntune_shape fixed = {.H = h ? 4096 : 1000};
+            list = variants(g, ops[o], &fixed, &n);
+            const char *v = NULL;
+            for (size_t i = 0; list && i < n && !v; ++i)
+                if (strstr(list[i], "h=fixed")) v = list[i];
+            EXPECT(v, "sm_80 %s H=%lld: no h=fixed variant", ops[o], (long long)fixed.H);
+            if (v) add(g, 80, ops[o], v, &fixed);
+            lntune_gen_free_list(list, n);
+        }
+    }
+}
+
+static void check(const sample *s) {
+    const lntune_nvrtc_output *out = &s->job.out;
+    if (s->job.rc != LNTUNE_OK) {
+        EXPECT(0, "%s: rc %d\n%s", s->what, s->job.rc, out->message ? out->message : "");
+        return;
+    }
+    EXPECT(out->len > 0 && out->ptx_len > 0, "%s: cubin %zu bytes, PTX %zu bytes", s->what,
+           out->len, out->ptx_len);
+    for (int k = 0; k < 2; ++k) {
+        char name[80], entry[96];
+        snprintf(name, sizeof name, "%s%s", s->symbol, k ? "_dgamma" : "");
+        snprintf(entry, sizeof entry, ".entry %s(", name);
+        EXPECT(out->ptx && strstr(out->ptx, entry), "%s: no '%s' in the PTX", s->what, entry);
+        EXPECT(out->data && memmem(out->data, out->len, name, strlen(name) + 1),
+               "%s: no symbol %s in the cubin", s->what, name);
+    }
+    if (!out->ptx) return;
+    /* atomicAdd of a float whose result is unused compiles to red (or atom) .add.f32. */
+    const int atomics = strstr(out->ptx, ".global.add.f32") != NULL;
+    EXPECT(atomics == s->atomic, "%s: fp32 atomics %s in the PTX", s->what,
+           atomics ? "present" : "absent");
+    if (s->x_f16) EXPECT(strstr(out->ptx, "cvt.f32.f16"), "%s: x is not widened", s->what);
+}
+
+/* Compiles the samples for sm; returns the NVRTC milliseconds. */
+static double compile(const lntune_nvrtc *nv, int sm, size_t *count) {
+    lntune_nvrtc_job jobs[MAX_JOBS];
+    size_t idx[MAX_JOBS], n = 0;
+    for (size_t i = 0; i < nsamples; ++i)
+        if (samples[i].sm == sm) {
+            idx[n] = i;
+            jobs[n++] = samples[i].job;
+        }
+    int rc = lntune_nvrtc_compile_many(nv, sm, LNTUNE_NVRTC_CUBIN, jobs, n, 2);
+    EXPECT(rc == LNTUNE_OK, "compile_many sm_%d: rc %d", sm, rc);
+    double ms = 0;
+    for (size_t j = 0; j < n; ++j) {
+        sample *s = &samples[idx[j]];
+        s->job = jobs[j];
+        if (rc == LNTUNE_OK) check(s);
+        ms += jobs[j].out.compile_ms;
+        lntune_nvrtc_output_free(&jobs[j].out);
+        free((char *)jobs[j].source);
+    }
+    *count = n;
+    return ms;
+}
+
+int main(void) {
+    lntune_nvrtc *nv = NULL;
+    int rc = lntune_nvrtc_open(&nv);
+    if (rc == LNTUNE_ENODEVICE) {
+        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
+        lntune_nvrtc_close(nv);
+        return 77;
+    }
+    EXPECT(rc == LNTUNE_OK, "open: %s", lntune_nvrtc_errmsg(nv));
+    if (rc != LNTUNE_OK) return 1;
+    printf("%s\n", lntune_nvrtc_describe(nv));
+
+    lntune_gen *g = NULL;
+    rc = lntune_gen_open(NULL, &g);
+    EXPECT(rc == LNTUNE_OK, "gen open: %s", lntune_gen_errmsg(g));
+    if (rc == LNTUNE_OK) {
+        lntune_gen_set_cuda_arch(g, 90);
+        collect_sm90(g);
+        lntune_gen_set_cuda_arch(g, 80);
+        collect_sm80(g);
+    }
+    lntune_gen_close(g);
+    for (size_t i = 0; i < nitems; ++i)
+        EXPECT(items[i].seen, "knob value %s is in no sample", items[i].item);
+
+    const double t0 = now_s();
+    size_t n90 = 0, n80 = 0;
+    const double ms = compile(nv, 90, &n90) + compile(nv, 80, &n80);
+    printf("%zu backward variants compiled for sm_90 and %zu for sm_80 in %.1f s wall (NVRTC %.1f "
+           "s); %zu knob values covered\n",
+           n90, n80, now_s() - t0, ms / 1e3, nitems);
+    EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
+    lntune_nvrtc_close(nv);
+    if (check_failures) {
+        fprintf(stderr, "%d failure(s)\n", check_failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
