@@ -192,7 +192,7 @@ oom:
 
 int lntune_verifier_create(lntune_op op, const int64_t *hs, size_t nh, uint64_t seed,
                            lntune_verifier **out) {
-    const lntune_types f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32};
+    const lntune_types f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0};
     return lntune_verifier_create_typed(op, f32, hs, nh, seed, out);
 }
 
@@ -223,7 +223,7 @@ uint64_t lntune_verifier_seed(const lntune_verifier *v) {
 }
 
 lntune_types lntune_verifier_types(const lntune_verifier *v) {
-    const lntune_types f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32};
+    const lntune_types f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0};
     return v ? v->types : f32;
 }
 
