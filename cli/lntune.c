@@ -17,6 +17,7 @@
 #include "cuda_tuner.h"
 #endif
 #include "export.h"
+#include "fusion.h"
 #include "generator.h"
 #include "half.h"
 #include "hardware.h"
@@ -48,7 +49,8 @@ typedef struct {
     int nvariants;
     int cmake;                /* export --cmake */
     lntune_types types;       /* --dtype, given to every shape */
-    lntune_shape dtype_shape; /* the_shape() when --dtype comes without --shape */
+    int fusion;               /* --residual: LNTUNE_FUSION_* (fusion.h), given to every shape */
+    lntune_shape dtype_shape; /* the_shape() when --dtype or --residual comes without --shape */
 } options;
 
 typedef struct {
@@ -81,6 +83,16 @@ static int parse_options(int argc, char **argv, options *o) {
                                                 : NULL;
         if (flag) {
             *flag = 1;
+            continue;
+        }
+        if (strncmp(a, "--residual", 10) == 0) { /* --residual[=out|noout] */
+            const char *how = a[10] == '=' ? a + 11 : a[10] ? NULL : "out";
+            if (!how || (strcmp(how, "out") != 0 && strcmp(how, "noout") != 0))
+                return usage_error("unknown option '%s' (expected --residual, --residual=out or "
+                                   "--residual=noout)",
+                                   a);
+            o->fusion =
+                strcmp(how, "out") == 0 ? LNTUNE_FUSION_RESIDUAL_OUT : LNTUNE_FUSION_RESIDUAL;
             continue;
         }
         if (strcmp(a, "--sm") == 0 || strcmp(a, "--device") == 0) {
@@ -143,8 +155,12 @@ static int parse_options(int argc, char **argv, options *o) {
         return usage_error("unknown dtype '%s' (expected f32, f16 or bf16 for every tensor, or "
                            "x/y/params types such as bf16/bf16/f32)",
                            o->dtype);
-    for (size_t i = 0; i < o->nshapes; ++i) o->shapes[i].types = o->types;
+    for (size_t i = 0; i < o->nshapes; ++i) {
+        o->shapes[i].types = o->types;
+        o->shapes[i].fusion = o->fusion;
+    }
     o->dtype_shape.types = o->types;
+    o->dtype_shape.fusion = o->fusion;
     return 0;
 }
 
@@ -197,7 +213,7 @@ static int gen_failure(lntune_gen *g, int rc) {
 }
 
 static const lntune_shape *the_shape(const options *o) {
-    return o->nshapes ? &o->shapes[0] : o->dtype ? &o->dtype_shape : NULL;
+    return o->nshapes ? &o->shapes[0] : o->dtype || o->fusion ? &o->dtype_shape : NULL;
 }
 
 static int cmd_variants(options *o) {
@@ -274,8 +290,8 @@ static int cmd_verify(options *o) {
     lntune_pool *pool = NULL;
     lntune_verify_result res;
     const lntune_shape *shape = the_shape(o);
-    rc = lntune_verifier_create_typed(lntune_op_parse(o->op), shape ? shape->types : o->types, hs,
-                                      nh, 0, &v);
+    rc = lntune_verifier_create_fused(lntune_op_parse(o->op), shape ? shape->types : o->types,
+                                      o->fusion, hs, nh, 0, &v);
     if (rc == LNTUNE_OK && src.threads > 1) rc = lntune_pool_create(src.threads, &pool);
     if (rc == LNTUNE_OK)
         rc = lntune_verifier_check(v, lntune_library_kernel(lib, "lntune_kernel"), src.affine,
