@@ -176,9 +176,9 @@ static int check_op_target(const options *o, int need_variant) {
     return 0;
 }
 
-/* CUDA kernels are generated for fp32 only so far. */
+/* CUDA kernels are tuned for fp32 without a residual only so far. */
 static int cuda_types_ok(const options *o) {
-    return lntune_types_all_f32(o->types);
+    return lntune_types_all_f32(o->types) && o->fusion == LNTUNE_FUSION_NONE;
 }
 
 static int db_exit_code(int rc) {
@@ -371,7 +371,7 @@ static int cmd_time(options *o) {
     lntune_verifier *v = NULL;
     int64_t hs[3] = {1, 17, shape.H};
     if (lntune_pool_create(cpu.cores, &pool) ||
-        lntune_verifier_create_typed(lntune_op_parse(o->op), shape.types, hs,
+        lntune_verifier_create_fused(lntune_op_parse(o->op), shape.types, shape.fusion, hs,
                                      shape.H == 1 || shape.H == 17 ? 2 : 3, 0, &v)) {
         lntune_library_close(lib);
         return EXIT_FAIL;
@@ -389,18 +389,31 @@ static int cmd_time(options *o) {
     lntune_verifier_destroy(v);
     if (rc == LNTUNE_OK) {
         const size_t elems = (size_t)(shape.rows * shape.H);
-        float *x = aligned_alloc(64, (elems * 4 + 63) / 64 * 64);
-        float *y = aligned_alloc(64, (elems * 4 + 63) / 64 * 64);
+        /* x and y also hold the copy of the same bytes (more than theirs with a residual). */
+        const int64_t moved = lntune_tune_bytes_per_element(shape.types, shape.fusion);
+        const size_t xy = elems * (size_t)(moved > 8 ? (moved + 1) / 2 : 4);
+        float *x = aligned_alloc(64, (xy + 63) / 64 * 64);
+        float *y = aligned_alloc(64, (xy + 63) / 64 * 64);
         float *gb = malloc((size_t)shape.H * 2 * sizeof *gb);
+        float *res = shape.fusion ? aligned_alloc(64, (elems * 4 + 63) / 64 * 64) : NULL;
+        float *res_out = shape.fusion == LNTUNE_FUSION_RESIDUAL_OUT
+                             ? aligned_alloc(64, (elems * 4 + 63) / 64 * 64)
+                             : NULL;
+        for (size_t i = 0; x && y && i < xy / 4; ++i) x[i] = y[i] = 0.0f;
         for (size_t i = 0; x && y && gb && i < elems; ++i)
-            x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f, y[i] = 0.0f;
+            x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
+        for (size_t i = 0; res && i < elems; ++i)
+            res[i] = (float)((i * 40503u) % 1000) * 1e-3f - 0.5f;
+        for (size_t i = 0; res_out && i < elems; ++i) res_out[i] = 0.0f;
+        if (res) lntune_narrow_in_place(res, elems, lntune_types_residual(shape.types));
         for (int64_t i = 0; gb && i < 2 * shape.H; ++i) gb[i] = 1.0f + (float)(i % 7) * 0.01f;
         if (x && gb) { /* the same values in the kernels' types (in place: h[i] after f[i]) */
             lntune_narrow_in_place(x, elems, shape.types.x);
             lntune_narrow_in_place(gb, (size_t)shape.H, shape.types.params);
             lntune_narrow_in_place(gb + shape.H, (size_t)shape.H, shape.types.params);
         }
-        if (x && y && gb) {
+        if (x && y && gb && (!shape.fusion || res) &&
+            (shape.fusion != LNTUNE_FUSION_RESIDUAL_OUT || res_out)) {
             lntune_kernel_args a = {.rows = shape.rows,
                                     .H = shape.H,
                                     .x_stride = shape.H,
@@ -409,19 +422,24 @@ static int cmd_time(options *o) {
                                     .y = y,
                                     .gamma = gb,
                                     .beta = strcmp(o->op, "layernorm") == 0 ? gb + shape.H : NULL,
+                                    .residual = res,
+                                    .residual_out = res_out,
+                                    .residual_stride = shape.H,
+                                    .residual_out_stride = shape.H,
                                     .eps = 1e-5f};
-            const lntune_kernel_args copy = lntune_tune_copy_args(&a, shape.types);
+            const lntune_kernel_args copy = lntune_tune_copy_args(&a, shape.types, shape.fusion);
             for (size_t i = o->nvariants; i < n; ++i) t[i].args = &copy;
             lntune_time_interleaved(t, n, &a, pool, 15, 3e9);
-            const double bytes = (double)elems * (double)(lntune_type_size(shape.types.x) +
-                                                          lntune_type_size(shape.types.y));
+            const double bytes = (double)elems * (double)moved;
+            char op_key[32];
+            lntune_fusion_op_key(o->op, shape.fusion, op_key, sizeof op_key);
             double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
             for (size_t i = o->nvariants; i < n; ++i)
                 if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;
             printf(
                 "%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
                 "%.1f us, %.2f GB/s\n%10s %8s %7s  %s\n",
-                o->op, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
+                op_key, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
                 copy_ns * 1e-3, bytes / copy_ns, "time", "GB/s", "/copy", "variant");
             for (int i = 0; i < o->nvariants; ++i) {
                 printf("%8.1fus %8.2f %6.2fx  %s\n", t[i].median_ns * 1e-3, bytes / t[i].median_ns,
@@ -437,6 +455,8 @@ static int cmd_time(options *o) {
         free(x);
         free(y);
         free(gb);
+        free(res);
+        free(res_out);
     }
     lntune_pool_destroy(pool);
     lntune_library_close(lib);
@@ -565,7 +585,10 @@ static int cmd_tune(options *o) {
     if (o->op && lntune_op_parse(o->op) < 0)
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
     if (want_cuda && !cuda_types_ok(o))
-        return usage_error("dtype '%s': CUDA kernels are generated for f32 only so far", o->dtype);
+        return usage_error("%s", o->fusion
+                                     ? "--residual: CUDA kernels are tuned without a residual "
+                                       "only so far (no GPU verifies them yet)"
+                                     : "--dtype: CUDA kernels are tuned for f32 only so far");
     int rc;
     lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
     if (o->rigor) {
@@ -585,12 +608,14 @@ static int cmd_tune(options *o) {
         if (s->H > (INT64_C(1) << 26))
             return usage_error("%s",
                                "H above 2^26 is not tuned (the verifier's inputs would not fit)");
-        if (memory > 0 && rows * (double)s->H * 8.0 > memory / 2) {
+        /* fp32-sized x and y (the residual's two more with --residual) */
+        const double per = o->fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 16.0 : o->fusion ? 12.0 : 8.0;
+        if (memory > 0 && rows * (double)s->H * per > memory / 2) {
             char msg[160];
             snprintf(msg, sizeof msg,
-                     "rows x H = %.0f x %lld needs %.1f GiB for x and y, over half "
+                     "rows x H = %.0f x %lld needs %.1f GiB for its buffers, over half "
                      "of this machine's memory",
-                     rows, (long long)s->H, rows * (double)s->H * 8.0 / (1 << 30));
+                     rows, (long long)s->H, rows * (double)s->H * per / (1 << 30));
             return usage_error("%s", msg);
         }
     }

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "tuner.h"
 
+#include "fusion.h"
 #include "half.h"
 
 #include "generator.h"
@@ -61,6 +62,7 @@ typedef struct {
     lntune_pool *pool;
     lntune_verifier *verifier;
     const char *op;
+    char op_key[32]; /* the database's op text, with the fusion (fusion.h) */
     lntune_shape shape;
     lntune_db_key key;
     char code_hash[40]; /* template hash + compiler: measurements of other ones are not reused */
@@ -113,7 +115,7 @@ void lntune_tune_result_from_best(lntune_tune_result *r, const lntune_best *b) {
 }
 
 static void progress(job *j, const char *stage) {
-    lntune_tune_report(j->cfg, j->op, &j->shape, stage, j->done, j->estimate, j->start_ns);
+    lntune_tune_report(j->cfg, j->op_key, &j->shape, stage, j->done, j->estimate, j->start_ns);
 }
 
 int64_t lntune_tune_default_rows(int64_t H) {
@@ -491,11 +493,20 @@ static void fill_typed(void *p, int t, size_t n, uint64_t *state, double scale, 
     lntune_narrow_in_place(p, n, t);
 }
 
-lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types) {
+int64_t lntune_tune_bytes_per_element(lntune_types types, int fusion) {
+    const int64_t r = (int64_t)lntune_type_size(lntune_types_residual(types));
+    return (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y)) +
+           (fusion != LNTUNE_FUSION_NONE ? r : 0) + (fusion == LNTUNE_FUSION_RESIDUAL_OUT ? r : 0);
+}
+
+lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types,
+                                         int fusion) {
     lntune_kernel_args c = *a;
-    const int64_t moved = (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y));
+    const int64_t moved = lntune_tune_bytes_per_element(types, fusion);
     c.H = c.x_stride = c.y_stride = (moved * a->H + 7) / 8;
     c.gamma = c.beta = NULL;
+    c.residual = c.residual_out = NULL;
+    c.residual_stride = c.residual_out_stride = 0;
     return c;
 }
 
@@ -505,7 +516,7 @@ static void tune_one(job *j) {
     char **list = NULL;
     size_t n = 0, nunits_done = 0;
     lntune_space *space = NULL;
-    float *x = NULL, *y = NULL, *gamma = NULL, *beta = NULL;
+    float *x = NULL, *y = NULL, *gamma = NULL, *beta = NULL, *resid = NULL, *resid_out = NULL;
     lntune_jit_module *copy_modules[MAX_COPIES] = {0};
     size_t ncopies = 0;
 
@@ -520,18 +531,29 @@ static void tune_one(job *j) {
     j->estimate = lntune_search_estimate(space, j->cfg->rigor);
     j->unit_of = malloc(n * sizeof *j->unit_of);
     j->threads_of = calloc(n, sizeof *j->threads_of);
-    /* Buffers are sized for fp32 whatever the types: the sandbox copies them as floats. */
+    /* Buffers are sized for fp32 whatever the types: the sandbox copies them as floats. x and y
+     * also hold the copy of the same bytes, which moves more than x and y with a residual. */
     const size_t elems = (size_t)(j->shape.rows * j->shape.H);
-    x = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
-    y = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
+    const int fusion = j->shape.fusion;
+    const int64_t moved = lntune_tune_bytes_per_element(j->shape.types, fusion);
+    const size_t xy_bytes = elems * (size_t)(moved > 8 ? (moved + 1) / 2 : 4);
+    x = aligned_alloc(64, (xy_bytes + 63) / 64 * 64);
+    y = aligned_alloc(64, (xy_bytes + 63) / 64 * 64);
     gamma = malloc((size_t)j->shape.H * sizeof(float));
     beta = malloc((size_t)j->shape.H * sizeof(float));
-    if (!j->unit_of || !j->threads_of || !x || !y || !gamma || !beta) goto done;
+    if (fusion) resid = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
+    if (fusion == LNTUNE_FUSION_RESIDUAL_OUT)
+        resid_out = aligned_alloc(64, (elems * sizeof(float) + 63) / 64 * 64);
+    if (!j->unit_of || !j->threads_of || !x || !y || !gamma || !beta || (fusion && !resid) ||
+        (fusion == LNTUNE_FUSION_RESIDUAL_OUT && !resid_out))
+        goto done;
     for (size_t i = 0; i < n; ++i) j->unit_of[i] = -1;
     uint64_t state = 0x853c49e6748fea9bULL;
     const lntune_types types = j->shape.types;
     fill_typed(x, types.x, elems, &state, 4.0, 0.0);
-    fill(y, elems, &state, 1.0, 0.0); /* touch y's pages before any timing */
+    fill(y, xy_bytes / sizeof(float), &state, 1.0, 0.0); /* touch y's pages before any timing */
+    if (resid) fill_typed(resid, lntune_types_residual(types), elems, &state, 4.0, 0.0);
+    if (resid_out) fill(resid_out, elems, &state, 1.0, 0.0);
     fill_typed(gamma, types.params, (size_t)j->shape.H, &state, 1.0, 1.0);
     fill_typed(beta, types.params, (size_t)j->shape.H, &state, 1.0, 0.0);
     j->args =
@@ -543,9 +565,13 @@ static void tune_one(job *j) {
                              .y = y,
                              .gamma = gamma,
                              .beta = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM ? beta : NULL,
+                             .residual = resid,
+                             .residual_out = resid_out,
+                             .residual_stride = j->shape.H,
+                             .residual_out_stride = j->shape.H,
                              .eps = 1e-5f};
-    j->bytes = (double)elems * (double)(lntune_type_size(types.x) + lntune_type_size(types.y));
-    j->copy_args = lntune_tune_copy_args(&j->args, types);
+    j->bytes = (double)elems * (double)moved;
+    j->copy_args = lntune_tune_copy_args(&j->args, types, fusion);
 
     progress(j, "copy");
     lntune_timed copies[MAX_COPIES] = {{0}}; /* all defined: the sandbox copies them whole */
@@ -614,6 +640,8 @@ done:
     free(y);
     free(gamma);
     free(beta);
+    free(resid);
+    free(resid_out);
     lntune_space_destroy(space);
     lntune_gen_free_list(list, n);
 }
@@ -685,14 +713,15 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             if (j.shape.rows <= 0) j.shape.rows = lntune_tune_default_rows(j.shape.H);
             j.shape.affine = LNTUNE_AFFINE_GAMMA;
             lntune_types_format(j.shape.types, j.dtype, sizeof j.dtype);
-            j.key = (lntune_db_key){hw, "cpu", j.op, j.dtype, j.shape.H, j.shape.rows, 1};
+            lntune_fusion_op_key(j.op, j.shape.fusion, j.op_key, sizeof j.op_key);
+            j.key = (lntune_db_key){hw, "cpu", j.op_key, j.dtype, j.shape.H, j.shape.rows, 1};
             j.res = r;
             j.write_err = write_err;
             j.start_ns = lntune_now_ns();
             /* Objects are -march=native: the fingerprint keeps them out of other hosts' cache. */
             snprintf(j.host_flag, sizeof j.host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
             snprintf(r->target, sizeof r->target, "cpu");
-            snprintf(r->op, sizeof r->op, "%s", j.op);
+            snprintf(r->op, sizeof r->op, "%s", j.op_key);
             snprintf(r->dtype, sizeof r->dtype, "%s", j.dtype);
             r->rows = j.shape.rows;
             r->H = j.shape.H;
@@ -703,8 +732,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             }
             int64_t hs[3] = {1, 17, j.shape.H};
             size_t nh = j.shape.H == 1 || j.shape.H == 17 ? 2 : 3;
-            if ((rc = lntune_verifier_create_typed(lntune_op_parse(j.op), j.shape.types, hs, nh, 0,
-                                                   &j.verifier))) {
+            if ((rc = lntune_verifier_create_fused(lntune_op_parse(j.op), j.shape.types,
+                                                   j.shape.fusion, hs, nh, 0, &j.verifier))) {
                 snprintf(err, errlen, "cannot prepare the verifier for H=%lld",
                          (long long)j.shape.H);
                 goto done;

@@ -48,7 +48,7 @@ typedef struct lntune_tune_config {
 
 typedef struct lntune_tune_result {
     char target[8]; /* "cpu", "cuda" */
-    char op[16];
+    char op[32];    /* the database's op text: "layernorm", "layernorm+residual_out" (fusion.h) */
     char dtype[24]; /* "f32", "bf16", "f16/f32/f32": lntune_types_format */
     int64_t rows, H;
     char variant[256]; /* the winner */
@@ -77,11 +77,21 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
                 size_t errlen);
 
 /*
- * The memory copy that moves the bytes of a (rows of x read, y written, in types): the same rows
- * and buffers, H x (x + y bytes) / 8 floats a row (rounded up), no gamma or beta. Used by the
- * tuner and `lntune time` as the bandwidth baseline.
+ * Bytes a call moves per element of a row: x read and y written, plus with a residual (fusion,
+ * fusion.h) residual read and residual_out written, each in its type. gamma/beta are not counted
+ * (H elements, not rows x H).
  */
-lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types);
+int64_t lntune_tune_bytes_per_element(lntune_types types, int fusion);
+
+/*
+ * The memory copy that moves the bytes of a (rows of x read, y written and, with a residual,
+ * residual read and residual_out written, in types): the same rows and x and y buffers,
+ * H x lntune_tune_bytes_per_element / 8 floats a row (rounded up), no gamma, beta or residual.
+ * x and y must each hold that many floats a row. Used by the tuner and `lntune time` as the
+ * bandwidth baseline.
+ */
+lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types,
+                                         int fusion);
 
 /* Shared by this tuner and the GPU's (cuda_tuner.c). */
 
