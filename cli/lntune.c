@@ -17,6 +17,7 @@
 #include "cuda_tuner.h"
 #endif
 #include "export.h"
+#include "fusion.h"
 #include "generator.h"
 #include "half.h"
 #include "hardware.h"
@@ -50,7 +51,8 @@ typedef struct {
     int nvariants;
     int cmake;                /* export --cmake */
     lntune_types types;       /* --dtype, given to every shape */
-    lntune_shape dtype_shape; /* the_shape() when --dtype comes without --shape */
+    int fusion;               /* --residual: LNTUNE_FUSION_* (fusion.h), given to every shape */
+    lntune_shape dtype_shape; /* the_shape() when --dtype or --residual comes without --shape */
 } options;
 
 typedef struct {
@@ -84,6 +86,16 @@ static int parse_options(int argc, char **argv, options *o) {
                                                    : NULL;
         if (flag) {
             *flag = 1;
+            continue;
+        }
+        if (strncmp(a, "--residual", 10) == 0) { /* --residual[=out|noout] */
+            const char *how = a[10] == '=' ? a + 11 : a[10] ? NULL : "out";
+            if (!how || (strcmp(how, "out") != 0 && strcmp(how, "noout") != 0))
+                return usage_error("unknown option '%s' (expected --residual, --residual=out or "
+                                   "--residual=noout)",
+                                   a);
+            o->fusion =
+                strcmp(how, "out") == 0 ? LNTUNE_FUSION_RESIDUAL_OUT : LNTUNE_FUSION_RESIDUAL;
             continue;
         }
         if (strcmp(a, "--sm") == 0 || strcmp(a, "--device") == 0) {
@@ -146,13 +158,21 @@ static int parse_options(int argc, char **argv, options *o) {
         return usage_error("unknown dtype '%s' (expected f32, f16 or bf16 for every tensor, or "
                            "x/y/params types such as bf16/bf16/f32)",
                            o->dtype);
-    for (size_t i = 0; i < o->nshapes; ++i) o->shapes[i].types = o->types;
+    for (size_t i = 0; i < o->nshapes; ++i) {
+        o->shapes[i].types = o->types;
+        o->shapes[i].fusion = o->fusion;
+    }
     o->dtype_shape.types = o->types;
+    o->dtype_shape.fusion = o->fusion;
     /* The fusion flags and the direction combine with every dtype but these. */
     if (o->backward && o->types.y != o->types.x)
         return usage_error("--backward with dtype '%s': dx and dy have x's type, so give one "
                            "type (bf16) or x/x/params (bf16/bf16/f32)",
                            o->dtype);
+    if (o->backward && o->fusion)
+        return usage_error("--backward with --residual%s: the gradient of the fused Add & Norm "
+                           "is not built yet; tune the backward of the plain op",
+                           o->fusion == LNTUNE_FUSION_RESIDUAL ? "=noout" : "");
     return 0;
 }
 
@@ -173,9 +193,9 @@ static int check_op_target(const options *o, int need_variant) {
     return 0;
 }
 
-/* CUDA kernels are generated for fp32 only so far. */
+/* CUDA kernels are tuned for fp32 without a residual only so far. */
 static int cuda_types_ok(const options *o) {
-    return lntune_types_all_f32(o->types);
+    return lntune_types_all_f32(o->types) && o->fusion == LNTUNE_FUSION_NONE;
 }
 
 static int db_exit_code(int rc) {
@@ -210,7 +230,7 @@ static int gen_failure(lntune_gen *g, int rc) {
 }
 
 static const lntune_shape *the_shape(const options *o) {
-    return o->nshapes ? &o->shapes[0] : o->dtype ? &o->dtype_shape : NULL;
+    return o->nshapes ? &o->shapes[0] : o->dtype || o->fusion ? &o->dtype_shape : NULL;
 }
 
 static int cmd_variants(options *o) {
@@ -293,7 +313,7 @@ static int cmd_verify(options *o) {
     lntune_verify_result res;
     const lntune_shape *shape = the_shape(o);
     rc = dir->verifier_create((lntune_op)lntune_op_parse(o->op), shape ? shape->types : o->types,
-                              hs, nh, 0, &v);
+                              o->fusion, hs, nh, 0, &v);
     if (rc == LNTUNE_OK && src.threads > 1) rc = lntune_pool_create(src.threads, &pool);
     if (rc == LNTUNE_OK)
         rc = dir->check(v, lntune_library_kernel(lib, "lntune_kernel"), &src, src.threads, pool,
@@ -375,7 +395,7 @@ static int cmd_time(options *o) {
     void *v = NULL;
     memset(&prob, 0, sizeof prob);
     if (lntune_pool_create(cpu.cores, &pool) ||
-        lntune_problem_init(&prob, op, shape.types, shape.rows, shape.H, cpu.cores) ||
+        lntune_problem_init(&prob, op, shape.types, shape.fusion, shape.rows, shape.H, cpu.cores) ||
         lntune_problem_verifier(&prob, &v)) {
         fprintf(stderr, "lntune: out of memory for %s at %lldx%lld\n", op, (long long)shape.rows,
                 (long long)shape.H);
@@ -405,9 +425,11 @@ static int cmd_time(options *o) {
         double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
         for (size_t i = o->nvariants; i < n; ++i)
             if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;
+        char op_key[48];
+        lntune_fusion_op_key(op, shape.fusion, op_key, sizeof op_key);
         printf("%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
                "%.1f us, %.2f GB/s\n%10s %8s %7s  %s\n",
-               op, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
+               op_key, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
                copy_ns * 1e-3, prob.bytes / copy_ns, "time", "GB/s", "/copy", "variant");
         for (int i = 0; i < o->nvariants; ++i) {
             printf("%8.1fus %8.2f %6.2fx  %s\n", t[i].median_ns * 1e-3, prob.bytes / t[i].median_ns,
@@ -554,7 +576,10 @@ static int cmd_tune(options *o) {
     if (want_cuda && o->backward)
         return usage_error("%s", "--backward tunes the CPU so far (--target cpu, or no --target)");
     if (want_cuda && !cuda_types_ok(o))
-        return usage_error("dtype '%s': CUDA kernels are generated for f32 only so far", o->dtype);
+        return usage_error("%s", o->fusion
+                                     ? "--residual: CUDA kernels are tuned without a residual "
+                                       "only so far (no GPU verifies them yet)"
+                                     : "--dtype: CUDA kernels are tuned for f32 only so far");
     int rc;
     lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
     if (o->rigor) {
@@ -574,15 +599,19 @@ static int cmd_tune(options *o) {
         if (s->H > (INT64_C(1) << 26))
             return usage_error("%s",
                                "H above 2^26 is not tuned (the verifier's inputs would not fit)");
-        /* the backward's two buffers each hold x + dy (or dx and the copy's rows) as fp32 */
-        const double per_element = o->backward ? 16.0 : 8.0;
+        /* fp32-sized buffers: the backward's two each hold x + dy (or dx and the copy's rows);
+         * the forward's x and y, and residual and residual_out with --residual */
+        const double per_element = o->backward                               ? 16.0
+                                   : o->fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 16.0
+                                   : o->fusion                               ? 12.0
+                                                                             : 8.0;
         if (memory > 0 && rows * (double)s->H * per_element > memory / 2) {
             char msg[160];
             snprintf(msg, sizeof msg,
                      "rows x H = %.0f x %lld needs %.1f GiB for %s, over half "
                      "of this machine's memory",
                      rows, (long long)s->H, rows * (double)s->H * per_element / (1 << 30),
-                     o->backward ? "x, dy and dx" : "x and y");
+                     o->backward ? "x, dy and dx" : "its buffers");
             return usage_error("%s", msg);
         }
     }

@@ -98,7 +98,8 @@ int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text)
                 snprintf(symbol, sizeof symbol, "%s_%s_%s_%s", prefix, ops[op], lntune_type_name(x),
                          lntune_type_name(p));
                 lntune_shape shape = {0};
-                shape.types = (lntune_types){(uint8_t)x, (uint8_t)x, (uint8_t)p};
+                shape.types =
+                    (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
                 lntune_source src;
                 rc = lntune_gen_emit(g, "cpu", ops[op], lntune_builtin_backward_variant, &shape,
                                      symbol, &src);

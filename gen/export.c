@@ -145,6 +145,7 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     if (op < 0 || lntune_types_parse(key->dtype, &types) != 0) {
         const char *why = op >= 0                        ? "dtype unknown to this export"
                           : strstr(key->op, "_backward") ? "backward kernels are not exported yet"
+                          : strchr(key->op, '+')         ? "fused kernels are not exported yet"
                                                          : "op unknown to this export";
         lntune_export_warn(l->c, "%s %s H=%lld: %s; left out", key->op, key->dtype,
                            (long long)key->H, why);

@@ -4,6 +4,7 @@
  */
 #include "generator.h"
 
+#include "fusion.h"
 #include "hardware.h"
 #include "lntune.h"
 
@@ -141,14 +142,21 @@ static void push_host(lntune_gen *g) {
 static void push_shape(lua_State *L, const lntune_shape *shape) {
     lua_createtable(L, 0, 4);
     const lntune_types t = shape ? shape->types : (lntune_types){0};
-    lua_createtable(L, 0, 3); /* shape.types = {x = "bf16", y = "f32", params = "f32"} */
+    /* shape.types = {x = "bf16", y = "f32", params = "f32", residual = "bf16"} */
+    lua_createtable(L, 0, 4);
     lua_pushstring(L, lntune_type_name(t.x));
     lua_setfield(L, -2, "x");
     lua_pushstring(L, lntune_type_name(t.y));
     lua_setfield(L, -2, "y");
     lua_pushstring(L, lntune_type_name(t.params));
     lua_setfield(L, -2, "params");
+    lua_pushstring(L, lntune_type_name(lntune_types_residual(t)));
+    lua_setfield(L, -2, "residual");
     lua_setfield(L, -2, "types");
+    if (shape && shape->fusion != LNTUNE_FUSION_NONE) { /* shape.fusion: absent means none */
+        lua_pushstring(L, lntune_fusion_name(shape->fusion));
+        lua_setfield(L, -2, "fusion");
+    }
     if (shape && shape->H > 0) {
         lua_pushinteger(L, shape->H);
         lua_setfield(L, -2, "H");

@@ -4,6 +4,7 @@
  */
 #include "problem.h"
 
+#include "fusion.h"
 #include "half.h"
 #include "half_ref.h"
 #include "lntune.h"
@@ -32,11 +33,20 @@ static void *alloc(lntune_problem *p, size_t bytes) {
     return p->mem[k] = aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
-lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types) {
+int64_t lntune_tune_bytes_per_element(lntune_types types, int fusion) {
+    const int64_t r = (int64_t)lntune_type_size(lntune_types_residual(types));
+    return (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y)) +
+           (fusion != LNTUNE_FUSION_NONE ? r : 0) + (fusion == LNTUNE_FUSION_RESIDUAL_OUT ? r : 0);
+}
+
+lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types,
+                                         int fusion) {
     lntune_kernel_args c = *a;
-    const int64_t moved = (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y));
+    const int64_t moved = lntune_tune_bytes_per_element(types, fusion);
     c.H = c.x_stride = c.y_stride = (moved * a->H + 7) / 8;
     c.gamma = c.beta = NULL;
+    c.residual = c.residual_out = NULL;
+    c.residual_stride = c.residual_out_stride = 0;
     return c;
 }
 
@@ -44,14 +54,25 @@ lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_typ
 
 static int forward_init(lntune_problem *p, int max_threads) {
     (void)max_threads;
-    /* Buffers are sized for fp32 whatever the types: the sandbox copies them as floats. */
+    /* Buffers are sized for fp32 whatever the types: the sandbox copies them as floats. x and y
+     * also hold the copy of the same bytes, which moves more than x and y with a residual. */
     const size_t elems = (size_t)(p->rows * p->H), H = (size_t)p->H;
-    float *x = alloc(p, elems * sizeof(float)), *y = alloc(p, elems * sizeof(float));
+    const int fusion = p->fusion;
+    const int64_t moved = lntune_tune_bytes_per_element(p->types, fusion);
+    const size_t xy_bytes = elems * (size_t)(moved > 8 ? (moved + 1) / 2 : 4);
+    float *x = alloc(p, xy_bytes), *y = alloc(p, xy_bytes);
     float *gamma = alloc(p, H * sizeof(float)), *beta = alloc(p, H * sizeof(float));
-    if (!x || !y || !gamma || !beta) return LNTUNE_ENOMEM;
+    float *resid = fusion ? alloc(p, elems * sizeof(float)) : NULL;
+    float *resid_out =
+        fusion == LNTUNE_FUSION_RESIDUAL_OUT ? alloc(p, elems * sizeof(float)) : NULL;
+    if (!x || !y || !gamma || !beta || (fusion && !resid) ||
+        (fusion == LNTUNE_FUSION_RESIDUAL_OUT && !resid_out))
+        return LNTUNE_ENOMEM;
     uint64_t state = 0x853c49e6748fea9bULL;
     fill_typed(x, p->types.x, elems, &state, 4.0, 0.0);
-    fill(y, elems, &state, 1.0, 0.0); /* touch y's pages before any timing */
+    fill(y, xy_bytes / sizeof(float), &state, 1.0, 0.0); /* touch y's pages before any timing */
+    if (resid) fill_typed(resid, lntune_types_residual(p->types), elems, &state, 4.0, 0.0);
+    if (resid_out) fill(resid_out, elems, &state, 1.0, 0.0);
     fill_typed(gamma, p->types.params, H, &state, 1.0, 1.0);
     fill_typed(beta, p->types.params, H, &state, 1.0, 0.0);
     p->args = (lntune_kernel_args){.rows = p->rows,
@@ -62,17 +83,20 @@ static int forward_init(lntune_problem *p, int max_threads) {
                                    .y = y,
                                    .gamma = gamma,
                                    .beta = p->op == LNTUNE_OP_LAYERNORM ? beta : NULL,
+                                   .residual = resid,
+                                   .residual_out = resid_out,
+                                   .residual_stride = resid ? p->H : 0,
+                                   .residual_out_stride = resid_out ? p->H : 0,
                                    .eps = 1e-5f};
-    p->bytes =
-        (double)elems * (double)(lntune_type_size(p->types.x) + lntune_type_size(p->types.y));
-    p->copy_args = lntune_tune_copy_args(&p->args, p->types);
+    p->bytes = (double)elems * (double)moved;
+    p->copy_args = lntune_tune_copy_args(&p->args, p->types, fusion);
     return LNTUNE_OK;
 }
 
-static int forward_verifier(lntune_op op, lntune_types types, const int64_t *hs, size_t nh,
-                            uint64_t seed, void **out) {
+static int forward_verifier(lntune_op op, lntune_types types, int fusion, const int64_t *hs,
+                            size_t nh, uint64_t seed, void **out) {
     lntune_verifier *v = NULL;
-    int rc = lntune_verifier_create_typed(op, types, hs, nh, seed, &v);
+    int rc = lntune_verifier_create_fused(op, types, fusion, hs, nh, seed, &v);
     *out = v;
     return rc;
 }
@@ -172,8 +196,9 @@ static int backward_init(lntune_problem *p, int max_threads) {
     return LNTUNE_OK;
 }
 
-static int backward_verifier(lntune_op op, lntune_types types, const int64_t *hs, size_t nh,
-                             uint64_t seed, void **out) {
+static int backward_verifier(lntune_op op, lntune_types types, int fusion, const int64_t *hs,
+                             size_t nh, uint64_t seed, void **out) {
+    (void)fusion; /* lntune_problem_init refuses a fused backward */
     lntune_backward_verifier *v = NULL;
     int rc = lntune_backward_verifier_create(op, types, hs, nh, seed, &v);
     *out = v;
@@ -235,13 +260,16 @@ const char *lntune_op_text(lntune_op op, int backward) {
     return op_texts[op == LNTUNE_OP_RMSNORM][backward != 0];
 }
 
-int lntune_problem_init(lntune_problem *p, const char *op_text, lntune_types types, int64_t rows,
-                        int64_t H, int max_threads) {
+int lntune_problem_init(lntune_problem *p, const char *op_text, lntune_types types, int fusion,
+                        int64_t rows, int64_t H, int max_threads) {
     memset(p, 0, sizeof *p);
-    if (lntune_op_text_parse(op_text, &p->op, &p->dir, &p->op_text) != 0 || rows < 1 || H < 1)
+    if (lntune_op_text_parse(op_text, &p->op, &p->dir, &p->op_text) != 0 || rows < 1 || H < 1 ||
+        fusion < LNTUNE_FUSION_NONE || fusion >= LNTUNE_FUSION_COUNT)
         return LNTUNE_EINVAL;
-    if (p->dir == &directions[1] && types.y != types.x) return LNTUNE_EINVAL;
+    if (p->dir == &directions[1] && (types.y != types.x || fusion != LNTUNE_FUSION_NONE))
+        return LNTUNE_EINVAL;
     p->types = types;
+    p->fusion = fusion;
     p->rows = rows;
     p->H = H;
     int rc = p->dir->init(p, max_threads);
@@ -260,5 +288,5 @@ void lntune_problem_free(lntune_problem *p) {
 int lntune_problem_verifier(const lntune_problem *p, void **out) {
     const int64_t hs[3] = {1, 17, p->H};
     const size_t nh = p->H == 1 || p->H == 17 ? 2 : 3;
-    return p->dir->verifier_create(p->op, p->types, hs, nh, 0, out);
+    return p->dir->verifier_create(p->op, p->types, p->fusion, hs, nh, 0, out);
 }

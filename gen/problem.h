@@ -35,8 +35,9 @@ typedef struct lntune_problem {
     lntune_op op;
     const char *op_text;
     lntune_types types; /* backward: y is x's type (dx and dy are) */
+    int fusion;         /* forward: LNTUNE_FUSION_* (fusion.h); backward: none */
     int64_t rows, H;
-    double bytes;                 /* moved by one call: x + y, or x + dy + dx */
+    double bytes; /* moved by one call: x + y (+ residual, residual_out), or x + dy + dx */
     lntune_kernel_args args;      /* see above */
     lntune_kernel_args copy_args; /* the copy of the same bytes, on the same buffers */
     lntune_backward_call call;    /* backward only */
@@ -49,8 +50,8 @@ struct lntune_direction {
     /* Allocates and fills p's buffers (p->op, types, rows, H set), for up to max_threads. */
     int (*init)(lntune_problem *p, int max_threads);
     /* The adversarial suite for op in types at each of hs (verify.h, verify_backward.h). */
-    int (*verifier_create)(lntune_op op, lntune_types types, const int64_t *hs, size_t nh,
-                           uint64_t seed, void **out);
+    int (*verifier_create)(lntune_op op, lntune_types types, int fusion, const int64_t *hs,
+                           size_t nh, uint64_t seed, void **out);
     void (*verifier_destroy)(void *v);
     /* fn (loaded as lntune_kernel_fn, of this direction's ABI) verified in process. */
     int (*check)(void *v, lntune_kernel_fn fn, const lntune_source *src, int threads,
@@ -73,22 +74,32 @@ int lntune_op_text_parse(const char *text, lntune_op *op, const lntune_direction
 const char *lntune_op_text(lntune_op op, int backward);
 
 /*
- * Fills p for op_text at rows x H in types, with data that is the same every run. A backward
- * op's types must have y equal to x (LNTUNE_EINVAL otherwise). max_threads sizes the backward
- * partials. Free with lntune_problem_free.
+ * Fills p for op_text at rows x H in types (and, forward only, fusion), with data that is the
+ * same every run. A backward op's types must have y equal to x and no fusion (LNTUNE_EINVAL
+ * otherwise). max_threads sizes the backward partials. Free with lntune_problem_free.
  */
-int lntune_problem_init(lntune_problem *p, const char *op_text, lntune_types types, int64_t rows,
-                        int64_t H, int max_threads);
+int lntune_problem_init(lntune_problem *p, const char *op_text, lntune_types types, int fusion,
+                        int64_t rows, int64_t H, int max_threads);
 void lntune_problem_free(lntune_problem *p); /* NULL is a no-op */
 
 /* The verifier of p's direction at H = 1, 17 and p's H. */
 int lntune_problem_verifier(const lntune_problem *p, void **out);
 
 /*
- * The memory copy that moves the bytes of a (rows of x read, y written, in types): the same rows
- * and buffers, H x (x + y bytes) / 8 floats a row (rounded up), no gamma or beta. Used by the
- * tuner and `lntune time` as the bandwidth baseline.
+ * Bytes a forward call moves per element of a row: x read and y written, plus with a residual
+ * (fusion, fusion.h) residual read and residual_out written, each in its type. gamma/beta are not
+ * counted (H elements, not rows x H).
  */
-lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types);
+int64_t lntune_tune_bytes_per_element(lntune_types types, int fusion);
+
+/*
+ * The memory copy that moves the bytes of a (rows of x read, y written and, with a residual,
+ * residual read and residual_out written, in types): the same rows and x and y buffers,
+ * H x lntune_tune_bytes_per_element / 8 floats a row (rounded up), no gamma, beta or residual.
+ * x and y must each hold that many floats a row. Used by the tuner and `lntune time` as the
+ * bandwidth baseline.
+ */
+lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types,
+                                         int fusion);
 
 #endif /* LNTUNE_PROBLEM_H */

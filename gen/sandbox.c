@@ -321,8 +321,17 @@ static void time_body(batch *b, lntune_pool *pool) {
     /* The worker's own copies of x and y: after fork the parent's pages are copy-on-write, and
      * writing y would fault page by page (and split huge pages) through every timed call. */
     lntune_kernel_args a = *t->args;
-    const size_t xn = (size_t)((a.rows - 1) * a.x_stride + a.H),
-                 yn = (size_t)((a.rows - 1) * a.y_stride + a.H);
+    size_t xn = (size_t)((a.rows - 1) * a.x_stride + a.H),
+           yn = (size_t)((a.rows - 1) * a.y_stride + a.H);
+    /* Candidates on the same buffers may reach further (a copy of a fused call's bytes). */
+    for (size_t i = 0; i < m; ++i)
+        if (sub[i].args && sub[i].args->x == a.x && sub[i].args->y == a.y) {
+            const lntune_kernel_args *c = sub[i].args;
+            const size_t cx = (size_t)((c->rows - 1) * c->x_stride + c->H),
+                         cy = (size_t)((c->rows - 1) * c->y_stride + c->H);
+            xn = cx > xn ? cx : xn;
+            yn = cy > yn ? cy : yn;
+        }
     float *x = aligned_alloc(64, (xn * sizeof(float) + 63) / 64 * 64);
     float *y = aligned_alloc(64, (yn * sizeof(float) + 63) / 64 * 64);
     if (!x || !y) _exit(125);

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "tuner.h"
 
+#include "fusion.h"
 #include "half.h"
 
 #include "generator.h"
@@ -63,8 +64,9 @@ typedef struct {
     lntune_jit *jit;
     lntune_db *db;
     lntune_pool *pool;
-    void *verifier; /* of the problem's direction */
-    const char *op; /* the op text */
+    void *verifier;  /* of the problem's direction */
+    const char *op;  /* the op text */
+    char op_key[32]; /* the database's op text, with the fusion (fusion.h) */
     lntune_shape shape;
     lntune_db_key key;
     char code_hash[40];  /* template hash + compiler: measurements of other ones are not reused */
@@ -116,7 +118,7 @@ void lntune_tune_result_from_best(lntune_tune_result *r, const lntune_best *b) {
 }
 
 static void progress(job *j, const char *stage) {
-    lntune_tune_report(j->cfg, j->op, &j->shape, stage, j->done, j->estimate, j->start_ns);
+    lntune_tune_report(j->cfg, j->op_key, &j->shape, stage, j->done, j->estimate, j->start_ns);
 }
 
 int64_t lntune_tune_default_rows(int64_t H) {
@@ -505,8 +507,8 @@ static void tune_one(job *j) {
     if (!j->unit_of || !j->threads_of) goto done;
     for (size_t i = 0; i < n; ++i) j->unit_of[i] = -1;
     /* The buffers and the verifier only now: a winner read back from the database needs neither. */
-    int rc = lntune_problem_init(&j->prob, j->op, j->shape.types, j->shape.rows, j->shape.H,
-                                 lntune_pool_threads(j->pool));
+    int rc = lntune_problem_init(&j->prob, j->op, j->shape.types, j->shape.fusion, j->shape.rows,
+                                 j->shape.H, lntune_pool_threads(j->pool));
     if (rc == LNTUNE_OK && (rc = lntune_problem_verifier(&j->prob, &j->verifier)) != LNTUNE_OK)
         snprintf(j->fatal, WRITE_ERR, "cannot prepare the %s verifier for H=%lld", j->op,
                  (long long)j->shape.H);
@@ -664,7 +666,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             if (j.shape.rows <= 0) j.shape.rows = lntune_tune_default_rows(j.shape.H);
             j.shape.affine = LNTUNE_AFFINE_GAMMA;
             lntune_types_format(j.shape.types, j.dtype, sizeof j.dtype);
-            j.key = (lntune_db_key){hw, "cpu", j.op, j.dtype, j.shape.H, j.shape.rows, 1};
+            lntune_fusion_op_key(j.op, j.shape.fusion, j.op_key, sizeof j.op_key);
+            j.key = (lntune_db_key){hw, "cpu", j.op_key, j.dtype, j.shape.H, j.shape.rows, 1};
             j.res = r;
             j.write_err = write_err;
             j.fatal = fatal;
@@ -672,7 +675,7 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
             /* Objects are -march=native: the fingerprint keeps them out of other hosts' cache. */
             snprintf(j.host_flag, sizeof j.host_flag, "-DLNTUNE_HOST=0x%s", cpu.fingerprint);
             snprintf(r->target, sizeof r->target, "cpu");
-            snprintf(r->op, sizeof r->op, "%s", j.op);
+            snprintf(r->op, sizeof r->op, "%s", j.op_key);
             snprintf(r->dtype, sizeof r->dtype, "%s", j.dtype);
             r->rows = j.shape.rows;
             r->H = j.shape.H;

@@ -49,7 +49,7 @@ typedef struct lntune_tune_config {
 
 typedef struct lntune_tune_result {
     char target[8]; /* "cpu", "cuda" */
-    char op[24];    /* the op text: "layernorm", "rmsnorm_backward" (problem.h) */
+    char op[32];    /* the op text: "layernorm", "rmsnorm_backward", "layernorm+residual_out" */
     char dtype[24]; /* "f32", "bf16", "f16/f32/f32": lntune_types_format */
     int64_t rows, H;
     char variant[256]; /* the winner */

@@ -1,9 +1,14 @@
 /*
  * verify.c - the adversarial suite: data sets x layouts x H, poisoned outputs, guard zones,
  * and the error in units of the output's own rounding terms (see verify.h).
+ *
+ * With a residual (fusion), each data set is split into x and residual (residual_sets below),
+ * the reference normalizes their fp32 sum, residual_out is checked bit for bit against that sum
+ * rounded to the residual type, and the contiguous layout also checks mean and rstd.
  */
 #include "verify.h"
 
+#include "fusion.h"
 #include "half_ref.h"
 #include "lntune.h"
 #include "sandbox.h"
@@ -34,6 +39,15 @@ static const char *const dataset_names[DATASETS] = {"randn", "1000+randn", "1+1e
  */
 static const char *const dataset_names_bf16[DATASETS] = {"randn", "1000+10*randn", "1+1e-2*randn",
                                                          "constant rows", "NaN/Inf rows"};
+/*
+ * The same sets as x + residual: large opposite offsets that cancel in the sum (each input far
+ * from the sum's mean of about 0), a tiny-variance sum on a large residual, constant sums of two
+ * constants, and NaN, +Inf, -Inf (at the shift's element) and Inf - Inf from the residual.
+ */
+static const char *const residual_sets[DATASETS] = {
+    "x randn + residual randn", "x 1000+randn + residual -1000+randn",
+    "x 1e-3*randn + residual 100", "constant x + constant residual",
+    "NaN/Inf in residual, +Inf x with -Inf residual"};
 
 typedef struct {
     int64_t H;
@@ -41,6 +55,9 @@ typedef struct {
     void *gamma_t, *beta_t; /* the same in the params type (gamma, beta themselves for fp32) */
     float *x[DATASETS];     /* ROWS x H values, logical layout, as rounded to the x type */
     void *xt[DATASETS];     /* the same in the x type (x itself for fp32) */
+    float *r[DATASETS];     /* fusion: residual values, as rounded to the residual type */
+    void *rt[DATASETS];     /* the same in the residual type (r itself for fp32) */
+    void *sum[DATASETS];    /* fusion: residual_out's expected elements (fp32 x + r, rounded) */
     double *z[DATASETS];    /* reference (x - mean) * rstd */
     double *mean[DATASETS], *rstd[DATASETS];
 } h_case;
@@ -48,7 +65,11 @@ typedef struct {
 struct lntune_verifier {
     lntune_op op;
     lntune_types types;
+    int fusion;                 /* LNTUNE_FUSION_* */
+    int rtype;                  /* the residual's type */
     size_t xsize, ysize, psize; /* bytes per element */
+    size_t rsize;
+    unsigned char *rbuf, *obuf; /* residual and residual_out layout buffers */
     uint32_t poison;            /* y's poison (lntune_verify_poison) */
     char misaligned[64];        /* the name of layout 1 */
     uint64_t seed, rng;
@@ -93,6 +114,56 @@ static double randn(uint64_t *s) {
     return sqrt(-2.0 * log(uniform(s))) * cos(6.283185307179586 * uniform(s));
 }
 
+/*
+ * Data set d of a fused verifier (residual_sets): x and residual drawn and rounded to their
+ * types, the reference of their fp32 sum, and residual_out's expected elements.
+ */
+static int fill_residual(lntune_verifier *v, h_case *c, int d) {
+    const int64_t H = c->H, n = ROWS * H;
+    float *x = c->x[d], *r = c->r[d];
+    /* bf16 keeps 8 bits: the spreads grow as for the unfused sets (see dataset_names_bf16). */
+    const int coarse = v->types.x == LNTUNE_TYPE_BF16 || v->rtype == LNTUNE_TYPE_BF16;
+    const double spread = coarse ? 10.0 : 1.0, tiny = coarse ? 1e-1 : 1e-3;
+    for (int row = 0; row < ROWS; ++row) {
+        const float cx = (float)(100.0 * randn(&v->rng)), cr = (float)(10.0 * randn(&v->rng));
+        for (int64_t i = 0; i < H; ++i) {
+            const double g = randn(&v->rng), h = randn(&v->rng);
+            double xv = g, rv = h;
+            if (d == 1) xv = 1000.0 + spread * g, rv = -1000.0 + spread * h;
+            if (d == 2) xv = tiny * g, rv = 100.0;
+            if (d == 3) xv = cx, rv = cr;
+            x[row * H + i] = (float)xv;
+            r[row * H + i] = (float)rv;
+        }
+    }
+    if (d == 4) { /* residual: row 1 a NaN, row 2 +Inf, row 3 -Inf first; row 4: Inf - Inf */
+        r[1 * H + (int64_t)(next_u64(&v->rng) % (uint64_t)H)] = NAN;
+        r[2 * H + (int64_t)(next_u64(&v->rng) % (uint64_t)H)] = INFINITY;
+        r[3 * H] = -INFINITY;
+        const int64_t at = 4 * H + (int64_t)(next_u64(&v->rng) % (uint64_t)H);
+        x[at] = INFINITY;
+        r[at] = -INFINITY;
+    }
+    if (!(c->xt[d] = to_type(v->types.x, x, (size_t)n)) ||
+        !(c->rt[d] = to_type(v->rtype, r, (size_t)n)))
+        return 0;
+    float *s = malloc((size_t)n * sizeof *s);
+    c->sum[d] = malloc((size_t)n * lntune_type_size(v->rtype));
+    if (!s || !c->sum[d]) {
+        free(s);
+        return 0;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        s[i] = x[i] + r[i]; /* one fp32 addition: what the kernel must form */
+        lntune_ref_store(v->rtype, c->sum[d], i, s[i]);
+    }
+    for (int row = 0; row < ROWS; ++row)
+        lntune_reference_row(v->op, s + row * H, H, EPS, c->z[d] + row * H, &c->mean[d][row],
+                             &c->rstd[d][row]);
+    free(s);
+    return 1;
+}
+
 static int fill_dataset(lntune_verifier *v, h_case *c, int d) {
     int64_t H = c->H;
     float *x = c->x[d];
@@ -109,6 +180,7 @@ static int fill_dataset(lntune_verifier *v, h_case *c, int d) {
             x[r * H + i] = (float)val;
         }
     }
+    if (v->fusion) return fill_residual(v, c, d);
     if (d == 4) { /* row 1: a NaN; row 2: +Inf; row 3: -Inf first, where kernels take their shift */
         x[1 * H + (int64_t)(next_u64(&v->rng) % (uint64_t)H)] = NAN;
         x[2 * H + (int64_t)(next_u64(&v->rng) % (uint64_t)H)] = INFINITY;
@@ -123,7 +195,12 @@ static int fill_dataset(lntune_verifier *v, h_case *c, int d) {
 
 int lntune_verifier_create_typed(lntune_op op, lntune_types types, const int64_t *hs, size_t nh,
                                  uint64_t seed, lntune_verifier **out) {
-    if (!out || !hs || nh == 0) return LNTUNE_EINVAL;
+    return lntune_verifier_create_fused(op, types, LNTUNE_FUSION_NONE, hs, nh, seed, out);
+}
+
+int lntune_verifier_create_fused(lntune_op op, lntune_types types, int fusion, const int64_t *hs,
+                                 size_t nh, uint64_t seed, lntune_verifier **out) {
+    if (!out || !hs || nh == 0 || fusion < 0 || fusion >= LNTUNE_FUSION_COUNT) return LNTUNE_EINVAL;
     *out = NULL;
     for (size_t i = 0; i < nh; ++i)
         if (hs[i] < 1 || hs[i] > (INT64_C(1) << 26)) return LNTUNE_EINVAL;
@@ -137,6 +214,9 @@ int lntune_verifier_create_typed(lntune_op op, lntune_types types, const int64_t
     }
     v->op = op;
     v->types = types;
+    v->fusion = fusion;
+    v->rtype = lntune_types_residual(types);
+    v->rsize = lntune_type_size(v->rtype);
     v->xsize = lntune_type_size(types.x);
     v->ysize = lntune_type_size(types.y);
     v->psize = lntune_type_size(types.params);
@@ -146,6 +226,8 @@ int lntune_verifier_create_typed(lntune_op op, lntune_types types, const int64_t
     else
         snprintf(v->misaligned, sizeof v->misaligned, "x misaligned by %zu bytes, y by %zu",
                  v->xsize, v->ysize);
+    if (fusion) /* residual and residual_out too, by one element of their type */
+        snprintf(v->misaligned, sizeof v->misaligned, "every tensor misaligned by one element");
     v->nh = nh;
     v->seed = seed ? seed : (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL + (uint64_t)clock();
     if (!v->seed) v->seed = 1;
@@ -167,6 +249,7 @@ int lntune_verifier_create_typed(lntune_op op, lntune_types types, const int64_t
             goto oom;
         for (int d = 0; d < DATASETS; ++d) {
             c->x[d] = malloc((size_t)(ROWS * H) * sizeof(float));
+            if (fusion && !(c->r[d] = malloc((size_t)(ROWS * H) * sizeof(float)))) goto oom;
             c->z[d] = malloc((size_t)(ROWS * H) * sizeof(double));
             c->mean[d] = malloc(ROWS * sizeof(double));
             c->rstd[d] = malloc(ROWS * sizeof(double));
@@ -183,6 +266,11 @@ int lntune_verifier_create_typed(lntune_op op, lntune_types types, const int64_t
     v->xbuf = aligned_alloc(64, (v->buf_floats * sizeof(float) + 63) / 64 * 64);
     v->ybuf = aligned_alloc(64, (v->buf_floats * sizeof(float) + 63) / 64 * 64);
     if (!v->xbuf || !v->ybuf) goto oom;
+    if (fusion) {
+        v->rbuf = aligned_alloc(64, (v->buf_floats * sizeof(float) + 63) / 64 * 64);
+        v->obuf = aligned_alloc(64, (v->buf_floats * sizeof(float) + 63) / 64 * 64);
+        if (!v->rbuf || !v->obuf) goto oom;
+    }
     *out = v;
     return LNTUNE_OK;
 oom:
@@ -192,7 +280,7 @@ oom:
 
 int lntune_verifier_create(lntune_op op, const int64_t *hs, size_t nh, uint64_t seed,
                            lntune_verifier **out) {
-    const lntune_types f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32};
+    const lntune_types f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0};
     return lntune_verifier_create_typed(op, f32, hs, nh, seed, out);
 }
 
@@ -206,7 +294,10 @@ void lntune_verifier_destroy(lntune_verifier *v) {
         free(c->beta);
         for (int d = 0; d < DATASETS; ++d) {
             if (c->xt[d] != c->x[d]) free(c->xt[d]);
+            if (c->rt[d] != c->r[d]) free(c->rt[d]);
             free(c->x[d]);
+            free(c->r[d]);
+            free(c->sum[d]);
             free(c->z[d]);
             free(c->mean[d]);
             free(c->rstd[d]);
@@ -215,6 +306,8 @@ void lntune_verifier_destroy(lntune_verifier *v) {
     free(v->cases);
     free(v->xbuf);
     free(v->ybuf);
+    free(v->rbuf);
+    free(v->obuf);
     free(v);
 }
 
@@ -223,8 +316,12 @@ uint64_t lntune_verifier_seed(const lntune_verifier *v) {
 }
 
 lntune_types lntune_verifier_types(const lntune_verifier *v) {
-    const lntune_types f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32};
+    const lntune_types f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0};
     return v ? v->types : f32;
+}
+
+int lntune_verifier_fusion(const lntune_verifier *v) {
+    return v ? v->fusion : LNTUNE_FUSION_NONE;
 }
 
 /* The bits of element i of y (or of a guard zone), of size bytes. */
@@ -344,6 +441,66 @@ check_rows(const lntune_verifier *v, const h_case *c, int d, const unsigned char
     return 1;
 }
 
+/*
+ * Fusion: residual unchanged (row stride rs), residual_out (row stride os; NULL without one)
+ * equal bit for bit to the rounded fp32 sum (a NaN for a NaN, whatever its payload), never
+ * written between rows or in its guard zones (obase: the start of its poisoned buffer, olen
+ * elements), and mean/rstd, when given, as the reference's within the tolerance.
+ */
+static int check_residual(const lntune_verifier *v, const h_case *c, int d,
+                          const unsigned char *res, int64_t rs, const unsigned char *obase,
+                          const unsigned char *out, int64_t os, int64_t olen, const float *mean,
+                          const float *rstd, const char *where, lntune_verify_result *res_) {
+    const int64_t H = c->H;
+    const size_t re = v->rsize;
+    const uint32_t poison = lntune_verify_poison(v->rtype);
+    for (int r = 0; r < ROWS; ++r)
+        if (memcmp(res + r * rs * (int64_t)re,
+                   (const unsigned char *)c->rt[d] + r * H * (int64_t)re, (size_t)H * re) != 0) {
+            snprintf(res_->message, sizeof res_->message, "%swrote into residual (row %d)", where,
+                     r);
+            return 0;
+        }
+    if (out) {
+        const int64_t before = (int64_t)((out - obase) / (ptrdiff_t)re);
+        for (int64_t i = 0; i < olen; ++i) {
+            const int64_t at = i - before, r = at / os, col = at % os;
+            const uint32_t bits = bits_at(obase, i, re);
+            if (at >= 0 && r < ROWS && col < H) {
+                const uint32_t want = bits_at(c->sum[d], r * H + col, re);
+                const int nan = isnan(value_of(v->rtype, want));
+                if (nan ? !isnan(value_of(v->rtype, bits)) : bits != want) {
+                    snprintf(res_->message, sizeof res_->message,
+                             "%s%s residual_out[%" PRId64 "][%" PRId64 "] = %.9g, want x + "
+                             "residual = %.9g exactly",
+                             where, bits == poison ? "never wrote" : "wrong", r, col,
+                             value_of(v->rtype, bits), value_of(v->rtype, want));
+                    return 0;
+                }
+            } else if (bits != poison) {
+                snprintf(res_->message, sizeof res_->message, "%swrote residual_out %s", where,
+                         at < 0      ? "before its first row"
+                         : r >= ROWS ? "past its end"
+                                     : "between rows");
+                return 0;
+            }
+        }
+    }
+    for (int r = 0; mean && r < ROWS; ++r) {
+        const double m = c->mean[d][r], rs_ = c->rstd[d][r];
+        if (!isfinite(m) || !isfinite(rs_)) continue; /* a NaN/Inf row: y says NaN already */
+        const double em = fabs((double)mean[r] - m) * rs_ / (fabs(m) * rs_ + 1.0);
+        const double er = fabs((double)rstd[r] - rs_) / (rs_ > 0.0 ? rs_ : 1.0); /* Inf rows: 0 */
+        if (!(em <= LNTUNE_VERIFY_TOLERANCE) || !(er <= LNTUNE_VERIFY_TOLERANCE)) {
+            snprintf(res_->message, sizeof res_->message,
+                     "%smean[%d] = %.9g, rstd[%d] = %.9g; reference %.9g, %.9g (errors %.3g, %.3g)",
+                     where, r, (double)mean[r], r, (double)rstd[r], m, rs_, em, er);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* One run: lays out data set d in layout l, runs the kernel, and checks every element. */
 static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_kernel_fn kernel,
                     int affine, int threads, lntune_pool *pool, lntune_verify_result *res) {
@@ -371,6 +528,34 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     a.x = x;
     a.y = y;
     a.eps = EPS;
+    /* Fusion: residual (stride H + 7) and residual_out (H + 2) in their own poisoned buffers. */
+    const int64_t rs = l == 2 ? H + 7 : H, os = l == 2 ? H + 2 : H;
+    const int64_t olen = GUARD + shift + ROWS * os + GUARD;
+    unsigned char *resid = v->rbuf + (GUARD + shift) * (int64_t)v->rsize;
+    unsigned char *out = v->obuf + (GUARD + shift) * (int64_t)v->rsize;
+    float stats[2 * ROWS];
+    if (v->fusion) {
+        const unsigned char *rt = c->rt[d];
+        for (int r = 0; r < ROWS; ++r)
+            memcpy(resid + r * rs * (int64_t)v->rsize, rt + r * H * (int64_t)v->rsize,
+                   (size_t)H * v->rsize);
+        a.residual = resid;
+        a.residual_stride = rs;
+        if (v->fusion == LNTUNE_FUSION_RESIDUAL_OUT) {
+            const uint32_t p = lntune_verify_poison(v->rtype);
+            const uint16_t p16 = (uint16_t)p;
+            for (int64_t i = 0; i < olen; ++i)
+                memcpy(v->obuf + (int64_t)v->rsize * i, v->rsize == 4 ? (const void *)&p : &p16,
+                       v->rsize);
+            a.residual_out = out;
+            a.residual_out_stride = os;
+        }
+        if (l == 0) { /* mean and rstd, poisoned */
+            for (int i = 0; i < 2 * ROWS; ++i) stats[i] = NAN;
+            a.mean = stats;
+            a.rstd = stats + ROWS;
+        }
+    }
     const int ln = v->op == LNTUNE_OP_LAYERNORM;
     if (affine) {
         a.gamma = c->gamma_t;
@@ -378,8 +563,12 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     }
     const char *const layout = l == 0   ? "contiguous"
                                : l == 1 ? v->misaligned
-                                        : "row strides H+5 (x), H+3 (y)";
-    const char *const *names = v->types.x == LNTUNE_TYPE_BF16 ? dataset_names_bf16 : dataset_names;
+                               : v->fusion
+                                   ? "strides H+5, H+3, H+7, H+2 (x, y, residual, residual_out)"
+                                   : "row strides H+5 (x), H+3 (y)";
+    const char *const *names = v->fusion                        ? residual_sets
+                               : v->types.x == LNTUNE_TYPE_BF16 ? dataset_names_bf16
+                                                                : dataset_names;
     const char *where_fmt = "H=%" PRId64 ", %s, %s, seed %" PRIu64 ": ";
     char where[200];
     snprintf(where, sizeof where, where_fmt, H, names[d], layout, v->seed);
@@ -401,6 +590,9 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
             snprintf(res->message, sizeof res->message, "%swrote past the end of y", where);
             return 0;
         }
+    if (v->fusion && !check_residual(v, c, d, resid, rs, v->obuf, a.residual_out ? out : NULL, os,
+                                     olen, a.mean, a.rstd, where, res))
+        return 0;
     switch (v->types.y) { /* a loop for each type */
     case LNTUNE_TYPE_F16:
         return check_rows(v, c, d, x, xs, y, ys, affine, where, res, LNTUNE_TYPE_F16);

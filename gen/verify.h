@@ -67,12 +67,24 @@ typedef struct lntune_verify_result {
  */
 int lntune_verifier_create_typed(lntune_op op, lntune_types types, const int64_t *hs, size_t nh,
                                  uint64_t seed, lntune_verifier **out);
+/*
+ * The same for kernels fused with a residual add (fusion LNTUNE_FUSION_*, fusion.h; NONE is
+ * create_typed): the data sets are split into x and residual (of types' residual type), the
+ * references are of their fp32 sum, residual_out (LNTUNE_FUSION_RESIDUAL_OUT) must equal that
+ * sum rounded to the residual type bit for bit (any NaN for a NaN) with poison and guard zones
+ * as y's, residual must be left unchanged, and the contiguous layout passes mean and rstd,
+ * checked against the reference (mean's error times rstd over |mean| rstd + 1, rstd's relative
+ * error, each within LNTUNE_VERIFY_TOLERANCE).
+ */
+int lntune_verifier_create_fused(lntune_op op, lntune_types types, int fusion, const int64_t *hs,
+                                 size_t nh, uint64_t seed, lntune_verifier **out);
 /* The same, all fp32. */
 int lntune_verifier_create(lntune_op op, const int64_t *hs, size_t nh, uint64_t seed,
                            lntune_verifier **out);
 void lntune_verifier_destroy(lntune_verifier *v); /* NULL is a no-op */
 uint64_t lntune_verifier_seed(const lntune_verifier *v);
 lntune_types lntune_verifier_types(const lntune_verifier *v); /* all fp32 for NULL */
+int lntune_verifier_fusion(const lntune_verifier *v);         /* LNTUNE_FUSION_NONE for NULL */
 
 /*
  * Whether got is an acceptable output of type y_type (LNTUNE_TYPE_*) for the reference ref, with

@@ -67,20 +67,29 @@ typedef struct lntune_args {
     int64_t rows;
     int64_t H;
     float eps;          /* 0 means the default, 1e-5 */
-    lntune_dtype dtype; /* of x (and residual); 0: fp32. Statistics are always fp32 or wider. */
+    lntune_dtype dtype; /* of x; 0: fp32. Statistics are always fp32 or wider. */
     const void *x;
     void *y;
     const void *gamma; /* optional, H elements */
     const void *beta;  /* optional, H elements; LayerNorm only */
     int64_t x_stride;  /* elements between rows; 0 means H */
     int64_t y_stride;  /* 0 means H */
-    /* Filled in by later releases; must stay zero/NULL for now. */
+    /*
+     * Fused residual add (Add & Norm: Post-LN's y = Norm(x + residual), and Pre-LN's pattern
+     * with residual_out): with residual given, s = x + residual is formed in fp32 (both widened
+     * exactly, one fp32 addition, correctly rounded: what x + residual gives in fp32), and y =
+     * Norm(s) * gamma + beta as without it. residual_out (optional; needs residual) receives s
+     * rounded once to residual_dtype (to nearest even, as y). residual_out may be residual itself
+     * (the same pointer and stride: an in-place update); any other overlap of inputs and outputs
+     * is undefined. Both have residual_dtype elements, H a row, and a row stride (0: H, else >= H).
+     * CPU only for now; CUDA returns LNTUNE_EUNSUPPORTED.
+     */
     const void *residual;
     void *residual_out;
-    int64_t residual_stride;
-    int64_t residual_out_stride;
-    float *mean; /* optional, rows elements: each row's mean (0 for RMSNorm) */
-    float *rstd; /* optional, rows elements: each row's 1 / sqrt(variance + eps) */
+    int64_t residual_stride;     /* 0 means H */
+    int64_t residual_out_stride; /* 0 means H */
+    float *mean;                 /* optional, rows elements: each row's mean (0 for RMSNorm) */
+    float *rstd;                 /* optional, rows elements: each row's 1 / sqrt(variance + eps) */
     /*
      * LNTUNE_DEVICE_CUDA: x, y, gamma, beta, mean and rstd are device addresses (CUdeviceptr
      * values cast to pointers) on GPU device_index (the driver's numbering, as CUDA_VISIBLE_DEVICES
@@ -91,9 +100,10 @@ typedef struct lntune_args {
      */
     lntune_device_kind device;
     int device_index;
-    void *stream;             /* CUstream for LNTUNE_DEVICE_CUDA */
-    lntune_dtype y_dtype;     /* of y; 0: as dtype */
-    lntune_dtype param_dtype; /* of gamma and beta; 0: as dtype */
+    void *stream;                /* CUstream for LNTUNE_DEVICE_CUDA */
+    lntune_dtype y_dtype;        /* of y; 0: as dtype */
+    lntune_dtype param_dtype;    /* of gamma and beta; 0: as dtype */
+    lntune_dtype residual_dtype; /* of residual and residual_out; 0: as dtype */
 } lntune_args;
 
 typedef struct lntune lntune; /* opaque; one per process or device */
@@ -109,14 +119,17 @@ LNTUNE_API int lntune_open(const char *db_path, lntune **out);
 LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
 /*
  * Normalize args->rows rows. Thread-safe: any number of threads may call with one handle. The
- * first call of a shape (op, dtype, H, rows bucket, gamma/beta given) finds its kernel; every
+ * first call of a shape (op, dtypes, H, rows bucket, gamma/beta given, residual/residual_out
+ * given) finds its kernel; every
  * later call is one lock-free lookup, with no SQL, file access or compilation. Returns:
  *   LNTUNE_OK           done (rows == 0 is a successful no-op)
  *   LNTUNE_EINVAL       ctx, args, x or y NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride
  *                       neither 0 nor >= H; dtype or device out of range; device_index or stream
- *                       set for the CPU; beta given to RMSNorm
- *   LNTUNE_EUNSUPPORTED residual/residual_out (or their strides); on CUDA, fp16/bf16 data
- *                       and beta without gamma; any CUDA call in a build with LNTUNE_CUDA=OFF
+ *                       set for the CPU; beta given to RMSNorm; residual_out without residual; a
+ *                       residual or residual_out stride without its pointer (residual_dtype
+ *                       without residual is ignored)
+ *   LNTUNE_EUNSUPPORTED on CUDA, residual/residual_out, fp16/bf16 data and beta without gamma;
+ *                       any CUDA call in a build with LNTUNE_CUDA=OFF
  *   LNTUNE_EOVERFLOW    rows x stride does not fit in the address space
  *   LNTUNE_ENODEVICE    CUDA: no driver (libcuda.so.1 is loaded at run time), the toolkit's
  *                       stub driver, no GPU, no device device_index, or no kernel this GPU can
@@ -126,8 +139,9 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  *                       launch was refused, e.g. a stream of another context; faults inside
  *                       the kernel surface in the app's next synchronizing CUDA call)
  * mean and rstd, when given, receive each row's statistics (mean 0 for RMSNorm).
- * The CPU serves fp32, fp16 and bf16 for x, y and gamma/beta in any combination (dtype, y_dtype,
- * param_dtype): inputs convert exactly to fp32, y is computed in fp32 and rounded once to its
+ * The CPU serves fp32, fp16 and bf16 for x, y, gamma/beta and residual in any combination (dtype,
+ * y_dtype, param_dtype, residual_dtype), with or without residual and residual_out: inputs
+ * convert exactly to fp32, y is computed in fp32 and rounded once to its
  * type (to nearest even; overflow gives Inf, NaN stays NaN). Each pointer needs only the
  * alignment of its element type. CUDA serves fp32 only.
  * CUDA: the first call on a device_index opens it and the first call of each shape loads its

@@ -8,21 +8,23 @@
  * Argument errors, each with a message on the handle (lntune_errmsg):
  *   LNTUNE_EINVAL       args, x or y NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride that is
  *                       neither 0 nor >= H; a dtype or device outside its enum; device_index or
- *                       stream set for the CPU; beta given to RMSNorm
- *   LNTUNE_EUNSUPPORTED residual or residual_out (or their strides): valid requests a later
- *                       release will serve; on CUDA, fp16/bf16 data and beta without gamma
+ *                       stream set for the CPU; beta given to RMSNorm; residual_out without
+ *                       residual; a residual (residual_out) stride without residual (residual_out)
+ *   LNTUNE_EUNSUPPORTED on CUDA, residual/residual_out, fp16/bf16 data and beta without gamma
  * Device memory (args->device == LNTUNE_DEVICE_CUDA) goes on to cuda_dispatch.c, whose errors
  * add LNTUNE_ENODEVICE (no driver, GPU or such device_index) and a failed launch (LNTUNE_ERROR).
  *   LNTUNE_EOVERFLOW    the last element of x or y lies beyond what a pointer can address
  * rows == 0 is a successful no-op. A NULL ctx returns LNTUNE_EINVAL (no handle for a message).
  *
- * The CPU serves every (x, y, gamma/beta) tuple of fp32, fp16 and bf16: a tuple is part of the
- * descriptor, so it has its own tuned kernels, and the typed built-ins where none was tuned.
+ * The CPU serves every (x, y, gamma/beta, residual) tuple of fp32, fp16 and bf16, with and
+ * without residual/residual_out: the tuple and the fusion (fusion.h) are part of the descriptor,
+ * so each has its own tuned kernels, and the built-ins where none was tuned.
  */
 #include "context.h"
 #include "cuda_dispatch.h"
 #include "dispatch.h"
 #include "dtypes.h"
+#include "fusion.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -42,12 +44,17 @@ static int64_t extent_bytes(int64_t rows, int64_t H, int64_t stride, int type) {
     return n;
 }
 
-/* The internal types of a call: LNTUNE_DTYPE_DEFAULT resolved (dtype: fp32; others: dtype). */
+/*
+ * The internal types of a call: LNTUNE_DTYPE_DEFAULT resolved (dtype: fp32; others: dtype). The
+ * residual type counts only with a residual, so that a call without one keys as it always did.
+ */
 static lntune_types lntune_args_types(const lntune_args *a) {
     const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
     lntune_types t = {
         (uint8_t)x, (uint8_t)(a->y_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->y_dtype - 1),
-        (uint8_t)(a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1)};
+        (uint8_t)(a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1), 0};
+    if (a->residual && a->residual_dtype != LNTUNE_DTYPE_DEFAULT)
+        lntune_types_set_residual(&t, (int)a->residual_dtype - 1);
     return t;
 }
 
@@ -71,11 +78,28 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
             ctx, LNTUNE_EINVAL,
             "%s: x_stride = %lld, y_stride = %lld; each must be 0 or >= H = %lld", fn,
             (long long)a->x_stride, (long long)a->y_stride, (long long)a->H);
-    if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->y_dtype > LNTUNE_BF16 ||
-        (unsigned)a->param_dtype > LNTUNE_BF16)
+    if (a->residual_out && !a->residual)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
-                               "%s: unknown dtype (dtype %d, y_dtype %d, param_dtype %d)", fn,
-                               (int)a->dtype, (int)a->y_dtype, (int)a->param_dtype);
+                               "%s: residual_out given without residual (it receives x + residual)",
+                               fn);
+    if ((a->residual_stride && !a->residual) || (a->residual_out_stride && !a->residual_out))
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s given without %s", fn,
+                               a->residual_stride && !a->residual ? "residual_stride"
+                                                                  : "residual_out_stride",
+                               a->residual_stride && !a->residual ? "residual" : "residual_out");
+    if ((a->residual_stride != 0 && a->residual_stride < a->H) ||
+        (a->residual_out_stride != 0 && a->residual_out_stride < a->H))
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                               "%s: residual_stride = %lld, residual_out_stride = %lld; each must "
+                               "be 0 or >= H = %lld",
+                               fn, (long long)a->residual_stride, (long long)a->residual_out_stride,
+                               (long long)a->H);
+    if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->y_dtype > LNTUNE_BF16 ||
+        (unsigned)a->param_dtype > LNTUNE_BF16 || (unsigned)a->residual_dtype > LNTUNE_BF16)
+        return lntune_ctx_fail(
+            ctx, LNTUNE_EINVAL,
+            "%s: unknown dtype (dtype %d, y_dtype %d, param_dtype %d, residual_dtype %d)", fn,
+            (int)a->dtype, (int)a->y_dtype, (int)a->param_dtype, (int)a->residual_dtype);
     if ((unsigned)a->device > LNTUNE_DEVICE_CUDA)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown device %d", fn, (int)a->device);
     if (a->device == LNTUNE_DEVICE_CPU && (a->device_index != 0 || a->stream))
@@ -93,14 +117,19 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
     if (a->device == LNTUNE_DEVICE_CUDA && !lntune_types_all_f32(*types))
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
                                "%s: fp16/bf16 on CUDA is not served yet; CUDA takes fp32 only", fn);
-    if (a->residual || a->residual_out || a->residual_stride || a->residual_out_stride)
+    if (a->device == LNTUNE_DEVICE_CUDA && a->residual)
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
-                               "%s: residual and residual_out are not served yet; leave them "
-                               "and their strides 0",
+                               "%s: residual/residual_out on CUDA is not served yet (CPU only)",
                                fn);
+    const int rt = lntune_types_residual(*types);
     if (a->rows > 0 &&
         (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, types->x) < 0 ||
-         extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H, types->y) < 0))
+         extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H, types->y) < 0 ||
+         (a->residual &&
+          extent_bytes(a->rows, a->H, a->residual_stride ? a->residual_stride : a->H, rt) < 0) ||
+         (a->residual_out &&
+          extent_bytes(a->rows, a->H, a->residual_out_stride ? a->residual_out_stride : a->H, rt) <
+              0)))
         return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
                                "%s: rows = %lld by its stride does not fit in memory", fn,
                                (long long)a->rows);
@@ -119,8 +148,11 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
                        : a->beta ? LNTUNE_DESC_BETA_ONLY
                                  : LNTUNE_DESC_NO_AFFINE;
-    const lntune_desc d =
-        lntune_desc_make(op, lntune_types_packed(types), affine, lntune_rows_bucket(a->rows), a->H);
+    const int fusion = !a->residual      ? LNTUNE_FUSION_NONE
+                       : a->residual_out ? LNTUNE_FUSION_RESIDUAL_OUT
+                                         : LNTUNE_FUSION_RESIDUAL;
+    const lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
+                                           lntune_rows_bucket(a->rows), a->H);
     uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
@@ -132,13 +164,14 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     ka.H = a->H;
     ka.x_stride = a->x_stride ? a->x_stride : a->H;
     ka.y_stride = a->y_stride ? a->y_stride : a->H;
-    ka.residual_stride = ka.residual_out_stride = 0;
+    ka.residual_stride = a->residual_stride ? a->residual_stride : a->H;
+    ka.residual_out_stride = a->residual_out_stride ? a->residual_out_stride : a->H;
     ka.x = a->x;
-    ka.residual = NULL;
+    ka.residual = a->residual;
     ka.gamma = a->gamma;
     ka.beta = a->beta;
     ka.y = a->y;
-    ka.residual_out = NULL;
+    ka.residual_out = a->residual_out;
     ka.mean = a->mean;
     ka.rstd = a->rstd;
     ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;

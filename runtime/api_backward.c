@@ -14,6 +14,7 @@
 #include "context.h"
 #include "dispatch.h"
 #include "dtypes.h"
+#include "fusion.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -78,7 +79,7 @@ static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune
                                fn);
     const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
     const int p = a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1;
-    *types = (lntune_types){(uint8_t)x, (uint8_t)x, (uint8_t)p};
+    *types = (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
     if (a->rows > 0 && (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, x) < 0 ||
                         extent_bytes(a->rows, a->H, a->dy_stride ? a->dy_stride : a->H, x) < 0 ||
                         extent_bytes(a->rows, a->H, a->dx_stride ? a->dx_stride : a->H, x) < 0))
@@ -96,7 +97,7 @@ static int run(lntune *ctx, const lntune_backward_args *a, int op) {
 
     const lntune_desc d =
         lntune_desc_make(LNTUNE_DESC_LAYERNORM_BACKWARD + op, lntune_types_packed(types),
-                         LNTUNE_DESC_GAMMA, lntune_rows_bucket(a->rows), a->H);
+                         LNTUNE_DESC_GAMMA, LNTUNE_FUSION_NONE, lntune_rows_bucket(a->rows), a->H);
     const uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;

@@ -27,6 +27,13 @@ lntune_kernel_fn lntune_builtin_typed_kernel(int op, lntune_types t);
 extern const lntune_backward_kernel_fn lntune_builtin_backward[2][3][3];
 
 /*
+ * The built-in kernel of op for a call with a residual (builtin_residual.c), for any tuple t
+ * (its residual type included); one function serves every affine kind and both fusions
+ * (residual_out written when given). NULL for an op or type out of range.
+ */
+lntune_kernel_fn lntune_builtin_residual_kernel(int op, lntune_types t);
+
+/*
  * The CUDA built-ins (generated at build time by tools/emit_builtin.c into
  * lntune_builtin_cuda.c, see gen/builtin.c for their parameters): per op and affine kind, the
  * first record whose max_h admits H serves it.

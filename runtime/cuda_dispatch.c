@@ -356,7 +356,7 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, const char *fn) {
                                "%s: beta without gamma is not served on a CUDA device", fn);
     const int affine = a->gamma ? LNTUNE_DESC_GAMMA : LNTUNE_DESC_NO_AFFINE;
     lntune_desc d =
-        lntune_desc_make(op, 0, affine, lntune_rows_bucket(a->rows), a->H); /* fp32 only */
+        lntune_desc_make(op, 0, affine, 0, lntune_rows_bucket(a->rows), a->H); /* fp32 only */
     d.kind |= (uint64_t)(index + 1) << 24;
     const uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);

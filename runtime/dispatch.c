@@ -10,8 +10,10 @@
  * same op, dtype, H and affine serves it (one bucket away first, the larger row count first on a
  * tie), since any kernel tuned for this H on this machine beats the generic one by more than a
  * neighbouring bucket's tuning differs; with no tuned bucket at all the built-in kernel does.
- * The database keys dtype by the type tuple's text ("f32", "bf16", "bf16/f32/f32"); a tuple
- * with fp16/bf16 in it has the typed built-in (builtin_typed.c) where nothing was tuned.
+ * The database keys dtype by the type tuple's text ("f32", "bf16", "bf16/f32/f32") and the
+ * fusion in the op text ("layernorm+residual_out", fusion.h); a tuple with fp16/bf16 in it has
+ * the typed built-in (builtin_typed.c), a residual call the residual built-in
+ * (builtin_residual.c), where nothing was tuned.
  * The winner's shared object comes from its artifact and is loaded with lntune_load_shared;
  * nothing is ever compiled here. The resolved entry goes into the registry, and later calls
  * never come back to this file.
@@ -24,6 +26,7 @@
 #include "builtin.h"
 #include "cuda_dispatch.h"
 #include "dtypes.h"
+#include "fusion.h"
 #include "loader.h"
 
 #include <dlfcn.h>
@@ -139,15 +142,11 @@ static int copy_best(void *ud, const lntune_best *b) {
 
 int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
                               const lntune_desc *d, int64_t rows, lntune_best_copy *best) {
-    char dtype[32];
+    char dtype[32], op[48];
     lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
-    lntune_db_key key = {hardware_id,
-                         target,
-                         op_names[lntune_desc_op(d)],
-                         dtype,
-                         d->H,
-                         rows,
-                         lntune_desc_affine(d) == LNTUNE_DESC_GAMMA};
+    lntune_fusion_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d), op, sizeof op);
+    lntune_db_key key = {
+        hardware_id, target, op, dtype, d->H, rows, lntune_desc_affine(d) == LNTUNE_DESC_GAMMA};
     int rc = lntune_db_get_best(ctx->db, &key, copy_best, best);
     if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
     if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
@@ -223,9 +222,10 @@ const char *lntune_dispatch_op_name(int op) {
 void lntune_dispatch_describe(const lntune_desc *d, int64_t rows, char *buf, size_t size) {
     char dtype[32];
     lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
-    snprintf(buf, size, "%s %s H=%lld rows=%lld (bucket %d), %s", op_names[lntune_desc_op(d)],
-             dtype, (long long)d->H, (long long)rows, (int)lntune_desc_bucket(d),
-             affine_names[lntune_desc_affine(d)]);
+    char op[48];
+    lntune_fusion_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d), op, sizeof op);
+    snprintf(buf, size, "%s %s H=%lld rows=%lld (bucket %d), %s", op, dtype, (long long)d->H,
+             (long long)rows, (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
 }
 
 int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows,
@@ -249,10 +249,11 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         e->backward = e->backward_fallback =
             lntune_builtin_backward[op - LNTUNE_DESC_LAYERNORM_BACKWARD][types.x][types.params];
     else
-        e->kernel = e->fallback = lntune_types_all_f32(types)
-                                      ? lntune_builtin_kernel(op, lntune_desc_affine(d))
-                                      : lntune_builtin_typed_kernel(op, types);
-    char what[128];
+        e->kernel = e->fallback =
+            lntune_desc_fusion(d) != LNTUNE_FUSION_NONE ? lntune_builtin_residual_kernel(op, types)
+            : lntune_types_all_f32(types) ? lntune_builtin_kernel(op, lntune_desc_affine(d))
+                                          : lntune_builtin_typed_kernel(op, types);
+    char what[160];
     lntune_dispatch_describe(d, rows, what, sizeof what);
     lntune_best_copy best = {0};
     if (!ctx->db || !ctx->cpu_known) {

@@ -19,7 +19,10 @@ int lntune_type_parse(const char *name, size_t len) {
 }
 
 void lntune_types_format(lntune_types t, char *buf, size_t size) {
-    if (t.x == t.y && t.x == t.params)
+    if (t.residual)
+        snprintf(buf, size, "%s/%s/%s/%s", lntune_type_name(t.x), lntune_type_name(t.y),
+                 lntune_type_name(t.params), lntune_type_name(lntune_types_residual(t)));
+    else if (t.x == t.y && t.x == t.params)
         snprintf(buf, size, "%s", lntune_type_name(t.x));
     else
         snprintf(buf, size, "%s/%s/%s", lntune_type_name(t.x), lntune_type_name(t.y),
@@ -27,11 +30,11 @@ void lntune_types_format(lntune_types t, char *buf, size_t size) {
 }
 
 int lntune_types_parse(const char *text, lntune_types *out) {
-    int parts[3], n = 0;
+    int parts[4], n = 0;
     if (!text || !out) return -1;
     for (const char *p = text;; ++n) {
         size_t len = strcspn(p, "/");
-        if (n == 3 || (parts[n] = lntune_type_parse(p, len)) < 0) return -1;
+        if (n == 4 || (parts[n] = lntune_type_parse(p, len)) < 0) return -1;
         if (!p[len]) break;
         p += len + 1;
     }
@@ -39,5 +42,7 @@ int lntune_types_parse(const char *text, lntune_types *out) {
     out->x = (uint8_t)parts[0];
     out->y = (uint8_t)(n > 1 ? parts[1] : parts[0]);
     out->params = (uint8_t)(n > 2 ? parts[2] : parts[0]);
+    out->residual = 0;
+    if (n > 3) lntune_types_set_residual(out, parts[3]);
     return 0;
 }

@@ -1,10 +1,12 @@
 /*
- * dtypes.h - the element types of one call (x, y, gamma/beta), their names, sizes and the text
- * that keys them in the tuning database.
+ * dtypes.h - the element types of one call (x, y, gamma/beta, residual), their names, sizes and
+ * the text that keys them in the tuning database.
  *
  * Internally a type is LNTUNE_TYPE_* (0 = fp32), never the public lntune_dtype, whose zero means
  * "the default". A type tuple packs into one byte, 0 when every tensor is fp32, so that the
  * registry's descriptor and the database's "f32" key of fp32 calls are what they always were.
+ * The residual type (of residual and residual_out) is stored relative to x: 0 means "as x", so
+ * every tuple of a call without a residual, or with one of x's type, packs and prints as before.
  */
 #ifndef LNTUNE_DTYPES_H
 #define LNTUNE_DTYPES_H
@@ -15,17 +17,28 @@
 enum { LNTUNE_TYPE_F32 = 0, LNTUNE_TYPE_F16 = 1, LNTUNE_TYPE_BF16 = 2, LNTUNE_TYPE_COUNT = 3 };
 
 typedef struct lntune_types {
-    uint8_t x;      /* x (and, later, residual) */
-    uint8_t y;      /* y */
-    uint8_t params; /* gamma and beta */
+    uint8_t x;        /* x */
+    uint8_t y;        /* y */
+    uint8_t params;   /* gamma and beta */
+    uint8_t residual; /* residual and residual_out: 0 as x, else LNTUNE_TYPE_* + 1 (canonical:
+                         never x's own type + 1; use the two functions below) */
 } lntune_types;
 
+/* The type of residual and residual_out. */
+static inline int lntune_types_residual(lntune_types t) {
+    return t.residual ? t.residual - 1 : t.x;
+}
+/* Sets the residual type, canonically (0 when it is x's). */
+static inline void lntune_types_set_residual(lntune_types *t, int type) {
+    t->residual = (uint8_t)(type == t->x ? 0 : type + 1);
+}
+
 static inline int lntune_types_packed(lntune_types t) {
-    return t.x | t.y << 2 | t.params << 4;
+    return t.x | t.y << 2 | t.params << 4 | t.residual << 6;
 }
 static inline lntune_types lntune_types_unpacked(int packed) {
-    lntune_types t = {(uint8_t)(packed & 3), (uint8_t)(packed >> 2 & 3),
-                      (uint8_t)(packed >> 4 & 3)};
+    lntune_types t = {(uint8_t)(packed & 3), (uint8_t)(packed >> 2 & 3), (uint8_t)(packed >> 4 & 3),
+                      (uint8_t)(packed >> 6 & 3)};
     return t;
 }
 static inline int lntune_types_all_f32(lntune_types t) {
@@ -42,8 +55,9 @@ int lntune_type_parse(const char *name, size_t len); /* -1 for an unknown name *
 
 /*
  * Database and CLI text of a tuple: one name when x, y and gamma/beta share it ("f32", "bf16"),
- * else "x/y/params" ("bf16/f32/f32"). parse also takes "x/y" (params as x). Returns 0, or -1 on
- * unknown text.
+ * else "x/y/params" ("bf16/f32/f32"); a residual type other than x's adds a fourth name,
+ * "x/y/params/residual" ("bf16/bf16/bf16/f32"). parse also takes "x/y" (params as x); a missing
+ * residual is x's type. Returns 0, or -1 on unknown text.
  */
 void lntune_types_format(lntune_types t, char *buf, size_t size);
 int lntune_types_parse(const char *text, lntune_types *out);

@@ -19,14 +19,16 @@
 #include <stdint.h>
 
 /*
- * What a call asks for: op, dtype, affine kind, device and rows bucket packed into one word, H in
- * the other (device: 0 for the CPU, 1 + device_index for CUDA). Every bit is defined (no padding to
+ * What a call asks for: op, dtype (the packed type tuple), affine kind, fusion (fusion.h), device
+ * and rows bucket packed into one word, H in the other (device: 0 for the CPU, 1 + device_index
+ * for CUDA). Every bit is defined (no padding to
  * forget to zero), and the hash and the comparison read two integers that were just computed in
  * registers, never bytes stored a moment before (a store-forwarding stall costs more than the rest
  * of the lookup).
  */
 typedef struct lntune_desc {
-    uint64_t kind; /* op | dtype << 8 | affine << 16 | device << 24 | (uint32_t)bucket << 32 */
+    uint64_t kind; /* op | dtype << 8 | affine << 16 | fusion << 20 | device << 24 |
+                      (uint32_t)bucket << 32 */
     int64_t H;
 } lntune_desc;
 
@@ -62,10 +64,11 @@ typedef struct lntune_registry {
     _Atomic(lntune_entry *) slots[LNTUNE_REGISTRY_SLOTS];
 } lntune_registry;
 
-static inline lntune_desc lntune_desc_make(int op, int dtype, int affine, int32_t bucket,
-                                           int64_t H) {
+static inline lntune_desc lntune_desc_make(int op, int dtype, int affine, int fusion,
+                                           int32_t bucket, int64_t H) {
     lntune_desc d = {(uint64_t)(uint8_t)op | (uint64_t)(uint8_t)dtype << 8 |
-                         (uint64_t)(uint8_t)affine << 16 | (uint64_t)(uint32_t)bucket << 32,
+                         (uint64_t)(affine & 0xf) << 16 | (uint64_t)(fusion & 0xf) << 20 |
+                         (uint64_t)(uint32_t)bucket << 32,
                      H};
     return d;
 }
@@ -77,7 +80,10 @@ static inline int lntune_desc_dtype(const lntune_desc *d) {
     return (int)(d->kind >> 8 & 0xff);
 }
 static inline int lntune_desc_affine(const lntune_desc *d) {
-    return (int)(d->kind >> 16 & 0xff);
+    return (int)(d->kind >> 16 & 0xf);
+}
+static inline int lntune_desc_fusion(const lntune_desc *d) {
+    return (int)(d->kind >> 20 & 0xf);
 }
 static inline int lntune_desc_device(const lntune_desc *d) {
     return (int)(d->kind >> 24 & 0xff);

@@ -60,9 +60,23 @@ EDIT(cuda_bad_stride, (a->device = LNTUNE_DEVICE_CUDA, a->x_stride = 15))
 EDIT(bad_device, a->device = (lntune_device_kind)5)
 EDIT(cpu_stream, a->stream = (void *)x)
 EDIT(cpu_index, a->device_index = 1)
-EDIT(residual, a->residual = x)
-EDIT(residual_out, a->residual_out = y)
-EDIT(residual_stride, a->residual_stride = 16)
+static float res_[64], res_out_[64];
+static uint16_t bres_[64];
+EDIT(residual, a->residual = res_)
+EDIT(residual_out, (a->residual = res_, a->residual_out = res_out_))
+EDIT(residual_out_in_place, (a->residual = res_, a->residual_out = res_))
+EDIT(residual_out_alone, a->residual_out = res_out_)
+EDIT(residual_stride_alone, a->residual_stride = 16)
+EDIT(residual_out_stride_alone, (a->residual = res_, a->residual_out_stride = 16))
+EDIT(short_residual_stride, (a->residual = res_, a->residual_stride = 15))
+EDIT(short_residual_out_stride,
+     (a->residual = res_, a->residual_out = res_out_, a->residual_out_stride = 8))
+EDIT(bad_residual_dtype, (a->residual = res_, a->residual_dtype = (lntune_dtype)4))
+EDIT(residual_dtype_alone, a->residual_dtype = LNTUNE_BF16)
+EDIT(bf16_residual_f32_x, (a->residual = bres_, a->residual_dtype = LNTUNE_BF16))
+EDIT(residual_overflow,
+     (a->residual = res_, a->residual_out = res_out_, a->residual_out_stride = INT64_C(1) << 60))
+EDIT(residual_mean_rstd, (a->residual = res_, a->mean = y + 32, a->rstd = y + 48, a->H = 8))
 EDIT(overflow_rows, a->rows = INT64_C(1) << 62)
 EDIT(overflow_stride, (a->x_stride = INT64_C(1) << 60, a->rows = 16))
 EDIT(beta, a->beta = beta_)
@@ -91,14 +105,24 @@ static const arg_case cases[] = {
     {"fp16 x, fp32 y: y's extent by 4-byte elements", 0, LNTUNE_EOVERFLOW, f16_overflow_f32_y},
     {"fp16 on CUDA not served yet", 0, LNTUNE_EUNSUPPORTED, cuda_f16},
     {"bf16 y on CUDA not served yet", 1, LNTUNE_EUNSUPPORTED, cuda_bf16_y},
-    {"residual on CUDA reserved", 1, LNTUNE_EUNSUPPORTED, cuda_residual},
+    {"residual on CUDA not served yet", 1, LNTUNE_EUNSUPPORTED, cuda_residual},
     {"x_stride < H on CUDA", 0, LNTUNE_EINVAL, cuda_bad_stride},
     {"unknown device", 0, LNTUNE_EINVAL, bad_device},
     {"stream given for the CPU", 0, LNTUNE_EINVAL, cpu_stream},
     {"device_index given for the CPU", 1, LNTUNE_EINVAL, cpu_index},
-    {"residual reserved", 0, LNTUNE_EUNSUPPORTED, residual},
-    {"residual_out reserved", 1, LNTUNE_EUNSUPPORTED, residual_out},
-    {"residual_stride reserved", 0, LNTUNE_EUNSUPPORTED, residual_stride},
+    {"residual on the CPU", 0, LNTUNE_OK, residual},
+    {"residual and residual_out on the CPU", 1, LNTUNE_OK, residual_out},
+    {"residual_out = residual (in place)", 0, LNTUNE_OK, residual_out_in_place},
+    {"residual_out without residual", 1, LNTUNE_EINVAL, residual_out_alone},
+    {"residual_stride without residual", 0, LNTUNE_EINVAL, residual_stride_alone},
+    {"residual_out_stride without residual_out", 1, LNTUNE_EINVAL, residual_out_stride_alone},
+    {"residual_stride < H", 0, LNTUNE_EINVAL, short_residual_stride},
+    {"residual_out_stride < H", 1, LNTUNE_EINVAL, short_residual_out_stride},
+    {"unknown residual_dtype", 0, LNTUNE_EINVAL, bad_residual_dtype},
+    {"residual_dtype without residual is ignored", 1, LNTUNE_OK, residual_dtype_alone},
+    {"bf16 residual, fp32 x", 0, LNTUNE_OK, bf16_residual_f32_x},
+    {"rows x residual_out_stride past 2^63 bytes", 1, LNTUNE_EOVERFLOW, residual_overflow},
+    {"residual with mean and rstd outputs", 0, LNTUNE_OK, residual_mean_rstd},
     {"rows x H past 2^63 bytes", 0, LNTUNE_EOVERFLOW, overflow_rows},
     {"rows x stride past 2^63 bytes", 1, LNTUNE_EOVERFLOW, overflow_stride},
     {"RMSNorm with beta", 1, LNTUNE_EINVAL, beta},
@@ -120,7 +144,9 @@ int main(void) {
     int rc = lntune_open(NULL, &ctx); /* $LNTUNE_DB from ctest: a path with no database */
     if (!test_case(rc == LNTUNE_OK, "open with the default path: rc %d", rc)) return 1;
     test_fill(x, 64, 0.0, 1.0);
+    test_fill(res_, 64, 0.0, 1.0);
     for (int i = 0; i < 64; ++i) hx[i] = lntune_f32_to_f16(x[i]), bx[i] = lntune_f32_to_bf16(x[i]);
+    for (int i = 0; i < 64; ++i) bres_[i] = lntune_f32_to_bf16(res_[i]);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         lntune_args a = valid();
         cases[i].edit(&a);

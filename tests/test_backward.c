@@ -137,7 +137,7 @@ static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64
     } else {
         /* threads: the runtime uses 1 or every core; the bound takes the larger */
         lntune_backward_problem p = {(lntune_op)op,
-                                     {(uint8_t)xt, (uint8_t)xt, (uint8_t)pt},
+                                     {.x = (uint8_t)xt, .y = (uint8_t)xt, .params = (uint8_t)pt},
                                      rows,
                                      H,
                                      x,
@@ -277,7 +277,7 @@ static int ln_kernel(const lntune_backward_kernel_args *a, int64_t b, int64_t e,
 static void verifier_catches(void) {
     const int64_t hs[] = {1, 5, 768, 4097};
     lntune_backward_verifier *v = NULL;
-    lntune_types t = {0, 0, 0};
+    lntune_types t = {0};
     CHECK(lntune_backward_verifier_create(LNTUNE_OP_LAYERNORM, t, hs, 4, 0, &v) == LNTUNE_OK,
           "a backward verifier for LayerNorm fp32");
     lntune_pool *pool = NULL;

@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
     for (int op = 0; op < 2; ++op)
         for (int x = 0; x < LNTUNE_TYPE_COUNT; ++x)
             for (int p = 0; p < LNTUNE_TYPE_COUNT; ++p) {
-                lntune_types t = {(uint8_t)x, (uint8_t)x, (uint8_t)p};
+                lntune_types t = {.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
                 check_tuple(g, argv[1], op, t, offset++, pool);
             }
     lntune_pool_destroy(pool);

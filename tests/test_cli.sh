@@ -56,8 +56,12 @@ expect 2 "over half of this machine's memory" --shape rows=10000000,H=65536 --db
 expect 2 "unknown op 'batchnorm'" --shape H=64 --op batchnorm --db "$nodb"
 expect 2 "unknown dtype 'f64'" --shape H=64 --dtype f64 --db "$nodb"
 expect 2 "unknown dtype 'bf16/f64'" --shape H=64 --dtype bf16/f64 --db "$nodb"
-expect 2 "unknown dtype 'f16/f16/f16/f16'" --shape H=64 --dtype f16/f16/f16/f16 --db "$nodb"
-expect 2 "CUDA kernels are generated for f32 only" --shape H=64 --dtype bf16 --target cuda --db "$nodb"
+expect 2 "unknown dtype 'f16/f16/f16/f16/f16'" --shape H=64 --dtype f16/f16/f16/f16/f16 --db "$nodb"
+expect 2 "CUDA kernels are tuned for f32 only" --shape H=64 --dtype bf16 --target cuda --db "$nodb"
+# --residual: Add & Norm; bad spellings and CUDA are refused before anything is opened
+expect 2 "unknown option '--residual=yes'" --shape H=64 --residual=yes --db "$nodb"
+expect 2 "unknown option '--residualx'" --shape H=64 --residualx --db "$nodb"
+expect 2 "CUDA kernels are tuned without a residual" --shape H=64 --residual --target cuda --db "$nodb"
 expect 2 "unknown rigor 'extreme'" --shape H=64 --rigor extreme --db "$nodb"
 expect 2 "unknown option '--turbo'" --shape H=64 --turbo --db "$nodb"
 expect 2 "--threads needs a whole number" --shape H=64 --threads 0 --db "$nodb"
@@ -157,6 +161,23 @@ rm -rf "$dbb.export"
 # The forward of the same shape is another key: not read back from the backward's row.
 expect 0 '"from_db": false' --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb" --json
 rm -f "$dbb"*
+# Fused residual add: the source reads residual (and writes residual_out), the verifier checks
+# both, the tuner keys the fusion in the op text, show prints it, time counts its bytes.
+expect 0 "load_r(res" emit --op layernorm --target cpu --residual=noout --variant vec=8 --shape H=768
+expect 0 "store_r(res_out" emit --op rmsnorm --target cpu --residual --dtype bf16 --variant vec=8 --shape H=768
+expect 0 "typedef float rt; /* residual, residual_out: f32" emit --op layernorm --target cpu --residual --dtype bf16/bf16/bf16/f32 --variant vec=8 --shape H=768
+for t in f32 bf16 f16/f32/bf16/bf16 bf16/bf16/f32/f32; do
+    expect 0 "ok: vec=8" verify --op layernorm --target cpu --residual --dtype $t --variant vec=8,acc=2 --shape H=768
+    expect 0 "ok: vec=4" verify --op rmsnorm --target cpu --residual=noout --dtype $t --variant vec=4,rows=2 --shape H=768
+done
+expect 0 "rmsnorm+residual 16x64, one interleaved run" time --op rmsnorm --target cpu --residual=noout --shape rows=16,H=64 --variant vec=4
+dbr=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+expect 0 "layernorm+residual_out 64x96 bf16" --shape rows=64,H=96 --op layernorm --residual --dtype bf16 --target cpu --rigor quick --db "$dbr"
+expect 0 "rmsnorm+residual   64x96" --shape rows=64,H=96 --op rmsnorm --residual=noout --target cpu --rigor quick --db "$dbr"
+expect 0 "layernorm+residual_out bf16" show --db "$dbr"
+expect 0 '"op": "rmsnorm+residual"' show --db "$dbr" --json
+rm -f "$dbr"*
+expect 2 "the gradient of the fused Add & Norm is not built yet" --backward --residual --shape H=64 --db "$nodb"
 
 [ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
 exit $((failures > 0))

@@ -23,12 +23,12 @@ if [ $rc -ne 0 ] && grep -q "NVRTC" "$dir/err"; then
     exit 77
 fi
 check "tune --target cuda exits 0 (got $rc: $(head -c 300 "$dir/err"))" test $rc -eq 0
-check "--json names the target and a winner" grep -q '"target": "cuda", "op": "rmsnorm", "dtype": "f32", "rows": 8, "H": 256, "variant": "layout=' <<<"$out"
+check "--json names the target and a winner" grep -q '"target": "cuda", "op": "rmsnorm", "direction": "forward", "dtype": "f32", "rows": 8, "H": 256, "variant": "layout=' <<<"$out"
 again=$(LD_LIBRARY_PATH=$mock MOCK_CUDA_OP=rmsnorm "$lntune" --target cuda --op rmsnorm \
     --shape rows=8,H=256 --db "$dir/t.db" 2>&1)
-check "a rerun reads the winner back: $again" grep -q "^cuda rmsnorm   8x256 .*(db)" <<<"$again"
+check "a rerun reads the winner back: $again" grep -q "^cuda rmsnorm  *8x256 .*(db)" <<<"$again"
 shown=$(LD_LIBRARY_PATH=$mock "$lntune" show --db "$dir/t.db")
-check "show lists this machine's GPU winner" grep -q "cuda rmsnorm   f32  8x256" <<<"$shown"
+check "show lists this machine's GPU winner" grep -q "cuda rmsnorm  *f32  *8x256" <<<"$shown"
 check "show --all too" grep -q "cuda rmsnorm" <<<"$("$lntune" show --all --db "$dir/t.db")"
 
 n90=$("$lntune" variants --op layernorm --target cuda --shape H=16384 | grep -c "layout=cluster")

@@ -161,7 +161,8 @@ static void collect_sm90(lntune_gen *g) {
     for (int tx = 0; tx < 3; ++tx)
         for (int tp = 0; tp < 3; ++tp)
             for (size_t o = 0; o < 2; ++o, ++k) {
-                const lntune_types types = {tx, tx, tp}; /* y is unused: dx is x's type */
+                const lntune_types types = {
+                    .x = tx, .y = tx, .params = tp}; /* y is unused: dx is x's type */
                 lntune_shape any = {.types = types};
                 size_t n = 0;
                 char **list = variants(g, ops[o], &any, &n);

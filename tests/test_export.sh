@@ -25,7 +25,7 @@ want() {
     echo "ok  : warned: $1"
 }
 want "layernorm_backward f32 H=768: backward kernels are not exported yet; left out"
-want "layernorm+residual bf16 H=768: op unknown to this export; left out"
+want "layernorm+residual bf16 H=768: fused kernels are not exported yet; left out"
 want "layernorm bf16 H=768 on NVIDIA H200: the CUDA export is fp32 only; left out"
 want "layernorm_backward f32 H=768 on NVIDIA H200: op unknown to the CUDA export; left out"
 n=$(grep -c "warning" "$dir/warnings" || true)

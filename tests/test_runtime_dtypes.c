@@ -370,7 +370,7 @@ static void test_tuples(lntune *ctx) {
     for (int tuple = 0; tuple < LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT;
          ++tuple) {
         const lntune_types t = {(uint8_t)(tuple / 9), (uint8_t)(tuple / 3 % 3),
-                                (uint8_t)(tuple % 3)};
+                                (uint8_t)(tuple % 3), 0};
         for (int op = 0; op < 2; ++op) {
             for (int affine = 0; affine < 4; ++affine) {
                 if (op == LNTUNE_OP_RMSNORM &&
@@ -487,10 +487,10 @@ static void test_database_keys(const char *scratch) {
     static const struct {
         lntune_types t;
         int counter; /* -1: no record */
-    } calls[] = {{{LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32}, 1},
-                 {{LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32}, 2},
-                 {{LNTUNE_TYPE_F16, LNTUNE_TYPE_F16, LNTUNE_TYPE_F16}, -1},
-                 {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32}, -1}};
+    } calls[] = {{{LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0}, 1},
+                 {{LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0}, 2},
+                 {{LNTUNE_TYPE_F16, LNTUNE_TYPE_F16, LNTUNE_TYPE_F16, 0}, -1},
+                 {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, 0}, -1}};
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; ++i) {
         char why[256] = "", what[160];
         dcase c = {calls[i].t, LNTUNE_OP_LAYERNORM, AFFINE_GAMMA_BETA, H, rows, 0, 1.0};

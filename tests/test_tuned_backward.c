@@ -136,9 +136,9 @@ int main(int argc, char **argv) {
     setenv("XDG_CACHE_HOME", cache, 1); /* the JIT's object cache */
     unsetenv("LNTUNE_TEMPLATE_DIR");
     tuned cases[] = {
-        {"layernorm_backward", {0, 0, 0}, LNTUNE_DTYPE_DEFAULT, LNTUNE_DTYPE_DEFAULT, "", 0},
+        {"layernorm_backward", {0}, LNTUNE_DTYPE_DEFAULT, LNTUNE_DTYPE_DEFAULT, "", 0},
         {"rmsnorm_backward",
-         {LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32},
+         {.x = LNTUNE_TYPE_BF16, .y = LNTUNE_TYPE_BF16, .params = LNTUNE_TYPE_F32},
          LNTUNE_BF16,
          LNTUNE_F32,
          "",

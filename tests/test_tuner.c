@@ -148,7 +148,8 @@ int main(void) {
           err);
     free(none);
     const char *bwd_ops[] = {"rmsnorm_backward"};
-    bad_shape.types = (lntune_types){LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32};
+    bad_shape.types =
+        (lntune_types){.x = LNTUNE_TYPE_BF16, .y = LNTUNE_TYPE_F32, .params = LNTUNE_TYPE_F32};
     bad.ops = bwd_ops;
     rc = lntune_tune(&bad, &none, &nnone, err, sizeof err);
     CHECK(rc == LNTUNE_EINVAL && strstr(err, "y's type must be x's"),

@@ -281,8 +281,8 @@ static void expect_typed(lntune_op op, lntune_types t, int m, int want_ok, const
 static void typed_kernels(void) {
     const lntune_op ln = LNTUNE_OP_LAYERNORM;
     const uint8_t F32 = LNTUNE_TYPE_F32, F16 = LNTUNE_TYPE_F16, BF16 = LNTUNE_TYPE_BF16;
-    const lntune_types bf16 = {BF16, BF16, BF16}, f16_f32 = {F16, F32, F32};
-    const lntune_types f32_bf16 = {F32, BF16, F32}, f16 = {F16, F16, F16};
+    const lntune_types bf16 = {BF16, BF16, BF16, 0}, f16_f32 = {F16, F32, F32, 0};
+    const lntune_types f32_bf16 = {F32, BF16, F32, 0}, f16 = {F16, F16, F16, 0};
     const lntune_types tuples[] = {bf16, f16_f32, f32_bf16, f16};
     for (size_t k = 0; k < sizeof tuples / sizeof tuples[0]; ++k) {
         expect_typed(ln, tuples[k], T_CORRECT, 1, "");
@@ -325,7 +325,7 @@ int main(void) {
     expect(v, LOSE_NAN, 0, "NaN/Inf rows");
     expect(v, RETURN_ERROR, 0, "kernel returned 1");
 
-    const lntune_types all_f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32};
+    const lntune_types all_f32 = {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0};
     lntune_verifier *typed_f32 = NULL;
     if (lntune_verifier_create_typed(LNTUNE_OP_LAYERNORM, all_f32, hs, 4, 42, &typed_f32)) {
         printf("FAIL create typed f32\n");
@@ -355,7 +355,7 @@ int main(void) {
         printf("FAIL H=0 accepted\n");
         failures++;
     }
-    const lntune_types unknown = {LNTUNE_TYPE_F32, LNTUNE_TYPE_COUNT, LNTUNE_TYPE_F32};
+    const lntune_types unknown = {LNTUNE_TYPE_F32, LNTUNE_TYPE_COUNT, LNTUNE_TYPE_F32, 0};
     if (lntune_verifier_create_typed(LNTUNE_OP_LAYERNORM, unknown, hs, 1, 1, &bad) !=
         LNTUNE_EINVAL) {
         printf("FAIL unknown y type accepted\n");

@@ -1,5 +1,5 @@
 -- templates/cpu/norm.lua - CPU LayerNorm and RMSNorm forward: x, y and gamma/beta each fp32,
--- fp16 or bf16 (shape.types), statistics in fp32 and double.
+-- fp16 or bf16 (shape.types), statistics in fp32 and double, optionally with a fused residual add.
 --
 -- Shared by cpu/layernorm.lua and cpu/rmsnorm.lua, which differ only in their statistics. The
 -- parameter space below is the whole list of knobs: C code reads it, never repeats it. Each
@@ -14,11 +14,18 @@
 -- 16-bit inputs widen exactly to fp32; y is computed in fp32 and rounded once to its type
 -- (round to nearest even, NaN stays a quiet NaN, overflow gives Inf).
 --
--- Layout. With x, y and gamma/beta all bf16, layout=evenodd reads 2V elements as V 32-bit
--- words: the even elements are the words shifted up 16 bits, the odd ones the words masked, and
--- the rounded results merge back by a shift and an or. Every operation of a normalization is
--- per element (and sums do not care about order), so the kernel never puts lanes back in
--- memory order; the widening load of the linear layout costs a lane shuffle per V elements.
+-- Residual (shape.fusion = "residual" or "residual_out"): the row normalized is s = x + residual,
+-- each element formed by one fp32 addition of the exactly widened inputs wherever a pass reads the
+-- row (the statistics passes re-read x and residual from cache rather than keeping s in a
+-- buffer: the kernel ABI has no scratch memory). The normalize pass, the last, also writes
+-- residual_out = s rounded once to the residual type, so that residual_out may be residual itself.
+--
+-- Layout. With x, y and gamma/beta all bf16 (and no residual), layout=evenodd reads 2V elements
+-- as V 32-bit words: the even elements are the words shifted up 16 bits, the odd ones the words
+-- masked, and the rounded results merge back by a shift and an or. Every operation of a
+-- normalization is per element (and sums do not care about order), so the kernel never puts
+-- lanes back in memory order; the widening load of the linear layout costs a lane shuffle per V
+-- elements.
 
 local M = {}
 
@@ -32,8 +39,8 @@ local FILE_SCOPE_NAMES = {
     "welford", "merge", "sum_shifted", "sum_squared_deviations", "sum_squares", "row_stats",
     "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
     "vh", "vu", "load_x", "load_p", "store_y", "stream_y", "bf16_to_f32", "f32_to_bf16",
-    "f16_to_f32", "f32_to_f16", "narrow_y", "vs", "CHUNK", "bf16_even", "bf16_odd", "bf16_round",
-    "store_y2", "stream_y2",
+    "f16_to_f32", "f32_to_f16", "narrow_y", "vs", "CHUNK", "rt", "load_r", "narrow_r", "store_r",
+    "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
 }
 
 -- C element type of each tensor type; 16-bit types are carried as their bits.
@@ -72,6 +79,7 @@ function M.family(op)
                 values = function(host, shape)
                     local t = shape.types or {}
                     local f16 = t.x == "f16" or t.y == "f16" or t.params == "f16"
+                        or (shape.fusion and t.residual == "f16")
                     return (f16 and host.isa.f16c) and { "portable", "native" } or { "portable" }
                 end,
                 doc = "fp16 conversions in portable C, or native (F16C / AVX-512 vcvtph2ps, vcvtps2ph)",
@@ -80,13 +88,12 @@ function M.family(op)
                 name = "layout",
                 values = function(_, shape)
                     local t = shape.types or {}
-                    return (t.x == "bf16" and t.y == "bf16" and t.params == "bf16") and { "linear", "evenodd" }
-                        or { "linear" }
+                    local all_bf16 = t.x == "bf16" and t.y == "bf16" and t.params == "bf16"
+                    return (all_bf16 and not shape.fusion) and { "linear", "evenodd" } or { "linear" }
                 end,
                 doc = "bf16 lanes in memory order, or even/odd elements of a 32-bit load in two vectors "
                     .. "(widened by a shift and a mask, narrowed by one or: no lane shuffles)",
             },
-
             { name = "prefetch", values = { 0, 1 }, doc = "prefetch the next row (group) into L2 while normalizing" },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
@@ -124,6 +131,10 @@ function M.family(op)
                 XT = CTYPE[types.x],
                 YT = CTYPE[types.y],
                 PT = CTYPE[types.params],
+                -- Residual add: false, or the residual's C type, and whether residual_out is written.
+                fusion = shape.fusion or false,
+                RT = shape.fusion and CTYPE[types.residual or types.x] or false,
+                res_out = shape.fusion == "residual_out",
                 half_y = half_y,
                 XB = types.x == "f32" and 4 or 2, -- bytes per element of x and of y
                 YB = half_y and 2 or 4,
@@ -180,10 +191,19 @@ enum { LANES = {{V}}, STEP = {{V * A * S}}, BLOCK = {{V * A * S * 64}} };
 @ local function Y(e) return string.format(narrow[types.y], e) end
 @ local used = {}
 @ for _, t in pairs { types.x, types.y, types.params } do used[t] = true end
+@ if fusion then used[types.residual] = true end
 @ local native = p.convert == "native"
 typedef {{XT}} xt; /* x: {{types.x}} */
 typedef {{YT}} yt; /* y: {{types.y}} */
 typedef {{PT}} pt; /* gamma, beta: {{types.params}} */
+@ if fusion then
+typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.residual}} */
+@ end
+@ -- The statistics functions' residual rows: a parameter (RP) and its argument (RA).
+@ local RP = fusion and (", const rt *const res[" .. R .. "]") or ""
+@ local RA = fusion and ", res" or ""
+@ -- The normalize functions' residual (and residual_out) row parameters.
+@ local NP = fusion and ("const rt *res, " .. (res_out and "rt *res_out, " or "")) or ""
 @ if used.bf16 then
 
 __attribute__((unused)) static inline float bf16_to_f32(uint16_t h)
@@ -293,6 +313,7 @@ __attribute__((unused)) static inline vf {{name}}(const {{ct}} *p)
 @ end
 @ widener("load_x", types.x, "xt")
 @ widener("load_p", types.params, "pt")
+@ if fusion then widener("load_r", types.residual, "rt") end
 @ if S == 2 then
 
 /* Even and odd elements of {{2 * V}} bf16 at p as floats. A bf16 is the top half of an fp32 and
@@ -325,20 +346,19 @@ static inline vf bf16_odd(const uint16_t *p)
 @   return (h == 0 and "bf16_even" or "bf16_odd") .. "(" .. ptr .. ")"
 @ end
 @
-@ -- The V results of v in y's type, in vy (a vector of y elements), then stored.
-@ local vy = V == 1 and "yt" or half_y and "vh" or "vf"
-@ if S == 1 then
+@ -- Emits name(v): the V results of v rounded to type t, as a vector of t elements (vt).
+@ local function narrower(name, t, ct, vt, what)
 
-/* v rounded to {{types.y}}, as {{V}} y elements. */
-static inline {{vy}} narrow_y(vf v)
+/* v rounded to {{t}}, as {{V}} {{what}} elements. */
+static inline {{vt}} {{name}}(vf v)
 {
-@ if V == 1 or types.y == "f32" then
+@ if V == 1 or t == "f32" then
 @   if V == 1 then
-    return {{Y("v")}};
+    return {{string.format(narrow[t], "v")}};
 @   else
     return v;
 @   end
-@ elseif types.y == "bf16" then
+@ elseif t == "bf16" then
     vu u;
     __builtin_memcpy(&u, &v, sizeof u);
     const vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
@@ -360,6 +380,24 @@ static inline {{vy}} narrow_y(vf v)
     for (int j = 0; j < LANES; ++j) o[j] = f32_to_f16(v[j]);
     return o;
 @ end
+}
+@ end
+@ -- The V results of v in y's type, in vy (a vector of y elements), then stored.
+@ local vy = V == 1 and "yt" or half_y and "vh" or "vf"
+@ if S == 1 then narrower("narrow_y", types.y, "yt", vy, "y") end
+@ if res_out then
+@   local vr = V == 1 and "rt" or types.residual ~= "f32" and "vh" or "vf"
+@   narrower("narrow_r", types.residual, "rt", vr, "residual")
+
+/* residual_out: plain stores (it is read again soon, by the next layer). */
+static inline void store_r(rt *p, vf v)
+{
+@   if V == 1 then
+    *p = narrow_r(v);
+@   else
+    const {{vr}} o = narrow_r(v);
+    __builtin_memcpy(p, &o, sizeof o);
+@   end
 }
 @ end
 @ if S == 2 then
@@ -459,7 +497,7 @@ static inline double hsum_wide(const vd *v)
 @ -- scalar(r) is the same term for the one element at index i.
 @ local function reduction(name, comment, extra, term, scalar)
 /* {{comment}} */
-static void {{name}}(const xt *const x[{{R}}], int64_t H{{extra}}, double s[{{R}}])
+static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double s[{{R}}])
 {
     const int64_t nstep = H / STEP * STEP;
     int64_t i = 0;
@@ -491,8 +529,17 @@ static void {{name}}(const xt *const x[{{R}}], int64_t H{{extra}}, double s[{{R}
 }
 
 @ end
-@ local function at(r, o, h) return LD("load_x", "x[" .. r .. "] + i + " .. o, h) end
-@ local function xs(r, i) return X("x[" .. r .. "][" .. i .. "]") end
+@ -- The row's element(s) at i + o (vector) or i (scalar): x, or the fp32 sum x + residual.
+@ -- (h: which of a step's S vectors; layout=evenodd is never fused)
+@ local function at(r, o, h)
+@   local v = LD("load_x", "x[" .. r .. "] + i + " .. o, h)
+@   return fusion and "(" .. v .. " + load_r(res[" .. r .. "] + i + " .. o .. "))" or v
+@ end
+@ local function xs(r, i)
+@   local v = X("x[" .. r .. "][" .. i .. "]")
+@   if not fusion then return v end
+@   return "(" .. v .. " + " .. string.format(widen[types.residual], "res[" .. r .. "][" .. i .. "]") .. ")"
+@ end
 @ if LN and p.stats == "twopass" then
 @   reduction("sum_shifted", "s[r] += sum of x[r][i] - k[r].", ", const float k[" .. R .. "]",
 @             function(r, o, h) return at(r, o, h) .. " - k[" .. r .. "]" end,
@@ -502,15 +549,15 @@ static void {{name}}(const xt *const x[{{R}}], int64_t H{{extra}}, double s[{{R}
 @             function(r, o, h) return "square(" .. at(r, o, h) .. " - mean[" .. r .. "])" end,
 @             function(r) return "(" .. xs(r, "i") .. " - mean[" .. r .. "]) * (" .. xs(r, "i") .. " - mean[" .. r .. "])" end)
 /* Mean and 1/sqrt(var + eps) of {{R}} row(s): a pass for the mean, one for squared deviations. */
-static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
+static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
     float k[{{R}}];
     double s[{{R}}] = {0}, ss[{{R}}] = {0};
-    for (int r = 0; r < {{R}}; ++r) k[r] = {{X("x[r][0]")}};
-    sum_shifted(x, H, k, s);
+    for (int r = 0; r < {{R}}; ++r) k[r] = {{xs("r", 0)}};
+    sum_shifted(x{{RA}}, H, k, s);
     for (int r = 0; r < {{R}}; ++r) mean[r] = (float)(k[r] + s[r] / (double)H);
-    sum_squared_deviations(x, H, mean, ss);
+    sum_squared_deviations(x{{RA}}, H, mean, ss);
     for (int r = 0; r < {{R}}; ++r)
         rstd[r] = (float)(1.0 / __builtin_sqrt(ss[r] / (double)H + (double)eps));
 }
@@ -542,7 +589,7 @@ static inline void merge(double *n, double *mean, double *m2, double nb, vf mb, 
 }
 
 /* Mean and 1/sqrt(var + eps) of {{R}} row(s) by per-lane Welford over blocks of BLOCK. */
-static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
+static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
     const int64_t nstep = H / STEP * STEP;
@@ -561,7 +608,7 @@ static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean
             count += 1.0f;
             const float inv_n = 1.0f / count;
 @   lanes(function(r, u)
-            welford(load_x(x[{{r}}] + i + {{u * V}}) - k[{{r}}], inv_n, &m{{r}}_{{u}}, &q{{r}}_{{u}});
+            welford({{at(r, u * V)}} - k[{{r}}], inv_n, &m{{r}}_{{u}}, &q{{r}}_{{u}});
 @   end)
         }
 @   lanes(function(r, u)
@@ -587,7 +634,7 @@ static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean
 }
 @ elseif wide then
 /* {{LN and "Mean and" or "Mean square and"}} 1/sqrt(... + eps) of {{R}} row(s), accumulated in double lanes. */
-static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
+static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
     const int64_t nstep = H / STEP * STEP;
@@ -662,11 +709,11 @@ static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean
 @             function(r, o, h) return "square(" .. at(r, o, h) .. ")" end,
 @             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end)
 /* 1/sqrt(mean square + eps) of {{R}} row(s); mean is 0 for RMSNorm. */
-static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean[{{R}}],
+static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
     double s[{{R}}] = {0};
-    sum_squares(x, H, s);
+    sum_squares(x{{RA}}, H, s);
     for (int r = 0; r < {{R}}; ++r) {
         mean[r] = 0.0f;
         rstd[r] = (float)(1.0 / __builtin_sqrt(s[r] / (double)H + (double)eps));
@@ -677,42 +724,64 @@ static void row_stats(const xt *const x[{{R}}], int64_t H, float eps, float mean
 @ -- Emits a function writing one output row: expr(v, o) is the output vector for input vector
 @ -- v at offset o, scalar the output for element i. next is the row to prefetch.
 @ local function normalize(name, comment, expr, scalar)
+@   -- One output element i; with a residual, s = x + residual first (and residual_out = s).
+@   local function step()
+@     if not fusion then return "y[i] = " .. Y(scalar) .. ";" end
+@     local sum = "const float s = " .. X("x[i]") .. " + " .. string.format(widen[types.residual], "res[i]") .. ";"
+@     local keep = res_out and (" res_out[i] = " .. string.format(narrow[types.residual], "s") .. ";") or ""
+@     return "{ " .. sum .. keep .. " y[i] = " .. Y(scalar) .. "; }"
+@   end
+@   -- One output vector at offset o, written by store (store_y or stream_y).
+@   local function vstep(store, u)
+@     local o = u * V * S
+@     if S == 2 then
+        {{store}}2(y + i + {{o}}, {{ expr(LD("load_x", "x + i + " .. o, 0), "i + " .. o, 0) }},
+            {{ expr(LD("load_x", "x + i + " .. o, 1), "i + " .. o, 1) }});
+@     elseif not fusion then
+        {{store}}(y + i + {{o}}, {{ expr("load_x(x + i + " .. o .. ")", "i + " .. o) }});
+@     else
+        {
+            const vf s = load_x(x + i + {{o}}) + load_r(res + i + {{o}});
+@       if res_out then
+            store_r(res_out + i + {{o}}, s);
+@       end
+            {{store}}(y + i + {{o}}, {{ expr("s", "i + " .. o) }});
+        }
+@     end
+@   end
 /* {{comment}} */
-static void {{name}}(const xt *x, yt *y, const pt *gamma, const pt *beta, float mean,
+static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
 {{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next)
 {
     (void)gamma, (void)beta, (void)mean, (void)next;
     int64_t i = 0;
-@   -- One step's stores: V elements per accumulator, or 2V as an even and an odd vector.
-@   local function step(store)
+@   if nt then
+    /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
+    for (; i < H && ((uintptr_t)(y + i) & {{V * YB * S - 1}}) != 0; ++i) {{ step() }}
+    for (; i + STEP <= H; i += STEP) {
 @     if p.prefetch == 1 then
 @       for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
         __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
 @       end
 @     end
 @     for u = 0, A - 1 do
-@       local o = "i + " .. u * V * S
-@       if S == 1 then
-        {{store}}_y(y + {{o}}, {{ expr(LD("load_x", "x + " .. o, 0), o, 0) }});
-@       else
-        {{store}}_y2(y + {{o}}, {{ expr(LD("load_x", "x + " .. o, 0), o, 0) }},
-                   {{ expr(LD("load_x", "x + " .. o, 1), o, 1) }});
-@       end
+@       vstep("stream_y", u)
 @     end
-@   end
-@   if nt then
-    /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
-    for (; i < H && ((uintptr_t)(y + i) & {{V * YB * S - 1}}) != 0; ++i) y[i] = {{ Y(scalar) }};
-    for (; i + STEP <= H; i += STEP) {
-@     step("stream")
     }
 @   else
     for (; i + STEP <= H; i += STEP) {
-@     step("store")
+@     if p.prefetch == 1 then
+@       for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
+        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
+@       end
+@     end
+@     for u = 0, A - 1 do
+@       vstep("store_y", u)
+@     end
     }
 @   end
 @   if tail or nt then
-    for (; i < H; ++i) y[i] = {{ Y(scalar) }};
+    for (; i < H; ++i) {{ step() }}
 @   end
 }
 
@@ -725,7 +794,7 @@ static void {{name}}(const xt *x, yt *y, const pt *gamma, const pt *beta, float 
 @   return e
 @ end
 @ local function vec(name) return function(o, h) return LD("load_p", name .. " + " .. o, h) end end
-@ local xi, gi, bi = X("x[i]"), P("gamma[i]"), P("beta[i]")
+@ local xi, gi, bi = fusion and "s" or X("x[i]"), P("gamma[i]"), P("beta[i]")
 @ local G, B = vec("gamma"), vec("beta")
 @ if p.affine == "fused" then
 @   if LN then
@@ -740,7 +809,7 @@ static void {{name}}(const xt *x, yt *y, const pt *gamma, const pt *beta, float 
 @ end
 @ local normalize_row = p.affine == "none" and "normalize_plain"
 @   or LN and "beta ? normalize_gamma_beta : normalize_gamma" or "normalize_gamma"
-typedef void normalize_fn(const xt *x, yt *y, const pt *gamma, const pt *beta, float mean,
+typedef void normalize_fn(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
                           float rstd, int64_t H, const xt *next);
 @ if R > 1 then
 enum { CHUNK = 1024 }; /* elements of a row group's normalize step */
@@ -754,8 +823,13 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 @ else
     const int64_t H = a->H;
 @ end
+@ if not fusion then
     if (a->residual || a->residual_out)
         return LNTUNE_KERNEL_EUNSUPPORTED;
+@ else
+    if (!a->residual || {{res_out and "!" or ""}}a->residual_out)
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+@ end
 @ if p.affine == "fused" then
     if (!a->gamma)
         return LNTUNE_KERNEL_EUNSUPPORTED;
@@ -770,6 +844,17 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
     const xt *x = (const xt *)a->x;
     yt *y = (yt *)a->y;
     const pt *gamma = (const pt *)a->gamma, *beta = (const pt *)a->beta;
+@ -- The residual rows passed along with x's: to the statistics (GA/SA) and to normalize (GN/SN).
+@ local GA, SA, GN, SN = "", "", "", ""
+@ if fusion then
+    const rt *res = (const rt *)a->residual;
+@   GA, SA, GN, SN = ", rrows", ", &rrow", "rrows[j] + c, ", "rrow, "
+@   if res_out then
+    rt *res_out = (rt *)a->residual_out;
+@     GN = GN .. "res_out + (r + j) * a->residual_out_stride + c, "
+@     SN = SN .. "res_out + r * a->residual_out_stride, "
+@   end
+@ end
     normalize_fn *const normalize = {{normalize_row}};
     int64_t r = row_begin;
 @ if R > 1 then
@@ -777,7 +862,11 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         const xt *rows[{{R}}];
         float mean[{{R}}], rstd[{{R}}];
         for (int j = 0; j < {{R}}; ++j) rows[j] = x + (r + j) * a->x_stride;
-        row_stats(rows, H, a->eps, mean, rstd);
+@ if fusion then
+        const rt *rrows[{{R}}];
+        for (int j = 0; j < {{R}}; ++j) rrows[j] = res + (r + j) * a->residual_stride;
+@ end
+        row_stats(rows{{GA}}, H, a->eps, mean, rstd);
         /* Chunk by chunk across the group, so that each chunk of gamma and beta is read from
          * L1 by every row of the group (whole rows of x, gamma and beta overflow L1). */
         for (int64_t c = 0; c < H; c += CHUNK) {
@@ -786,7 +875,7 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
             for (int j = 0; j < {{R}}; ++j) {
                 /* the same row of the next group: its reads overlap this group's stores */
                 const xt *next = r + j + {{R}} < row_end ? rows[j] + {{R}} * a->x_stride : rows[j];
-                normalize(rows[j] + c, y + (r + j) * a->y_stride + c, g, b, mean[j], rstd[j], n,
+                normalize(rows[j] + c, {{GN}}y + (r + j) * a->y_stride + c, g, b, mean[j], rstd[j], n,
                           next + c);
             }
         }
@@ -801,8 +890,12 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         const xt *rows[{{R}}];
         float mean[{{R}}], rstd[{{R}}];
         for (int j = 0; j < {{R}}; ++j) rows[j] = row;
-        row_stats(rows, H, a->eps, mean, rstd);
-        normalize(row, y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row);
+@ if fusion then
+        const rt *rrow = res + r * a->residual_stride, *rrows[{{R}}];
+        for (int j = 0; j < {{R}}; ++j) rrows[j] = rrow;
+@ end
+        row_stats(rows{{GA}}, H, a->eps, mean, rstd);
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row);
         if (a->mean) a->mean[r] = mean[0];
         if (a->rstd) a->rstd[r] = rstd[0];
     }
@@ -811,8 +904,11 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         const xt *row = x + r * a->x_stride;
         const xt *next = r + 1 < row_end ? row + a->x_stride : row;
         float mean, rstd;
-        row_stats(&row, H, a->eps, &mean, &rstd);
-        normalize(row, y + r * a->y_stride, gamma, beta, mean, rstd, H, next);
+@ if fusion then
+        const rt *rrow = res + r * a->residual_stride;
+@ end
+        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd);
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, next);
         if (a->mean) a->mean[r] = mean;
         if (a->rstd) a->rstd[r] = rstd;
     }
