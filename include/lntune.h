@@ -23,9 +23,9 @@ extern "C" {
 #endif
 
 #define LNTUNE_VERSION_MAJOR 0
-#define LNTUNE_VERSION_MINOR 2
+#define LNTUNE_VERSION_MINOR 3
 #define LNTUNE_VERSION_PATCH 0
-#define LNTUNE_VERSION_STRING "0.2.0"
+#define LNTUNE_VERSION_STRING "0.3.0"
 
 /* Return codes. Stable: new codes are only ever appended. */
 #define LNTUNE_OK 0
