@@ -58,6 +58,9 @@
 
 local M = {}
 
+-- fp16/bf16 <-> fp32 conversions, packed accesses and type tables, shared with the backward.
+local cv = lntune.import("cuda/convert.lua")
+
 -- Dynamic shared memory a block may use, by compute capability: the opt-in maximum less 1 KiB
 -- for the kernels' static reduction buffers.
 local function max_smem(sm)
@@ -73,8 +76,7 @@ local CLUSTER_MIN_H = 8192 -- clusters pay off only for very large rows
 
 local function ceil_div(a, b) return (a + b - 1) // b end
 
--- C element type of each tensor type; 16-bit types are carried as their bits.
-local CTYPE = { f32 = "float", f16 = "unsigned short", bf16 = "unsigned short" }
+local CTYPE = cv.CTYPE -- C element type of each tensor type; 16-bit types travel as their bits
 local ALL_F32 = { x = "f32", y = "f32", params = "f32" }
 
 -- The row slice a block caches: H split over cluster blocks, rounded up to 4 floats so that
@@ -174,6 +176,7 @@ function M.family(op)
             local fixed_H = p.h == "fixed" and shape.H or false
             local types = shape.types or ALL_F32
             return {
+                cv = cv,
                 types = types,
                 XT = CTYPE[types.x],
                 YT = CTYPE[types.y],
@@ -215,10 +218,7 @@ function M.family(op)
 @ -- residual (widened to packf) and residual_out (narrowed from packf).
 @ local LR = fusion and (types.residual == "f32" and "load" or "load_r")
 @ local SR = fusion and (types.residual == "f32" and "store" or "store_r")
-@ local widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
-@ local used = {}
-@ for _, t in pairs { types.x, types.y, types.params } do used[t] = true end
-@ if fusion then used[types.residual] = true end
+@ local widen = cv.widen
 // lntune-cuda-launch: block={{launch.block}} rows_per_block={{launch.rows_per_block}} cluster={{launch.cluster}} smem={{launch.smem}} smem_per_h={{launch.smem_per_h}} max_h={{launch.max_h}}
 /* NVRTC has no standard headers without an include path: the few types the ABI needs. nvcc
  * (lntune export's file of many kernels) has them. */
@@ -242,102 +242,25 @@ namespace {{symbol}}_impl {
 enum { T = {{T}}, RPB = {{RPB}}, CL = {{CL}}, BLOCK = {{BLOCK}}, P = {{P}}, CHUNK = {{CHUNK_PACKS}} };
 static_assert(T * RPB == BLOCK, "row groups fill the block");
 
-/* V floats moved as one access: 8 or 16 bytes when the address is aligned to that. */
-template <int V> struct alignas(4 * V) packf {
-    float v[V];
-};
-
-template <int V> LN_INLINE packf<V> load(const float *p)
-{
-    return *reinterpret_cast<const packf<V> *>(p);
-}
-
-template <int V> LN_INLINE void store(float *p, const packf<V> &q)
-{
-    *reinterpret_cast<packf<V> *>(p) = q;
-}
 @ if typed then
-
-/* x: {{types.x}}, y: {{types.y}}, gamma/beta: {{types.params}}. 16-bit types travel as their bits,
- * converted by hand: no CUDA header needed (NVRTC's include path is optional), and y's bits are
- * the CPU template's. */
-
-/* V 16-bit elements moved as one access: 4 or 8 bytes when the address is aligned to that. */
-template <int V> struct alignas(2 * V) packh {
-    unsigned short v[V];
-};
-@   if used.bf16 then
-
-LN_INLINE float bf16_to_f32(unsigned short h)
-{
-    return __uint_as_float((unsigned)h << 16);
-}
-
-/* Round to nearest even; a NaN stays a (quiet) NaN. */
-LN_INLINE unsigned short f32_to_bf16(float f)
-{
-    const unsigned u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(u >> 16 | 0x40u);
-    return (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
-}
-@   end
-@   if used.f16 then
-
-/* Exact, subnormals included (no .ftz). */
-LN_INLINE float f16_to_f32(unsigned short h)
-{
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-}
-
-/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00 (the CPU
- * template's bits). Below 2^-14 an fp32 addition of 0.5 does the rounding (fp32 subnormals give 0
- * whether flushed or not); above, the bias change and the rounding increment go to the bits. */
-LN_INLINE unsigned short f32_to_f16(float f)
-{
-    unsigned u = __float_as_uint(f);
-    const unsigned sign = u & 0x80000000u;
-    u ^= sign;
-    unsigned o;
-    if (u >= 0x47800000u)
-        o = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
-    else if (u < 0x38800000u)
-        o = __float_as_uint(__fadd_rn(__uint_as_float(u), 0.5f)) - 0x3f000000u;
-    else
-        o = (u + 0xc8000fffu + (u >> 13 & 1u)) >> 13;
-    return (unsigned short)(o | sign >> 16);
-}
-@   end
-@   -- Emits name<V>(p): V elements of 16-bit type t at p widened to a packf.
-@   local function widener(name, t)
-
-template <int V> LN_INLINE packf<V> {{name}}(const unsigned short *p)
-{
-    const packh<V> h = *reinterpret_cast<const packh<V> *>(p);
-    packf<V> q;
-#pragma unroll
-    for (int e = 0; e < V; ++e) q.v[e] = {{string.format(widen[t], "h.v[e]")}};
-    return q;
-}
-@   end
-@   if types.x ~= "f32" then widener("load_x", types.x) end
-@   if types.params ~= "f32" then widener("load_p", types.params) end
-@   if fusion and types.residual ~= "f32" then widener("load_r", types.residual) end
-@   -- Emits name<V>(p, q): q rounded to 16-bit type t, stored as one access.
-@   local function narrower(name, t)
-
-/* q rounded to {{t}}, stored as one access. */
-template <int V> LN_INLINE void {{name}}(unsigned short *p, const packf<V> &q)
-{
-    packh<V> h;
-#pragma unroll
-    for (int e = 0; e < V; ++e) h.v[e] = f32_to_{{t}}(q.v[e]);
-    *reinterpret_cast<packh<V> *>(p) = h;
-}
-@   end
-@   if types.y ~= "f32" then narrower("store_y", types.y) end
-@   if fusion and types.residual ~= "f32" then narrower("store_r", types.residual) end
+/* x: {{types.x}}, y: {{types.y}}, gamma/beta: {{types.params}}{{fusion and (", residual: " .. types.residual) or ""}}. 16-bit types travel as
+ * their bits, converted by cuda/convert.lua's functions: no CUDA header needed (NVRTC's include
+ * path is optional), and the bits of y (and residual_out) are the CPU template's. */
+@ end
+{{ cv.device_functions({ types.x, types.y, types.params, fusion and types.residual or nil }) }}
+@ -- 16-bit tensors get typed accesses; fp32 ones use load and store directly.
+@ if types.x ~= "f32" then
+{{ cv.loader("load_x", types.x) }}
+@ end
+@ if types.params ~= "f32" then
+{{ cv.loader("load_p", types.params) }}
+@ end
+@ if types.y ~= "f32" then
+{{ cv.storer("store_y", types.y) }}
+@ end
+@ if fusion and types.residual ~= "f32" then
+{{ cv.loader("load_r", types.residual) }}
+{{ cv.storer("store_r", types.residual) }}
 @ end
 @ if fusion then
 
@@ -673,7 +596,7 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
 @   emit_run("run_packed", 1, p.cache)
 @ end
 
-@ local size = { f32 = 4, f16 = 2, bf16 = 2 }
+@ local size = cv.SIZE
 @ if fusion then
 @   local RS = size[types.residual]
 /* Vector accesses need every row start of x, y, residual{{res_out and " and residual_out" or ""}} and gamma/beta aligned to P
