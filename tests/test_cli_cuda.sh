@@ -2,7 +2,8 @@
 # test_cli_cuda.sh LNTUNE MOCK_DIR - the command line's CUDA path without a GPU: `lntune --target
 # cuda` tunes on the stand-in driver of tests/mock_cuda (MOCK_DIR holds its libcuda.so.1), the
 # table and --json name the target, `show` lists the GPU's winners, a rerun reads them back, and
-# the CUDA variants, parameters and sources are there for --sm 80 and 90. Exits 77 without NVRTC.
+# the CUDA variants, parameters and sources are there for --sm 80 and 90, with --residual too.
+# Exits 77 without NVRTC.
 lntune=$1
 mock=$2
 failures=0
@@ -37,6 +38,17 @@ check "clusters are offered for sm_90 ($n90) and not for sm_80 ($n80)" test "$n9
 check "params describes the CUDA knobs" grep -q "layout" <<<"$("$lntune" params --op rmsnorm --target cuda)"
 check "emit writes CUDA with its launch line" grep -q "lntune-cuda-launch:" \
     <<<"$("$lntune" emit --op layernorm --target cuda --variant layout=uncached,cache=none)"
+# --residual: emit and variants take the fusion (tune refuses it: tests/test_cli.sh).
+src=$("$lntune" emit --op rmsnorm --target cuda --residual --dtype bf16/bf16/bf16/f32 --variant layout=block,cache=smem)
+check "emit --residual adds residual and writes residual_out" \
+    grep -q "add<V>(load_x<V>(xr + i), load<V>(rr + i))" <<<"$src"
+check "emit --residual stores residual_out" grep -q "store<V>(ror + i, q)" <<<"$src"
+src=$("$lntune" emit --op layernorm --target cuda --residual=noout --variant layout=warp,tpr=8,cache=none)
+check "emit --residual=noout reads residual, writes no residual_out" \
+    test "$(grep -c "a.residual_out" <<<"$src")" -eq 1 -a "$(grep -c "(ror + i" <<<"$src")" -eq 0
+check "every CUDA variant fuses a residual" \
+    test "$("$lntune" variants --op layernorm --target cuda --shape H=16384 --residual | md5sum)" \
+    = "$("$lntune" variants --op layernorm --target cuda --shape H=16384 | md5sum)"
 "$lntune" verify --op layernorm --target cuda --variant layout=uncached >"$dir/v" 2>&1
 rc=$?
 check "verify refuses CUDA variants with exit 2 ($rc)" test $rc -eq 2

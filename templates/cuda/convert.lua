@@ -1,10 +1,10 @@
--- templates/cuda/convert.lua - fp16/bf16 <-> fp32 device functions and packed accesses for the
--- CUDA templates that import it (cuda/norm_backward.lua).
+-- templates/cuda/convert.lua - fp16/bf16 <-> fp32 device functions and packed accesses: the one
+-- copy for the CUDA templates (cuda/norm.lua, cuda/norm_backward.lua).
 --
--- The conversions are cuda/norm.lua's, bit for bit (round to nearest even, NaN stays a quiet NaN,
--- fp16 subnormals exact): norm.lua keeps its own inline copy because the text of a template and
--- of everything it imports is its hash, and a changed hash orphans every stored forward
--- measurement. 16-bit values travel as unsigned short: no CUDA header is needed.
+-- Widening is exact (fp16 subnormals included); narrowing rounds to nearest even, a NaN stays a
+-- quiet NaN and overflow gives Inf, bit for bit as the CPU templates round. 16-bit values travel
+-- as unsigned short: no CUDA header is needed. A change here changes the hash of every CUDA
+-- template that imports this file, as any template edit does.
 
 local M = {}
 

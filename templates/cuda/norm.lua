@@ -21,6 +21,34 @@
 -- type (round to nearest even, NaN stays a quiet NaN, overflow gives Inf), bit for bit as the CPU
 -- template rounds.
 --
+-- Residual (shape.fusion = "residual" or "residual_out", residual and residual_out of type
+-- types.residual): the row normalized is s = x + residual, each element one fp32 addition
+-- (__fadd_rn: never contracted) of the exactly widened inputs, as the CPU template forms it. The
+-- row caches hold s; uncached passes re-read x and residual and add again (the same bits). The
+-- shift k is s's first element. The normalize pass, the last, also writes residual_out = s rounded
+-- once to the residual type, each element by the thread that read it, after the reductions that
+-- end every read of the row: residual_out may be residual itself. A fused kernel launched without
+-- residual (or with residual_out for "residual", without it for "residual_out") writes nothing,
+-- as with a fixed H that differs: the host matches the call to the variant before launching.
+--
+-- Residual: compiled only, not yet run. tests/test_cuda_compile_residual.c puts a sample of
+-- both ops and fusions, 8 type tuples (residual types other than x's among them) and every knob
+-- value through NVRTC for sm_90 and sm_80. The runtime (LNTUNE_EUNSUPPORTED) and `lntune tune
+-- --target cuda --residual` (exit 2) refuse it until a GPU run, with the fused verifier
+-- (lntune_verifier_create_fused) behind the device checker (gen/cuda_check.c, which has no
+-- residual buffers yet), shows:
+--   * y, mean/rstd and residual_out against the verifier for every layout (clusters at H >=
+--     8192), both fusions and ops, residual types equal to and other than x's, H = 1, 3, 17,
+--     768, 4097 and fixed H; residual_out bit for bit the CPU template's rounding of x + residual;
+--   * the scalar fallback: residual or residual_out misaligned by one element or with an odd
+--     row stride while x and y are aligned, and strided residual and residual_out rows;
+--   * residual_out == residual (in place) giving the same bits as separate buffers, in every
+--     layout (the passes' reads end at the reductions before any store);
+--   * guard zones around residual_out: no write past a row, none at all with fusion "residual";
+--     rows not a multiple of rows_per_block (idle row groups read no residual);
+--   * a launch whose residual/residual_out do not match the variant writing nothing, and the
+--     host refusing it before launching.
+--
 -- Launch. properties() returns what the host needs, and the source repeats it in one line
 --   // lntune-cuda-launch: block=B rows_per_block=R cluster=C smem=S smem_per_h=E max_h=M
 -- (the generator's C side reads only threads/affine/fixed_h/cflags for now). The host runs
@@ -29,6 +57,9 @@
 -- and refuses H > M when M > 0.
 
 local M = {}
+
+-- fp16/bf16 <-> fp32 conversions, packed accesses and type tables, shared with the backward.
+local cv = lntune.import("cuda/convert.lua")
 
 -- Dynamic shared memory a block may use, by compute capability: the opt-in maximum less 1 KiB
 -- for the kernels' static reduction buffers.
@@ -45,8 +76,7 @@ local CLUSTER_MIN_H = 8192 -- clusters pay off only for very large rows
 
 local function ceil_div(a, b) return (a + b - 1) // b end
 
--- C element type of each tensor type; 16-bit types are carried as their bits.
-local CTYPE = { f32 = "float", f16 = "unsigned short", bf16 = "unsigned short" }
+local CTYPE = cv.CTYPE -- C element type of each tensor type; 16-bit types travel as their bits
 local ALL_F32 = { x = "f32", y = "f32", params = "f32" }
 
 -- The row slice a block caches: H split over cluster blocks, rounded up to 4 floats so that
@@ -146,6 +176,7 @@ function M.family(op)
             local fixed_H = p.h == "fixed" and shape.H or false
             local types = shape.types or ALL_F32
             return {
+                cv = cv,
                 types = types,
                 XT = CTYPE[types.x],
                 YT = CTYPE[types.y],
@@ -159,6 +190,10 @@ function M.family(op)
                 P = p.pack,
                 fixed_H = fixed_H,
                 SLICE = fixed_H and slice(fixed_H, p.cluster) or false,
+                -- Residual add: false, or the residual's C type, and whether residual_out is written.
+                fusion = shape.fusion or false,
+                RT = shape.fusion and CTYPE[types.residual or types.x] or false,
+                res_out = shape.fusion == "residual_out",
                 launch = launch(p, host, shape),
             }
         end,
@@ -175,13 +210,15 @@ function M.family(op)
 @ local cache = p.cache
 @ local CHUNK_PACKS = 4 -- packs per unrolled chunk of a loop over a row: loads in flight
 @ local typed = types.x ~= "f32" or types.y ~= "f32" or types.params ~= "f32"
+@ if fusion and types.residual ~= "f32" then typed = true end
 @ -- Accesses of x, gamma/beta (widened to packf) and y (narrowed from packf); fp32 moves as is.
 @ local LX = types.x == "f32" and "load" or "load_x"
 @ local LP = types.params == "f32" and "load" or "load_p"
 @ local SY = types.y == "f32" and "store" or "store_y"
-@ local widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
-@ local used = {}
-@ for _, t in pairs { types.x, types.y, types.params } do used[t] = true end
+@ -- residual (widened to packf) and residual_out (narrowed from packf).
+@ local LR = fusion and (types.residual == "f32" and "load" or "load_r")
+@ local SR = fusion and (types.residual == "f32" and "store" or "store_r")
+@ local widen = cv.widen
 // lntune-cuda-launch: block={{launch.block}} rows_per_block={{launch.rows_per_block}} cluster={{launch.cluster}} smem={{launch.smem}} smem_per_h={{launch.smem_per_h}} max_h={{launch.max_h}}
 /* NVRTC has no standard headers without an include path: the few types the ABI needs. nvcc
  * (lntune export's file of many kernels) has them. */
@@ -205,98 +242,36 @@ namespace {{symbol}}_impl {
 enum { T = {{T}}, RPB = {{RPB}}, CL = {{CL}}, BLOCK = {{BLOCK}}, P = {{P}}, CHUNK = {{CHUNK_PACKS}} };
 static_assert(T * RPB == BLOCK, "row groups fill the block");
 
-/* V floats moved as one access: 8 or 16 bytes when the address is aligned to that. */
-template <int V> struct alignas(4 * V) packf {
-    float v[V];
-};
-
-template <int V> LN_INLINE packf<V> load(const float *p)
-{
-    return *reinterpret_cast<const packf<V> *>(p);
-}
-
-template <int V> LN_INLINE void store(float *p, const packf<V> &q)
-{
-    *reinterpret_cast<packf<V> *>(p) = q;
-}
 @ if typed then
+/* x: {{types.x}}, y: {{types.y}}, gamma/beta: {{types.params}}{{fusion and (", residual: " .. types.residual) or ""}}. 16-bit types travel as
+ * their bits, converted by cuda/convert.lua's functions: no CUDA header needed (NVRTC's include
+ * path is optional), and the bits of y (and residual_out) are the CPU template's. */
+@ end
+{{ cv.device_functions({ types.x, types.y, types.params, fusion and types.residual or nil }) }}
+@ -- 16-bit tensors get typed accesses; fp32 ones use load and store directly.
+@ if types.x ~= "f32" then
+{{ cv.loader("load_x", types.x) }}
+@ end
+@ if types.params ~= "f32" then
+{{ cv.loader("load_p", types.params) }}
+@ end
+@ if types.y ~= "f32" then
+{{ cv.storer("store_y", types.y) }}
+@ end
+@ if fusion and types.residual ~= "f32" then
+{{ cv.loader("load_r", types.residual) }}
+{{ cv.storer("store_r", types.residual) }}
+@ end
+@ if fusion then
 
-/* x: {{types.x}}, y: {{types.y}}, gamma/beta: {{types.params}}. 16-bit types travel as their bits,
- * converted by hand: no CUDA header needed (NVRTC's include path is optional), and y's bits are
- * the CPU template's. */
-
-/* V 16-bit elements moved as one access: 4 or 8 bytes when the address is aligned to that. */
-template <int V> struct alignas(2 * V) packh {
-    unsigned short v[V];
-};
-@   if used.bf16 then
-
-LN_INLINE float bf16_to_f32(unsigned short h)
+/* The row normalized: x + residual, one fp32 addition per element (never contracted into an fma). */
+template <int V> LN_INLINE packf<V> add(const packf<V> &a, const packf<V> &b)
 {
-    return __uint_as_float((unsigned)h << 16);
-}
-
-/* Round to nearest even; a NaN stays a (quiet) NaN. */
-LN_INLINE unsigned short f32_to_bf16(float f)
-{
-    const unsigned u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(u >> 16 | 0x40u);
-    return (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
-}
-@   end
-@   if used.f16 then
-
-/* Exact, subnormals included (no .ftz). */
-LN_INLINE float f16_to_f32(unsigned short h)
-{
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-}
-
-/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00 (the CPU
- * template's bits). Below 2^-14 an fp32 addition of 0.5 does the rounding (fp32 subnormals give 0
- * whether flushed or not); above, the bias change and the rounding increment go to the bits. */
-LN_INLINE unsigned short f32_to_f16(float f)
-{
-    unsigned u = __float_as_uint(f);
-    const unsigned sign = u & 0x80000000u;
-    u ^= sign;
-    unsigned o;
-    if (u >= 0x47800000u)
-        o = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
-    else if (u < 0x38800000u)
-        o = __float_as_uint(__fadd_rn(__uint_as_float(u), 0.5f)) - 0x3f000000u;
-    else
-        o = (u + 0xc8000fffu + (u >> 13 & 1u)) >> 13;
-    return (unsigned short)(o | sign >> 16);
-}
-@   end
-@   -- Emits name<V>(p): V elements of 16-bit type t at p widened to a packf.
-@   local function widener(name, t)
-
-template <int V> LN_INLINE packf<V> {{name}}(const unsigned short *p)
-{
-    const packh<V> h = *reinterpret_cast<const packh<V> *>(p);
-    packf<V> q;
+    packf<V> s;
 #pragma unroll
-    for (int e = 0; e < V; ++e) q.v[e] = {{string.format(widen[t], "h.v[e]")}};
-    return q;
+    for (int e = 0; e < V; ++e) s.v[e] = __fadd_rn(a.v[e], b.v[e]);
+    return s;
 }
-@   end
-@   if types.x ~= "f32" then widener("load_x", types.x) end
-@   if types.params ~= "f32" then widener("load_p", types.params) end
-@   if types.y ~= "f32" then
-
-/* q rounded to {{types.y}}, stored as one access. */
-template <int V> LN_INLINE void store_y(unsigned short *p, const packf<V> &q)
-{
-    packh<V> h;
-#pragma unroll
-    for (int e = 0; e < V; ++e) h.v[e] = f32_to_{{types.y}}(q.v[e]);
-    *reinterpret_cast<packh<V> *>(p) = h;
-}
-@   end
 @ end
 
 /* Chan et al.: merges (nb, mb, m2b) into the running Welford state (n, mu, m2). */
@@ -436,21 +411,24 @@ LN_INLINE void group_welford(double &n, double &mu, double &m2)
 @ -- the chunk, a constant once unrolled), post after each chunk.
 @ -- first: the pass that reads x from global memory and fills the cache.
 @ local function sweep(first, pre, body, post)
+@   -- The row's V elements at i read from global memory: x, or the sum x + residual.
+@   local ROW = LX .. "<V>(xr + i)"
+@   if fusion then ROW = "add<V>(" .. ROW .. ", " .. LR .. "<V>(rr + i))" end
 @   local function fetch()
 @     if cache == "regs" then
 @       if first then
-            cached[j] = {{LX}}<V>(xr + i);
+            cached[j] = {{ROW}};
 @       end
             const packf<V> q = cached[j];
 @     elseif cache == "smem" then
 @       if first then
-            const packf<V> q = {{LX}}<V>(xr + i);
+            const packf<V> q = {{ROW}};
             store<V>(srow + (i - lo), q);
 @       else
             const packf<V> q = load<V>(srow + (i - lo));
 @       end
 @     else
-            const packf<V> q = {{LX}}<V>(xr + i);
+            const packf<V> q = {{ROW}};
 @     end
 @   end
 @   if cache == "regs" then
@@ -491,7 +469,8 @@ LN_INLINE void group_welford(double &n, double &mu, double &m2)
 @   -- fmaf(z, g, 0) rounds like z * g, so a missing beta is a zero pack, not a second loop.
 @   if b then pre_load = pre_load .. "const packf<V> b = beta ? " .. LP .. "<V>(beta + i) : packf<V>{}; " end
 @   if g and b then e = "fmaf(" .. e .. ", g.v[e], b.v[e])" elseif g then e = e .. " * g.v[e]" end
-@   sweep(false, "", pre_load .. "packf<V> o; for (int e = 0; e < V; ++e) o.v[e] = " .. e .. "; " .. SY .. "<V>(yr + i, o);", "")
+@   local keep = res_out and (" " .. SR .. "<V>(ror + i, q);") or "" -- residual_out = s
+@   sweep(false, "", pre_load .. "packf<V> o; for (int e = 0; e < V; ++e) o.v[e] = " .. e .. "; " .. SY .. "<V>(yr + i, o);" .. keep, "")
 @ end
 
 @ -- Emits fn_name: this kernel's rows with V-float accesses, the row kept in cache_mode.
@@ -506,6 +485,12 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
     const {{PT}} *const gamma = (const {{PT}} *)a.gamma;
     const {{PT}} *const beta = (const {{PT}} *)a.beta;
     (void)gamma, (void)beta;
+@ if fusion then
+    const {{RT}} *const res = (const {{RT}} *)a.residual;
+@   if res_out then
+    {{RT}} *const res_out = ({{RT}} *)a.residual_out;
+@   end
+@ end
 @ if fixed then
     const int64_t H = {{fixed_H}};
 @ else
@@ -540,6 +525,12 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
 @ end
         const {{XT}} *const xr = x + row * a.x_stride;
         {{YT}} *const yr = y + row * a.y_stride;
+@ if fusion then
+        const {{RT}} *const rr = res + row * a.residual_stride;
+@   if res_out then
+        {{RT}} *const ror = res_out + row * a.residual_out_stride;
+@   end
+@ end
         (void)active;
 @ if cache == "regs" then
         constexpr int NPACKS = ({{SLICE}} + T * V - 1) / (T * V);
@@ -547,7 +538,11 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
 @ end
 @ if LN then
         /* The shift: the row's first element, the same for every thread of the row. */
+@   if fusion then
+        const float k = active ? __fadd_rn({{string.format(widen[types.x], "xr[0]")}}, {{string.format(widen[types.residual], "rr[0]")}}) : 0.0f;
+@   else
         const float k = active ? {{string.format(widen[types.x], "xr[0]")}} : 0.0f;
+@   end
 @ end
         float mean, rstd;
 @ if LN and p.stats == "twopass" then
@@ -601,8 +596,26 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
 @   emit_run("run_packed", 1, p.cache)
 @ end
 
-@ if typed then
-@   local size = { f32 = 4, f16 = 2, bf16 = 2 }
+@ local size = cv.SIZE
+@ if fusion then
+@   local RS = size[types.residual]
+/* Vector accesses need every row start of x, y, residual{{res_out and " and residual_out" or ""}} and gamma/beta aligned to P
+ * elements of their type. */
+LN_INLINE bool packs_fit(const lntune_kernel_args &a)
+{
+    const bool aligned = (uintptr_t)a.x % ({{size[types.x]}} * P) == 0 && (uintptr_t)a.y % ({{size[types.y]}} * P) == 0 &&
+                         ((uintptr_t)a.gamma | (uintptr_t)a.beta) % ({{size[types.params]}} * P) == 0 &&
+@   if res_out then
+                         ((uintptr_t)a.residual | (uintptr_t)a.residual_out) % ({{RS}} * P) == 0;
+    return P > 1 && aligned && a.H % P == 0 && a.x_stride % P == 0 && a.y_stride % P == 0 &&
+           a.residual_stride % P == 0 && a.residual_out_stride % P == 0;
+@   else
+                         (uintptr_t)a.residual % ({{RS}} * P) == 0;
+    return P > 1 && aligned && a.H % P == 0 && a.x_stride % P == 0 && a.y_stride % P == 0 &&
+           a.residual_stride % P == 0;
+@   end
+}
+@ elseif typed then
 /* Vector accesses need every row start and gamma/beta aligned to P elements of their type. */
 LN_INLINE bool packs_fit(const lntune_kernel_args &a)
 {
@@ -627,6 +640,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK) {{symbol}}(lntune_kernel_arg
 {
 @ if fixed then
     if (a.H != {{fixed_H}}) return; /* the host checks fixed_h before launching */
+@ end
+@ if fusion then
+    if (!a.residual || {{res_out and "!" or ""}}a.residual_out) return; /* the host matches the call's fusion */
 @ end
 @ if P > 1 then
     if (packs_fit(a))

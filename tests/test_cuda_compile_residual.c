@@ -1,0 +1,326 @@
+/*
+ * test_cuda_compile_residual.c - the CUDA forward kernels fused with a residual add
+ * (templates/cuda/norm.lua, shape.fusion) compile, without a GPU: a sample of the variants of
+ * both ops, both fusions ("residual", "residual_out") and 8 type tuples x/y/params/residual (4 of
+ * them with a residual type other than x's) goes through NVRTC for sm_90, and some for sm_80, to
+ * a cubin and its PTX. Each must be non-empty and define the kernel's symbol; the launch line must
+ * parse; the fused source must differ from the unfused one (the template reads shape.fusion) and
+ * add x and residual with __fadd_rn, which must reach the PTX as add.rn.f32; a 16-bit x or
+ * residual must be widened. Every layout supports a residual: each fused variant list must be the
+ * unfused one. Every value of every knob of the lists sampled must come up in the sample of each
+ * fusion.
+ *
+ * The sample (72 compiles, under a minute on 2 idle cores), per (tuple, op, fusion) k = 0..31:
+ * one variant of the any-H list and one of the h=fixed variants at H = 1000, 4096 or 16384 (k mod
+ * 3: register caches with H not a multiple of a pack's threads, register caches, clusters), each
+ * the variant with the most knob values that the fusion's sample lacks, the first such from index
+ * k * 13 + 5 (any H) or k * 7 (fixed H) on; for sm_80, per (op, fusion): the first any-H variant
+ * and the last fixed-H one at H = 4096. Exits 77 (skipped) when no NVRTC can be loaded.
+ */
+#define _GNU_SOURCE /* memmem */
+#include "check.h"
+#include "cuda_launch.h"
+#include "dtypes.h"
+#include "fusion.h"
+#include "generator.h"
+#include "lntune.h"
+#include "nvrtc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { NTUPLES = 8, MAX_JOBS = NTUPLES * 2 * 2 * 2 + 2 * 2 * 2, MAX_ITEMS = 128 };
+
+static const char *const ops[] = {"layernorm", "rmsnorm"};
+static const int fusions[] = {LNTUNE_FUSION_RESIDUAL, LNTUNE_FUSION_RESIDUAL_OUT};
+
+/* x, y, params, residual: all of one type, then mixes with residual types other than x's. */
+static const int tuples[NTUPLES][4] = {
+    {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32},
+    {LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16},
+    {LNTUNE_TYPE_F16, LNTUNE_TYPE_F16, LNTUNE_TYPE_F16, LNTUNE_TYPE_F16},
+    {LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32},
+    {LNTUNE_TYPE_F16, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_BF16},
+    {LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F16},
+    {LNTUNE_TYPE_F32, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F16, LNTUNE_TYPE_BF16},
+    {LNTUNE_TYPE_BF16, LNTUNE_TYPE_F16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32},
+};
+
+typedef struct {
+    lntune_nvrtc_job job;
+    int sm;
+    char symbol[96];
+    char what[320];
+    int widen_f16; /* x or residual is fp16: its widening (cvt.f32.f16) must reach the PTX */
+} sample;
+
+static sample samples[MAX_JOBS];
+static size_t nsamples;
+
+/* Every "fusion:name=value" item of the lists sampled, and whether a sample had it. */
+static struct {
+    char item[64];
+    int seen;
+} items[MAX_ITEMS];
+static size_t nitems;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Finds (or with add, adds) "fusion:item"; NULL when absent. */
+static int *item_slot(int fusion, const char *item, int add) {
+    char key[64];
+    snprintf(key, sizeof key, "%s:%s", lntune_fusion_name(fusion), item);
+    for (size_t i = 0; i < nitems; ++i)
+        if (strcmp(items[i].item, key) == 0) return &items[i].seen;
+    if (!add) return NULL;
+    if (nitems == MAX_ITEMS) {
+        EXPECT(0, "more than %d knob values", MAX_ITEMS);
+        return NULL;
+    }
+    snprintf(items[nitems].item, sizeof items[0].item, "%s", key);
+    return &items[nitems++].seen;
+}
+
+/* Notes (see: marks seen) each "name=value" item of variant under fusion. */
+static void each_item(int fusion, const char *variant, int see) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", variant);
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        int *seen = item_slot(fusion, it, !see);
+        if (seen && see) *seen = 1;
+    }
+}
+
+/* Knob values of variant that no sample of fusion has had yet. */
+static int unseen(int fusion, const char *variant) {
+    char buf[256];
+    int count = 0;
+    snprintf(buf, sizeof buf, "%s", variant);
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        const int *seen = item_slot(fusion, it, 0);
+        count += seen && !*seen;
+    }
+    return count;
+}
+
+/* The variant of list[0..n) with the most knob values new to fusion's sample, the first such
+ * from index start on (cyclically): deterministic, and spread over the list by start. */
+static const char *pick(char **list, size_t n, size_t start, int fusion) {
+    const char *best = NULL;
+    int most = -1;
+    for (size_t j = 0; j < n; ++j) {
+        const char *v = list[(start + j) % n];
+        const int u = unseen(fusion, v);
+        if (u > most) most = u, best = v;
+    }
+    return best;
+}
+
+static void add(lntune_gen *g, int sm, const char *op, const char *variant,
+                const lntune_shape *shape) {
+    if (nsamples == MAX_JOBS) {
+        EXPECT(0, "more samples than %d", MAX_JOBS);
+        return;
+    }
+    sample *s = &samples[nsamples];
+    const lntune_types t = shape->types;
+    const int rt = lntune_types_residual(t);
+    s->sm = sm;
+    snprintf(s->symbol, sizeof s->symbol, "lntune_%s_%s_%s_%s_%s_%s", op,
+             lntune_fusion_name(shape->fusion), lntune_type_name(t.x), lntune_type_name(t.y),
+             lntune_type_name(t.params), lntune_type_name(rt));
+    snprintf(s->what, sizeof s->what, "sm_%d %s+%s x=%s y=%s params=%s residual=%s H=%lld %s", sm,
+             op, lntune_fusion_name(shape->fusion), lntune_type_name(t.x), lntune_type_name(t.y),
+             lntune_type_name(t.params), lntune_type_name(rt), (long long)shape->H, variant);
+    lntune_source src, plain;
+    int rc = lntune_gen_emit(g, "cuda", op, variant, shape, s->symbol, &src);
+    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
+    if (rc) return;
+    lntune_cuda_launch l;
+    EXPECT(lntune_cuda_launch_parse(src.text, &l) == LNTUNE_OK, "launch line of %s", s->what);
+    EXPECT(strstr(src.text, "__fadd_rn(a.v[e], b.v[e])"), "%s: x + residual is not formed",
+           s->what);
+    /* The same variant without a residual: another kernel, the one the template emitted before. */
+    lntune_shape unfused = *shape;
+    unfused.fusion = LNTUNE_FUSION_NONE;
+    if (lntune_gen_emit(g, "cuda", op, variant, &unfused, s->symbol, &plain) == LNTUNE_OK) {
+        EXPECT(strcmp(plain.text, src.text) != 0, "%s: the same source as unfused", s->what);
+        EXPECT(!strstr(plain.text, "a.residual"), "%s: unfused source reads residual", s->what);
+        lntune_source_free(&plain);
+    } else {
+        EXPECT(0, "emit unfused %s: %s", s->what, lntune_gen_errmsg(g));
+    }
+    each_item(shape->fusion, variant, 1);
+    s->job.source = src.text; /* freed after the compile */
+    src.text = NULL;
+    lntune_source_free(&src);
+    s->widen_f16 = t.x == LNTUNE_TYPE_F16 || rt == LNTUNE_TYPE_F16;
+    ++nsamples;
+}
+
+/* The variants of op for shape; the same list as without a residual (every layout fuses it). */
+static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape, size_t *n) {
+    char **list = NULL;
+    int rc = lntune_gen_variants(g, "cuda", op, shape, &list, n);
+    EXPECT(rc == LNTUNE_OK && *n > 0, "variants of %s: %s", op, lntune_gen_errmsg(g));
+    if (rc != LNTUNE_OK || *n == 0) return NULL;
+    lntune_shape unfused = *shape;
+    unfused.fusion = LNTUNE_FUSION_NONE;
+    char **ref = NULL;
+    size_t nref = 0;
+    if (lntune_gen_variants(g, "cuda", op, &unfused, &ref, &nref) == LNTUNE_OK) {
+        int same = nref == *n;
+        for (size_t i = 0; same && i < nref; ++i) same = strcmp(ref[i], list[i]) == 0;
+        EXPECT(same, "%s+%s: %zu variants, %zu unfused", op, lntune_fusion_name(shape->fusion), *n,
+               nref);
+        lntune_gen_free_list(ref, nref);
+    }
+    for (size_t i = 0; i < *n; ++i) each_item(shape->fusion, list[i], 0);
+    return list;
+}
+
+static lntune_types tuple(int i) {
+    lntune_types t = {.x = tuples[i][0], .y = tuples[i][1], .params = tuples[i][2]};
+    lntune_types_set_residual(&t, tuples[i][3]);
+    return t;
+}
+
+/* The h=fixed variants of list (pointers into it); their count. */
+static size_t fixed_only(char **list, size_t n, char **out, size_t cap) {
+    size_t nf = 0;
+    for (size_t i = 0; list && i < n && nf < cap; ++i)
+        if (strstr(list[i], "h=fixed")) out[nf++] = list[i];
+    return nf;
+}
+
+static void collect_sm90(lntune_gen *g) {
+    static const int64_t fixed_h[] = {1000, 4096, 16384};
+    int k = 0;
+    for (int ti = 0; ti < NTUPLES; ++ti)
+        for (size_t o = 0; o < 2; ++o)
+            for (size_t f = 0; f < 2; ++f, ++k) {
+                lntune_shape any = {.types = tuple(ti), .fusion = fusions[f]};
+                size_t n = 0;
+                char **list = variants(g, ops[o], &any, &n);
+                if (list) add(g, 90, ops[o], pick(list, n, (size_t)k * 13 + 5, fusions[f]), &any);
+                lntune_gen_free_list(list, n);
+
+                lntune_shape fixed = any;
+                fixed.H = fixed_h[k % 3];
+                list = variants(g, ops[o], &fixed, &n);
+                char *fl[512];
+                const size_t nf = fixed_only(list, n, fl, 512);
+                EXPECT(nf > 0, "%s H=%lld: no h=fixed variant", ops[o], (long long)fixed.H);
+                if (nf) add(g, 90, ops[o], pick(fl, nf, (size_t)k * 7, fusions[f]), &fixed);
+                lntune_gen_free_list(list, n);
+            }
+}
+
+static void collect_sm80(lntune_gen *g) {
+    int k = 0;
+    for (size_t o = 0; o < 2; ++o)
+        for (size_t f = 0; f < 2; ++f, ++k) {
+            lntune_shape any = {.types = tuple(3 + k), .fusion = fusions[f]};
+            size_t n = 0;
+            char **list = variants(g, ops[o], &any, &n);
+            if (list) add(g, 80, ops[o], list[0], &any);
+            lntune_gen_free_list(list, n);
+            lntune_shape fixed = any;
+            fixed.H = 4096;
+            list = variants(g, ops[o], &fixed, &n);
+            char *fl[512];
+            const size_t nf = fixed_only(list, n, fl, 512);
+            EXPECT(nf > 0, "sm_80 %s H=4096: no h=fixed variant", ops[o]);
+            if (nf) add(g, 80, ops[o], fl[nf - 1], &fixed);
+            lntune_gen_free_list(list, n);
+        }
+}
+
+static void check(const sample *s) {
+    const lntune_nvrtc_output *out = &s->job.out;
+    if (s->job.rc != LNTUNE_OK) {
+        EXPECT(0, "%s: rc %d\n%s", s->what, s->job.rc, out->message ? out->message : "");
+        return;
+    }
+    EXPECT(out->len > 0 && out->ptx_len > 0, "%s: cubin %zu bytes, PTX %zu bytes", s->what,
+           out->len, out->ptx_len);
+    char entry[128];
+    snprintf(entry, sizeof entry, ".entry %s(", s->symbol);
+    EXPECT(out->ptx && strstr(out->ptx, entry), "%s: no '%s' in the PTX", s->what, entry);
+    EXPECT(out->data && memmem(out->data, out->len, s->symbol, strlen(s->symbol) + 1),
+           "%s: no symbol %s in the cubin", s->what, s->symbol);
+    if (!out->ptx) return;
+    EXPECT(strstr(out->ptx, "add.rn.f32"), "%s: no add.rn.f32 (x + residual) in the PTX", s->what);
+    if (s->widen_f16) EXPECT(strstr(out->ptx, "cvt.f32.f16"), "%s: fp16 is not widened", s->what);
+}
+
+/* Compiles the samples for sm; returns the NVRTC milliseconds. */
+static double compile(const lntune_nvrtc *nv, int sm, size_t *count) {
+    lntune_nvrtc_job jobs[MAX_JOBS];
+    size_t idx[MAX_JOBS], n = 0;
+    for (size_t i = 0; i < nsamples; ++i)
+        if (samples[i].sm == sm) {
+            idx[n] = i;
+            jobs[n++] = samples[i].job;
+        }
+    int rc = lntune_nvrtc_compile_many(nv, sm, LNTUNE_NVRTC_CUBIN, jobs, n, 2);
+    EXPECT(rc == LNTUNE_OK, "compile_many sm_%d: rc %d", sm, rc);
+    double ms = 0;
+    for (size_t j = 0; j < n; ++j) {
+        sample *s = &samples[idx[j]];
+        s->job = jobs[j];
+        if (rc == LNTUNE_OK) check(s);
+        ms += jobs[j].out.compile_ms;
+        lntune_nvrtc_output_free(&jobs[j].out);
+        free((char *)jobs[j].source);
+    }
+    *count = n;
+    return ms;
+}
+
+int main(void) {
+    lntune_nvrtc *nv = NULL;
+    int rc = lntune_nvrtc_open(&nv);
+    if (rc == LNTUNE_ENODEVICE) {
+        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
+        lntune_nvrtc_close(nv);
+        return 77;
+    }
+    EXPECT(rc == LNTUNE_OK, "open: %s", lntune_nvrtc_errmsg(nv));
+    if (rc != LNTUNE_OK) return 1;
+    printf("%s\n", lntune_nvrtc_describe(nv));
+
+    lntune_gen *g = NULL;
+    rc = lntune_gen_open(NULL, &g);
+    EXPECT(rc == LNTUNE_OK, "gen open: %s", lntune_gen_errmsg(g));
+    if (rc == LNTUNE_OK) {
+        lntune_gen_set_cuda_arch(g, 90);
+        collect_sm90(g);
+        lntune_gen_set_cuda_arch(g, 80);
+        collect_sm80(g);
+    }
+    lntune_gen_close(g);
+    for (size_t i = 0; i < nitems; ++i)
+        EXPECT(items[i].seen, "knob value %s is in no sample", items[i].item);
+
+    const double t0 = now_s();
+    size_t n90 = 0, n80 = 0;
+    const double ms = compile(nv, 90, &n90) + compile(nv, 80, &n80);
+    printf("%zu residual variants compiled for sm_90 and %zu for sm_80 in %.1f s wall (NVRTC %.1f "
+           "s); %zu knob values covered\n",
+           n90, n80, now_s() - t0, ms / 1e3, nitems);
+    EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
+    lntune_nvrtc_close(nv);
+    if (check_failures) {
+        fprintf(stderr, "%d failure(s)\n", check_failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
