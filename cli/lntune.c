@@ -473,10 +473,15 @@ static void show_progress(void *ud, const lntune_tune_progress *p) {
             (long long)p->H, (long long)p->rows, p->stage, p->done, p->elapsed_s);
 }
 
-/* "forward" or "backward": the direction of an op text. */
-static const char *direction(const char *op) {
+/* "forward" or "backward": the direction of an op text, its fusion suffix (fusion.h) aside. */
+static const char *direction(const char *op_key) {
     const lntune_direction *dir = NULL;
-    return lntune_op_text_parse(op, NULL, &dir, NULL) == 0 ? dir->name : "?";
+    char op[48];
+    int fusion;
+    return lntune_fusion_op_parse(op_key, op, sizeof op, &fusion) == 0 &&
+                   lntune_op_text_parse(op, NULL, &dir, NULL) == 0
+               ? dir->name
+               : "?";
 }
 
 static void print_results(const lntune_tune_result *r, size_t n, int json) {
