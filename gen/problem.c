@@ -124,11 +124,10 @@ static lntune_timed forward_candidate(const lntune_problem *p, lntune_kernel_fn 
 
 /*
  * x and dy (and, fused, dresidual_out) are read and dx written, all in x's type; the copy moves
- * as many bytes. gamma (H
- * elements), the saved statistics (rows floats), the per-thread partials and their reduction
- * (threads x H floats) are left out of the bytes: they do not grow with rows x H. The data are
- * those of training: saved statistics from the forward (the kernel's other path, recomputing
- * them, is verified but not timed).
+ * as many bytes. gamma (H elements), the saved statistics (rows floats), the per-thread partials
+ * and their reduction (threads x H floats) are left out of the bytes: they do not grow with
+ * rows x H. The data are those of training: saved statistics from the forward (the kernel's other
+ * path, recomputing them, is verified but not timed).
  */
 static int backward_init(lntune_problem *p, int max_threads) {
     const size_t elems = (size_t)(p->rows * p->H), H = (size_t)p->H,
