@@ -158,21 +158,25 @@ static int parse_options(int argc, char **argv, options *o) {
         return usage_error("unknown dtype '%s' (expected f32, f16 or bf16 for every tensor, or "
                            "x/y/params types such as bf16/bf16/f32)",
                            o->dtype);
+    /* The fusion flags and the direction combine with every dtype but these. */
+    if (o->backward && o->types.y != o->types.x)
+        return usage_error("--backward with dtype '%s': dx and dy have x's type, so give one "
+                           "type (bf16) or x/x/params (bf16/bf16/f32)",
+                           o->dtype);
+    /* The backward of the fused Add & Norm adds the gradient arriving at residual_out to dx;
+     * without residual_out there is none, and the plain backward's dx is dresidual already. */
+    if (o->backward && o->fusion == LNTUNE_FUSION_RESIDUAL)
+        return usage_error("%s", "--backward with --residual=noout: a forward without "
+                                 "residual_out passes no gradient back through it, so the plain "
+                                 "backward (no --residual) serves it; its dx is also dresidual");
+    if (o->backward && o->fusion == LNTUNE_FUSION_RESIDUAL_OUT)
+        o->fusion = LNTUNE_FUSION_RESIDUAL; /* fusion.h's "residual": dresidual_out given */
     for (size_t i = 0; i < o->nshapes; ++i) {
         o->shapes[i].types = o->types;
         o->shapes[i].fusion = o->fusion;
     }
     o->dtype_shape.types = o->types;
     o->dtype_shape.fusion = o->fusion;
-    /* The fusion flags and the direction combine with every dtype but these. */
-    if (o->backward && o->types.y != o->types.x)
-        return usage_error("--backward with dtype '%s': dx and dy have x's type, so give one "
-                           "type (bf16) or x/x/params (bf16/bf16/f32)",
-                           o->dtype);
-    if (o->backward && o->fusion)
-        return usage_error("--backward with --residual%s: the gradient of the fused Add & Norm "
-                           "is not built yet; tune the backward of the plain op",
-                           o->fusion == LNTUNE_FUSION_RESIDUAL ? "=noout" : "");
     return 0;
 }
 
@@ -469,10 +473,15 @@ static void show_progress(void *ud, const lntune_tune_progress *p) {
             (long long)p->H, (long long)p->rows, p->stage, p->done, p->elapsed_s);
 }
 
-/* "forward" or "backward": the direction of an op text. */
-static const char *direction(const char *op) {
+/* "forward" or "backward": the direction of an op text, its fusion suffix (fusion.h) aside. */
+static const char *direction(const char *op_key) {
     const lntune_direction *dir = NULL;
-    return lntune_op_text_parse(op, NULL, &dir, NULL) == 0 ? dir->name : "?";
+    char op[48];
+    int fusion;
+    return lntune_fusion_op_parse(op_key, op, sizeof op, &fusion) == 0 &&
+                   lntune_op_text_parse(op, NULL, &dir, NULL) == 0
+               ? dir->name
+               : "?";
 }
 
 static void print_results(const lntune_tune_result *r, size_t n, int json) {
@@ -599,9 +608,10 @@ static int cmd_tune(options *o) {
         if (s->H > (INT64_C(1) << 26))
             return usage_error("%s",
                                "H above 2^26 is not tuned (the verifier's inputs would not fit)");
-        /* fp32-sized buffers: the backward's two each hold x + dy (or dx and the copy's rows);
-         * the forward's x and y, and residual and residual_out with --residual */
-        const double per_element = o->backward                               ? 16.0
+        /* fp32-sized buffers: the backward's two each hold x + dy (+ dresidual_out with
+         * --residual; or dx and the copy's rows); the forward's x and y, and residual and
+         * residual_out with --residual */
+        const double per_element = o->backward ? (o->fusion ? 24.0 : 16.0)
                                    : o->fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 16.0
                                    : o->fusion                               ? 12.0
                                                                              : 8.0;
@@ -611,7 +621,7 @@ static int cmd_tune(options *o) {
                      "rows x H = %.0f x %lld needs %.1f GiB for %s, over half "
                      "of this machine's memory",
                      rows, (long long)s->H, rows * (double)s->H * per_element / (1 << 30),
-                     o->backward ? "x, dy and dx" : "its buffers");
+                     o->backward ? "x, dy (, dresidual_out) and dx" : "its buffers");
             return usage_error("%s", msg);
         }
     }
@@ -824,7 +834,9 @@ static const command commands[] = {
      "  ~/.cache/lntune/tune.db). The target is every device found (the CPU, and CUDA device\n"
      "  --device, default 0, when one is usable), or --target. rows defaults to 8Mi/H on the\n"
      "  CPU (H=4096: 2048 rows) and 16384 on a GPU. --backward tunes the gradients (dx, dgamma,\n"
-     "  dbeta; CPU only so far; dtype x or x/x/params: dx and dy have x's type). A second run\n"
+     "  dbeta; CPU only so far; dtype x or x/x/params: dx and dy have x's type); with --residual,\n"
+     "  of the fused Add & Norm: dx = the norm's gradient + dresidual_out (the gradient at\n"
+     "  residual_out; op text \"layernorm_backward+residual\"). A second run\n"
      "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"
      "  not SQLite, another application's, newer) is never touched; --force moves it to\n"
      "  PATH.bak and starts a new one. Ctrl-C keeps every measurement taken; rerun to resume.\n"
@@ -859,8 +871,9 @@ static const command commands[] = {
      "            [--dtype T] [--backward]\n"
      "  Verifies the variants (up to 16), then times them in one interleaved run with every copy\n"
      "  variant on rows x H (rows default as for tune): time, GB/s, ratio to the better copy.\n"
-     "  Bytes: x read and y written; backward: x and dy read, dx written (gamma, the statistics\n"
-     "  and the dgamma/dbeta partials do not grow with rows x H and are left out).\n"},
+     "  Bytes: x read and y written; backward: x and dy (--residual: and dresidual_out) read, dx\n"
+     "  written (gamma, the statistics and the dgamma/dbeta partials do not grow with rows x H\n"
+     "  and are left out).\n"},
     {"export", cmd_export,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"

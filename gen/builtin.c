@@ -8,6 +8,7 @@
  */
 #include "builtin.h"
 
+#include "fusion.h"
 #include "lntune.h"
 #include "nvrtc.h"
 
@@ -77,7 +78,9 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text) {
 }
 
 /* The backward built-ins: the forward's heuristic (4-lane portable vectors, 2 accumulators),
- * one row at a time. Their row sums flush fp32 lanes into double, as the forward's do. */
+ * one row at a time. Their row sums flush fp32 lanes into double, as the forward's do. Each
+ * (op, x type, params type) comes unfused and fused (dresidual_out added to dx, fusion.h's
+ * "residual"), the table's second index. */
 const char lntune_builtin_backward_variant[] = "vec=4,acc=2,rows=1,h=runtime,store=plain,threads=1";
 
 int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text) {
@@ -87,34 +90,40 @@ int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text)
     FILE *f = open_memstream(text, &len);
     if (!f) return LNTUNE_ENOMEM;
     int rc = LNTUNE_OK;
-    char table[4096] = "";
+    char table[8192] = "";
     size_t at = 0;
     for (int op = 0; op < 2 && rc == LNTUNE_OK; ++op) {
         at += (size_t)snprintf(table + at, sizeof table - at, "    {\n");
-        for (int x = 0; x < LNTUNE_TYPE_COUNT && rc == LNTUNE_OK; ++x) {
-            at += (size_t)snprintf(table + at, sizeof table - at, "        {");
-            for (int p = 0; p < LNTUNE_TYPE_COUNT && rc == LNTUNE_OK; ++p) {
-                char symbol[128];
-                snprintf(symbol, sizeof symbol, "%s_%s_%s_%s", prefix, ops[op], lntune_type_name(x),
-                         lntune_type_name(p));
-                lntune_shape shape = {0};
-                shape.types =
-                    (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
-                lntune_source src;
-                rc = lntune_gen_emit(g, "cpu", ops[op], lntune_builtin_backward_variant, &shape,
-                                     symbol, &src);
-                if (rc != LNTUNE_OK) break;
-                fprintf(f, "%s\n", src.text);
-                lntune_source_free(&src);
-                at +=
-                    (size_t)snprintf(table + at, sizeof table - at, "%s%s", p ? ", " : "", symbol);
+        for (int fused = 0; fused < 2 && rc == LNTUNE_OK; ++fused) {
+            at += (size_t)snprintf(table + at, sizeof table - at, "        {\n");
+            for (int x = 0; x < LNTUNE_TYPE_COUNT && rc == LNTUNE_OK; ++x) {
+                at += (size_t)snprintf(table + at, sizeof table - at, "            {");
+                for (int p = 0; p < LNTUNE_TYPE_COUNT && rc == LNTUNE_OK; ++p) {
+                    char symbol[128];
+                    snprintf(symbol, sizeof symbol, "%s_%s%s_%s_%s", prefix, ops[op],
+                             fused ? "_residual" : "", lntune_type_name(x), lntune_type_name(p));
+                    lntune_shape shape = {0};
+                    shape.types =
+                        (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
+                    shape.fusion = fused ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE;
+                    lntune_source src;
+                    rc = lntune_gen_emit(g, "cpu", ops[op], lntune_builtin_backward_variant, &shape,
+                                         symbol, &src);
+                    if (rc != LNTUNE_OK) break;
+                    fprintf(f, "%s\n", src.text);
+                    lntune_source_free(&src);
+                    at += (size_t)snprintf(table + at, sizeof table - at, "%s%s", p ? ", " : "",
+                                           symbol);
+                }
+                at += (size_t)snprintf(table + at, sizeof table - at, "},\n");
             }
-            at += (size_t)snprintf(table + at, sizeof table - at, "},\n");
+            at += (size_t)snprintf(table + at, sizeof table - at, "        },\n");
         }
         at += (size_t)snprintf(table + at, sizeof table - at, "    },\n");
     }
+    if (rc == LNTUNE_OK && at >= sizeof table) rc = LNTUNE_ERROR; /* the table was cut short */
     if (rc == LNTUNE_OK)
-        fprintf(f, "const lntune_backward_kernel_fn %s_backward[2][3][3] = {\n%s};\n", prefix,
+        fprintf(f, "const lntune_backward_kernel_fn %s_backward[2][2][3][3] = {\n%s};\n", prefix,
                 table);
     if (fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
     if (rc != LNTUNE_OK) {

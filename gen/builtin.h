@@ -38,10 +38,10 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text);
 extern const char lntune_builtin_backward_variant[];
 
 /*
- * Generates the built-in backward kernels of every (op, x/dy/dx type, params type) into one
- * translation unit (malloc'd *text), named "<prefix>_<op>_<x>_<params>", followed by the table
- * `const lntune_backward_kernel_fn <prefix>_backward[2][3][3]` indexed [op][x type][params type]
- * (LNTUNE_DESC_* op, LNTUNE_TYPE_* types).
+ * Generates the built-in backward kernels of every (op, fusion, x/dy/dx type, params type) into
+ * one translation unit (malloc'd *text), named "<prefix>_<op>[_residual]_<x>_<params>", followed
+ * by the table `const lntune_backward_kernel_fn <prefix>_backward[2][2][3][3]` indexed [op][fused:
+ * 0, or 1 for dresidual_out given][x type][params type] (LNTUNE_DESC_* op, LNTUNE_TYPE_* types).
  */
 int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text);
 

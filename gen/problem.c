@@ -123,23 +123,26 @@ static lntune_timed forward_candidate(const lntune_problem *p, lntune_kernel_fn 
 /* ---- backward ---- */
 
 /*
- * x and dy are read and dx written, all in x's type; the copy moves as many bytes. gamma (H
- * elements), the saved statistics (rows floats), the per-thread partials and their reduction
- * (threads x H floats) are left out of the bytes: they do not grow with rows x H. The data are
- * those of training: saved statistics from the forward (the kernel's other path, recomputing
- * them, is verified but not timed).
+ * x and dy (and, fused, dresidual_out) are read and dx written, all in x's type; the copy moves
+ * as many bytes. gamma (H elements), the saved statistics (rows floats), the per-thread partials
+ * and their reduction (threads x H floats) are left out of the bytes: they do not grow with
+ * rows x H. The data are those of training: saved statistics from the forward (the kernel's other
+ * path, recomputing them, is verified but not timed).
  */
 static int backward_init(lntune_problem *p, int max_threads) {
     const size_t elems = (size_t)(p->rows * p->H), H = (size_t)p->H,
                  sx = lntune_type_size(p->types.x);
+    const int fused = p->fusion == LNTUNE_FUSION_RESIDUAL;
+    const int64_t tensors = 3 + fused; /* x, dy, dx (, dresidual_out) */
     const int64_t copy_h =
-        (3 * (int64_t)sx * p->H + 7) / 8; /* floats a copy row reads and writes */
+        (tensors * (int64_t)sx * p->H + 7) / 8; /* floats a copy row reads and writes */
     const size_t dy_at = (elems * sx + 63) / 64 * 64;
-    /* One region for x then dy, one for dx, each big enough for the copy's rows too; fill()
-     * writes fp32 before narrowing in place, so dy's room is fp32-sized. */
+    const size_t dres_at = dy_at + (elems * sizeof(float) + 63) / 64 * 64;
+    const size_t in_end = fused ? dres_at + elems * sizeof(float) : dy_at + elems * sizeof(float);
+    /* One region for x, dy (, dresidual_out), one for dx, each big enough for the copy's rows
+     * too; fill() writes fp32 before narrowing in place, so dy's room is fp32-sized. */
     size_t floats = (size_t)(p->rows * copy_h);
-    if (floats < (dy_at + elems * sizeof(float)) / sizeof(float) + 1)
-        floats = (dy_at + elems * sizeof(float)) / sizeof(float) + 1;
+    if (floats < in_end / sizeof(float) + 1) floats = in_end / sizeof(float) + 1;
     if (max_threads < 1) max_threads = 1;
     const int ln = p->op == LNTUNE_OP_LAYERNORM;
     unsigned char *in = alloc(p, floats * sizeof(float));
@@ -154,6 +157,7 @@ static int backward_init(lntune_problem *p, int max_threads) {
     uint64_t state = 0x853c49e6748fea9bULL;
     fill_typed((float *)in, p->types.x, elems, &state, 4.0, 0.0);
     fill_typed((float *)(in + dy_at), p->types.x, elems, &state, 2.0, 0.0);
+    if (fused) fill_typed((float *)(in + dres_at), p->types.x, elems, &state, 2.0, 0.0);
     memset(out, 0, floats * sizeof(float)); /* touch dx's pages before any timing */
     fill_typed(gamma, p->types.params, H, &state, 1.0, 1.0);
     float *mean = stats, *rstd = stats + p->rows;
@@ -176,7 +180,9 @@ static int backward_init(lntune_problem *p, int max_threads) {
                                               .mean = ln ? mean : NULL,
                                               .rstd = rstd,
                                               .dx = out,
-                                              .eps = 1e-5f},
+                                              .eps = 1e-5f,
+                                              .dresidual_out = fused ? in + dres_at : NULL,
+                                              .dresidual_out_stride = fused ? p->H : 0},
                                      .dgamma_parts = parts,
                                      .dbeta_parts = ln ? parts + (size_t)max_threads * H : NULL,
                                      .dgamma = sums,
@@ -192,15 +198,14 @@ static int backward_init(lntune_problem *p, int max_threads) {
                                    .eps = 1e-5f};
     p->copy_args = (lntune_kernel_args){
         .rows = p->rows, .H = copy_h, .x_stride = copy_h, .y_stride = copy_h, .x = in, .y = out};
-    p->bytes = (double)elems * 3.0 * (double)sx;
+    p->bytes = (double)elems * (double)tensors * (double)sx;
     return LNTUNE_OK;
 }
 
 static int backward_verifier(lntune_op op, lntune_types types, int fusion, const int64_t *hs,
                              size_t nh, uint64_t seed, void **out) {
-    (void)fusion; /* lntune_problem_init refuses a fused backward */
     lntune_backward_verifier *v = NULL;
-    int rc = lntune_backward_verifier_create(op, types, hs, nh, seed, &v);
+    int rc = lntune_backward_verifier_create_fused(op, types, fusion, hs, nh, seed, &v);
     *out = v;
     return rc;
 }
@@ -266,7 +271,8 @@ int lntune_problem_init(lntune_problem *p, const char *op_text, lntune_types typ
     if (lntune_op_text_parse(op_text, &p->op, &p->dir, &p->op_text) != 0 || rows < 1 || H < 1 ||
         fusion < LNTUNE_FUSION_NONE || fusion >= LNTUNE_FUSION_COUNT)
         return LNTUNE_EINVAL;
-    if (p->dir == &directions[1] && (types.y != types.x || fusion != LNTUNE_FUSION_NONE))
+    /* the backward fuses only a residual whose gradient dresidual_out is given (fusion.h) */
+    if (p->dir == &directions[1] && (types.y != types.x || fusion == LNTUNE_FUSION_RESIDUAL_OUT))
         return LNTUNE_EINVAL;
     p->types = types;
     p->fusion = fusion;

@@ -35,9 +35,9 @@ typedef struct lntune_problem {
     lntune_op op;
     const char *op_text;
     lntune_types types; /* backward: y is x's type (dx and dy are) */
-    int fusion;         /* forward: LNTUNE_FUSION_* (fusion.h); backward: none */
+    int fusion; /* LNTUNE_FUSION_* (fusion.h); backward: none or RESIDUAL (dresidual_out given) */
     int64_t rows, H;
-    double bytes; /* moved by one call: x + y (+ residual, residual_out), or x + dy + dx */
+    double bytes; /* moved by one call: x + y (+ residual, residual_out), or x + dy (+ dres) + dx */
     lntune_kernel_args args;      /* see above */
     lntune_kernel_args copy_args; /* the copy of the same bytes, on the same buffers */
     lntune_backward_call call;    /* backward only */
@@ -74,9 +74,10 @@ int lntune_op_text_parse(const char *text, lntune_op *op, const lntune_direction
 const char *lntune_op_text(lntune_op op, int backward);
 
 /*
- * Fills p for op_text at rows x H in types (and, forward only, fusion), with data that is the
- * same every run. A backward op's types must have y equal to x and no fusion (LNTUNE_EINVAL
- * otherwise). max_threads sizes the backward partials. Free with lntune_problem_free.
+ * Fills p for op_text at rows x H in types and fusion, with data that is the same every run. A
+ * backward op's types must have y equal to x, and its fusion be none or LNTUNE_FUSION_RESIDUAL
+ * (dresidual_out given; LNTUNE_EINVAL otherwise). max_threads sizes the backward partials. Free
+ * with lntune_problem_free.
  */
 int lntune_problem_init(lntune_problem *p, const char *op_text, lntune_types types, int fusion,
                         int64_t rows, int64_t H, int max_threads);

@@ -36,8 +36,8 @@ void lntune_reference_row(lntune_op op, const float *x, int64_t H, double eps, d
 }
 
 void lntune_reference_backward_row(lntune_op op, const double *x, const double *dy,
-                                   const double *gamma, int64_t H, double mean, double rstd,
-                                   double *dx, double *dgamma, double *dbeta) {
+                                   const double *dres, const double *gamma, int64_t H, double mean,
+                                   double rstd, double *dx, double *dgamma, double *dbeta) {
     const double m = op == LNTUNE_OP_LAYERNORM ? mean : 0.0;
     double sg = 0.0, sgx = 0.0;
     for (int64_t i = 0; i < H; ++i) {
@@ -50,6 +50,6 @@ void lntune_reference_backward_row(lntune_op op, const double *x, const double *
     const double mg = op == LNTUNE_OP_LAYERNORM ? sg / (double)H : 0.0, mgx = sgx / (double)H;
     for (int64_t i = 0; i < H; ++i) {
         const double xhat = (x[i] - m) * rstd, g = dy[i] * (gamma ? gamma[i] : 1.0);
-        dx[i] = rstd * (g - mg - xhat * mgx);
+        dx[i] = rstd * (g - mg - xhat * mgx) + (dres ? dres[i] : 0.0);
     }
 }

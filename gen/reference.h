@@ -26,10 +26,11 @@ void lntune_reference_row(lntune_op op, const float *x, int64_t H, double eps, d
  * (the forward's fp32 values, or lntune_reference_row's): with g = dy * gamma,
  *   LayerNorm dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), RMSNorm drops mean(g).
  * Writes H values to dx; adds dy * xhat to dgamma[i] and dy to dbeta[i] (each may be NULL).
- * gamma NULL means ones. mean is ignored for RMSNorm.
+ * gamma NULL means ones. mean is ignored for RMSNorm. dres (NULL: none), the fused residual
+ * backward's dresidual_out row, is added to dx (the gradient of s = x + residual).
  */
 void lntune_reference_backward_row(lntune_op op, const double *x, const double *dy,
-                                   const double *gamma, int64_t H, double mean, double rstd,
-                                   double *dx, double *dgamma, double *dbeta);
+                                   const double *dres, const double *gamma, int64_t H, double mean,
+                                   double rstd, double *dx, double *dgamma, double *dbeta);
 
 #endif /* LNTUNE_REFERENCE_H */

@@ -354,6 +354,8 @@ static void time_body(batch *b, lntune_pool *pool) {
             calls[i].args.x = moved(&mv, calls[i].args.x);
             calls[i].args.dy = moved(&mv, calls[i].args.dy);
             calls[i].args.dx = (void *)moved(&mv, calls[i].args.dx);
+            /* the fused backward's dresidual_out lies in x's region, after dy (problem.c) */
+            calls[i].args.dresidual_out = moved(&mv, calls[i].args.dresidual_out);
             sub[i].call = &calls[i];
         }
     }

@@ -4,6 +4,7 @@
  */
 #include "verify_backward.h"
 
+#include "fusion.h"
 #include "half_ref.h"
 #include "lntune.h"
 
@@ -73,7 +74,7 @@ int lntune_backward_compare(const lntune_backward_problem *p, const void *dx, co
     const int xt = p->types.x, pt = p->types.params;
     const size_t xe = lntune_type_size(xt);
     const int LN = p->op == LNTUNE_OP_LAYERNORM;
-    double *buf = malloc((size_t)H * 9 * sizeof *buf);
+    double *buf = malloc((size_t)H * 10 * sizeof *buf);
     float *rowf = malloc((size_t)H * sizeof *rowf);
     if (!buf || !rowf) {
         free(buf);
@@ -82,7 +83,7 @@ int lntune_backward_compare(const lntune_backward_problem *p, const void *dx, co
         return LNTUNE_ENOMEM;
     }
     double *x = buf, *dy = x + H, *g = dy + H, *ref = g + H, *dg = ref + H, *db = dg + H;
-    double *dgu = db + H, *dbu = dgu + H, *z = dbu + H;
+    double *dgu = db + H, *dbu = dgu + H, *z = dbu + H, *dres = z + H;
     memset(dg, 0, (size_t)H * 4 * sizeof *dg); /* dg, db, dgu, dbu */
     for (int64_t i = 0; p->gamma && i < H; ++i) g[i] = lntune_ref_load(pt, p->gamma, i);
     int rc = LNTUNE_OK;
@@ -94,6 +95,9 @@ int lntune_backward_compare(const lntune_backward_problem *p, const void *dx, co
             dy[i] = lntune_ref_load(xt, dyr, i);
             rowf[i] = (float)x[i]; /* exact: x is fp32 or narrower */
         }
+        const unsigned char *drr =
+            p->dres ? (const unsigned char *)p->dres + (size_t)(r * p->dres_stride) * xe : NULL;
+        for (int64_t i = 0; drr && i < H; ++i) dres[i] = lntune_ref_load(xt, drr, i);
         double m = 0.0, rs;
         if (p->rstd) { /* the fp32 statistics the kernel was given */
             m = LN ? p->mean[r] : 0.0;
@@ -101,7 +105,8 @@ int lntune_backward_compare(const lntune_backward_problem *p, const void *dx, co
         } else {
             lntune_reference_row(p->op, rowf, H, p->eps, z, &m, &rs);
         }
-        lntune_reference_backward_row(p->op, x, dy, p->gamma ? g : NULL, H, m, rs, ref, dg, db);
+        lntune_reference_backward_row(p->op, x, dy, drr ? dres : NULL, p->gamma ? g : NULL, H, m,
+                                      rs, ref, dg, db);
         double a1 = 0.0, a2 = 0.0;
         const double shift = fabs(m) * rs + 1.0;
         for (int64_t i = 0; i < H; ++i) {
@@ -116,7 +121,8 @@ int lntune_backward_compare(const lntune_backward_problem *p, const void *dx, co
         const unsigned char *dxr = (const unsigned char *)dx + (size_t)(r * p->dx_stride) * xe;
         for (int64_t i = 0; i < H; ++i) {
             const double gi = fabs(dy[i] * (p->gamma ? g[i] : 1.0)), xh = fabs((x[i] - m) * rs);
-            const double unit = rs * (gi + (LN ? a1 : 0.0) + (2.0 * xh + shift) * a2);
+            const double unit =
+                rs * (gi + (LN ? a1 : 0.0) + (2.0 * xh + shift) * a2) + (drr ? fabs(dres[i]) : 0.0);
             double err;
             const int ok = element(xt, ref[i], dxr, i, unit, &err);
             if (ok != 1) {
@@ -162,6 +168,7 @@ int lntune_backward_compare(const lntune_backward_problem *p, const void *dx, co
 typedef struct {
     int64_t H;
     void *x[DATASETS], *dy[DATASETS]; /* ROWS x H in the x type */
+    void *dres[DATASETS];             /* fused: dresidual_out, ROWS x H in the x type; else NULL */
     float *mean[DATASETS], *rstd[DATASETS];
     void *gamma; /* H in the params type */
 } bcase;
@@ -169,6 +176,7 @@ typedef struct {
 struct lntune_backward_verifier {
     lntune_op op;
     lntune_types types;
+    int fusion; /* LNTUNE_FUSION_NONE or _RESIDUAL */
     uint64_t seed, rng;
     size_t nh;
     bcase *cases;
@@ -202,9 +210,16 @@ static int fill(lntune_backward_verifier *v, bcase *c, int d) {
     double *z = malloc((size_t)H * sizeof *z);
     c->x[d] = typed(xt, (size_t)(ROWS * H));
     c->dy[d] = typed(xt, (size_t)(ROWS * H));
+    if (v->fusion) c->dres[d] = typed(xt, (size_t)(ROWS * H));
     c->mean[d] = malloc(ROWS * sizeof(float));
     c->rstd[d] = malloc(ROWS * sizeof(float));
-    int ok = xf && z && c->x[d] && c->dy[d] && c->mean[d] && c->rstd[d];
+    int ok =
+        xf && z && c->x[d] && c->dy[d] && c->mean[d] && c->rstd[d] && (!v->fusion || c->dres[d]);
+    /* dresidual_out: randn, or far larger than the norm's gradient (~1) in the large-mean set,
+     * where an fp16 dx still holds it (3000 * a few sigma < 65504) */
+    const double dres_scale = d == 1 ? 3000.0 : 1.0;
+    for (int64_t i = 0; ok && v->fusion && i < ROWS * H; ++i)
+        lntune_ref_store(xt, c->dres[d], i, (float)(dres_scale * randn(&v->rng)));
     for (int r = 0; ok && r < ROWS; ++r) {
         const double constant = 100.0 * randn(&v->rng);
         for (int64_t i = 0; i < H; ++i) {
@@ -222,6 +237,11 @@ static int fill(lntune_backward_verifier *v, bcase *c, int d) {
         lntune_ref_store(xt, c->dy[d], 3 * H + (int64_t)(next_u64(&v->rng) % (uint64_t)H),
                          INFINITY);
         lntune_ref_store(xt, c->x[d], 5 * H, -INFINITY);
+        if (v->fusion) { /* row 2: a NaN in dresidual_out; row 6: -Inf last in it */
+            lntune_ref_store(xt, c->dres[d], 2 * H + (int64_t)(next_u64(&v->rng) % (uint64_t)H),
+                             NAN);
+            lntune_ref_store(xt, c->dres[d], 6 * H + H - 1, -INFINITY);
+        }
     }
     for (int r = 0; ok && r < ROWS; ++r) { /* the forward's statistics, as fp32 */
         for (int64_t i = 0; i < H; ++i) xf[i] = (float)lntune_ref_load(xt, c->x[d], r * H + i);
@@ -237,8 +257,15 @@ static int fill(lntune_backward_verifier *v, bcase *c, int d) {
 
 int lntune_backward_verifier_create(lntune_op op, lntune_types types, const int64_t *hs, size_t nh,
                                     uint64_t seed, lntune_backward_verifier **out) {
+    return lntune_backward_verifier_create_fused(op, types, LNTUNE_FUSION_NONE, hs, nh, seed, out);
+}
+
+int lntune_backward_verifier_create_fused(lntune_op op, lntune_types types, int fusion,
+                                          const int64_t *hs, size_t nh, uint64_t seed,
+                                          lntune_backward_verifier **out) {
     *out = NULL;
     if (types.x >= LNTUNE_TYPE_COUNT || types.params >= LNTUNE_TYPE_COUNT) return LNTUNE_EINVAL;
+    if (fusion != LNTUNE_FUSION_NONE && fusion != LNTUNE_FUSION_RESIDUAL) return LNTUNE_EINVAL;
     for (size_t i = 0; i < nh; ++i)
         if (hs[i] < 1 || hs[i] > (INT64_C(1) << 26)) return LNTUNE_EINVAL;
     lntune_backward_verifier *v = calloc(1, sizeof *v);
@@ -249,6 +276,7 @@ int lntune_backward_verifier_create(lntune_op op, lntune_types types, const int6
     v->op = op;
     v->types = types;
     v->types.y = types.x;
+    v->fusion = fusion;
     v->seed = seed ? seed : ((uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL) | 1;
     v->rng = v->seed;
     v->nh = nh;
@@ -277,6 +305,7 @@ void lntune_backward_verifier_destroy(lntune_backward_verifier *v) {
         for (int d = 0; d < DATASETS; ++d) {
             free(c->x[d]);
             free(c->dy[d]);
+            free(c->dres[d]);
             free(c->mean[d]);
             free(c->rstd[d]);
         }
@@ -312,6 +341,7 @@ static int run_case(lntune_backward_verifier *v, const bcase *c, int d, int l, i
     const int xt = v->types.x, pt = v->types.params;
     const size_t e = lntune_type_size(xt);
     const int64_t xs = l == 2 ? H + 3 : H, dys = l == 2 ? H + 5 : H, dxs = l == 2 ? H + 7 : H;
+    const int64_t drs = l == 2 ? H + 9 : H;
     const int64_t off = l == 1 ? 1 : 0;
     const size_t dx_total = (size_t)(2 * GUARD + ROWS * dxs + off);
     const int LN = v->op == LNTUNE_OP_LAYERNORM;
@@ -319,10 +349,12 @@ static int run_case(lntune_backward_verifier *v, const bcase *c, int d, int l, i
     unsigned char *xb = malloc((size_t)(ROWS * xs + off) * e);
     unsigned char *dyb = malloc((size_t)(ROWS * dys + off) * e);
     unsigned char *dxb = malloc(dx_total * e);
+    unsigned char *drb = c->dres[d] ? malloc((size_t)(ROWS * drs + off) * e) : NULL;
     float *parts = malloc((size_t)(2 * (threads * H + 2 * GUARD)) * sizeof(float));
     unsigned char *outs = malloc((size_t)(2 * H) * lntune_type_size(pt));
     int rc = LNTUNE_ENOMEM;
-    if (!xb || !dyb || !dxb || !parts || !outs) goto done;
+    if (!xb || !dyb || !dxb || !parts || !outs || (c->dres[d] && !drb)) goto done;
+    if (drb) lay_out(drb + off * e, c->dres[d], H, drs, e);
     lay_out(xb + off * e, c->x[d], H, xs, e);
     lay_out(dyb + off * e, c->dy[d], H, dys, e);
     poison(dxb, xt, dx_total);
@@ -344,12 +376,14 @@ static int run_case(lntune_backward_verifier *v, const bcase *c, int d, int l, i
                                       saved ? c->mean[d] : NULL,
                                       saved ? c->rstd[d] : NULL,
                                       dx,
-                                      EPS};
+                                      EPS,
+                                      drb ? drb + off * e : NULL,
+                                      drb ? drs : 0};
     char what[256];
     snprintf(what, sizeof what,
-             "H=%" PRId64 ", %s, %s, %s statistics, %s, %d thread(s), seed %" PRIu64, H,
+             "H=%" PRId64 ", %s, %s, %s statistics, %s%s, %d thread(s), seed %" PRIu64, H,
              dataset_names[d], layout_names[l], saved ? "saved" : "recomputed",
-             with_gamma ? "gamma" : "no gamma", threads, v->seed);
+             with_gamma ? "gamma" : "no gamma", drb ? ", dresidual_out" : "", threads, v->seed);
     const int krc = lntune_backward_run(pool, kernel, &ka, threads, dgp, dbp);
     res->cases++;
     if (krc != LNTUNE_KERNEL_OK) {
@@ -376,13 +410,15 @@ static int run_case(lntune_backward_verifier *v, const bcase *c, int d, int l, i
         goto done;
     }
     lntune_backward_problem p = {v->op, v->types, ROWS, H,       ka.x,    ka.dy, ka.gamma,
-                                 xs,    dys,      dxs,  ka.mean, ka.rstd, EPS};
+                                 xs,    dys,      dxs,  ka.mean, ka.rstd, EPS,   ka.dresidual_out,
+                                 drs};
     rc = lntune_backward_compare(&p, dx, dg, LN ? db : NULL, threads, what, res);
 done:
     if (rc == LNTUNE_ENOMEM) snprintf(res->message, sizeof res->message, "out of memory");
     free(xb);
     free(dyb);
     free(dxb);
+    free(drb);
     free(parts);
     free(outs);
     return rc;

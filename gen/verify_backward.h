@@ -10,7 +10,8 @@
  *     the fp32 row sums (lanes flushed into double every BLOCK, as the forward's) carry u A1 and
  *     u A2; xhat_i is off by u (|xhat_i| + |mean| rstd + 1) when the statistics are recomputed
  *     (an ulp of the mean and of the spread) and that multiplies mean(g xhat), at most A2; an ulp
- *     of rstd scales the whole, which the terms above bound.
+ *     of rstd scales the whole, which the terms above bound. With a fused residual, + |dres_i|:
+ *     dx = that + dresidual_out rounds once more in fp32.
  *   dgamma_j: (16 + n) u * sum_r |dy_rj| (|xhat_rj| + |mean_r| rstd_r + 1), n = rows + threads:
  *     each term dy * xhat is off by a few u of that size, and any order of adding n fp32 numbers
  *     (a thread's rows one after another, row groups in registers, then the threads' partials
@@ -37,6 +38,8 @@ typedef struct lntune_backward_problem {
     int64_t x_stride, dy_stride, dx_stride;
     const float *mean, *rstd; /* the statistics given to the kernel; NULL: recomputed */
     float eps;
+    const void *dres; /* the fused residual's dresidual_out (x's type), added to dx; NULL: none */
+    int64_t dres_stride; /* elements between its rows */
 } lntune_backward_problem;
 
 /*
@@ -53,6 +56,14 @@ typedef struct lntune_backward_verifier lntune_backward_verifier;
 /* Inputs for op (LayerNorm or RMSNorm) and types at each of hs; seed 0 picks a fresh one. */
 int lntune_backward_verifier_create(lntune_op op, lntune_types types, const int64_t *hs, size_t nh,
                                     uint64_t seed, lntune_backward_verifier **out);
+/*
+ * As lntune_backward_verifier_create, for kernels of fusion (fusion.h): LNTUNE_FUSION_NONE, or
+ * LNTUNE_FUSION_RESIDUAL (the fused residual backward: every case passes a dresidual_out, with
+ * large values and NaN/Inf among them, misaligned and strided as x is). Others: LNTUNE_EINVAL.
+ */
+int lntune_backward_verifier_create_fused(lntune_op op, lntune_types types, int fusion,
+                                          const int64_t *hs, size_t nh, uint64_t seed,
+                                          lntune_backward_verifier **out);
 void lntune_backward_verifier_destroy(lntune_backward_verifier *v); /* NULL is a no-op */
 
 /*

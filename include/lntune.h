@@ -182,6 +182,17 @@ typedef struct lntune_backward_args {
     lntune_device_kind device; /* the CPU only so far */
     int device_index;
     void *stream;
+    /*
+     * The fused Add & Norm (the forward called with a residual: s = x + residual, y = Norm(s),
+     * residual_out = s). Pass s (the forward's residual_out) as x. dresidual_out, optional, rows x
+     * H in dtype's type: the gradient arriving at residual_out from the next block. When given, dx
+     * is the gradient w.r.t. s, the norm's gradient + dresidual_out, added in fp32 before dx's
+     * single rounding; it is also the gradient w.r.t. residual (s = x + residual), so one tensor
+     * serves both. dx may be dresidual_out's buffer (same stride: each element is read before it
+     * is written). NULL: dx is the norm's gradient alone.
+     */
+    const void *dresidual_out;
+    int64_t dresidual_out_stride; /* 0 means H */
 } lntune_backward_args;
 
 /*
@@ -194,9 +205,9 @@ typedef struct lntune_backward_args {
  * in param_dtype. dx is computed in fp32 and rounded once to dtype. Same threading and first-call
  * rules as the forward. Returns LNTUNE_OK (rows == 0: a no-op that leaves dgamma/dbeta alone),
  * or LNTUNE_EINVAL (ctx, args, x, dy or dx NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride
- * neither 0 nor >= H; a dtype out of range; only one of mean/rstd to LayerNorm; dbeta to
- * RMSNorm; device_index or stream set), LNTUNE_EUNSUPPORTED (device memory: CUDA backward is
- * not served yet), LNTUNE_EOVERFLOW, LNTUNE_ENOMEM.
+ * (dresidual_out_stride included) neither 0 nor >= H; a dtype out of range; only one of mean/rstd
+ * to LayerNorm; dbeta to RMSNorm; device_index or stream set), LNTUNE_EUNSUPPORTED (device memory:
+ * CUDA backward is not served yet), LNTUNE_EOVERFLOW, LNTUNE_ENOMEM.
  */
 LNTUNE_API int lntune_layernorm_backward(lntune *ctx, const lntune_backward_args *args);
 LNTUNE_API int lntune_rmsnorm_backward(lntune *ctx, const lntune_backward_args *args);

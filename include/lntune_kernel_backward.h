@@ -27,6 +27,14 @@ typedef struct lntune_backward_kernel_args {
     const float *rstd; /* optional: the forward's per-row rstd; NULL: recomputed from x and eps */
     void *dx;          /* gradient of x */
     float eps;
+    /*
+     * Appended for the fused residual backward (s = x + residual, y = Norm(s)); older fields keep
+     * their offsets. A kernel generated with shape.fusion = "residual" adds dresidual_out (the
+     * gradient at residual_out = s, in x's type) to dx in fp32 before dx's rounding, and refuses
+     * args without it (LNTUNE_KERNEL_EUNSUPPORTED); an unfused kernel refuses args with it.
+     */
+    const void *dresidual_out;
+    int64_t dresidual_out_stride; /* elements between rows of dresidual_out */
 } lntune_backward_kernel_args;
 
 /*

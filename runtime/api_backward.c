@@ -7,6 +7,9 @@
  * and dx (as x and y) and of gamma, dgamma, dbeta (as params), so the database key's dtype text
  * is the forward's: "f32", "bf16", "bf16/bf16/f32". One kernel serves calls with and without
  * gamma (the templates branch once per row group), so the affine kind is always "gamma".
+ * A call with dresidual_out (the fused residual backward) has its own descriptor, fusion
+ * LNTUNE_FUSION_RESIDUAL, so its database op text is "layernorm_backward+residual" (fusion.h's
+ * one naming scheme) and its kernels are generated for it.
  * The partials (threads x H floats, threads <= rows) are allocated per call that wants dgamma or
  * dbeta: their size depends on the call, and a malloc costs little next to reading rows x H twice.
  */
@@ -50,15 +53,13 @@ static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune
     if (!(a->eps >= 0.0f))
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: eps = %g; it must be >= 0 (0: 1e-5)", fn,
                                (double)a->eps);
-    const int64_t strides[3] = {a->x_stride, a->dy_stride, a->dx_stride};
-    for (int i = 0; i < 3; ++i)
+    static const char *const stride_names[4] = {"x_stride", "dy_stride", "dx_stride",
+                                                "dresidual_out_stride"};
+    const int64_t strides[4] = {a->x_stride, a->dy_stride, a->dx_stride, a->dresidual_out_stride};
+    for (int i = 0; i < 4; ++i)
         if (strides[i] != 0 && strides[i] < a->H)
             return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s = %lld; it must be 0 or >= H = %lld",
-                                   fn,
-                                   i == 0   ? "x_stride"
-                                   : i == 1 ? "dy_stride"
-                                            : "dx_stride",
-                                   (long long)strides[i], (long long)a->H);
+                                   fn, stride_names[i], (long long)strides[i], (long long)a->H);
     if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->param_dtype > LNTUNE_BF16)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown dtype (dtype %d, param_dtype %d)",
                                fn, (int)a->dtype, (int)a->param_dtype);
@@ -80,9 +81,13 @@ static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune
     const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
     const int p = a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1;
     *types = (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
-    if (a->rows > 0 && (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, x) < 0 ||
-                        extent_bytes(a->rows, a->H, a->dy_stride ? a->dy_stride : a->H, x) < 0 ||
-                        extent_bytes(a->rows, a->H, a->dx_stride ? a->dx_stride : a->H, x) < 0))
+    if (a->rows > 0 &&
+        (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, x) < 0 ||
+         extent_bytes(a->rows, a->H, a->dy_stride ? a->dy_stride : a->H, x) < 0 ||
+         extent_bytes(a->rows, a->H, a->dx_stride ? a->dx_stride : a->H, x) < 0 ||
+         (a->dresidual_out &&
+          extent_bytes(a->rows, a->H, a->dresidual_out_stride ? a->dresidual_out_stride : a->H, x) <
+              0)))
         return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
                                "%s: rows = %lld by its stride does not fit in memory", fn,
                                (long long)a->rows);
@@ -95,9 +100,10 @@ static int run(lntune *ctx, const lntune_backward_args *a, int op) {
     int rc = check_args(ctx, a, op, &types);
     if (rc != LNTUNE_OK || a->rows == 0) return rc;
 
+    const int fusion = a->dresidual_out ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE;
     const lntune_desc d =
         lntune_desc_make(LNTUNE_DESC_LAYERNORM_BACKWARD + op, lntune_types_packed(types),
-                         LNTUNE_DESC_GAMMA, LNTUNE_FUSION_NONE, lntune_rows_bucket(a->rows), a->H);
+                         LNTUNE_DESC_GAMMA, fusion, lntune_rows_bucket(a->rows), a->H);
     const uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
@@ -115,6 +121,8 @@ static int run(lntune *ctx, const lntune_backward_args *a, int op) {
         .rstd = a->rstd,
         .dx = a->dx,
         .eps = a->eps > 0.0f ? a->eps : 1e-5f,
+        .dresidual_out = a->dresidual_out,
+        .dresidual_out_stride = a->dresidual_out_stride ? a->dresidual_out_stride : a->H,
     };
     const int builtin_threads =
         a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;

@@ -22,9 +22,10 @@ lntune_kernel_fn lntune_builtin_typed_kernel(int op, lntune_types t);
 
 /*
  * The built-in backward kernels, generated at build time (gen/builtin.c), indexed
- * [LNTUNE_DESC_LAYERNORM or _RMSNORM][x/dy/dx type][params type].
+ * [LNTUNE_DESC_LAYERNORM or _RMSNORM][fused: 0, or 1 for LNTUNE_FUSION_RESIDUAL (dresidual_out
+ * given)][x/dy/dx type][params type].
  */
-extern const lntune_backward_kernel_fn lntune_builtin_backward[2][3][3];
+extern const lntune_backward_kernel_fn lntune_builtin_backward[2][2][3][3];
 
 /*
  * The built-in kernel of op for a call with a residual (builtin_residual.c), for any tuple t

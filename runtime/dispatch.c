@@ -247,7 +247,9 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     const int op = lntune_desc_op(d), backward = op >= LNTUNE_DESC_LAYERNORM_BACKWARD;
     if (backward)
         e->backward = e->backward_fallback =
-            lntune_builtin_backward[op - LNTUNE_DESC_LAYERNORM_BACKWARD][types.x][types.params];
+            lntune_builtin_backward[op - LNTUNE_DESC_LAYERNORM_BACKWARD]
+                                   [lntune_desc_fusion(d) == LNTUNE_FUSION_RESIDUAL][types.x]
+                                   [types.params];
     else
         e->kernel = e->fallback =
             lntune_desc_fusion(d) != LNTUNE_FUSION_NONE ? lntune_builtin_residual_kernel(op, types)

@@ -8,6 +8,9 @@
  *   "layernorm" (none), "layernorm+residual" (residual, no residual_out),
  *   "layernorm+residual_out" (residual and residual_out); likewise "rmsnorm...".
  * Templates see it as shape.fusion = "residual" or "residual_out" (absent: none).
+ * The backward ops use LNTUNE_FUSION_RESIDUAL for "dresidual_out given" (the gradient arriving
+ * at the forward's residual_out, added to dx): "layernorm_backward+residual"; they have no
+ * residual_out fusion.
  */
 #ifndef LNTUNE_FUSION_H
 #define LNTUNE_FUSION_H

@@ -59,7 +59,8 @@ static void finite_differences(void) {
         for (int i = 0; i < H; ++i) xf[i] = (float)x[i];
         for (int i = 0; i < H; ++i) x[i] = xf[i]; /* so the reference statistics are of x */
         lntune_reference_row((lntune_op)op, xf, H, eps, z, &m, &rs);
-        lntune_reference_backward_row((lntune_op)op, x, dy, gamma, H, m, rs, dx, dgamma, dbeta);
+        lntune_reference_backward_row((lntune_op)op, x, dy, NULL, gamma, H, m, rs, dx, dgamma,
+                                      dbeta);
         double worst = 0.0;
         for (int i = 0; i < H; ++i) {
             double xp[H], gp[H], bp[H];
@@ -148,7 +149,9 @@ static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64
                                      H,
                                      saved ? (op == 0 ? mean : NULL) : NULL,
                                      saved ? rstd : NULL,
-                                     1e-5f};
+                                     1e-5f,
+                                     NULL,
+                                     0};
         if (saved && op == 1) p.mean = mean; /* RMSNorm: the reference reads rstd (mean is 0) */
         lntune_verify_result res = {0};
         if (lntune_backward_compare(&p, dx, dgamma, op == 0 ? dbeta : NULL, 64, what, &res) !=

@@ -8,10 +8,13 @@
  * Each (op, tuple) takes every 61st variant of its runtime-H list at H = 4096 plus one fixed-H
  * variant, from an offset that moves with the tuple so the tuples together cover the knobs;
  * runtime-H variants are verified at H = 1, 3, 17, 768, 4097 on their thread count, fixed-H
- * ones at 4096.
+ * ones at 4096. Every third (op, tuple) pair also takes the fused residual backward
+ * (dresidual_out added to dx), its offset moved by 30, verified with dresidual_out (the
+ * built-ins already compile the fused kernel of every tuple at build time).
  */
 #include "build.h"
 #include "check.h"
+#include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
 #include "verify_backward.h"
@@ -22,15 +25,17 @@
 
 static const char *const ops[] = {"layernorm_backward", "rmsnorm_backward"};
 
-static void check_tuple(lntune_gen *g, const char *cc, int op, lntune_types types, int offset,
-                        lntune_pool *pool) {
+static void check_tuple(lntune_gen *g, const char *cc, int op, lntune_types types, int fusion,
+                        int offset, lntune_pool *pool) {
     lntune_shape shape = {0};
     shape.H = 4096;
     shape.types = types;
+    shape.fusion = fusion;
     char **list;
     size_t n;
-    char tuple[32];
+    char tuple[48];
     lntune_types_format(types, tuple, sizeof tuple);
+    if (fusion) strncat(tuple, " +residual", sizeof tuple - strlen(tuple) - 1);
     if (lntune_gen_variants(g, "cpu", ops[op], &shape, &list, &n) != LNTUNE_OK) {
         CHECK(0, "%s %s variants: %s", ops[op], tuple, lntune_gen_errmsg(g));
         return;
@@ -63,7 +68,7 @@ static void check_tuple(lntune_gen *g, const char *cc, int op, lntune_types type
     free(diag);
     const int64_t hs[] = {1, 3, 17, 768, 4096, 4097};
     lntune_backward_verifier *v = NULL;
-    lntune_backward_verifier_create((lntune_op)op, types, hs, 6, 0, &v);
+    lntune_backward_verifier_create_fused((lntune_op)op, types, fusion, hs, 6, 0, &v);
     int failed = 0;
     for (size_t i = 0; lib && i < k; ++i) {
         char symbol[32];
@@ -107,7 +112,10 @@ int main(int argc, char **argv) {
         for (int x = 0; x < LNTUNE_TYPE_COUNT; ++x)
             for (int p = 0; p < LNTUNE_TYPE_COUNT; ++p) {
                 lntune_types t = {.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
-                check_tuple(g, argv[1], op, t, offset++, pool);
+                check_tuple(g, argv[1], op, t, LNTUNE_FUSION_NONE, offset, pool);
+                if (offset % 3 == 0) /* gcc's time stays under 3 min on a loaded machine */
+                    check_tuple(g, argv[1], op, t, LNTUNE_FUSION_RESIDUAL, offset + 30, pool);
+                ++offset;
             }
     lntune_pool_destroy(pool);
     lntune_gen_close(g);

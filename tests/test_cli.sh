@@ -177,7 +177,38 @@ expect 0 "rmsnorm+residual   64x96" --shape rows=64,H=96 --op rmsnorm --residual
 expect 0 "layernorm+residual_out bf16" show --db "$dbr"
 expect 0 '"op": "rmsnorm+residual"' show --db "$dbr" --json
 rm -f "$dbr"*
-expect 2 "the gradient of the fused Add & Norm is not built yet" --backward --residual --shape H=64 --db "$nodb"
+# The fused residual backward: dx adds dresidual_out (the unfused source has no dres rows), the
+# verifier checks it, the tuner keys it "+residual", a rerun reads it back, show prints it.
+expect 0 "load_x(dres[0] + j)" emit --op layernorm --target cpu --backward --residual --variant vec=8 --shape H=768
+expect 0 "bf16_to_f32(dres[0][j])" emit --op rmsnorm --target cpu --backward --residual --dtype bf16 --variant vec=4,rows=2 --shape H=768
+if "$lntune" emit --op layernorm --target cpu --backward --variant vec=8 --shape H=768 | grep -qF "dres["; then
+    echo "FAIL: the unfused backward source reads dresidual_out"
+    failures=$((failures + 1))
+else
+    echo "ok: the unfused backward source has no dresidual_out rows"
+fi
+for t in f32 bf16 f16/f16/f32; do
+    expect 0 "ok: vec=8" verify --op layernorm --target cpu --backward --residual --dtype $t --variant vec=8,acc=2 --shape H=768
+    expect 0 "ok: vec=4" verify --op rmsnorm --target cpu --backward --residual --dtype $t --variant vec=4,rows=2 --shape H=768
+done
+expect 0 "layernorm_backward+residual 16x64, one interleaved run" time --op layernorm --target cpu --backward --residual --shape rows=16,H=64 --variant vec=4 --variant vec=8,rows=2
+expect 2 "--backward with --residual=noout" --backward --residual=noout --shape H=64 --db "$nodb"
+expect 2 "--backward with --residual=noout" verify --op layernorm --target cpu --backward --residual=noout --variant vec=4
+dbrb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+expect 0 "layernorm_backward+residual 64x96 bf16" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb"
+out=$("$lntune" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb" --json 2>&1)
+if grep -qF '"op": "layernorm_backward+residual", "direction": "backward", "dtype": "bf16"' <<<"$out" &&
+    grep -qF '"compiled": 0, "cache_hits": 0' <<<"$out" && grep -qF '"from_db": true' <<<"$out"; then
+    echo "ok: the rerun reads the fused backward winner back, compiling nothing"
+else
+    echo "FAIL: fused backward rerun: ${out:0:400}"
+    failures=$((failures + 1))
+fi
+expect 0 "layernorm_backward+residual bf16" show --db "$dbrb"
+expect 0 '"op": "layernorm_backward+residual", "direction": "backward", "dtype": "bf16"' show --db "$dbrb" --json
+# The unfused backward of the same shape is another key: not read back from the fused row.
+expect 0 '"from_db": false' --backward --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb" --json
+rm -f "$dbrb"*
 
 [ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
 exit $((failures > 0))

@@ -6,13 +6,17 @@
  *  - the runtime loads it (LNTUNE_LOG=debug says "tuned <variant>" for that descriptor) and runs
  *    it on the winner's threads with per-thread partials, for the tuned row count and another in
  *    the same bucket, with saved and with recomputed statistics;
- *  - dx, dgamma and dbeta match the float64 reference (lntune_backward_compare).
+ *  - dx, dgamma and dbeta match the float64 reference (lntune_backward_compare);
+ *  - the fused residual backward (dresidual_out given) is tuned and stored under
+ *    "layernorm_backward+residual", and served to calls with dresidual_out (strided).
+ * The op's database text comes from fusion.h, as the tuner and the runtime make it.
  *
  *   test_tuned_backward SCRATCH_DIR
  */
 #define _GNU_SOURCE
 #include "check.h"
 #include "dtypes.h"
+#include "fusion.h"
 #include "half_ref.h"
 #include "lntune.h"
 #include "tune_once.h"
@@ -31,7 +35,9 @@ typedef struct {
     const char *op; /* op text */
     lntune_types types;
     lntune_dtype dtype, param_dtype;
+    int fusion; /* LNTUNE_FUSION_RESIDUAL: calls pass dresidual_out */
     char variant[256];
+    char op_key[48]; /* the database's op text */
     int threads;
 } tuned;
 
@@ -69,9 +75,13 @@ static int call(lntune *ctx, const tuned *t, int64_t rows, int saved) {
     void *dgamma = malloc(H * lntune_type_size(pt)), *dbeta = malloc(H * lntune_type_size(pt));
     float *mean = malloc((size_t)rows * sizeof *mean), *rstd = malloc((size_t)rows * sizeof *rstd);
     float *row = malloc(H * sizeof *row);
+    enum { DRS = H + 5 }; /* dresidual_out's stride: strided */
+    void *dres = t->fusion ? values(xt, (size_t)(rows * DRS), 0.0, 3.0) : NULL;
     double z[H];
     int ok = 0;
-    if (!x || !dy || !gamma || !dx || !dgamma || !dbeta || !mean || !rstd || !row) goto done;
+    if (!x || !dy || !gamma || !dx || !dgamma || !dbeta || !mean || !rstd || !row ||
+        (t->fusion && !dres))
+        goto done;
     for (int64_t r = 0; r < rows; ++r) { /* the forward's statistics, as it would save them */
         for (int64_t i = 0; i < H; ++i) row[i] = (float)lntune_ref_load(xt, x, r * H + i);
         double m, rs;
@@ -87,6 +97,7 @@ static int call(lntune *ctx, const tuned *t, int64_t rows, int saved) {
     a.mean = saved && ln ? mean : NULL;
     a.rstd = saved ? rstd : NULL;
     a.dtype = t->dtype, a.param_dtype = t->param_dtype;
+    a.dresidual_out = dres, a.dresidual_out_stride = dres ? DRS : 0;
     int rc = ln ? lntune_layernorm_backward(ctx, &a) : lntune_rmsnorm_backward(ctx, &a);
     lntune_backward_problem p = {ln ? LNTUNE_OP_LAYERNORM : LNTUNE_OP_RMSNORM,
                                  t->types,
@@ -100,11 +111,13 @@ static int call(lntune *ctx, const tuned *t, int64_t rows, int saved) {
                                  H,
                                  a.rstd ? mean : NULL,
                                  a.rstd,
-                                 1e-5f};
+                                 1e-5f,
+                                 dres,
+                                 DRS};
     lntune_verify_result res;
     memset(&res, 0, sizeof res);
     char what[128];
-    snprintf(what, sizeof what, "%s rows=%lld %s statistics", t->op, (long long)rows,
+    snprintf(what, sizeof what, "%s rows=%lld %s statistics", t->op_key, (long long)rows,
              saved ? "saved" : "recomputed");
     ok = rc == LNTUNE_OK && lntune_backward_compare(&p, dx, dgamma, ln ? dbeta : NULL, most_threads,
                                                     what, &res) == LNTUNE_OK;
@@ -112,7 +125,7 @@ static int call(lntune *ctx, const tuned *t, int64_t rows, int saved) {
           res.message[0] ? res.message : "matches the float64 reference", res.max_error);
 done:
     free(x), free(dy), free(gamma), free(dx), free(dgamma), free(dbeta);
-    free(mean), free(rstd), free(row);
+    free(mean), free(rstd), free(row), free(dres);
     return ok;
 }
 
@@ -136,24 +149,36 @@ int main(int argc, char **argv) {
     setenv("XDG_CACHE_HOME", cache, 1); /* the JIT's object cache */
     unsetenv("LNTUNE_TEMPLATE_DIR");
     tuned cases[] = {
-        {"layernorm_backward", {0}, LNTUNE_DTYPE_DEFAULT, LNTUNE_DTYPE_DEFAULT, "", 0},
+        {"layernorm_backward", {0}, LNTUNE_DTYPE_DEFAULT, LNTUNE_DTYPE_DEFAULT, 0, "", "", 0},
         {"rmsnorm_backward",
          {.x = LNTUNE_TYPE_BF16, .y = LNTUNE_TYPE_BF16, .params = LNTUNE_TYPE_F32},
          LNTUNE_BF16,
          LNTUNE_F32,
+         0,
+         "",
+         "",
+         0},
+        {"layernorm_backward",
+         {.x = LNTUNE_TYPE_F16, .y = LNTUNE_TYPE_F16, .params = LNTUNE_TYPE_F16},
+         LNTUNE_F16,
+         LNTUNE_F16,
+         LNTUNE_FUSION_RESIDUAL,
+         "",
          "",
          0},
     };
     const size_t ncases = sizeof cases / sizeof cases[0];
     for (size_t c = 0; c < ncases; ++c) {
         int rc;
+        lntune_fusion_op_key(cases[c].op, cases[c].fusion, cases[c].op_key, sizeof cases[c].op_key);
         lntune_shape shape = {.rows = ROWS, .H = H, .types = cases[c].types};
+        shape.fusion = cases[c].fusion;
         lntune_tune_result r = tune_once(db, cases[c].op, shape, LNTUNE_RIGOR_QUICK, 2, 0, &rc);
         char dtype[24];
         lntune_types_format(cases[c].types, dtype, sizeof dtype);
         CHECK(rc == LNTUNE_OK && r.variant[0] && strcmp(r.dtype, dtype) == 0 && r.wrong == 0,
-              "%s %s %dx%d tuned: %s, %.2f us, %d wrong", cases[c].op, r.dtype, ROWS, H, r.variant,
-              r.median_ns * 1e-3, r.wrong);
+              "%s %s %dx%d tuned: %s, %.2f us, %d wrong", cases[c].op_key, r.dtype, ROWS, H,
+              r.variant, r.median_ns * 1e-3, r.wrong);
         snprintf(cases[c].variant, sizeof cases[c].variant, "%s", r.variant);
     }
 
@@ -168,10 +193,10 @@ int main(int argc, char **argv) {
     for (size_t c = 0; c < ncases; ++c) {
         char dtype[24];
         lntune_types_format(cases[c].types, dtype, sizeof dtype);
-        lntune_db_key key = {hw, "cpu", cases[c].op, dtype, H, ROWS, 1};
+        lntune_db_key key = {hw, "cpu", cases[c].op_key, dtype, H, ROWS, 1};
         cases[c].threads = 0;
         lntune_db_get_best(h, &key, best_threads, &cases[c].threads);
-        CHECK(cases[c].threads >= 1, "best %s %s H=%d: %d thread(s)", cases[c].op, dtype, H,
+        CHECK(cases[c].threads >= 1, "best %s %s H=%d: %d thread(s)", cases[c].op_key, dtype, H,
               cases[c].threads);
     }
     lntune_db_close(h);
@@ -203,13 +228,13 @@ int main(int argc, char **argv) {
     for (size_t c = 0; c < ncases; ++c) {
         char dtype[24], desc[96], served[320];
         lntune_types_format(cases[c].types, dtype, sizeof dtype);
-        snprintf(desc, sizeof desc, "%s %s H=%d rows=%d (bucket %d), gamma", cases[c].op, dtype, H,
-                 ROWS, lntune_rows_bucket(ROWS));
+        snprintf(desc, sizeof desc, "%s %s H=%d rows=%d (bucket %d), gamma", cases[c].op_key, dtype,
+                 H, ROWS, lntune_rows_bucket(ROWS));
         snprintf(served, sizeof served, ": tuned %s, %d thread(s)", cases[c].variant,
                  cases[c].threads);
         const int n = count_lines(log_path, desc, served);
-        CHECK(n == 1, "%s served by the tuned kernel (%d log line '%s%s')", cases[c].op, n, desc,
-              served);
+        CHECK(n == 1, "%s served by the tuned kernel (%d log line '%s%s')", cases[c].op_key, n,
+              desc, served);
     }
     return CHECK_SUMMARY();
 }

@@ -13,6 +13,13 @@
 -- the forward's two-pass (LayerNorm) or blocked (RMSNorm) sums. rows > 1 handles a group of rows
 -- column by column, adding the group's dgamma/dbeta terms in registers before they touch the
 -- partials: the second reduction strategy (fewer partial reads and writes, another fp32 order).
+--
+-- Fused residual (shape.fusion = "residual": the forward was y = Norm(s), s = x + residual, and
+-- the caller gives dresidual_out, the gradient at residual_out = s): dx = the norm's gradient +
+-- dresidual_out, added in fp32 before dx's one rounding; dx is then the gradient of s, so of x
+-- and of residual alike. Each element of dresidual_out is read just before dx's element at the
+-- same index is written, so dx may be dresidual_out's buffer. Without fusion the code is what
+-- it was before the fusion existed, plus the refusal of a dresidual_out it would ignore.
 
 local M = {}
 
@@ -63,6 +70,9 @@ function M.family(op)
             if shape.rows and p.rows > 1 and p.rows > shape.rows then
                 return false, "a row group larger than the rows"
             end
+            if shape.fusion and shape.fusion ~= "residual" then
+                return false, "the backward fuses only \"residual\" (dresidual_out given)"
+            end
             return true
         end,
         derive = function(p, _, shape)
@@ -78,6 +88,7 @@ function M.family(op)
                 fixed_H = p.h == "fixed" and shape.H or false,
                 nt = p.store == "nt" and cpu.stream[p.vec] or false,
                 tail = not (p.h == "fixed" and shape.H % (p.vec * p.acc) == 0),
+                fused = shape.fusion == "residual",
                 -- engine.lua is left unchanged (its text is part of every forward template hash),
                 -- so the backward ABI comes from the global gen/generator.c sets.
                 backward_abi = (lntune_backward_abi_header:gsub('#include "lntune_kernel.h"\n', "")),
@@ -187,9 +198,15 @@ static void row_stats(const xt *x, int64_t H, float eps, float *mean, float *rst
 @   local function xh(r, e) return LN and ("(" .. e .. " - mean[" .. r .. "]) * rstd[" .. r .. "]") or (e .. " * rstd[" .. r .. "]") end
 @   local function gv(d, o) return has_gamma and (d .. " * load_p(gamma + " .. o .. ")") or d end
 @   local function gs(d) return has_gamma and (d .. " * " .. P("gamma[i]")) or d end
+@   -- fused: + dresidual_out's element, in fp32 before the rounding (vector at j, or scalar)
+@   local function rv(r) return fused and (" + load_x(dres[" .. r .. "] + j)") or "" end
+@   local function rs(r) return fused and (" + " .. X("dres[" .. r .. "][j]")) or "" end
 
 /* dx of {{G}} row(s){{has_gamma and "" or ", gamma = ones"}}; their dy * xhat{{LN and " and dy" or ""}} added to the partials. */
 static void {{name}}(const xt *const x[{{G}}], const xt *const dy[{{G}}], xt *const dx[{{G}}],
+@   if fused then
+{{string.rep(" ", #name + 13)}}const xt *const dres[{{G}}],
+@   end
 {{string.rep(" ", #name + 13)}}const pt *gamma, const float mean[{{G}}], const float rstd[{{G}}],
 {{string.rep(" ", #name + 13)}}int64_t H, float *dgamma, float *dbeta)
 {
@@ -266,18 +283,18 @@ static void {{name}}(const xt *const x[{{G}}], const xt *const dy[{{G}}], xt *co
         for (; j < H && ((uintptr_t)(dx[{{r}}] + j) & {{V * 4 - 1}}) != 0; ++j) {
             const float xh = {{ xh(r, X("x[" .. r .. "][j]")) }};
             const float g = {{ has_gamma and (X("dy[" .. r .. "][j]") .. " * " .. P("gamma[j]")) or X("dy[" .. r .. "][j]") }};
-            dx[{{r}}][j] = {{ DX("rstd[" .. r .. "] * (g - mg - xh * mgx)") }};
+            dx[{{r}}][j] = {{ DX("rstd[" .. r .. "] * (g - mg - xh * mgx)" .. rs(r)) }};
         }
 @     end
         for (; j + {{V}} <= H; j += {{V}}) {
             const vf xh = {{ xh(r, "load_x(x[" .. r .. "] + j)") }};
             const vf g = {{ gv("load_x(dy[" .. r .. "] + j)", "j") }};
-            {{nt and "stream_dx" or "store_dx"}}(dx[{{r}}] + j, rstd[{{r}}] * (g - mg - xh * mgx));
+            {{nt and "stream_dx" or "store_dx"}}(dx[{{r}}] + j, rstd[{{r}}] * (g - mg - xh * mgx){{rv(r)}});
         }
         for (; j < H; ++j) {
             const float xh = {{ xh(r, X("x[" .. r .. "][j]")) }};
             const float g = {{ has_gamma and (X("dy[" .. r .. "][j]") .. " * " .. P("gamma[j]")) or X("dy[" .. r .. "][j]") }};
-            dx[{{r}}][j] = {{ DX("rstd[" .. r .. "] * (g - mg - xh * mgx)") }};
+            dx[{{r}}][j] = {{ DX("rstd[" .. r .. "] * (g - mg - xh * mgx)" .. rs(r)) }};
         }
     }
 @   end)
@@ -291,6 +308,9 @@ static void {{name}}(const xt *const x[{{G}}], const xt *const dy[{{G}}], xt *co
 @ end
 
 typedef void grad_fn(const xt *const x[{{R}}], const xt *const dy[{{R}}], xt *const dx[{{R}}],
+@ if fused then
+                     const xt *const dres[{{R}}],
+@ end
                      const pt *gamma, const float mean[{{R}}], const float rstd[{{R}}], int64_t H,
                      float *dgamma, float *dbeta);
 
@@ -308,6 +328,16 @@ int {{symbol}}(const lntune_backward_kernel_args *a, int64_t row_begin, int64_t 
     if (dbeta)
         return LNTUNE_KERNEL_EUNSUPPORTED;
 @ end
+@ if fused then
+    /* dx = the norm's gradient + dresidual_out: a call without it is an unfused kernel's */
+    if (!a->dresidual_out)
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+    const xt *dres = (const xt *)a->dresidual_out;
+@ else
+    /* a dresidual_out this kernel would ignore is a fused kernel's call */
+    if (a->dresidual_out)
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+@ end
     const xt *x = (const xt *)a->x, *dy = (const xt *)a->dy;
     xt *dx = (xt *)a->dx;
     const pt *gamma = (const pt *)a->gamma;
@@ -318,12 +348,18 @@ int {{symbol}}(const lntune_backward_kernel_args *a, int64_t row_begin, int64_t 
         const int n = row_end - r < {{R}} ? (int)(row_end - r) : {{R}};
         const xt *xr[{{R}}], *dyr[{{R}}];
         xt *dxr[{{R}}];
+@ if fused then
+        const xt *dresr[{{R}}];
+@ end
         float mean[{{R}}], rstd[{{R}}];
         for (int j = 0; j < n; ++j) {
             const int64_t row = r + j;
             xr[j] = x + row * a->x_stride;
             dyr[j] = dy + row * a->dy_stride;
             dxr[j] = dx + row * a->dx_stride;
+@ if fused then
+            dresr[j] = dres + row * a->dresidual_out_stride;
+@ end
             if (saved) {
                 mean[j] = {{LN and "a->mean[row]" or "0.0f"}};
                 rstd[j] = a->rstd[row];
@@ -334,12 +370,12 @@ int {{symbol}}(const lntune_backward_kernel_args *a, int64_t row_begin, int64_t 
 @ if R > 1 then
         if (n < {{R}}) { /* the short last group, row by row */
             for (int j = 0; j < n; ++j)
-                (gamma ? grad1_gamma : grad1_plain)(&xr[j], &dyr[j], &dxr[j], gamma, &mean[j],
+                (gamma ? grad1_gamma : grad1_plain)(&xr[j], &dyr[j], &dxr[j], {{fused and "&dresr[j], " or ""}}gamma, &mean[j],
                                                     &rstd[j], H, dgamma, dbeta);
             break;
         }
 @ end
-        grad(xr, dyr, dxr, gamma, mean, rstd, H, dgamma, dbeta);
+        grad(xr, dyr, dxr, {{fused and "dresr, " or ""}}gamma, mean, rstd, H, dgamma, dbeta);
     }
 @ if nt then
     __builtin_ia32_sfence();
