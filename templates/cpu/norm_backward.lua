@@ -22,7 +22,7 @@ local cv = lntune.import("cpu/convert.lua")
 local FILE_SCOPE_NAMES = {
     "vf", "LANES", "STEP", "BLOCK", "xt", "pt", "load_x", "load_p", "store_dx", "stream_dx",
     "load_f", "store_f", "hsum", "row_stats", "sum_rows", "grad_gamma", "grad_plain", "grad1_gamma",
-    "grad1_plain", "grad_fn",
+    "grad1_plain", "grad_fn", "narrow_f", "narrow_dx",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
@@ -105,8 +105,10 @@ typedef {{PT}} pt; /* gamma: {{types.params}} */
 {{ cv.loader("load_x", types.x, "xt", V) }}
 {{ cv.loader("load_p", types.params, "pt", V) }}
 {{ cv.loader("load_f", "f32", "float", V) }}
-{{ cv.storer("store_f", "f32", "float", V) }}
-{{ cv.storer("store_dx", types.x, "xt", V) }}
+{{ cv.narrower("narrow_f", "f32", "float", V) }}
+{{ cv.storer("store_f", "f32", "float", V, "narrow_f") }}
+{{ cv.narrower("narrow_dx", types.x, "xt", V) }}
+{{ cv.storer("store_dx", types.x, "xt", V, "narrow_dx") }}
 @ local function X(e) return string.format(cv.widen[types.x], e) end
 @ local function P(e) return string.format(cv.widen[types.params], e) end
 @ local function DX(e) return string.format(cv.narrow[types.x], e) end
