@@ -1,6 +1,6 @@
--- templates/cpu/convert.lua - C text of the fp16/bf16 <-> fp32 conversions and of V-lane loads
--- and stores of any element type, for CPU templates (cpu/norm.lua, cpu/norm_backward.lua): each
--- conversion's C text is here once.
+-- templates/cpu/convert.lua - C text of the fp16/bf16 <-> fp32 conversions, of V-lane loads and
+-- stores of any element type and of the sum of a vector's lanes, for CPU templates (cpu/norm.lua,
+-- cpu/norm_backward.lua): each function's C text is here once.
 --
 -- native: fp16 vectors of 4, 8 or 16 lanes convert with F16C / AVX-512 (vcvtph2ps, vcvtps2ph)
 -- rather than lane by lane in portable C; the template's knob decides and checks the ISA.
@@ -14,7 +14,7 @@ M.widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
 M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
 
 -- The file-scope names the functions below declare.
-M.names = { "bf16_to_f32", "f32_to_bf16", "f16_to_f32", "f32_to_f16", "vh", "vu", "vs" }
+M.names = { "bf16_to_f32", "f32_to_bf16", "f16_to_f32", "f32_to_f16", "vh", "vu", "vs", "hsum" }
 
 local BF16 = [[
 
@@ -164,6 +164,13 @@ function M.storer(name, t, ct, V, narrow_name)
             .. "    __builtin_memcpy(p, &o, sizeof o);\n"
     end
     return string.format("static inline void %s(%s *p, vf v)\n{\n%s}\n", name, ct, body)
+end
+
+-- hsum(v): the sum of v's V lanes in double, lane by lane.
+function M.hsum(V)
+    local body = V == 1 and "    return v;\n"
+        or "    double s = 0.0;\n    for (int j = 0; j < LANES; ++j) s += v[j];\n    return s;\n"
+    return "static inline double hsum(vf v)\n{\n" .. body .. "}\n"
 end
 
 return M

@@ -36,7 +36,7 @@ local vector_widths, thread_counts, stream = cpu.vector_widths, cpu.thread_count
 -- Every name the source declares at file scope besides the kernel, so that several kernels can
 -- share one translation unit (the engine prefixes them with the kernel's symbol).
 local FILE_SCOPE_NAMES = {
-    "vf", "vd", "LANES", "STEP", "BLOCK", "load", "store", "stream", "hsum", "square", "hsum_wide",
+    "vf", "vd", "LANES", "STEP", "BLOCK", "load", "store", "stream", "square", "hsum_wide",
     "welford", "merge", "sum_shifted", "sum_squared_deviations", "sum_squares", "row_stats",
     "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
     "load_x", "load_p", "store_y", "stream_y", "narrow_y", "CHUNK", "rt", "load_r", "narrow_r",
@@ -304,16 +304,7 @@ static inline void stream_y(yt *p, vf v)
 @ end
 @ if p.stats == "twopass" or p.stats == "blocked" then
 
-static inline double hsum(vf v)
-{
-@ if V == 1 then
-    return v;
-@ else
-    double s = 0.0;
-    for (int j = 0; j < LANES; ++j) s += v[j];
-    return s;
-@ end
-}
+{{ cv.hsum(V) }}
 
 static inline vf square(vf v)
 {
