@@ -80,6 +80,8 @@ __attribute__((unused)) static inline uint16_t f32_to_f16(float f)
 }
 ]]
 
+-- Every function is marked unused: which of them a variant calls depends on its knobs and tails.
+
 -- The scalar conversions the types in the list use, and (V > 1) the 16-bit vector types (and,
 -- native, the 16-bit lanes of the F16C builtins).
 function M.scalar_functions(types, V, native)
@@ -149,7 +151,7 @@ function M.narrower(name, t, ct, V, native)
     else
         body = "    vh o;\n    for (int j = 0; j < LANES; ++j) o[j] = f32_to_f16(v[j]);\n    return o;\n"
     end
-    return string.format("/* v rounded to %s, as %d elements. */\nstatic inline %s %s(vf v)\n{\n%s}\n",
+    return string.format("/* v rounded to %s, as %d elements. */\n__attribute__((unused)) static inline %s %s(vf v)\n{\n%s}\n",
         t, V, M.vector_type(t, ct, V), name, body)
 end
 
@@ -163,7 +165,7 @@ function M.storer(name, t, ct, V, narrow_name)
         body = "    const " .. M.vector_type(t, ct, V) .. " o = " .. narrow_name .. "(v);\n"
             .. "    __builtin_memcpy(p, &o, sizeof o);\n"
     end
-    return string.format("static inline void %s(%s *p, vf v)\n{\n%s}\n", name, ct, body)
+    return string.format("__attribute__((unused)) static inline void %s(%s *p, vf v)\n{\n%s}\n", name, ct, body)
 end
 
 -- hsum(v): the sum of v's V lanes in double, lane by lane.
