@@ -591,28 +591,17 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @   if nt then
     /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
     for (; i < H && ((uintptr_t)(y + i) & {{V * YB * S - 1}}) != 0; ++i) {{ step() }}
-    for (; i + STEP <= H; i += STEP) {
-@     if p.prefetch == 1 then
-@       for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
-        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
-@       end
-@     end
-@     for u = 0, A - 1 do
-@       vstep("stream_y", u)
-@     end
-    }
-@   else
-    for (; i + STEP <= H; i += STEP) {
-@     if p.prefetch == 1 then
-@       for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
-        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
-@       end
-@     end
-@     for u = 0, A - 1 do
-@       vstep("store_y", u)
-@     end
-    }
 @   end
+    for (; i + STEP <= H; i += STEP) {
+@   if p.prefetch == 1 then
+@     for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
+        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
+@     end
+@   end
+@   for u = 0, A - 1 do
+@     vstep(nt and "stream_y" or "store_y", u)
+@   end
+    }
 @   if tail or nt then
     for (; i < H; ++i) {{ step() }}
 @   end
