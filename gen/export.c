@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The copy of include/lntune_kernel.h built into gen (cmake/embed.cmake's layout). */
+/* The headers built into gen with the engine (cmake/embed.cmake's layout). */
 typedef struct {
     const char *path;
     const char *text;
@@ -178,10 +178,14 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     return 0;
 }
 
-const char *lntune_export_abi_header(void) {
+const char *lntune_export_embedded(const char *name) {
     for (const embedded_file *f = lntune_embedded_engine; f->path; ++f)
-        if (strcmp(f->path, "lntune_kernel.h") == 0) return f->text;
+        if (strcmp(f->path, name) == 0) return f->text;
     return NULL;
+}
+
+const char *lntune_export_abi_header(void) {
+    return lntune_export_embedded("lntune_kernel.h");
 }
 
 /* The fixed part of lntune_kernels.c after the kernels and the table: pool and dispatch. */

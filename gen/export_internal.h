@@ -61,6 +61,9 @@ void lntune_export_warn(const lntune_export_config *c, const char *fmt, ...)
 /* The range of row counts [*lo, *hi] of rows' bucket (*hi is INT64_MAX for the last). */
 void lntune_export_bucket_range(int64_t rows, int64_t *lo, int64_t *hi);
 
+/* The text of a header built into gen with the engine ("lntune_kernel.h", "typed_kernel.h");
+ * NULL if missing. */
+const char *lntune_export_embedded(const char *name);
 /* The text of include/lntune_kernel.h built into gen; NULL if missing. */
 const char *lntune_export_abi_header(void);
 

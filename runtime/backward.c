@@ -54,11 +54,6 @@ void lntune_backward_reduce(const float *parts, int n, int64_t H, void *out, int
     for (int64_t j = 0; j < H; ++j) {
         float s = parts[j];
         for (int t = 1; t < n; ++t) s += parts[(int64_t)t * H + j];
-        if (type == LNTUNE_TYPE_F16)
-            ((uint16_t *)out)[j] = lntune_f32_to_f16(s);
-        else if (type == LNTUNE_TYPE_BF16)
-            ((uint16_t *)out)[j] = lntune_f32_to_bf16(s);
-        else
-            ((float *)out)[j] = s;
+        typed_store(type, out, j, s);
     }
 }

@@ -13,8 +13,9 @@
  */
 #include "builtin.h"
 
-#include "half.h"
+#include "dtypes.h"
 #include "registry.h"
+#include "typed_kernel.h"
 
 #include <stdlib.h>
 
@@ -24,21 +25,6 @@ enum { STACK_FLOATS = 4096 };
 enum { BUILTIN_ENOMEM = 2 };
 
 #define RESIDUAL_INLINE static inline __attribute__((always_inline))
-
-RESIDUAL_INLINE float load(int type, const void *p, int64_t i) {
-    if (type == LNTUNE_TYPE_F16) return lntune_f16_to_f32(((const uint16_t *)p)[i]);
-    if (type == LNTUNE_TYPE_BF16) return lntune_bf16_to_f32(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
-}
-
-RESIDUAL_INLINE void store(int type, void *p, int64_t i, float v) {
-    if (type == LNTUNE_TYPE_F16)
-        ((uint16_t *)p)[i] = lntune_f32_to_f16(v);
-    else if (type == LNTUNE_TYPE_BF16)
-        ((uint16_t *)p)[i] = lntune_f32_to_bf16(v);
-    else
-        ((float *)p)[i] = v;
-}
 
 RESIDUAL_INLINE const void *row_of(const void *base, int64_t r, int64_t stride, int type) {
     return (const unsigned char *)base + (size_t)(r * stride) * lntune_type_size(type);
@@ -72,10 +58,10 @@ RESIDUAL_INLINE int residual_norm(const lntune_kernel_args *a, int64_t row_begin
     for (int64_t r = row_begin; r < row_end && rc == LNTUNE_KERNEL_OK; ++r) {
         const void *x = row_of(a->x, r, a->x_stride, xt);
         const void *res = row_of(a->residual, r, a->residual_stride, rt);
-        for (int64_t i = 0; i < H; ++i) s[i] = load(xt, x, i) + load(rt, res, i);
+        for (int64_t i = 0; i < H; ++i) s[i] = typed_load(xt, x, i) + typed_load(rt, res, i);
         if (a->residual_out) {
             void *out = (void *)row_of(a->residual_out, r, a->residual_out_stride, rt);
-            for (int64_t i = 0; i < H; ++i) store(rt, out, i, s[i]);
+            for (int64_t i = 0; i < H; ++i) typed_store(rt, out, i, s[i]);
         }
         one.y = (void *)row_of(a->y, r, a->y_stride, yt);
         one.mean = a->mean ? a->mean + r : NULL;

@@ -1,9 +1,9 @@
--- templates/cpu/convert.lua - C text of the fp16/bf16 <-> fp32 conversions and of V-lane loads
--- and stores of any element type, for CPU templates.
+-- templates/cpu/convert.lua - C text of the fp16/bf16 <-> fp32 conversions, of V-lane loads and
+-- stores of any element type and of the sum of a vector's lanes, for CPU templates (cpu/norm.lua,
+-- cpu/norm_backward.lua): each function's C text is here once.
 --
--- cpu/norm.lua (the forward) keeps its own copy of the same functions: editing norm.lua would
--- change its template hash, and with it every forward kernel's generated source and measurement
--- key. New templates take them from here.
+-- native: fp16 vectors of 4, 8 or 16 lanes convert with F16C / AVX-512 (vcvtph2ps, vcvtps2ph)
+-- rather than lane by lane in portable C; the template's knob decides and checks the ISA.
 local M = {}
 
 -- C element type of each tensor type; 16-bit types are carried as their bits.
@@ -14,7 +14,7 @@ M.widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
 M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
 
 -- The file-scope names the functions below declare.
-M.names = { "bf16_to_f32", "f32_to_bf16", "f16_to_f32", "f32_to_f16", "vh", "vu" }
+M.names = { "bf16_to_f32", "f32_to_bf16", "f16_to_f32", "f32_to_f16", "vh", "vu", "vs", "hsum" }
 
 local BF16 = [[
 
@@ -55,7 +55,9 @@ __attribute__((unused)) static inline float f16_to_f32(uint16_t h)
     return f;
 }
 
-/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00. */
+/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00.
+ * Below 2^-14 an fp32 addition of 0.5 does the rounding; above, the bias change and the
+ * rounding increment are added to the bits. */
 __attribute__((unused)) static inline uint16_t f32_to_f16(float f)
 {
     uint32_t u;
@@ -78,8 +80,11 @@ __attribute__((unused)) static inline uint16_t f32_to_f16(float f)
 }
 ]]
 
--- The scalar conversions the types in the list use, and (V > 1) the 16-bit vector types.
-function M.scalar_functions(types, V)
+-- Every function is marked unused: which of them a variant calls depends on its knobs and tails.
+
+-- The scalar conversions the types in the list use, and (V > 1) the 16-bit vector types (and,
+-- native, the 16-bit lanes of the F16C builtins).
+function M.scalar_functions(types, V, native)
     local used = {}
     for _, t in ipairs(types) do used[t] = true end
     local out = {}
@@ -88,12 +93,21 @@ function M.scalar_functions(types, V)
     if V > 1 and (used.f16 or used.bf16) then
         out[#out + 1] = string.format("\ntypedef uint16_t vh __attribute__((vector_size(%d)));\n"
             .. "typedef uint32_t vu __attribute__((vector_size(%d)));\n", V * 2, V * 4)
+        if native then
+            out[#out + 1] = string.format("typedef short vs __attribute__((vector_size(%d)));\n",
+                V == 16 and 32 or 16)
+        end
     end
     return table.concat(out)
 end
 
--- A function name(const ct *p) returning V elements of type t at p as a vf (element alignment).
-function M.loader(name, t, ct, V)
+-- The C type of V elements of type t (C type ct): ct itself, vf, or vh.
+function M.vector_type(t, ct, V)
+    return V == 1 and ct or t == "f32" and "vf" or "vh"
+end
+
+-- A function name(const ct *p) returning the V elements of type t at p as a vf.
+function M.loader(name, t, ct, V, native)
     local body
     if V == 1 then
         body = "    return " .. string.format(M.widen[t], "*p") .. ";\n"
@@ -103,30 +117,62 @@ function M.loader(name, t, ct, V)
         body = "    vh h;\n    __builtin_memcpy(&h, p, sizeof h);\n"
             .. "    const vu u = __builtin_convertvector(h, vu) << 16;\n"
             .. "    vf v;\n    __builtin_memcpy(&v, &u, sizeof v);\n    return v;\n"
+    elseif native then
+        body = "    vs h = {0};\n    __builtin_memcpy(&h, p, " .. V * 2 .. ");\n"
+            .. (V == 4 and "    return __builtin_ia32_vcvtph2ps(h);\n"
+                or V == 8 and "    return __builtin_ia32_vcvtph2ps256(h);\n"
+                or "    return __builtin_ia32_vcvtph2ps512_mask(h, (vf){0}, (unsigned short)0xffff, 4);\n")
     else
-        body = "    vf v = {0}; /* GCC cannot see the loop sets every lane */\n    for (int j = 0; j < " .. V .. "; ++j) v[j] = f16_to_f32(p[j]);\n    return v;\n"
+        body = "    vf v = {0}; /* GCC cannot see the loop sets every lane */\n"
+            .. "    for (int j = 0; j < LANES; ++j) v[j] = f16_to_f32(p[j]);\n    return v;\n"
     end
-    return string.format("\n/* %d %s at p as floats. */\n__attribute__((unused)) static inline vf %s(const %s *p)\n{\n%s}\n",
-        V, t, name, ct, body)
+    return string.format("/* %d %s at p as floats; p needs only element alignment. */\n"
+        .. "__attribute__((unused)) static inline vf %s(const %s *p)\n{\n%s}\n", V, t, name, ct, body)
 end
 
--- A function name(ct *p, vf v) storing v rounded to t (nearest even) at p (element alignment).
-function M.storer(name, t, ct, V)
+-- A function name(vf v) returning v rounded to t (nearest even; a NaN stays a quiet NaN) as
+-- V elements of type t: M.vector_type(t, ct, V).
+function M.narrower(name, t, ct, V, native)
     local body
     if V == 1 then
-        body = "    *p = " .. string.format(M.narrow[t], "v") .. ";\n"
+        body = "    return " .. string.format(M.narrow[t], "v") .. ";\n"
     elseif t == "f32" then
-        body = "    __builtin_memcpy(p, &v, sizeof v);\n"
+        body = "    return v;\n"
     elseif t == "bf16" then
         body = "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
             .. "    const vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);\n"
             .. "    const vu r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);\n"
-            .. "    const vh o = __builtin_convertvector(r, vh);\n    __builtin_memcpy(p, &o, sizeof o);\n"
+            .. "    return __builtin_convertvector(r, vh);\n"
+    elseif native then
+        body = (V == 4 and "    const vs h = __builtin_ia32_vcvtps2ph(v, 0);\n"
+                or V == 8 and "    const vs h = __builtin_ia32_vcvtps2ph256(v, 0);\n"
+                or "    const vs h = __builtin_ia32_vcvtps2ph512_mask(v, 0, (vs){0}, (unsigned short)0xffff);\n")
+            .. "    vh o;\n    __builtin_memcpy(&o, &h, sizeof o);\n    return o;\n"
     else
-        body = "    for (int j = 0; j < " .. V .. "; ++j) p[j] = f32_to_f16(v[j]);\n"
+        body = "    vh o;\n    for (int j = 0; j < LANES; ++j) o[j] = f32_to_f16(v[j]);\n    return o;\n"
     end
-    return string.format("\n/* v rounded to %s, stored at p. */\n__attribute__((unused)) static inline void %s(%s *p, vf v)\n{\n%s}\n",
-        t, name, ct, body)
+    return string.format("/* v rounded to %s, as %d elements. */\n__attribute__((unused)) static inline %s %s(vf v)\n{\n%s}\n",
+        t, V, M.vector_type(t, ct, V), name, body)
+end
+
+-- A function name(ct *p, vf v) storing v at p (element alignment) as narrow_name (a narrower
+-- for t) rounds it.
+function M.storer(name, t, ct, V, narrow_name)
+    local body
+    if V == 1 then
+        body = "    *p = " .. narrow_name .. "(v);\n"
+    else
+        body = "    const " .. M.vector_type(t, ct, V) .. " o = " .. narrow_name .. "(v);\n"
+            .. "    __builtin_memcpy(p, &o, sizeof o);\n"
+    end
+    return string.format("__attribute__((unused)) static inline void %s(%s *p, vf v)\n{\n%s}\n", name, ct, body)
+end
+
+-- hsum(v): the sum of v's V lanes in double, lane by lane.
+function M.hsum(V)
+    local body = V == 1 and "    return v;\n"
+        or "    double s = 0.0;\n    for (int j = 0; j < LANES; ++j) s += v[j];\n    return s;\n"
+    return "static inline double hsum(vf v)\n{\n" .. body .. "}\n"
 end
 
 return M

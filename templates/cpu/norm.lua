@@ -30,21 +30,21 @@
 local M = {}
 
 local cpu = lntune.import("cpu/host.lua")
+local cv = lntune.import("cpu/convert.lua")
 local vector_widths, thread_counts, stream = cpu.vector_widths, cpu.thread_counts, cpu.stream
 
 -- Every name the source declares at file scope besides the kernel, so that several kernels can
 -- share one translation unit (the engine prefixes them with the kernel's symbol).
 local FILE_SCOPE_NAMES = {
-    "vf", "vd", "LANES", "STEP", "BLOCK", "load", "store", "stream", "hsum", "square", "hsum_wide",
+    "vf", "vd", "LANES", "STEP", "BLOCK", "load", "store", "stream", "square", "hsum_wide",
     "welford", "merge", "sum_shifted", "sum_squared_deviations", "sum_squares", "row_stats",
     "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
-    "vh", "vu", "load_x", "load_p", "store_y", "stream_y", "bf16_to_f32", "f32_to_bf16",
-    "f16_to_f32", "f32_to_f16", "narrow_y", "vs", "CHUNK", "rt", "load_r", "narrow_r", "store_r",
-    "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
+    "load_x", "load_p", "store_y", "stream_y", "narrow_y", "CHUNK", "rt", "load_r", "narrow_r",
+    "store_r", "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
 }
+for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
--- C element type of each tensor type; 16-bit types are carried as their bits.
-local CTYPE = { f32 = "float", f16 = "uint16_t", bf16 = "uint16_t" }
+local CTYPE = cv.CTYPE
 
 -- Rows per iteration only pays off while a row's statistics are short loops.
 local MAX_H_FOR_ROW_GROUPS = 4096
@@ -128,6 +128,7 @@ function M.family(op)
             local half_y = types.y ~= "f32"
             return {
                 types = types,
+                cv = cv,
                 XT = CTYPE[types.x],
                 YT = CTYPE[types.y],
                 PT = CTYPE[types.params],
@@ -184,14 +185,12 @@ enum { LANES = {{V}}, STEP = {{V * A * S}}, BLOCK = {{V * A * S * 64}} };
 
 @ -- C expressions converting one element: X/P widen x/gamma to float, Y narrows to y's type.
 @ -- The conversions are marked unused: which of them a variant calls depends on its tails.
-@ local widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
-@ local narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
+@ local widen, narrow = cv.widen, cv.narrow
 @ local function X(e) return string.format(widen[types.x], e) end
 @ local function P(e) return string.format(widen[types.params], e) end
 @ local function Y(e) return string.format(narrow[types.y], e) end
-@ local used = {}
-@ for _, t in pairs { types.x, types.y, types.params } do used[t] = true end
-@ if fusion then used[types.residual] = true end
+@ -- Every type the kernel converts (x stands in for an absent residual).
+@ local used = { types.x, types.y, types.params, fusion and types.residual or types.x }
 @ local native = p.convert == "native"
 typedef {{XT}} xt; /* x: {{types.x}} */
 typedef {{YT}} yt; /* y: {{types.y}} */
@@ -204,116 +203,12 @@ typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.re
 @ local RA = fusion and ", res" or ""
 @ -- The normalize functions' residual (and residual_out) row parameters.
 @ local NP = fusion and ("const rt *res, " .. (res_out and "rt *res_out, " or "")) or ""
-@ if used.bf16 then
-
-__attribute__((unused)) static inline float bf16_to_f32(uint16_t h)
-{
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    __builtin_memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* Round to nearest even; a NaN stays a (quiet) NaN. */
-__attribute__((unused)) static inline uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-    __builtin_memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)(u >> 16 | 0x40u);
-    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
-}
+{{ cv.scalar_functions(used, V, native) }}
+{{ cv.loader("load_x", types.x, "xt", V, native) }}
+{{ cv.loader("load_p", types.params, "pt", V, native) }}
+@ if fusion then
+{{ cv.loader("load_r", types.residual, "rt", V, native) }}
 @ end
-@ if used.f16 then
-
-/* The magnitude bits moved to fp32's places and rebiased by 2^112 (exact, subnormals too);
- * exponent 31 (Inf, NaN) maps to 255. */
-__attribute__((unused)) static inline float f16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
-    float f;
-    __builtin_memcpy(&f, &u, sizeof f);
-    f *= 0x1p112f;
-    __builtin_memcpy(&u, &f, sizeof u);
-    if ((h & 0x7c00u) == 0x7c00u)
-        u = (uint32_t)(h & 0x3ffu) << 13 | 0x7f800000u;
-    u |= (uint32_t)(h & 0x8000u) << 16;
-    __builtin_memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* Round to nearest even with fp16's subnormals; 65520 and up round to Inf, NaN to 0x7e00.
- * Below 2^-14 an fp32 addition of 0.5 does the rounding; above, the bias change and the
- * rounding increment are added to the bits. */
-__attribute__((unused)) static inline uint16_t f32_to_f16(float f)
-{
-    uint32_t u;
-    __builtin_memcpy(&u, &f, sizeof u);
-    const uint32_t sign = u & 0x80000000u;
-    u ^= sign;
-    uint32_t o;
-    if (u >= 0x47800000u) {
-        o = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
-    } else if (u < 0x38800000u) {
-        float g;
-        __builtin_memcpy(&g, &u, sizeof g);
-        g += 0.5f;
-        __builtin_memcpy(&o, &g, sizeof o);
-        o -= 0x3f000000u;
-    } else {
-        o = (u + 0xc8000fffu + (u >> 13 & 1u)) >> 13;
-    }
-    return (uint16_t)(o | sign >> 16);
-}
-@ end
-@ if V > 1 and (used.f16 or used.bf16) then
-
-typedef uint16_t vh __attribute__((vector_size({{V * 2}})));
-typedef uint32_t vu __attribute__((vector_size({{V * 4}})));
-@   if native then
-typedef short vs __attribute__((vector_size({{V == 16 and 32 or 16}})));
-@   end
-@ end
-@
-@ -- Emits a function widening V elements of type t at p to a vf.
-@ local function widener(name, t, ct)
-
-/* {{V}} {{t}} at p as floats; p needs only element alignment. */
-__attribute__((unused)) static inline vf {{name}}(const {{ct}} *p)
-{
-@   if V == 1 then
-    return {{string.format(widen[t], "*p")}};
-@   elseif t == "f32" then
-    vf v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-@   elseif t == "bf16" then
-    vh h;
-    __builtin_memcpy(&h, p, sizeof h);
-    const vu u = __builtin_convertvector(h, vu) << 16;
-    vf v;
-    __builtin_memcpy(&v, &u, sizeof v);
-    return v;
-@   elseif native then
-    vs h = {0};
-    __builtin_memcpy(&h, p, {{V * 2}});
-@     if V == 4 then
-    return __builtin_ia32_vcvtph2ps(h);
-@     elseif V == 8 then
-    return __builtin_ia32_vcvtph2ps256(h);
-@     else
-    return __builtin_ia32_vcvtph2ps512_mask(h, (vf){0}, (unsigned short)0xffff, 4);
-@     end
-@   else
-    vf v;
-    for (int j = 0; j < LANES; ++j) v[j] = f16_to_f32(p[j]);
-    return v;
-@   end
-}
-@ end
-@ widener("load_x", types.x, "xt")
-@ widener("load_p", types.params, "pt")
-@ if fusion then widener("load_r", types.residual, "rt") end
 @ if S == 2 then
 
 /* Even and odd elements of {{2 * V}} bf16 at p as floats. A bf16 is the top half of an fp32 and
@@ -346,59 +241,15 @@ static inline vf bf16_odd(const uint16_t *p)
 @   return (h == 0 and "bf16_even" or "bf16_odd") .. "(" .. ptr .. ")"
 @ end
 @
-@ -- Emits name(v): the V results of v rounded to type t, as a vector of t elements (vt).
-@ local function narrower(name, t, ct, vt, what)
-
-/* v rounded to {{t}}, as {{V}} {{what}} elements. */
-static inline {{vt}} {{name}}(vf v)
-{
-@ if V == 1 or t == "f32" then
-@   if V == 1 then
-    return {{string.format(narrow[t], "v")}};
-@   else
-    return v;
-@   end
-@ elseif t == "bf16" then
-    vu u;
-    __builtin_memcpy(&u, &v, sizeof u);
-    const vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
-    const vu r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);
-    return __builtin_convertvector(r, vh);
-@ elseif native then
-@   if V == 4 then
-    const vs h = __builtin_ia32_vcvtps2ph(v, 0);
-@   elseif V == 8 then
-    const vs h = __builtin_ia32_vcvtps2ph256(v, 0);
-@   else
-    const vs h = __builtin_ia32_vcvtps2ph512_mask(v, 0, (vs){0}, (unsigned short)0xffff);
-@   end
-    vh o;
-    __builtin_memcpy(&o, &h, sizeof o);
-    return o;
-@ else
-    vh o;
-    for (int j = 0; j < LANES; ++j) o[j] = f32_to_f16(v[j]);
-    return o;
-@ end
-}
-@ end
 @ -- The V results of v in y's type, in vy (a vector of y elements), then stored.
-@ local vy = V == 1 and "yt" or half_y and "vh" or "vf"
-@ if S == 1 then narrower("narrow_y", types.y, "yt", vy, "y") end
+@ local vy = cv.vector_type(types.y, "yt", V)
+@ if S == 1 then
+{{ cv.narrower("narrow_y", types.y, "yt", V, native) }}
+@ end
 @ if res_out then
-@   local vr = V == 1 and "rt" or types.residual ~= "f32" and "vh" or "vf"
-@   narrower("narrow_r", types.residual, "rt", vr, "residual")
-
-/* residual_out: plain stores (it is read again soon, by the next layer). */
-static inline void store_r(rt *p, vf v)
-{
-@   if V == 1 then
-    *p = narrow_r(v);
-@   else
-    const {{vr}} o = narrow_r(v);
-    __builtin_memcpy(p, &o, sizeof o);
-@   end
-}
+@   -- residual_out: plain stores (it is read again soon, by the next layer).
+{{ cv.narrower("narrow_r", types.residual, "rt", V, native) }}
+{{ cv.storer("store_r", types.residual, "rt", V, "narrow_r") }}
 @ end
 @ if S == 2 then
 
@@ -433,16 +284,7 @@ static inline void stream_y2(yt *p, vf even, vf odd)
 }
 @   end
 @ elseif not nt then
-
-static inline void store_y(yt *p, vf v)
-{
-@   if V == 1 then
-    *p = narrow_y(v);
-@   else
-    const {{vy}} o = narrow_y(v);
-    __builtin_memcpy(p, &o, sizeof o);
-@   end
-}
+{{ cv.storer("store_y", types.y, "yt", V, "narrow_y") }}
 @ else
 
 /* A non-temporal store of an aligned vector (the builtins of the _mm*_stream_ps intrinsics,
@@ -462,16 +304,7 @@ static inline void stream_y(yt *p, vf v)
 @ end
 @ if p.stats == "twopass" or p.stats == "blocked" then
 
-static inline double hsum(vf v)
-{
-@ if V == 1 then
-    return v;
-@ else
-    double s = 0.0;
-    for (int j = 0; j < LANES; ++j) s += v[j];
-    return s;
-@ end
-}
+{{ cv.hsum(V) }}
 
 static inline vf square(vf v)
 {
@@ -758,28 +591,17 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @   if nt then
     /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
     for (; i < H && ((uintptr_t)(y + i) & {{V * YB * S - 1}}) != 0; ++i) {{ step() }}
-    for (; i + STEP <= H; i += STEP) {
-@     if p.prefetch == 1 then
-@       for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
-        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
-@       end
-@     end
-@     for u = 0, A - 1 do
-@       vstep("stream_y", u)
-@     end
-    }
-@   else
-    for (; i + STEP <= H; i += STEP) {
-@     if p.prefetch == 1 then
-@       for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
-        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
-@       end
-@     end
-@     for u = 0, A - 1 do
-@       vstep("store_y", u)
-@     end
-    }
 @   end
+    for (; i + STEP <= H; i += STEP) {
+@   if p.prefetch == 1 then
+@     for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
+        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
+@     end
+@   end
+@   for u = 0, A - 1 do
+@     vstep(nt and "stream_y" or "store_y", u)
+@   end
+    }
 @   if tail or nt then
     for (; i < H; ++i) {{ step() }}
 @   end

@@ -28,8 +28,8 @@ local cv = lntune.import("cpu/convert.lua")
 
 local FILE_SCOPE_NAMES = {
     "vf", "LANES", "STEP", "BLOCK", "xt", "pt", "load_x", "load_p", "store_dx", "stream_dx",
-    "load_f", "store_f", "hsum", "row_stats", "sum_rows", "grad_gamma", "grad_plain", "grad1_gamma",
-    "grad1_plain", "grad_fn",
+    "load_f", "store_f", "row_stats", "sum_rows", "grad_gamma", "grad_plain", "grad1_gamma",
+    "grad1_plain", "grad_fn", "narrow_f", "narrow_dx",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
@@ -116,8 +116,10 @@ typedef {{PT}} pt; /* gamma: {{types.params}} */
 {{ cv.loader("load_x", types.x, "xt", V) }}
 {{ cv.loader("load_p", types.params, "pt", V) }}
 {{ cv.loader("load_f", "f32", "float", V) }}
-{{ cv.storer("store_f", "f32", "float", V) }}
-{{ cv.storer("store_dx", types.x, "xt", V) }}
+{{ cv.narrower("narrow_f", "f32", "float", V) }}
+{{ cv.storer("store_f", "f32", "float", V, "narrow_f") }}
+{{ cv.narrower("narrow_dx", types.x, "xt", V) }}
+{{ cv.storer("store_dx", types.x, "xt", V, "narrow_dx") }}
 @ local function X(e) return string.format(cv.widen[types.x], e) end
 @ local function P(e) return string.format(cv.widen[types.params], e) end
 @ local function DX(e) return string.format(cv.narrow[types.x], e) end
@@ -134,16 +136,7 @@ static inline void stream_dx(xt *p, vf v)
 }
 @ end
 
-static inline double hsum(vf v)
-{
-@ if V == 1 then
-    return v;
-@ else
-    double s = 0.0;
-    for (int j = 0; j < LANES; ++j) s += v[j];
-    return s;
-@ end
-}
+{{ cv.hsum(V) }}
 
 /* s += sum over i of term(x[i]) with k (a shift) and fp32 lanes flushed to double per BLOCK. */
 static double sum_rows(const xt *x, int64_t H, float k, int square)
