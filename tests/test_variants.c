@@ -48,6 +48,8 @@ static void code_part(const char *variant, char *out, size_t size) {
  */
 static void check_space(lntune_gen *g, const char *compiler, const char *op, lntune_shape shape,
                         const char *want_h, int stride, int offset, tally *t) {
+    char op_key[48]; /* "layernorm+residual_out": the fusion named in every line */
+    lntune_fusion_op_key(op, shape.fusion, op_key, sizeof op_key);
     char **list;
     size_t n;
     if (lntune_gen_variants(g, "cpu", op, &shape, &list, &n) != LNTUNE_OK) {
@@ -114,7 +116,7 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
             t->variants++;
             t->runs += res.cases;
             if (rc != LNTUNE_OK) {
-                printf("FAIL %s %s %s: %s\n", compiler, op, list[i], res.message);
+                printf("FAIL %s %s %s: %s\n", compiler, op_key, list[i], res.message);
                 t->failures++;
             }
         }
@@ -123,8 +125,6 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
     }
     char types[24];
     lntune_types_format(shape.types, types, sizeof types);
-    char op_key[48];
-    lntune_fusion_op_key(op, shape.fusion, op_key, sizeof op_key);
     printf("  %s %s %s H=%lld %s: %zu sources compiled in %.1f s, verified in %.1f s\n", compiler,
            op_key, types, (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
     fflush(stdout);
