@@ -12,6 +12,7 @@
  * so that the tuples together cover the knobs). "residual" does the same for the fused residual
  * add: both ops x both fusions (residual; residual and residual_out) x a spread of type tuples, the
  * residual's type equal to x's and not, runtime H and H = 4096 (every 701st variant).
+ * LNTUNE_TEST_SEED=N verifies with the data of seed N (as a failure message prints it).
  */
 #include "build.h"
 #include "dtypes.h"
@@ -98,7 +99,10 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
         if (shape.H && strstr(want_h, "fixed")) hs = &shape.H, nh = 1;
         lntune_verifier *v = NULL;
         lntune_pool *pool = NULL;
-        lntune_verifier_create_fused(lntune_op_parse(op), shape.types, shape.fusion, hs, nh, 0, &v);
+        /* A fresh seed each run, unless LNTUNE_TEST_SEED replays the one a failure printed. */
+        const char *seed = getenv("LNTUNE_TEST_SEED");
+        lntune_verifier_create_fused(lntune_op_parse(op), shape.types, shape.fusion, hs, nh,
+                                     seed ? strtoull(seed, NULL, 10) : 0, &v);
         for (size_t i = 0; i < n; ++i) {
             if (!code_of[i]) continue;
             const lntune_source *s = &srcs[code_of[i] - 1];
