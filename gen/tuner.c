@@ -406,20 +406,32 @@ static int faster_copy(const void *a, const void *b) {
     return (x->median_ns > y->median_ns) - (x->median_ns < y->median_ns);
 }
 
+size_t lntune_tune_copy_finalists(lntune_timed *copies, size_t n, size_t max) {
+    qsort(copies, n, sizeof *copies, faster_copy);
+    /* The fastest one-thread copy moves up to second place (unless it is first). */
+    size_t one = 0;
+    while (one < n && (copies[one].failed || copies[one].threads != 1)) ++one;
+    if (one > 1 && one < n && max > 1) {
+        const lntune_timed t = copies[one];
+        memmove(&copies[2], &copies[1], (one - 1) * sizeof *copies);
+        copies[1] = t;
+    }
+    size_t k = 0;
+    while (k < n && k < max && !copies[k].failed) ++k;
+    return k;
+}
+
 /*
- * Times every copy variant (interleaved, in the sandbox) and moves the COPY_FINALISTS fastest to
- * the front: those are re-timed with the leaders, so "the better copy" is the best of all of
- * them without 50 copies in the final run. Returns how many finalists there are.
+ * Times every copy variant (interleaved, in the sandbox) and moves COPY_FINALISTS to the front
+ * (lntune_tune_copy_finalists): those are re-timed with the leaders, so "the better copy" is the
+ * best of all of them without 50 copies in the final run. Returns how many finalists there are.
  */
 static size_t keep_fastest_copies(job *j, lntune_timed *copies, size_t n) {
     if (n == 0) return 0;
     lntune_sandbox_outcome outs[MAX_COPIES];
     lntune_sandbox_time(copies, n, &j->prob.args, j->pool, RETIME_ROUNDS, BATCH_BUDGET_NS * 2,
                         outs);
-    qsort(copies, n, sizeof *copies, faster_copy);
-    size_t k = 0;
-    while (k < n && k < COPY_FINALISTS && !copies[k].failed) ++k;
-    return k;
+    return lntune_tune_copy_finalists(copies, n, COPY_FINALISTS);
 }
 
 /* Among the retimed leaders, the fastest, or the simplest within NOISE of it. */

@@ -87,4 +87,15 @@ void lntune_tune_report(const lntune_tune_config *cfg, const char *op, const lnt
 struct lntune_best;
 void lntune_tune_result_from_best(lntune_tune_result *r, const struct lntune_best *b);
 
+/*
+ * Sorts copies[0..n) (timed alone, interleaved) fastest first and moves the fastest one-thread
+ * copy up to second place; returns how many of the first max are finalists (not failed), to be
+ * re-timed with the leaders. Among copies alone the pool's workers spin between back-to-back
+ * calls; among one-thread leaders each multi-threaded call waits for a sleeping worker to wake.
+ * On a loaded 2-core machine that made two-thread finalists 10-20x slower than alone (340 us for
+ * 1.5 MB) and a fused kernel read 3.7-4.3x "the copy"; a one-thread finalist keeps a copy in the
+ * regime the one-thread kernels are timed in.
+ */
+size_t lntune_tune_copy_finalists(lntune_timed *copies, size_t n, size_t max);
+
 #endif /* LNTUNE_TUNER_H */

@@ -2,16 +2,21 @@
  * test_variants.c - every variant in the CPU space compiles with -Wall -Wextra -Werror under the
  * compiler named on the command line, and passes the verifier's adversarial suite.
  *
- *   test_variants COMPILER [quick | dtypes]
+ *   test_variants COMPILER [quick | dtypes | residual]
  *
  * Variants that read H at run time are verified at every H of the standard list, on 1 thread
  * and on every thread count of the space; fixed-H variants at the H they were generated for
  * (all of H = 4096; every 5th of H = 1, 17, 4097). "quick" takes every 7th variant of each list
  * (for sanitizer builds). "dtypes" verifies, for every fp16/bf16 type tuple and op, a sample
  * of its runtime-H and H = 4096 variants (every 401st, from an offset that moves with the tuple,
- * so that the tuples together cover the knobs).
+ * so that the tuples together cover the knobs). "residual" does the same for the fused residual
+ * add: both ops x both fusions (residual; residual and residual_out) x a spread of type tuples, the
+ * residual's type equal to x's and not, runtime H and H = 4096 (every 701st variant).
+ * LNTUNE_TEST_SEED=N verifies with the data of seed N (as a failure message prints it).
  */
 #include "build.h"
+#include "dtypes.h"
+#include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
 #include "verify.h"
@@ -44,6 +49,8 @@ static void code_part(const char *variant, char *out, size_t size) {
  */
 static void check_space(lntune_gen *g, const char *compiler, const char *op, lntune_shape shape,
                         const char *want_h, int stride, int offset, tally *t) {
+    char op_key[48]; /* "layernorm+residual_out": the fusion named in every line */
+    lntune_fusion_op_key(op, shape.fusion, op_key, sizeof op_key);
     char **list;
     size_t n;
     if (lntune_gen_variants(g, "cpu", op, &shape, &list, &n) != LNTUNE_OK) {
@@ -92,7 +99,10 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
         if (shape.H && strstr(want_h, "fixed")) hs = &shape.H, nh = 1;
         lntune_verifier *v = NULL;
         lntune_pool *pool = NULL;
-        lntune_verifier_create_typed(lntune_op_parse(op), shape.types, hs, nh, 0, &v);
+        /* A fresh seed each run, unless LNTUNE_TEST_SEED replays the one a failure printed. */
+        const char *seed = getenv("LNTUNE_TEST_SEED");
+        lntune_verifier_create_fused(lntune_op_parse(op), shape.types, shape.fusion, hs, nh,
+                                     seed ? strtoull(seed, NULL, 10) : 0, &v);
         for (size_t i = 0; i < n; ++i) {
             if (!code_of[i]) continue;
             const lntune_source *s = &srcs[code_of[i] - 1];
@@ -110,7 +120,7 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
             t->variants++;
             t->runs += res.cases;
             if (rc != LNTUNE_OK) {
-                printf("FAIL %s %s %s: %s\n", compiler, op, list[i], res.message);
+                printf("FAIL %s %s %s: %s\n", compiler, op_key, list[i], res.message);
                 t->failures++;
             }
         }
@@ -120,7 +130,7 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
     char types[24];
     lntune_types_format(shape.types, types, sizeof types);
     printf("  %s %s %s H=%lld %s: %zu sources compiled in %.1f s, verified in %.1f s\n", compiler,
-           op, types, (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
+           op_key, types, (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
     fflush(stdout);
     lntune_library_close(lib);
     for (size_t i = 0; i < ncode; ++i) lntune_source_free(&srcs[i]);
@@ -133,12 +143,13 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_variants COMPILER [quick]\n");
+        fprintf(stderr, "usage: test_variants COMPILER [quick | dtypes | residual]\n");
         return 2;
     }
     const char *compiler = argv[1];
     int stride = argc > 2 && strcmp(argv[2], "quick") == 0 ? 7 : 1;
     const int dtypes = argc > 2 && strcmp(argv[2], "dtypes") == 0;
+    const int residual = argc > 2 && strcmp(argv[2], "residual") == 0;
     lntune_gen *g = NULL;
     if (lntune_gen_open(NULL, &g) != LNTUNE_OK) {
         printf("FAIL opening the generator: %s\n", lntune_gen_errmsg(g));
@@ -148,7 +159,7 @@ int main(int argc, char **argv) {
     const char *ops[] = {"layernorm", "rmsnorm"};
     /* H=4096 is the shape of the promise: all of it. Other fixed H are sampled. */
     const int64_t sampled[] = {1, 17, 4097};
-    for (int o = 0; o < 2 && !dtypes; ++o) {
+    for (int o = 0; o < 2 && !dtypes && !residual; ++o) {
         check_space(g, compiler, ops[o], (lntune_shape){0}, "h=runtime", stride, 0, &t);
         check_space(g, compiler, ops[o], (lntune_shape){.H = 4096}, "h=fixed", stride, 0, &t);
         for (size_t f = 0; f < sizeof sampled / sizeof sampled[0]; ++f)
@@ -166,6 +177,27 @@ int main(int argc, char **argv) {
             check_space(g, compiler, ops[o], (lntune_shape){.H = 4096, .types = types}, "h=fixed",
                         401, packed * 17 + 5, &t);
         }
+    }
+    /* x/y/params/residual: same-type tuples, and the residual wider, narrower or other than x. */
+    const char *fused_tuples[] = {
+        "f32", "bf16", "f16/f16/f32", "bf16/bf16/f32/f32", "f32/f32/f32/bf16", "f16/bf16/f32/bf16"};
+    const size_t ntuples = sizeof fused_tuples / sizeof fused_tuples[0];
+    for (size_t k = 0; residual && k < ntuples; ++k) {
+        lntune_types types;
+        if (lntune_types_parse(fused_tuples[k], &types) != 0) {
+            printf("FAIL parsing %s\n", fused_tuples[k]);
+            t.failures++;
+            continue;
+        }
+        for (int o = 0; o < 2; ++o)
+            for (int f = LNTUNE_FUSION_RESIDUAL; f < LNTUNE_FUSION_COUNT; ++f) {
+                const int offset = (int)k * 97 + o * 31 + f * 13; /* moves over the knobs */
+                check_space(g, compiler, ops[o], (lntune_shape){.types = types, .fusion = f},
+                            "h=runtime", 701, offset, &t);
+                check_space(g, compiler, ops[o],
+                            (lntune_shape){.H = 4096, .types = types, .fusion = f}, "h=fixed", 701,
+                            offset + 5, &t);
+            }
     }
     lntune_gen_close(g);
     printf("%s: %d variants verified (%d runs), %d failures\n", compiler, t.variants, t.runs,
