@@ -328,34 +328,44 @@ static inline double hsum_wide(const vd *v)
 @ -- Emits a function that adds term(r, offset) (an fp32 vector expression) over every element
 @ -- of R rows into double sums s[r], flushing the fp32 partial sums every BLOCK elements;
 @ -- scalar(r) is the same term for the one element at index i.
-@ local function reduction(name, comment, extra, term, scalar)
+@ -- With lin (and lin_scalar), the same loop also adds lin(r, offset) into d[r].
+@ local function reduction(name, comment, extra, term, scalar, lin, lin_scalar)
 /* {{comment}} */
-static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double s[{{R}}])
+static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double s[{{R}}]{{lin and (", double d[" .. R .. "]") or ""}})
 {
     const int64_t nstep = H / STEP * STEP;
     int64_t i = 0;
     for (int64_t b = 0; b < nstep; b += BLOCK) {
         const int64_t e = b + BLOCK < nstep ? b + BLOCK : nstep;
 @   lanes(function(r, u)
-        vf a{{r}}_{{u}} = {0};
+        vf a{{r}}_{{u}} = {0}{{lin and (", l" .. r .. "_" .. u .. " = {0}") or ""}};
 @   end)
         for (i = b; i < e; i += STEP) {
 @   lanes(function(r, u)
 @     for h = 0, S - 1 do
             a{{r}}_{{u}} += {{ term(r, u * V * S, h) }};
+@       if lin then
+            l{{r}}_{{u}} += {{ lin(r, u * V * S, h) }};
+@       end
 @     end
 @   end)
         }
 @   rows(function(r)
-@     local sum = {}
-@     for u = 0, A - 1 do sum[#sum + 1] = "a" .. r .. "_" .. u end
+@     local sum, lsum = {}, {}
+@     for u = 0, A - 1 do sum[#sum + 1] = "a" .. r .. "_" .. u; lsum[#lsum + 1] = "l" .. r .. "_" .. u end
         s[{{r}}] += hsum({{ table.concat(sum, " + ") }});
+@     if lin then
+        d[{{r}}] += hsum({{ table.concat(lsum, " + ") }});
+@     end
 @   end)
     }
 @   if tail then
     for (i = nstep; i < H; ++i) {
 @     rows(function(r)
         s[{{r}}] += {{ scalar(r) }};
+@       if lin then
+        d[{{r}}] += {{ lin_scalar(r) }};
+@       end
 @     end)
     }
 @   end
@@ -377,22 +387,33 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 @   reduction("sum_shifted", "s[r] += sum of x[r][i] - k[r].", ", const float k[" .. R .. "]",
 @             function(r, o, h) return at(r, o, h) .. " - k[" .. r .. "]" end,
 @             function(r) return xs(r, "i") .. " - k[" .. r .. "]" end)
-@   reduction("sum_squared_deviations", "s[r] += sum of (x[r][i] - mean[r])^2.",
-@             ", const float mean[" .. R .. "]",
-@             function(r, o, h) return "square(" .. at(r, o, h) .. " - mean[" .. r .. "])" end,
-@             function(r) return "(" .. xs(r, "i") .. " - mean[" .. r .. "]) * (" .. xs(r, "i") .. " - mean[" .. r .. "])" end)
-/* Mean and 1/sqrt(var + eps) of {{R}} row(s): a pass for the mean, one for squared deviations. */
+@   reduction("sum_squared_deviations",
+@             "s[r] += sum of (x[r][i] - m[r])^2, d[r] += sum of x[r][i] - m[r].",
+@             ", const float m[" .. R .. "]",
+@             function(r, o, h) return "square(" .. at(r, o, h) .. " - m[" .. r .. "])" end,
+@             function(r) return "(" .. xs(r, "i") .. " - m[" .. r .. "]) * (" .. xs(r, "i") .. " - m[" .. r .. "])" end,
+@             function(r, o, h) return at(r, o, h) .. " - m[" .. r .. "]" end,
+@             function(r) return xs(r, "i") .. " - m[" .. r .. "]" end)
+/*
+ * Mean and 1/sqrt(var + eps) of {{R}} row(s): a pass for the mean, one for deviations from it.
+ * The first pass's fp32 partial sums of x - k grow with |k - mean| (k is the first element, maybe
+ * an outlier); the second pass's sum of deviations corrects the mean (and the variance) by what
+ * the first pass lost, with partial sums of the order of the spread only (corrected two-pass).
+ */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}])
 {
-    float k[{{R}}];
-    double s[{{R}}] = {0}, ss[{{R}}] = {0};
+    float k[{{R}}], m[{{R}}];
+    double s[{{R}}] = {0}, ss[{{R}}] = {0}, d[{{R}}] = {0};
     for (int r = 0; r < {{R}}; ++r) k[r] = {{xs("r", 0)}};
     sum_shifted(x{{RA}}, H, k, s);
-    for (int r = 0; r < {{R}}; ++r) mean[r] = (float)(k[r] + s[r] / (double)H);
-    sum_squared_deviations(x{{RA}}, H, mean, ss);
-    for (int r = 0; r < {{R}}; ++r)
-        rstd[r] = (float)(1.0 / __builtin_sqrt(ss[r] / (double)H + (double)eps));
+    for (int r = 0; r < {{R}}; ++r) m[r] = (float)(k[r] + s[r] / (double)H);
+    sum_squared_deviations(x{{RA}}, H, m, ss, d);
+    for (int r = 0; r < {{R}}; ++r) {
+        const double c = d[r] / (double)H, var = ss[r] / (double)H - c * c;
+        mean[r] = (float)((double)m[r] + c);
+        rstd[r] = (float)(1.0 / __builtin_sqrt((var < 0.0 ? 0.0 : var) + (double)eps));
+    }
 }
 @ elseif LN and p.stats == "welford" then
 /* Welford's update of one lane group; the state is (count, mean, M2) of x - k. */

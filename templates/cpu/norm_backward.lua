@@ -138,49 +138,56 @@ static inline void stream_dx(xt *p, vf v)
 
 {{ cv.hsum(V) }}
 
-/* s += sum over i of term(x[i]) with k (a shift) and fp32 lanes flushed to double per BLOCK. */
-static double sum_rows(const xt *x, int64_t H, float k, int square)
+/* *s += sum over i of x[i] - k and *q of its square, in fp32 lanes flushed to double per BLOCK. */
+static void sum_rows(const xt *x, int64_t H, float k, double *s, double *q)
 {
     const int64_t nstep = H / STEP * STEP;
-    double s = 0.0;
     int64_t i = 0;
     for (int64_t b = 0; b < nstep; b += BLOCK) {
         const int64_t e = b + BLOCK < nstep ? b + BLOCK : nstep;
 @ for u = 0, A - 1 do
-        vf a{{u}} = {0};
+        vf a{{u}} = {0}, q{{u}} = {0};
 @ end
         for (i = b; i < e; i += STEP) {
 @ for u = 0, A - 1 do
             {
                 const vf d = load_x(x + i + {{u * V}}) - k;
-                a{{u}} += square ? d * d : d;
+                a{{u}} += d;
+                q{{u}} += d * d;
             }
 @ end
         }
-@ local sum = {}
-@ for u = 0, A - 1 do sum[#sum + 1] = "a" .. u end
-        s += hsum({{ table.concat(sum, " + ") }});
+@ local sum, sq = {}, {}
+@ for u = 0, A - 1 do sum[#sum + 1] = "a" .. u; sq[#sq + 1] = "q" .. u end
+        *s += hsum({{ table.concat(sum, " + ") }});
+        *q += hsum({{ table.concat(sq, " + ") }});
     }
 @ if tail then
     for (i = nstep; i < H; ++i) {
         const float d = {{X("x[i]")}} - k;
-        s += square ? d * d : d;
+        *s += d;
+        *q += d * d;
     }
 @ end
-    return s;
 }
 
-/* The forward's statistics: {{LN and "two passes (the shifted mean, then squared deviations)" or "the blocked mean square"}}. */
+/* The forward's statistics: {{LN and "the corrected two passes (the shifted mean, then deviations from it)" or "the blocked mean square"}}. */
 static void row_stats(const xt *x, int64_t H, float eps, float *mean, float *rstd)
 {
+    double s = 0.0, q = 0.0;
 @ if LN then
     const float k = {{X("x[0]")}};
-    const float m = (float)(k + sum_rows(x, H, k, 0) / (double)H);
-    *mean = m;
-    *rstd = (float)(1.0 / __builtin_sqrt(sum_rows(x, H, m, 1) / (double)H + (double)eps));
+    sum_rows(x, H, k, &s, &q);
+    const float m = (float)(k + s / (double)H);
+    s = q = 0.0;
+    sum_rows(x, H, m, &s, &q);
+    const double c = s / (double)H, var = q / (double)H - c * c;
+    *mean = (float)((double)m + c);
+    *rstd = (float)(1.0 / __builtin_sqrt((var < 0.0 ? 0.0 : var) + (double)eps));
 @ else
+    sum_rows(x, H, 0.0f, &s, &q);
     *mean = 0.0f;
-    *rstd = (float)(1.0 / __builtin_sqrt(sum_rows(x, H, 0.0f, 1) / (double)H + (double)eps));
+    *rstd = (float)(1.0 / __builtin_sqrt(q / (double)H + (double)eps));
 @ end
 }
 @
