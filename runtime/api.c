@@ -95,7 +95,8 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
                                fn, (long long)a->residual_stride, (long long)a->residual_out_stride,
                                (long long)a->H);
     if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->y_dtype > LNTUNE_BF16 ||
-        (unsigned)a->param_dtype > LNTUNE_BF16 || (unsigned)a->residual_dtype > LNTUNE_BF16)
+        (unsigned)a->param_dtype > LNTUNE_BF16 ||
+        (a->residual && (unsigned)a->residual_dtype > LNTUNE_BF16))
         return lntune_ctx_fail(
             ctx, LNTUNE_EINVAL,
             "%s: unknown dtype (dtype %d, y_dtype %d, param_dtype %d, residual_dtype %d)", fn,
