@@ -20,6 +20,7 @@
  * without residual/residual_out: the tuple and the fusion (fusion.h) are part of the descriptor,
  * so each has its own tuned kernels, and the built-ins where none was tuned.
  */
+#include "args_check.h"
 #include "context.h"
 #include "cuda_dispatch.h"
 #include "dispatch.h"
@@ -34,15 +35,6 @@
 #define BUILTIN_PARALLEL_ELEMENTS (INT64_C(1) << 18)
 
 static const char *const api_names[] = {"lntune_layernorm", "lntune_rmsnorm"};
-
-/* Bytes from the first to the last element of a matrix of type, or -1 if that overflows. */
-static int64_t extent_bytes(int64_t rows, int64_t H, int64_t stride, int type) {
-    int64_t n;
-    if (__builtin_mul_overflow(rows - 1, stride, &n) || __builtin_add_overflow(n, H, &n) ||
-        __builtin_mul_overflow(n, (int64_t)lntune_type_size(type), &n) || (uint64_t)n > PTRDIFF_MAX)
-        return -1;
-    return n;
-}
 
 /*
  * The internal types of a call: LNTUNE_DTYPE_DEFAULT resolved (dtype: fp32; others: dtype). The
@@ -62,17 +54,10 @@ static lntune_types lntune_args_types(const lntune_args *a) {
 static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *types) {
     const char *fn = api_names[op];
     if (!a) return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: args is NULL", fn);
-    if (a->H <= 0)
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: H = %lld; it must be positive", fn,
-                               (long long)a->H);
-    if (a->rows < 0)
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: rows = %lld is negative", fn,
-                               (long long)a->rows);
+    int rc = lntune_check_size(ctx, fn, a->rows, a->H, a->eps);
+    if (rc != LNTUNE_OK) return rc;
     if (!a->x || !a->y)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s is NULL", fn, !a->x ? "x" : "y");
-    if (!(a->eps >= 0.0f)) /* also catches NaN */
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: eps = %g; it must be >= 0 (0: 1e-5)", fn,
-                               (double)a->eps);
     if ((a->x_stride != 0 && a->x_stride < a->H) || (a->y_stride != 0 && a->y_stride < a->H))
         return lntune_ctx_fail(
             ctx, LNTUNE_EINVAL,
@@ -101,11 +86,8 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
             ctx, LNTUNE_EINVAL,
             "%s: unknown dtype (dtype %d, y_dtype %d, param_dtype %d, residual_dtype %d)", fn,
             (int)a->dtype, (int)a->y_dtype, (int)a->param_dtype, (int)a->residual_dtype);
-    if ((unsigned)a->device > LNTUNE_DEVICE_CUDA)
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown device %d", fn, (int)a->device);
-    if (a->device == LNTUNE_DEVICE_CPU && (a->device_index != 0 || a->stream))
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
-                               "%s: device_index and stream must be 0/NULL for the CPU", fn);
+    if ((rc = lntune_check_device(ctx, fn, a->device, a->device_index, a->stream)) != LNTUNE_OK)
+        return rc;
     if (op == LNTUNE_DESC_RMSNORM && a->beta)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: RMSNorm takes no beta", fn);
 #ifndef LNTUNE_HAVE_CUDA
@@ -124,13 +106,14 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
                                fn);
     const int rt = lntune_types_residual(*types);
     if (a->rows > 0 &&
-        (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, types->x) < 0 ||
-         extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H, types->y) < 0 ||
+        (lntune_extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, types->x) < 0 ||
+         lntune_extent_bytes(a->rows, a->H, a->y_stride ? a->y_stride : a->H, types->y) < 0 ||
          (a->residual &&
-          extent_bytes(a->rows, a->H, a->residual_stride ? a->residual_stride : a->H, rt) < 0) ||
+          lntune_extent_bytes(a->rows, a->H, a->residual_stride ? a->residual_stride : a->H, rt) <
+              0) ||
          (a->residual_out &&
-          extent_bytes(a->rows, a->H, a->residual_out_stride ? a->residual_out_stride : a->H, rt) <
-              0)))
+          lntune_extent_bytes(a->rows, a->H, a->residual_out_stride ? a->residual_out_stride : a->H,
+                              rt) < 0)))
         return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
                                "%s: rows = %lld by its stride does not fit in memory", fn,
                                (long long)a->rows);

@@ -14,6 +14,7 @@
  * dbeta: their size depends on the call, and a malloc costs little next to reading rows x H twice.
  */
 #include "backward.h"
+#include "args_check.h"
 #include "context.h"
 #include "dispatch.h"
 #include "dtypes.h"
@@ -27,32 +28,16 @@
 
 static const char *const api_names[] = {"lntune_layernorm_backward", "lntune_rmsnorm_backward"};
 
-/* Bytes from the first to the last element of a matrix of type, or -1 if that overflows. */
-static int64_t extent_bytes(int64_t rows, int64_t H, int64_t stride, int type) {
-    int64_t n;
-    if (__builtin_mul_overflow(rows - 1, stride, &n) || __builtin_add_overflow(n, H, &n) ||
-        __builtin_mul_overflow(n, (int64_t)lntune_type_size(type), &n) || (uint64_t)n > PTRDIFF_MAX)
-        return -1;
-    return n;
-}
-
 static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune_types *types) {
     const char *fn = api_names[op];
     if (!a) return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: args is NULL", fn);
-    if (a->H <= 0)
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: H = %lld; it must be positive", fn,
-                               (long long)a->H);
-    if (a->rows < 0)
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: rows = %lld is negative", fn,
-                               (long long)a->rows);
+    int rc = lntune_check_size(ctx, fn, a->rows, a->H, a->eps);
+    if (rc != LNTUNE_OK) return rc;
     if (!a->x || !a->dy || !a->dx)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s is NULL", fn,
                                !a->x    ? "x"
                                : !a->dy ? "dy"
                                         : "dx");
-    if (!(a->eps >= 0.0f))
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: eps = %g; it must be >= 0 (0: 1e-5)", fn,
-                               (double)a->eps);
     static const char *const stride_names[4] = {"x_stride", "dy_stride", "dx_stride",
                                                 "dresidual_out_stride"};
     const int64_t strides[4] = {a->x_stride, a->dy_stride, a->dx_stride, a->dresidual_out_stride};
@@ -63,11 +48,8 @@ static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune
     if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->param_dtype > LNTUNE_BF16)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown dtype (dtype %d, param_dtype %d)",
                                fn, (int)a->dtype, (int)a->param_dtype);
-    if ((unsigned)a->device > LNTUNE_DEVICE_CUDA)
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown device %d", fn, (int)a->device);
-    if (a->device == LNTUNE_DEVICE_CPU && (a->device_index != 0 || a->stream))
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
-                               "%s: device_index and stream must be 0/NULL for the CPU", fn);
+    if ((rc = lntune_check_device(ctx, fn, a->device, a->device_index, a->stream)) != LNTUNE_OK)
+        return rc;
     if (op == 1 && a->dbeta)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: RMSNorm has no beta, so no dbeta", fn);
     if (op == 0 && !a->mean != !a->rstd)
@@ -82,12 +64,12 @@ static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune
     const int p = a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1;
     *types = (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
     if (a->rows > 0 &&
-        (extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, x) < 0 ||
-         extent_bytes(a->rows, a->H, a->dy_stride ? a->dy_stride : a->H, x) < 0 ||
-         extent_bytes(a->rows, a->H, a->dx_stride ? a->dx_stride : a->H, x) < 0 ||
+        (lntune_extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, x) < 0 ||
+         lntune_extent_bytes(a->rows, a->H, a->dy_stride ? a->dy_stride : a->H, x) < 0 ||
+         lntune_extent_bytes(a->rows, a->H, a->dx_stride ? a->dx_stride : a->H, x) < 0 ||
          (a->dresidual_out &&
-          extent_bytes(a->rows, a->H, a->dresidual_out_stride ? a->dresidual_out_stride : a->H, x) <
-              0)))
+          lntune_extent_bytes(a->rows, a->H,
+                              a->dresidual_out_stride ? a->dresidual_out_stride : a->H, x) < 0)))
         return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
                                "%s: rows = %lld by its stride does not fit in memory", fn,
                                (long long)a->rows);
