@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "randn.h"
 #include "dtypes.h"
 #include "fusion.h"
 #include "half_ref.h"
@@ -51,12 +52,7 @@ static int most_threads;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static double randn(void) {
-    double u[2];
-    for (int k = 0; k < 2; ++k) {
-        rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
-        u[k] = ((double)((rng * 0x2545f4914f6cdd1dULL) >> 11) + 0.5) / 9007199254740992.0;
-    }
-    return sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]);
+    return test_randn(&rng);
 }
 
 static void *values(int type, size_t n, double offset, double spread) {
