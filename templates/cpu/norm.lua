@@ -40,7 +40,7 @@ local FILE_SCOPE_NAMES = {
     "welford", "merge", "sum_shifted", "sum_squared_deviations", "sum_squares", "row_stats",
     "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
     "load_x", "load_p", "store_y", "stream_y", "narrow_y", "CHUNK", "rt", "load_r", "narrow_r",
-    "store_r", "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
+    "store_r", "stream_r", "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
@@ -75,6 +75,13 @@ function M.family(op)
             },
             { name = "store", values = { "plain", "nt" }, doc = "plain or non-temporal stores of y" },
             {
+                name = "rstore",
+                values = function(_, shape)
+                    return shape.fusion == "residual_out" and { "plain", "nt" } or { "plain" }
+                end,
+                doc = "residual_out stored plainly (read again soon by the next layer) or non-temporally",
+            },
+            {
                 name = "convert",
                 values = function(host, shape)
                     local t = shape.types or {}
@@ -104,6 +111,12 @@ function M.family(op)
                 return false, "non-temporal stores need 16-byte vectors of y on x86"
             end
             if p.convert == "native" and p.vec < 4 then return false, "native conversions need vec >= 4" end
+            if p.rstore == "nt" and p.store ~= "nt" then
+                return false, "rstore=nt rides on store=nt's alignment of y"
+            end
+            if p.rstore == "nt" and ((types.residual or types.x) == "f32") ~= (types.y == "f32") then
+                return false, "rstore=nt needs residual_out elements of y's size (one alignment for both)"
+            end
             if p.layout == "evenodd" and p.vec < 4 then return false, "layout=evenodd needs vec >= 4" end
             if p.layout == "evenodd" and p.stats == "welford" then
                 return false, "layout=evenodd feeds two vectors per step: not Welford's per-lane counts"
@@ -136,6 +149,7 @@ function M.family(op)
                 fusion = shape.fusion or false,
                 RT = shape.fusion and CTYPE[types.residual or types.x] or false,
                 res_out = shape.fusion == "residual_out",
+                nt_r = p.rstore == "nt",
                 half_y = half_y,
                 XB = types.x == "f32" and 4 or 2, -- bytes per element of x and of y
                 YB = half_y and 2 or 4,
@@ -250,6 +264,23 @@ static inline vf bf16_odd(const uint16_t *p)
 @   -- residual_out: plain stores (it is read again soon, by the next layer).
 {{ cv.narrower("narrow_r", types.residual, "rt", V, native) }}
 {{ cv.storer("store_r", types.residual, "rt", V, "narrow_r") }}
+@   if nt_r then
+@     local vr = cv.vector_type(types.residual, "rt", V)
+
+/* residual_out non-temporally, where it is aligned as y is (see normalize). */
+static inline void stream_r(rt *p, vf v)
+{
+    const {{vr}} o = narrow_r(v);
+#if defined(__clang__)
+    __builtin_nontemporal_store(o, ({{vr}} *)p);
+#else
+    typedef float vrf __attribute__((vector_size(sizeof o)));
+    vrf f;
+    __builtin_memcpy(&f, &o, sizeof f);
+    {{nt.gcc}}((float *)p, f);
+#endif
+}
+@   end
 @ end
 @ if S == 2 then
 
@@ -596,7 +627,12 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @     else
         {
             const vf s = load_x(x + i + {{o}}) + load_r(res + i + {{o}});
-@       if res_out then
+@       if res_out and nt_r then
+            if (r_nt)
+                stream_r(res_out + i + {{o}}, s);
+            else
+                store_r(res_out + i + {{o}}, s);
+@       elseif res_out then
             store_r(res_out + i + {{o}}, s);
 @       end
             {{store}}(y + i + {{o}}, {{ expr("s", "i + " .. o) }});
@@ -612,6 +648,10 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @   if nt then
     /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
     for (; i < H && ((uintptr_t)(y + i) & {{V * YB * S - 1}}) != 0; ++i) {{ step() }}
+@   end
+@   if res_out and nt_r then
+    /* residual_out's elements have y's size: aligned too unless the two are offset differently */
+    const int r_nt = ((uintptr_t)(res_out + i) & {{V * YB - 1}}) == 0;
 @   end
     for (; i + STEP <= H; i += STEP) {
 @   if p.prefetch == 1 then
