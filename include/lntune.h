@@ -100,9 +100,9 @@ typedef struct lntune_args {
      */
     lntune_device_kind device;
     int device_index;
-    void *stream;                /* CUstream for LNTUNE_DEVICE_CUDA */
-    lntune_dtype y_dtype;        /* of y; 0: as dtype */
-    lntune_dtype param_dtype;    /* of gamma and beta; 0: as dtype */
+    void *stream;             /* CUstream for LNTUNE_DEVICE_CUDA */
+    lntune_dtype y_dtype;     /* of y; 0: as dtype */
+    lntune_dtype param_dtype; /* of gamma and beta; 0: as dtype */
     /* of residual and residual_out; 0: as dtype. Read only when residual is given, so an app
      * built with the 0.2 header (whose struct ends before it) keeps working. */
     lntune_dtype residual_dtype;
