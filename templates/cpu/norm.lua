@@ -255,6 +255,24 @@ static inline vf bf16_odd(const uint16_t *p)
 @   return (h == 0 and "bf16_even" or "bf16_odd") .. "(" .. ptr .. ")"
 @ end
 @
+@ -- Emits name(p, v): v rounded by narrow (to vt, a vector of ct) and stored non-temporally at
+@ -- p, an aligned address (the builtins of the _mm*_stream_ps intrinsics, used directly because
+@ -- <immintrin.h> alone triples the compile time of a kernel).
+@ local function streamer(name, ct, vt, narrow)
+
+static inline void {{name}}({{ct}} *p, vf v)
+{
+    const {{vt}} o = {{narrow}}(v);
+#if defined(__clang__)
+    __builtin_nontemporal_store(o, ({{vt}} *)p);
+#else
+    typedef float vnf __attribute__((vector_size(sizeof o)));
+    vnf f;
+    __builtin_memcpy(&f, &o, sizeof f);
+    {{nt.gcc}}((float *)p, f);
+#endif
+}
+@ end
 @ -- The V results of v in y's type, in vy (a vector of y elements), then stored.
 @ local vy = cv.vector_type(types.y, "yt", V)
 @ if S == 1 then
@@ -264,22 +282,8 @@ static inline vf bf16_odd(const uint16_t *p)
 @   -- residual_out: plain stores (it is read again soon, by the next layer).
 {{ cv.narrower("narrow_r", types.residual, "rt", V, native) }}
 {{ cv.storer("store_r", types.residual, "rt", V, "narrow_r") }}
-@   if nt_r then
-@     local vr = cv.vector_type(types.residual, "rt", V)
-
-/* residual_out non-temporally, where it is aligned as y is (see normalize). */
-static inline void stream_r(rt *p, vf v)
-{
-    const {{vr}} o = narrow_r(v);
-#if defined(__clang__)
-    __builtin_nontemporal_store(o, ({{vr}} *)p);
-#else
-    typedef float vrf __attribute__((vector_size(sizeof o)));
-    vrf f;
-    __builtin_memcpy(&f, &o, sizeof f);
-    {{nt.gcc}}((float *)p, f);
-#endif
-}
+@   if nt_r then -- where residual_out is aligned as y is (see normalize)
+@     streamer("stream_r", "rt", cv.vector_type(types.residual, "rt", V), "narrow_r")
 @   end
 @ end
 @ if S == 2 then
@@ -317,21 +321,7 @@ static inline void stream_y2(yt *p, vf even, vf odd)
 @ elseif not nt then
 {{ cv.storer("store_y", types.y, "yt", V, "narrow_y") }}
 @ else
-
-/* A non-temporal store of an aligned vector (the builtins of the _mm*_stream_ps intrinsics,
- * used directly because <immintrin.h> alone triples the compile time of a kernel). */
-static inline void stream_y(yt *p, vf v)
-{
-    const {{vy}} o = narrow_y(v);
-#if defined(__clang__)
-    __builtin_nontemporal_store(o, ({{vy}} *)p);
-#else
-    typedef float vyf __attribute__((vector_size(sizeof o)));
-    vyf f;
-    __builtin_memcpy(&f, &o, sizeof f);
-    {{nt.gcc}}((float *)p, f);
-#endif
-}
+@   streamer("stream_y", "yt", vy, "narrow_y")
 @ end
 @ if p.stats == "twopass" or p.stats == "blocked" then
 
