@@ -60,6 +60,7 @@ local M = {}
 
 -- fp16/bf16 <-> fp32 conversions, packed accesses and type tables, shared with the backward.
 local cv = lntune.import("cuda/convert.lua")
+local layout = lntune.import("cuda/layout.lua")
 
 -- Dynamic shared memory a block may use, by compute capability: the opt-in maximum less 1 KiB
 -- for the kernels' static reduction buffers.
@@ -74,7 +75,7 @@ local BLOCK_MAX_REGS = 64  -- floats a block-layout thread may cache (fixed H)
 local WARP_MAX_LOOP = 1024 -- with a known H, warp-layout threads loop over at most this many
 local CLUSTER_MIN_H = 8192 -- clusters pay off only for very large rows
 
-local function ceil_div(a, b) return (a + b - 1) // b end
+local ceil_div = layout.ceil_div
 
 local CTYPE = cv.CTYPE -- C element type of each tensor type; 16-bit types travel as their bits
 local ALL_F32 = { x = "f32", y = "f32", params = "f32" }
@@ -133,18 +134,7 @@ function M.family(op)
             if fixed and p.cache ~= "regs" and p.layout ~= "cluster" then
                 return false, "fixed H pays off with a register cache (or cluster slices)"
             end
-            if p.layout == "warp" then
-                if p.block > 256 then return false, "warp layout uses blocks of 128 or 256" end
-                if p.cache ~= (fixed and "regs" or "none") then
-                    return false, "warp layout caches in registers with fixed H, else re-reads"
-                end
-                if H then
-                    if fixed and ceil_div(H, p.tpr) > WARP_MAX_REGS then return false, "row too long for registers" end
-                    if not fixed and ceil_div(H, p.tpr) > WARP_MAX_LOOP then return false, "too few threads for H" end
-                    if p.tpr > 1 and p.tpr * p.pack > 2 * H then return false, "more threads than columns" end
-                end
-                return true
-            end
+            if p.layout == "warp" then return layout.warp_valid(p, H, fixed, WARP_MAX_REGS, WARP_MAX_LOOP) end
             if H and p.block > 128 and p.block * p.pack > H * p.cluster then
                 return false, "more threads than columns"
             end

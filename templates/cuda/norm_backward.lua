@@ -72,6 +72,7 @@
 local M = {}
 
 local cv = lntune.import("cuda/convert.lua")
+local layout = lntune.import("cuda/layout.lua")
 
 -- Dynamic shared memory a block may use, by compute capability (as cuda/norm.lua).
 local function max_smem(sm)
@@ -90,7 +91,7 @@ local MAX_THREADS = 262144   -- partials: threads at most (an H200 holds 270336 
 local FINISH_BLOCK = 256
 local GRID_ANY = 2147483647  -- atomic: any grid (runtime/cuda_launch.c caps at INT32_MAX)
 
-local function ceil_div(a, b) return (a + b - 1) // b end
+local ceil_div = layout.ceil_div
 local function slice(H) return ceil_div(H, 4) * 4 end -- floats per cached row, 16-byte multiple
 
 local ALL_F32 = { x = "f32", y = "f32", params = "f32" }
@@ -148,18 +149,7 @@ function M.family(op)
             if fixed and not H then return false, "h=fixed needs a shape with H" end
             if p.layout ~= "warp" and p.tpr ~= 32 then return false, "tpr is for layout=warp" end
             if fixed and p.cache ~= "regs" then return false, "fixed H pays off with a register cache" end
-            if p.layout == "warp" then
-                if p.block > 256 then return false, "warp layout uses blocks of 128 or 256" end
-                if p.cache ~= (fixed and "regs" or "none") then
-                    return false, "warp layout caches in registers with fixed H, else re-reads"
-                end
-                if H then
-                    if fixed and ceil_div(H, p.tpr) > WARP_MAX_REGS then return false, "row too long for registers" end
-                    if not fixed and ceil_div(H, p.tpr) > WARP_MAX_LOOP then return false, "too few threads for H" end
-                    if p.tpr > 1 and p.tpr * p.pack > 2 * H then return false, "more threads than columns" end
-                end
-                return true
-            end
+            if p.layout == "warp" then return layout.warp_valid(p, H, fixed, WARP_MAX_REGS, WARP_MAX_LOOP) end
             if H and p.block > 128 and p.block * p.pack > H then return false, "more threads than columns" end
             if p.layout == "uncached" then return p.cache == "none", "uncached re-reads x and dy" end
             if p.cache == "none" then return false, "layout=uncached is the block layout without a cache" end
