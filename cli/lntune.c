@@ -45,6 +45,7 @@ typedef struct {
     lntune_shape *shapes;
     size_t nshapes;
     int help, retune, json, all, threads, force;
+    int seconds;    /* time --seconds: the interleaved run's budget (0: the default) */
     int backward;   /* --backward: the gradients' ops (op text "<op>_backward") */
     int sm, device; /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
     const char *variants[16]; /* every --variant (time takes several) */
@@ -109,12 +110,14 @@ static int parse_options(int argc, char **argv, options *o) {
             ++i;
             continue;
         }
-        if (strcmp(a, "--threads") == 0) {
+        if (strcmp(a, "--threads") == 0 || strcmp(a, "--seconds") == 0) {
+            const int threads = a[2] == 't';
             char *end;
             long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || *end || n < 1 || n > 4096)
-                return usage_error("%s", "--threads needs a whole number from 1 to 4096");
-            o->threads = (int)n;
+            if (i + 1 >= argc || *end || n < 1 || n > (threads ? 4096 : 3600))
+                return usage_error("%s", threads ? "--threads needs a whole number from 1 to 4096"
+                                                 : "--seconds needs a whole number from 1 to 3600");
+            *(threads ? &o->threads : &o->seconds) = (int)n;
             ++i;
             continue;
         }
@@ -424,10 +427,21 @@ static int cmd_time(options *o) {
         }
     }
     prob.dir->verifier_destroy(v);
+    /*
+     * As the tuner does: every copy alone first, then the variants with the three fastest copies,
+     * the fastest one the drift reference (timing.h). Short rounds follow the drift closely.
+     */
+    const size_t nv = (size_t)o->nvariants;
+    size_t nt = n;
+    if (rc == LNTUNE_OK && n > nv) {
+        lntune_time_interleaved(t + nv, n - nv, &prob.args, pool, 15, 1e9);
+        nt = nv + lntune_tune_copy_finalists(t + nv, n - nv, 3);
+        t[nv].reference = nt > nv;
+    }
     if (rc == LNTUNE_OK) {
-        lntune_time_interleaved(t, n, &prob.args, pool, 15, 3e9);
+        lntune_time_interleaved(t, nt, &prob.args, pool, 15, (o->seconds ? o->seconds : 3) * 1e9);
         double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
-        for (size_t i = o->nvariants; i < n; ++i)
+        for (size_t i = nv; i < nt; ++i)
             if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;
         char op_key[48];
         lntune_fusion_op_key(op, shape.fusion, op_key, sizeof op_key);
@@ -868,9 +882,12 @@ static const command commands[] = {
      "  adversarial suite against the float64 reference.\n"},
     {"time", cmd_time,
      "lntune time --op OP --target cpu --shape [rows=R,]H=N --variant V [--variant V ...]\n"
-     "            [--dtype T] [--backward]\n"
-     "  Verifies the variants (up to 16), then times them in one interleaved run with every copy\n"
-     "  variant on rows x H (rows default as for tune): time, GB/s, ratio to the better copy.\n"
+     "            [--dtype T] [--backward] [--seconds N]\n"
+     "  Verifies the variants (up to 16), then times them in one interleaved run with the three\n"
+     "  fastest of every copy variant (timed alone first) on rows x H (rows default as for tune):\n"
+     "  time, GB/s, ratio to the better copy. The run lasts about N seconds (default 3, at least\n"
+     "  15 rounds). Each time is the median of the per-round ratios to the fastest copy, times\n"
+     "  that copy's median, which cancels the drift of a shared machine's bandwidth.\n"
      "  Bytes: x read and y written; backward: x and dy (--residual: and dresidual_out) read, dx\n"
      "  written (gamma, the statistics and the dgamma/dbeta partials do not grow with rows x H\n"
      "  and are left out).\n"},

@@ -50,6 +50,31 @@ static int run(lntune_pool *pool, const lntune_timed *c, const lntune_kernel_arg
     return lntune_pool_run_kernel(pool, c->fn, c->args ? c->args : args, c->threads);
 }
 
+void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t stride, int rounds) {
+    size_t ref = n;
+    for (size_t i = 0; i < n && ref == n; ++i)
+        if (c[i].reference && !c[i].failed) ref = i;
+    /* Ratios first: the stats below sort each candidate's samples out of round order. */
+    double *ratio = ref < n ? malloc(sizeof(double) * n) : NULL;
+    double *per_round = ratio ? malloc(sizeof(double) * (size_t)rounds) : NULL;
+    for (size_t i = 0; per_round && i < n; ++i) {
+        if (i == ref || c[i].failed) continue;
+        for (int r = 0; r < rounds; ++r)
+            per_round[r] = samples[i * stride + (size_t)r] / samples[ref * stride + (size_t)r];
+        double lo, hi;
+        lntune_sample_stats(per_round, (size_t)rounds, &ratio[i], &lo, &hi);
+    }
+    for (size_t i = 0; i < n; ++i) {
+        if (c[i].failed) continue;
+        lntune_sample_stats(samples + i * stride, (size_t)rounds, &c[i].median_ns, &c[i].min_ns,
+                            &c[i].max_ns);
+    }
+    for (size_t i = 0; per_round && i < n; ++i)
+        if (i != ref && !c[i].failed) c[i].median_ns = ratio[i] * c[ref].median_ns;
+    free(per_round);
+    free(ratio);
+}
+
 void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
                              lntune_pool *pool, int min_rounds, double budget_ns) {
     if (n == 0) return;
@@ -96,11 +121,7 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
         }
         rounds++;
     }
-    for (size_t i = 0; i < n; ++i) {
-        if (c[i].failed) continue;
-        lntune_sample_stats(samples + i * MAX_ROUNDS, (size_t)rounds, &c[i].median_ns, &c[i].min_ns,
-                            &c[i].max_ns);
-    }
+    lntune_timing_figures(c, n, samples, MAX_ROUNDS, rounds);
     free(order);
     free(samples);
 }

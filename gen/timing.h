@@ -2,7 +2,11 @@
  * timing.h - interleaved, repeated timing of kernels on the same buffers: every round runs each
  * candidate once (in a fresh random order each round), so that drift in clock speed or machine
  * load, and the cache state one kernel leaves the next, hit all candidates alike; each
- * candidate's figure is its median over rounds.
+ * candidate's figure is its median over rounds. With a reference candidate (a copy of the same
+ * bytes, or another kernel), a figure is instead the median of the candidate's per-round ratios to
+ * the reference, times the reference's median: the memory bandwidth a shared machine lends drifts
+ * by tens of percent within seconds, and the ratio cancels it (batch medians of a LayerNorm kernel
+ * over 5 rounds varied by 5.5-11% raw, 2.4-3.9% as ratios: bench/results/cpu-tuner-2026-11-30.md).
  */
 #ifndef LNTUNE_TIMING_H
 #define LNTUNE_TIMING_H
@@ -35,7 +39,8 @@ typedef struct lntune_timed {
     int threads;
     /* out */
     double median_ns, min_ns, max_ns;
-    int failed; /* the kernel returned an error code */
+    int failed;    /* the kernel returned an error code */
+    int reference; /* the drift reference (see above); the first one that did not fail counts */
     /* The candidate's own problem (same x and y buffers, another shape: a copy of the same
      * bytes as a 16-bit kernel moves); NULL: the args shared by all. */
     const lntune_kernel_args *args;
@@ -52,6 +57,13 @@ double lntune_now_ns(void);
  * even), minimum and maximum.
  */
 void lntune_sample_stats(double *samples, size_t n, double *median, double *min, double *max);
+
+/*
+ * The figures of c[0..n) from samples (candidate i's round r at samples[i * stride + r], for
+ * rounds >= 1 rounds; the order within each candidate's row is lost): median, min and max of
+ * each candidate that did not fail, the median by the reference when there is one (above).
+ */
+void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t stride, int rounds);
 
 /*
  * Times each of c[0..n) on args: one warm-up call each, then at least min_rounds rounds, more

@@ -33,11 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TOP = 8, RETIME_ROUNDS = 15, MIN_ROUNDS = 5 };
+enum { TOP = 16, FINALISTS = 4, RETIME_ROUNDS = 15, MIN_ROUNDS = 7 };
 enum { MAX_COPIES = 64, COPY_FINALISTS = 3 }; /* copy variants built; re-timed with the leaders */
 static const double NOISE = 0.01;             /* within 1%, the simpler variant wins */
-static const double BATCH_BUDGET_NS = 150e6;  /* timing of one batch of candidates */
-static const double RETIME_BUDGET_NS = 600e6; /* the final interleaved run */
+static const double BATCH_BUDGET_NS = 250e6;  /* timing of one batch of candidates */
+static const double RETIME_BUDGET_NS = 2.5e9; /* each of the two final interleaved runs */
 
 /* A compiled, loaded source; variants that differ only in launch parameters share one. */
 typedef struct {
@@ -81,6 +81,11 @@ typedef struct {
     stored *db_rows; /* measurements from earlier runs */
     size_t ndb_rows;
     lntune_tune_result *res;
+    lntune_timed reference; /* the fastest copy: the drift reference (timing.h) */
+    /* The fastest variant timed so far in this run (incumbent_ns > 0): each batch's reference
+     * once there is one, so that every batch is ranked against the same kernel. */
+    lntune_timed incumbent;
+    double incumbent_ns;
     double start_ns;
     size_t done, estimate;
     char *write_err; /* the run's first failed write: the run stops (sized WRITE_ERR) */
@@ -288,8 +293,8 @@ done:
 static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
     job *j = ud;
     size_t *todo = malloc(n * sizeof *todo), *slot = malloc(n * sizeof *slot);
-    lntune_timed *timed = calloc(n, sizeof *timed);
-    lntune_sandbox_outcome *outs = calloc(n, sizeof *outs);
+    lntune_timed *timed = calloc(n + 1, sizeof *timed);
+    lntune_sandbox_outcome *outs = calloc(n + 1, sizeof *outs);
     size_t ntodo = 0, ntimed = 0;
     for (size_t k = 0; k < n; ++k) times[k] = INFINITY;
     if (!todo || !slot || !timed || !outs || stopped(j)) goto done;
@@ -331,7 +336,19 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
         timed_slot[ntimed++] = k;
     }
     progress(j, "time");
-    lntune_sandbox_time(timed, ntimed, &j->prob.args, j->pool, MIN_ROUNDS, BATCH_BUDGET_NS, outs);
+    /*
+     * The batch's reference goes last (not a slot): the incumbent, else the fastest copy. A
+     * copy's speed follows the machine's bandwidth more than a norm kernel's does, so a ratio to
+     * another norm kernel ranks batches taken in different bandwidth regimes more fairly.
+     */
+    const int by_incumbent = j->incumbent_ns > 0.0;
+    const int with_ref = ntimed > 0 && (by_incumbent || j->reference.reference);
+    if (with_ref) timed[ntimed] = by_incumbent ? j->incumbent : j->reference;
+    lntune_sandbox_time(timed, ntimed + (size_t)with_ref, &j->prob.args, j->pool, MIN_ROUNDS,
+                        BATCH_BUDGET_NS, outs);
+    if (by_incumbent && with_ref && !timed[ntimed].failed)
+        for (size_t t = 0; t < ntimed; ++t) /* ratio to the incumbent, on its own estimate */
+            timed[t].median_ns *= j->incumbent_ns / timed[ntimed].median_ns;
     for (size_t t = 0; t < ntimed; ++t) {
         size_t k = timed_slot[t], v = idx[k];
         compiled *u = &j->units[j->unit_of[v]];
@@ -351,6 +368,11 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
         }
         times[k] = timed[t].median_ns;
         record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_OK, NULL, u, &timed[t]);
+        if (j->incumbent_ns <= 0.0 || times[k] < j->incumbent_ns) {
+            j->incumbent = timed[t];
+            j->incumbent.reference = 1;
+            j->incumbent_ns = times[k];
+        }
     }
     j->done += ntodo;
 done:
@@ -451,6 +473,61 @@ static size_t choose(const job *j, const size_t *top, const lntune_timed *t, siz
     return pick;
 }
 
+/*
+ * Times variants v[0..n) (compacted to those loaded; returns how many) and the copy finalists,
+ * the first copy the drift reference, in one interleaved run of RETIME_BUDGET_NS: group[0..n)
+ * the variants, then the copies.
+ */
+static size_t retime(job *j, size_t *v, size_t n, const lntune_timed *copies, size_t ncopies,
+                     lntune_timed *group, lntune_sandbox_outcome *outs) {
+    size_t ng = 0;
+    for (size_t k = 0; k < n; ++k) {
+        compiled *u = unit_for(j, v[k]);
+        if (!u) continue;
+        v[ng] = v[k];
+        group[ng++] = j->prob.dir->candidate(&j->prob, u->fn, j->threads_of[v[k]]);
+    }
+    const size_t nv = ng;
+    for (size_t c = 0; c < ncopies; ++c) {
+        group[ng] = copies[c];
+        group[ng++].reference = c == 0;
+    }
+    lntune_sandbox_time(group, ng, &j->prob.args, j->pool, RETIME_ROUNDS, RETIME_BUDGET_NS, outs);
+    return nv;
+}
+
+/* Stores the retimed figures of v[0..n) (group[k] is v[k]'s). */
+static void record_retimed(job *j, const size_t *v, const lntune_timed *group,
+                           const lntune_sandbox_outcome *outs, size_t n) {
+    for (size_t k = 0; k < n; ++k) {
+        const int crashed = outs[k].state == LNTUNE_SANDBOX_CRASHED;
+        if (outs[k].state == LNTUNE_SANDBOX_LOST) continue;
+        record(j, lntune_space_variant(j->space, v[k]),
+               group[k].failed ? LNTUNE_STATUS_FAILED : LNTUNE_STATUS_OK,
+               crashed           ? outs[k].message
+               : group[k].failed ? "the kernel returned an error code"
+                                 : NULL,
+               &j->units[j->unit_of[v[k]]], group[k].failed ? NULL : &group[k]);
+    }
+}
+
+/* The indices of the (at most) max fastest of t[0..n) that did not fail, fastest first. */
+static size_t fastest_timed(const lntune_timed *t, size_t n, size_t *out, size_t max) {
+    size_t m = 0;
+    for (size_t k = 0; k < n; ++k) {
+        if (t[k].failed) continue;
+        size_t at = m < max ? m++ : max;
+        if (at == max && !(t[k].median_ns < t[out[max - 1]].median_ns)) continue;
+        if (at == max) at = max - 1;
+        while (at > 0 && t[k].median_ns < t[out[at - 1]].median_ns) {
+            out[at] = out[at - 1];
+            --at;
+        }
+        out[at] = k;
+    }
+    return m;
+}
+
 static void store_winner(job *j, size_t v, const lntune_timed *t) {
     compiled *u = unit_for(j, v);
     lntune_source src;
@@ -500,7 +577,7 @@ static int from_best(void *ud, const lntune_best *b) {
 static void tune_one(job *j) {
     lntune_tune_result *res = j->res;
     char **list = NULL;
-    size_t n = 0, nunits_done = 0;
+    size_t n = 0;
     lntune_space *space = NULL;
     lntune_jit_module *copy_modules[MAX_COPIES] = {0};
     size_t ncopies = 0;
@@ -533,54 +610,57 @@ static void tune_one(job *j) {
     lntune_timed copies[MAX_COPIES] = {{0}}; /* all defined: the sandbox copies them whole */
     ncopies = build_copies(j, copy_modules, copies, MAX_COPIES);
     size_t nfinal = keep_fastest_copies(j, copies, ncopies);
+    if (nfinal > 0) {
+        j->reference = copies[0];
+        j->reference.reference = 1;
+    }
 
     size_t top[TOP];
     size_t ntop = lntune_search(space, j->cfg->rigor, evaluate, j, top, TOP);
     if (ntop == 0 || stopped(j)) goto done;
 
-    /* The leaders, the naive kernel and the copies, timed together in one interleaved run. */
+    /*
+     * The leaders with the copies in one long interleaved run: many variants lie within a few
+     * percent of each other, and the short batches of the search rank them only roughly. Then
+     * the fastest FINALISTS again, alone with the copies: with fewer kernels per round the
+     * figures follow the machine's drift closely, and they decide.
+     */
     progress(j, "retime");
-    lntune_timed group[TOP + 1 + COPY_FINALISTS];
-    size_t ng = 0, naive_at = SIZE_MAX;
-    for (size_t k = 0; k < ntop; ++k) {
-        compiled *u = unit_for(j, top[k]);
-        if (!u) continue;
-        top[ng] = top[k];
-        group[ng++] = j->prob.dir->candidate(&j->prob, u->fn, j->threads_of[top[k]]);
-    }
-    nunits_done = ng;
-    compiled *naive = unit_for(j, 0);
-    if (naive) {
-        naive_at = ng;
-        group[ng++] = j->prob.dir->candidate(&j->prob, naive->fn, j->threads_of[0]);
-    }
-    for (size_t c = 0; c < nfinal; ++c) group[ng++] = copies[c];
-    lntune_sandbox_outcome outs[TOP + 1 + COPY_FINALISTS];
-    lntune_sandbox_time(group, ng, &j->prob.args, j->pool, RETIME_ROUNDS, RETIME_BUDGET_NS, outs);
+    lntune_timed group[TOP + COPY_FINALISTS];
+    lntune_sandbox_outcome outs[TOP + COPY_FINALISTS];
+    size_t nlead = retime(j, top, ntop, copies, nfinal, group, outs);
     if (stopped(j)) goto done;
+    record_retimed(j, top, group, outs, nlead);
+    size_t fin[FINALISTS];
+    const size_t nfin = fastest_timed(group, nlead, fin, FINALISTS);
+    for (size_t k = 0; k < nfin; ++k) fin[k] = top[fin[k]];
+    if (nfin == 0) goto done;
+    const size_t nf = retime(j, fin, nfin, copies, nfinal, group, outs);
+    if (stopped(j)) goto done;
+    record_retimed(j, fin, group, outs, nf);
     double copy_ns = INFINITY;
-    for (size_t c = naive_at == SIZE_MAX ? nunits_done : naive_at + 1; c < ng; ++c)
+    for (size_t c = nf; c < nf + nfinal; ++c)
         if (!group[c].failed && group[c].median_ns < copy_ns) copy_ns = group[c].median_ns;
     res->copy_gbps = isinf(copy_ns) ? 0.0 : j->prob.bytes / copy_ns;
-    if (naive_at != SIZE_MAX) res->naive_ns = group[naive_at].median_ns;
-    if (nunits_done == 0) goto done;
-    size_t w = choose(j, top, group, nunits_done);
-    for (size_t k = 0; k < nunits_done; ++k) {
-        const int crashed = outs[k].state == LNTUNE_SANDBOX_CRASHED;
-        if (outs[k].state == LNTUNE_SANDBOX_LOST) continue;
-        record(j, lntune_space_variant(space, top[k]),
-               group[k].failed ? LNTUNE_STATUS_FAILED : LNTUNE_STATUS_OK,
-               crashed           ? outs[k].message
-               : group[k].failed ? "the kernel returned an error code"
-                                 : NULL,
-               &j->units[j->unit_of[top[k]]], group[k].failed ? NULL : &group[k]);
+    /* The naive kernel (as slow as several finalists together) on its own with the reference. */
+    compiled *naive = unit_for(j, 0);
+    if (naive && nfinal > 0 && !group[nf].failed) {
+        lntune_timed pair[2] = {j->prob.dir->candidate(&j->prob, naive->fn, j->threads_of[0]),
+                                j->reference};
+        lntune_sandbox_outcome pair_outs[2];
+        lntune_sandbox_time(pair, 2, &j->prob.args, j->pool, MIN_ROUNDS, BATCH_BUDGET_NS,
+                            pair_outs);
+        if (!pair[0].failed && !pair[1].failed) /* its ratio, on the reference's median above */
+            res->naive_ns = pair[0].median_ns / pair[1].median_ns * group[nf].median_ns;
     }
+    if (nf == 0) goto done;
+    size_t w = choose(j, fin, group, nf);
     if (group[w].failed) goto done;
-    store_winner(j, top[w], &group[w]);
-    snprintf(res->variant, sizeof res->variant, "%s", lntune_space_variant(space, top[w]));
+    store_winner(j, fin[w], &group[w]);
+    snprintf(res->variant, sizeof res->variant, "%s", lntune_space_variant(space, fin[w]));
     res->median_ns = group[w].median_ns;
     res->gbps = j->prob.bytes / group[w].median_ns;
-    res->max_error = j->units[j->unit_of[top[w]]].max_error;
+    res->max_error = j->units[j->unit_of[fin[w]]].max_error;
 done:
     for (size_t c = 0; c < ncopies; ++c) lntune_jit_unload(copy_modules[c]);
     for (size_t u = 0; u < j->nunits; ++u) {
