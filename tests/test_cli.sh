@@ -94,6 +94,8 @@ expect 0 "lntune time" time --help
 expect 2 "--shape is required" time --op rmsnorm --target cpu --variant vec=4
 expect 2 "'vec' = '3' is not one of" time --op rmsnorm --target cpu --variant vec=3 --shape H=64
 expect 0 "spread: the slowest is" time --op rmsnorm --target cpu --shape rows=16,H=64 --variant vec=4 --variant vec=8
+expect 2 "--seconds needs a whole number from 1 to 3600" time --op rmsnorm --target cpu --shape H=64 --variant vec=4 --seconds 0
+expect 0 "copy variants): " time --op rmsnorm --target cpu --shape rows=16,H=64 --variant vec=4 --seconds 1
 
 # 16-bit types: the source converts, the verifier checks the rounding, the tuner keys by dtype.
 expect 0 "uint16_t" emit --op layernorm --target cpu --dtype bf16 --variant vec=16 --shape H=768
