@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 const lntune_bench_shape lntune_bench_default_shapes[] = {
@@ -104,8 +105,17 @@ static const char *op_name(int op) {
                                         : "copy";
 }
 
-/* Runs c for at least rep_ns; returns ns per call, or -1 if a call failed. */
+/*
+ * Runs c for at least rep_ns; returns ns per call, or -1 if a call failed. First a short pause:
+ * a thread pool's idle workers spin for a while after its last call (lntune's for 20000 pauses,
+ * libgomp's under oneDNN by default), and on a small machine they take the cores from the next
+ * candidate (with OMP_WAIT_POLICY=active, lntune at 4096x768 on 2 threads fell from 38-40 GB/s
+ * to 10-13). A 20 ms pause lowered every candidate, the copies too (idle cores clock down); 2 ms
+ * read highest for all in the runs of 2026-11-30.
+ */
 static double repetition(candidate *c, double rep_ns) {
+    const struct timespec pause = {0, 2 * 1000 * 1000};
+    nanosleep(&pause, NULL);
     const double t0 = lntune_now_ns();
     double t = t0, calls = 0;
     do {
