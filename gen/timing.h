@@ -67,7 +67,8 @@ void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t st
 
 /*
  * Times each of c[0..n) on args: one warm-up call each, then at least min_rounds rounds, more
- * while the total stays under budget_ns (at most 1000). pool serves threads > 1.
+ * while the total stays under budget_ns (at most 1000). pool serves threads > 1. A candidate
+ * whose warm-up call took under 100 us is timed on the second of two calls back to back.
  */
 void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
                              lntune_pool *pool, int min_rounds, double budget_ns);
