@@ -435,7 +435,7 @@ static int cmd_time(options *o) {
     size_t nt = n;
     if (rc == LNTUNE_OK && n > nv) {
         lntune_time_interleaved(t + nv, n - nv, &prob.args, pool, 15, 1e9);
-        nt = nv + lntune_tune_copy_finalists(t + nv, n - nv, 3);
+        nt = nv + lntune_tune_copy_finalists(t + nv, n - nv, LNTUNE_COPY_FINALISTS);
         t[nv].reference = nt > nv;
     }
     if (rc == LNTUNE_OK) {

@@ -34,7 +34,7 @@
 #include <string.h>
 
 enum { TOP = 16, FINALISTS = 4, RETIME_ROUNDS = 15, MIN_ROUNDS = 7 };
-enum { MAX_COPIES = 64, COPY_FINALISTS = 3 }; /* copy variants built; re-timed with the leaders */
+enum { MAX_COPIES = 64 };                     /* copy variants built */
 static const double NOISE = 0.01;             /* within 1%, the simpler variant wins */
 static const double BATCH_BUDGET_NS = 250e6;  /* timing of one batch of candidates */
 static const double RETIME_BUDGET_NS = 2.5e9; /* each of the two final interleaved runs */
@@ -444,16 +444,16 @@ size_t lntune_tune_copy_finalists(lntune_timed *copies, size_t n, size_t max) {
 }
 
 /*
- * Times every copy variant (interleaved, in the sandbox) and moves COPY_FINALISTS to the front
- * (lntune_tune_copy_finalists): those are re-timed with the leaders, so "the better copy" is the
- * best of all of them without 50 copies in the final run. Returns how many finalists there are.
+ * Times every copy variant (interleaved, in the sandbox) and moves LNTUNE_COPY_FINALISTS to the
+ * front (lntune_tune_copy_finalists): those are re-timed with the leaders, so "the better copy" is
+ * the best of all of them without 50 copies in the final run. Returns how many finalists there are.
  */
 static size_t keep_fastest_copies(job *j, lntune_timed *copies, size_t n) {
     if (n == 0) return 0;
     lntune_sandbox_outcome outs[MAX_COPIES];
     lntune_sandbox_time(copies, n, &j->prob.args, j->pool, RETIME_ROUNDS, BATCH_BUDGET_NS * 2,
                         outs);
-    return lntune_tune_copy_finalists(copies, n, COPY_FINALISTS);
+    return lntune_tune_copy_finalists(copies, n, LNTUNE_COPY_FINALISTS);
 }
 
 /* Among the retimed leaders, the fastest, or the simplest within NOISE of it. */
@@ -626,8 +626,8 @@ static void tune_one(job *j) {
      * figures follow the machine's drift closely, and they decide.
      */
     progress(j, "retime");
-    lntune_timed group[TOP + COPY_FINALISTS];
-    lntune_sandbox_outcome outs[TOP + COPY_FINALISTS];
+    lntune_timed group[TOP + LNTUNE_COPY_FINALISTS];
+    lntune_sandbox_outcome outs[TOP + LNTUNE_COPY_FINALISTS];
     size_t nlead = retime(j, top, ntop, copies, nfinal, group, outs);
     if (stopped(j)) goto done;
     record_retimed(j, top, group, outs, nlead);

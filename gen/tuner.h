@@ -98,4 +98,8 @@ void lntune_tune_result_from_best(lntune_tune_result *r, const struct lntune_bes
  */
 size_t lntune_tune_copy_finalists(lntune_timed *copies, size_t n, size_t max);
 
+/* How many copy finalists the tuner re-times with its leaders (and `lntune time` with its
+ * variants). */
+enum { LNTUNE_COPY_FINALISTS = 3 };
+
 #endif /* LNTUNE_TUNER_H */
