@@ -19,6 +19,7 @@ struct lntune_db {
     char errmsg[1024];
     int refused; /* the open failed because the file is not a usable lntune database of this
                     schema (as opposed to busy, locked or unreadable): what FORCE may move */
+    int busy;    /* the last SQL failure was SQLITE_BUSY or SQLITE_LOCKED: worth a retry */
 };
 
 /* Formats the handle's message and returns rc, so a failure is one `return` statement. */

@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LNTUNE_DB_APPLICATION_ID 0x4C4E5455 /* "LNTU", at offset 68 of the SQLite header */
@@ -85,7 +86,8 @@ static int conn_fail(lntune_db *db, sqlite3 *sq, const char *what) {
     /* A failed call always means failure, even if the connection's last code says otherwise. */
     if (rc == LNTUNE_OK) rc = LNTUNE_EDB;
     if (is_damage(src)) refuse(db);
-    if ((src & 0xff) == SQLITE_BUSY || (src & 0xff) == SQLITE_LOCKED)
+    db->busy = (src & 0xff) == SQLITE_BUSY || (src & 0xff) == SQLITE_LOCKED;
+    if (db->busy)
         return lntune_dbi_fail(db, rc,
                                "%s: %s (%s): another process held it longer than %d s; try again",
                                what, sqlite3_errmsg(sq), db->path, LNTUNE_DB_BUSY_MS / 1000);
@@ -456,6 +458,31 @@ static int set_wal(lntune_db *db) {
     return rc;
 }
 
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Runs step again while it fails busy or locked, for up to LNTUNE_DB_BUSY_MS. The busy timeout
+ * alone is not enough: SQLite skips the busy handler when a connection must upgrade a lock it
+ * already holds (deadlock avoidance), as PRAGMA journal_mode = WAL does on a new file, so
+ * processes creating one file together would fail at once. A random 1-8 ms pause keeps them out
+ * of lockstep.
+ */
+static int retry_busy(lntune_db *db, int (*step)(lntune_db *)) {
+    const int64_t deadline = now_ms() + LNTUNE_DB_BUSY_MS;
+    for (;;) {
+        db->busy = 0;
+        int rc = step(db);
+        if (!rc || !db->busy || now_ms() >= deadline) return rc;
+        unsigned r;
+        sqlite3_randomness(sizeof r, &r);
+        sqlite3_sleep(1 + (int)(r % 8));
+    }
+}
+
 static int open_readonly(lntune_db *db) {
     int state, version = 0;
     sqlite3 *sq = NULL;
@@ -536,8 +563,8 @@ static int open_readwrite(lntune_db *db) {
     else if (sqlite3_busy_timeout(db->sq, LNTUNE_DB_BUSY_MS) != SQLITE_OK)
         rc = lntune_dbi_sqlfail(db, "cannot set the busy timeout");
     if (!rc) rc = exec_sql(db, "PRAGMA foreign_keys = ON", "cannot enable foreign keys");
-    if (!rc) rc = set_wal(db);
-    if (!rc) rc = migrate(db);
+    if (!rc) rc = retry_busy(db, set_wal);
+    if (!rc) rc = retry_busy(db, migrate);
     if (rc) {
         sqlite3_close_v2(db->sq);
         db->sq = NULL;
