@@ -3,6 +3,7 @@
  */
 #include "cuda_check.h"
 
+#include "cuda_guarded.h"
 #include "lntune.h"
 
 #include <stdint.h>
@@ -10,19 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { GUARD = 256 }; /* bytes of poison before and after y on the device */
+enum { STATS_ROWS = 4096 }; /* rows of mean and rstd a run may ask for */
 #define KERNEL_DEVICE_ERROR 99
 
 struct lntune_cuda_checker {
     lntune_cuda *cu;
     int64_t max_floats, max_h;
-    uint64_t dx, dy, dg, db; /* device buffers; dx and dy with guard zones */
-    /* The kernel of the run in progress, and its verifier's element sizes and poison. */
+    uint64_t dx, dg, db, dstats; /* x, gamma, beta, mean and rstd */
+    lntune_cuda_guarded y, residual, residual_out;
+    /* The kernel of the run in progress and its verifier's element sizes. */
     void *function;
     const lntune_cuda_launch *launch;
-    size_t xsize, ysize, psize;
-    unsigned char poison[4]; /* ysize bytes */
-    uint32_t poison_word;    /* the same, filling 4 bytes */
+    size_t xsize, psize;
     char message[1024];
 };
 
@@ -37,21 +37,76 @@ static int device_error(lntune_cuda_checker *c, const char *what) {
     return KERNEL_DEVICE_ERROR;
 }
 
-/* Checks that the guard zones around y (of y_bytes) still hold the poison. */
-static int guards_intact(lntune_cuda_checker *c, uint64_t y, size_t y_bytes) {
-    unsigned char guard[GUARD + 16]; /* before y: GUARD plus y's misalignment */
-    const uint64_t zones[2] = {c->dy, y + y_bytes};
-    for (int z = 0; z < 2; ++z) {
-        const size_t bytes = z == 0 ? (size_t)(y - c->dy) : GUARD;
-        if (lntune_cuda_dtoh(c->cu, guard, zones[z], bytes))
-            return device_error(c, "copy the guard zone back");
-        for (size_t i = 0; i + c->ysize <= bytes; i += c->ysize)
-            if (memcmp(guard + i, c->poison, c->ysize) != 0) {
-                snprintf(c->message, sizeof c->message, "wrote %s y on the device",
-                         z ? "past the end of" : "before");
-                return KERNEL_DEVICE_ERROR;
-            }
+/* Poisons g, then copies bytes of host (an extent of rows) into it at host's misalignment. */
+static int place(lntune_cuda_checker *c, lntune_cuda_guarded *g, const void *host, size_t bytes,
+                 const char *name, uint64_t *dev) {
+    const int rc = lntune_cuda_guarded_place(c->cu, g, host, bytes, dev);
+    if (rc == LNTUNE_EOVERFLOW) return LNTUNE_KERNEL_EUNSUPPORTED;
+    if (rc == LNTUNE_OK) return LNTUNE_KERNEL_OK;
+    char what[64];
+    snprintf(what, sizeof what, "copy %s", name);
+    return device_error(c, what);
+}
+
+/* Checks that the guard zones around the bytes at dev in g still hold the poison. */
+static int guards_intact(lntune_cuda_checker *c, const lntune_cuda_guarded *g, uint64_t dev,
+                         size_t bytes, const char *name) {
+    const int rc = lntune_cuda_guarded_intact(c->cu, g, dev, bytes);
+    if (rc < 0) return device_error(c, "copy a guard zone back");
+    if (rc == 0) return LNTUNE_KERNEL_OK;
+    snprintf(c->message, sizeof c->message, "wrote %s %s on the device",
+             rc == 2 ? "past the end of" : "before", name);
+    return KERNEL_DEVICE_ERROR;
+}
+
+/* Copies the fused residual's tensors and the statistics to the device, into d. */
+static int place_fused(lntune_cuda_checker *c, const lntune_kernel_args *a, lntune_kernel_args *d) {
+    const size_t rb = extent(a->rows, a->residual_stride, a->H) * c->residual.esize;
+    const size_t ob =
+        a->residual_out ? extent(a->rows, a->residual_out_stride, a->H) * c->residual_out.esize : 0;
+    if ((a->mean || a->rstd) && a->rows > STATS_ROWS) return LNTUNE_KERNEL_EUNSUPPORTED;
+    uint64_t r, o;
+    int rc = place(c, &c->residual, a->residual, rb, "residual", &r);
+    if (rc) return rc;
+    d->residual = (const void *)(uintptr_t)r;
+    if (a->residual_out) {
+        if ((rc = place(c, &c->residual_out, a->residual_out, ob, "residual_out", &o))) return rc;
+        d->residual_out = (void *)(uintptr_t)o;
     }
+    const size_t sb = (size_t)a->rows * sizeof(float);
+    if (a->mean) {
+        if (lntune_cuda_htod(c->cu, c->dstats, a->mean, sb)) return device_error(c, "copy mean");
+        d->mean = (float *)(uintptr_t)c->dstats;
+    }
+    if (a->rstd) {
+        const uint64_t at = c->dstats + STATS_ROWS * sizeof(float);
+        if (lntune_cuda_htod(c->cu, at, a->rstd, sb)) return device_error(c, "copy rstd");
+        d->rstd = (float *)(uintptr_t)at;
+    }
+    return LNTUNE_KERNEL_OK;
+}
+
+/* Copies back what a fused run wrote (and residual, which it must not have), guards checked. */
+static int fetch_fused(lntune_cuda_checker *c, const lntune_kernel_args *a,
+                       const lntune_kernel_args *d) {
+    const uint64_t r = (uintptr_t)d->residual, o = (uintptr_t)d->residual_out;
+    const size_t rb = extent(a->rows, a->residual_stride, a->H) * c->residual.esize;
+    int rc = guards_intact(c, &c->residual, r, rb, "residual");
+    if (rc) return rc;
+    /* The verifier checks that residual is unchanged: it gets the device's copy to check. */
+    if (lntune_cuda_dtoh(c->cu, (void *)a->residual, r, rb))
+        return device_error(c, "copy residual back");
+    if (a->residual_out) {
+        const size_t ob = extent(a->rows, a->residual_out_stride, a->H) * c->residual_out.esize;
+        if ((rc = guards_intact(c, &c->residual_out, o, ob, "residual_out"))) return rc;
+        if (lntune_cuda_dtoh(c->cu, a->residual_out, o, ob))
+            return device_error(c, "copy residual_out back");
+    }
+    const size_t sb = (size_t)a->rows * sizeof(float);
+    if (a->mean && lntune_cuda_dtoh(c->cu, a->mean, (uintptr_t)d->mean, sb))
+        return device_error(c, "copy mean back");
+    if (a->rstd && lntune_cuda_dtoh(c->cu, a->rstd, (uintptr_t)d->rstd, sb))
+        return device_error(c, "copy rstd back");
     return LNTUNE_KERNEL_OK;
 }
 
@@ -60,20 +115,21 @@ static int device_kernel(const lntune_kernel_args *a, int64_t row_begin, int64_t
     lntune_cuda_checker *c = running;
     if (row_begin != 0 || row_end != a->rows) return LNTUNE_KERNEL_EUNSUPPORTED;
     const size_t xb = extent(a->rows, a->x_stride, a->H) * c->xsize;
-    const size_t yb = extent(a->rows, a->y_stride, a->H) * c->ysize;
-    const size_t room = (size_t)c->max_floats * 4 - 64; /* less the largest misalignment */
-    if (a->H > c->max_h || xb > room || yb > room) return LNTUNE_KERNEL_EUNSUPPORTED;
+    const size_t yb = extent(a->rows, a->y_stride, a->H) * c->y.esize;
+    const lntune_cuda_launch *l = c->launch;
+    if (a->H > c->max_h || xb + 16 > (size_t)c->max_floats * 4 || (l->max_h && a->H > l->max_h))
+        return LNTUNE_KERNEL_EUNSUPPORTED;
     /* Same misalignment as the host copy, so the kernel's alignment checks see what it would. */
-    const uint64_t x = c->dx + GUARD + (uintptr_t)a->x % 16;
-    const uint64_t y = c->dy + GUARD + (uintptr_t)a->y % 16;
+    const uint64_t x = c->dx + (uintptr_t)a->x % 16;
     lntune_kernel_args d = *a;
     d.x = (const void *)(uintptr_t)x;
-    d.y = (void *)(uintptr_t)y;
     d.mean = d.rstd = NULL;
     if (lntune_cuda_htod(c->cu, x, a->x, xb)) return device_error(c, "copy x");
-    if (lntune_cuda_fill32(c->cu, c->dy, c->poison_word, (size_t)c->max_floats + 2 * GUARD / 4))
-        return device_error(c, "poison y");
-    if (lntune_cuda_htod(c->cu, y, a->y, yb)) return device_error(c, "copy y");
+    uint64_t y;
+    int rc = place(c, &c->y, a->y, yb, "y", &y);
+    if (rc) return rc;
+    d.y = (void *)(uintptr_t)y;
+    if (a->residual && (rc = place_fused(c, a, &d))) return rc;
     if (a->gamma) {
         if (lntune_cuda_htod(c->cu, c->dg, a->gamma, (size_t)a->H * c->psize))
             return device_error(c, "copy gamma");
@@ -84,14 +140,13 @@ static int device_kernel(const lntune_kernel_args *a, int64_t row_begin, int64_t
             return device_error(c, "copy beta");
         d.beta = (const void *)(uintptr_t)c->db;
     }
-    const lntune_cuda_launch *l = c->launch;
-    if (l->max_h && a->H > l->max_h) return LNTUNE_KERNEL_EUNSUPPORTED;
     if (lntune_cuda_launch_kernel(c->cu, c->function, lntune_cuda_launch_grid(l, a->rows), l->block,
                                   lntune_cuda_launch_smem(l, a->H), NULL, &d))
         return device_error(c, "launch");
     if (lntune_cuda_sync(c->cu)) return device_error(c, "kernel");
+    if ((rc = guards_intact(c, &c->y, y, yb, "y"))) return rc;
     if (lntune_cuda_dtoh(c->cu, a->y, y, yb)) return device_error(c, "copy y back");
-    return guards_intact(c, y, yb);
+    return a->residual ? fetch_fused(c, a, &d) : LNTUNE_KERNEL_OK;
 }
 
 int lntune_cuda_checker_create(lntune_cuda *cu, int64_t max_floats, int64_t max_h,
@@ -104,10 +159,14 @@ int lntune_cuda_checker_create(lntune_cuda *cu, int64_t max_floats, int64_t max_
     c->cu = cu;
     c->max_floats = max_floats;
     c->max_h = max_h;
-    const size_t bytes = (size_t)max_floats * 4 + 2 * GUARD;
-    if (lntune_cuda_alloc(cu, bytes, &c->dx) || lntune_cuda_alloc(cu, bytes, &c->dy) ||
+    const size_t bytes = (size_t)max_floats * 4;
+    if (lntune_cuda_alloc(cu, bytes, &c->dx) ||
+        lntune_cuda_guarded_alloc(cu, bytes, LNTUNE_TYPE_F32, &c->y) ||
+        lntune_cuda_guarded_alloc(cu, bytes, LNTUNE_TYPE_F32, &c->residual) ||
+        lntune_cuda_guarded_alloc(cu, bytes, LNTUNE_TYPE_F32, &c->residual_out) ||
         lntune_cuda_alloc(cu, (size_t)max_h * 4, &c->dg) ||
-        lntune_cuda_alloc(cu, (size_t)max_h * 4, &c->db)) {
+        lntune_cuda_alloc(cu, (size_t)max_h * 4, &c->db) ||
+        lntune_cuda_alloc(cu, 2 * STATS_ROWS * sizeof(float), &c->dstats)) {
         lntune_cuda_checker_destroy(c);
         return LNTUNE_ENODEVICE;
     }
@@ -118,9 +177,12 @@ int lntune_cuda_checker_create(lntune_cuda *cu, int64_t max_floats, int64_t max_
 void lntune_cuda_checker_destroy(lntune_cuda_checker *c) {
     if (!c) return;
     lntune_cuda_free(c->cu, c->dx);
-    lntune_cuda_free(c->cu, c->dy);
+    lntune_cuda_guarded_free(c->cu, &c->y);
+    lntune_cuda_guarded_free(c->cu, &c->residual);
+    lntune_cuda_guarded_free(c->cu, &c->residual_out);
     lntune_cuda_free(c->cu, c->dg);
     lntune_cuda_free(c->cu, c->db);
+    lntune_cuda_free(c->cu, c->dstats);
     free(c);
 }
 
@@ -132,12 +194,10 @@ int lntune_cuda_checker_run(lntune_cuda_checker *c, lntune_verifier *v, void *fu
     c->launch = l;
     const lntune_types t = lntune_verifier_types(v);
     c->xsize = lntune_type_size(t.x);
-    c->ysize = lntune_type_size(t.y);
     c->psize = lntune_type_size(t.params);
-    const uint32_t p = lntune_verify_poison(t.y);
-    const uint16_t p16 = (uint16_t)p;
-    memcpy(c->poison, c->ysize == 4 ? (const void *)&p : (const void *)&p16, c->ysize);
-    c->poison_word = c->ysize == 4 ? p : (uint32_t)p16 << 16 | p16;
+    lntune_cuda_guarded_set_type(&c->y, t.y);
+    lntune_cuda_guarded_set_type(&c->residual, lntune_types_residual(t));
+    lntune_cuda_guarded_set_type(&c->residual_out, lntune_types_residual(t));
     c->message[0] = '\0';
     running = c;
     int rc = lntune_verifier_check(v, device_kernel, affine, fixed_h, 1, NULL, res);

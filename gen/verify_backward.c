@@ -297,6 +297,10 @@ int lntune_backward_verifier_create_fused(lntune_op op, lntune_types types, int 
     return LNTUNE_OK;
 }
 
+lntune_types lntune_backward_verifier_types(const lntune_backward_verifier *v) {
+    return v ? v->types : (lntune_types){0};
+}
+
 void lntune_backward_verifier_destroy(lntune_backward_verifier *v) {
     if (!v) return;
     for (size_t k = 0; v->cases && k < v->nh; ++k) {

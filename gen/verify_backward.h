@@ -65,6 +65,7 @@ int lntune_backward_verifier_create_fused(lntune_op op, lntune_types types, int 
                                           const int64_t *hs, size_t nh, uint64_t seed,
                                           lntune_backward_verifier **out);
 void lntune_backward_verifier_destroy(lntune_backward_verifier *v); /* NULL is a no-op */
+lntune_types lntune_backward_verifier_types(const lntune_backward_verifier *v); /* NULL: f32 */
 
 /*
  * Runs kernel at every H (only fixed_h if not 0) on every data set (randn, large mean, tiny

@@ -272,15 +272,24 @@ int lntune_cuda_module_load(lntune_cuda *c, const void *image, const char *symbo
                             void **function) {
     if (!c || !c->ctx || !image || !symbol || !module || !function) return LNTUNE_EINVAL;
     CUmodule m = NULL;
-    CUfunction f = NULL;
     CALL(c, ModuleLoadData, &m, image);
-    CUresult r = c->api.ModuleGetFunction(&f, m, symbol);
-    if (r != CUDA_SUCCESS) {
+    int rc = lntune_cuda_module_function(c, m, symbol, function);
+    if (rc != LNTUNE_OK) {
         c->api.ModuleUnload(m);
+        return rc;
+    }
+    *module = m;
+    return LNTUNE_OK;
+}
+
+int lntune_cuda_module_function(lntune_cuda *c, void *module, const char *symbol, void **function) {
+    if (!c || !c->ctx || !module || !symbol || !function) return LNTUNE_EINVAL;
+    CUfunction f = NULL;
+    CUresult r = c->api.ModuleGetFunction(&f, (CUmodule)module, symbol);
+    if (r != CUDA_SUCCESS) {
         fail(c, "cuModuleGetFunction", r);
         return LNTUNE_ENOTFOUND;
     }
-    *module = m;
     *function = f;
     return LNTUNE_OK;
 }
@@ -298,10 +307,15 @@ int lntune_cuda_set_max_smem(lntune_cuda *c, void *function, int64_t bytes) {
 
 int lntune_cuda_launch_kernel(lntune_cuda *c, void *function, int64_t grid, int block, int64_t smem,
                               void *stream, void *param) {
-    if (!c || !c->ctx || !function || grid < 1 || grid > INT32_MAX || block < 1 || smem < 0 ||
-        smem > INT32_MAX)
-        return LNTUNE_EINVAL;
     void *params[1] = {param};
+    return lntune_cuda_launch_params(c, function, grid, block, smem, stream, params);
+}
+
+int lntune_cuda_launch_params(lntune_cuda *c, void *function, int64_t grid, int block, int64_t smem,
+                              void *stream, void **params) {
+    if (!c || !c->ctx || !function || !params || grid < 1 || grid > INT32_MAX || block < 1 ||
+        smem < 0 || smem > INT32_MAX)
+        return LNTUNE_EINVAL;
     CALL(c, LaunchKernel, (CUfunction)function, (unsigned)grid, 1, 1, (unsigned)block, 1, 1,
          (unsigned)smem, (CUstream)stream, params, NULL);
     return LNTUNE_OK;

@@ -44,11 +44,16 @@ void lntune_cuda_restore_opener(lntune_cuda *c);
 int lntune_cuda_module_load(lntune_cuda *c, const void *image, const char *symbol, void **module,
                             void **function);
 void lntune_cuda_module_unload(lntune_cuda *c, void *module); /* NULL is a no-op */
+/* Another kernel of a loaded module (a backward pair's second kernel); LNTUNE_ENOTFOUND. */
+int lntune_cuda_module_function(lntune_cuda *c, void *module, const char *symbol, void **function);
 /* Lets function use up to bytes of dynamic shared memory (needed above 48 KiB). */
 int lntune_cuda_set_max_smem(lntune_cuda *c, void *function, int64_t bytes);
 /* Launches function on a 1-D grid with one parameter block (e.g. lntune_kernel_args). */
 int lntune_cuda_launch_kernel(lntune_cuda *c, void *function, int64_t grid, int block, int64_t smem,
                               void *stream, void *param);
+/* The same with the kernel's parameters one pointer each, in order (cuLaunchKernel's params). */
+int lntune_cuda_launch_params(lntune_cuda *c, void *function, int64_t grid, int block, int64_t smem,
+                              void *stream, void **params);
 
 /* Memory. */
 int lntune_cuda_alloc(lntune_cuda *c, size_t bytes, uint64_t *ptr);

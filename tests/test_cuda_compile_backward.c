@@ -7,15 +7,24 @@
  * dgamma=partials must have none; 16-bit x must be widened. Every value of every knob (of the
  * any-H lists and the fixed-H lists sampled) must come up in the sample.
  *
- * The sample (80 compiles, about a minute on 2 idle cores), per (op, tuple) k = 0..17: three
- * variants of the any-H list at indices (k * 7 + m * 41) mod n, m = 0, 1, 2, and one of the
- * fixed-H list at H = 1000 (k even: warp and block register caches, H not a multiple of a
- * pack's threads) or 4096 (k odd) at index k * 5 mod n; for sm_80, fp32, each op: the first and
- * last any-H variants and two fixed-H ones. Each tuple's list must be fp32's.
+ * Fused with the residual (dx += dresidual_out), a source must add dresidual_out; unfused, it
+ * must not read it.
+ *
+ * The sample (104 compiles, about a minute and a half on 2 idle cores), per (op, tuple)
+ * k = 0..17: three variants of the any-H list at indices (k * 7 + m * 41) mod n, m = 0, 1, 2,
+ * and one of the fixed-H list at H = 1000 (k even: warp and block register caches, H not a
+ * multiple of a pack's threads) or 4096 (k odd) at index k * 5 mod n; fused, one any-H variant
+ * at (k * 11 + 3) mod n and, for k a multiple of 3, the first fixed-H one from k * 3 mod n; for
+ * sm_80, fp32, each op: the first and last any-H variants and two fixed-H ones. Each tuple's
+ * list must be fp32's.
+ *
+ * On a GPU (none in CI) every sample for its compute capability is also verified there
+ * (tests/cuda_device.h).
  * Exits 77 (skipped) when no NVRTC can be loaded.
  */
 #define _GNU_SOURCE /* memmem */
 #include "check.h"
+#include "cuda_device.h"
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "generator.h"
@@ -27,7 +36,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_JOBS = 18 * 4 + 2 * 4, MAX_ITEMS = 64 };
+enum { MAX_JOBS = 18 * 4 + 18 + 6 + 2 * 4, MAX_ITEMS = 64 };
 
 static const char *const ops[] = {"layernorm_backward", "rmsnorm_backward"};
 
@@ -36,12 +45,17 @@ typedef struct {
     int sm;
     char symbol[64];
     char what[256];
-    int x_f16;  /* x is fp16: its widening (cvt.f32.f16) must reach the PTX */
-    int atomic; /* dgamma=atomic: fp32 atomics in the PTX; partials: none */
+    int x_f16;    /* x is fp16: its widening (cvt.f32.f16) must reach the PTX */
+    int atomic;   /* dgamma=atomic: fp32 atomics in the PTX; partials: none */
+    lntune_op op; /* for the run on a GPU */
+    lntune_types types;
+    int fusion; /* LNTUNE_FUSION_RESIDUAL: dx adds dresidual_out */
+    int64_t fixed_h;
 } sample;
 
 static sample samples[MAX_JOBS];
 static size_t nsamples;
+static device_suite dev; /* the GPU the samples also run on, when there is one */
 
 /* Every "name=value" item of the lists sampled, and whether a sample had it. */
 static struct {
@@ -120,19 +134,26 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
     s->sm = sm;
     snprintf(s->symbol, sizeof s->symbol, "lntune_%s_%s_%s", op, lntune_type_name(t.x),
              lntune_type_name(t.params));
-    snprintf(s->what, sizeof s->what, "sm_%d %s x=%s params=%s H=%lld %s", sm, op,
-             lntune_type_name(t.x), lntune_type_name(t.params), (long long)shape->H, variant);
+    snprintf(s->what, sizeof s->what, "sm_%d %s%s x=%s params=%s H=%lld %s", sm, op,
+             shape->fusion ? "+residual" : "", lntune_type_name(t.x), lntune_type_name(t.params),
+             (long long)shape->H, variant);
     lntune_source src;
     int rc = lntune_gen_emit(g, "cuda", op, variant, shape, s->symbol, &src);
     EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
     if (rc) return;
     check_launch(src.text, variant, s->what);
+    EXPECT((strstr(src.text, "drr + i") != NULL) == (shape->fusion != LNTUNE_FUSION_NONE),
+           "%s: dresidual_out %s", s->what, shape->fusion ? "is not added" : "is read");
     each_item(variant, see_item);
     s->job.source = src.text; /* freed after the compile */
     src.text = NULL;
     lntune_source_free(&src);
     s->x_f16 = t.x == LNTUNE_TYPE_F16;
     s->atomic = strstr(variant, "dgamma=atomic") != NULL;
+    s->op = strstr(op, "rmsnorm") ? LNTUNE_OP_RMSNORM : LNTUNE_OP_LAYERNORM;
+    s->types = t;
+    s->fixed_h = shape->H;
+    s->fusion = shape->fusion;
     ++nsamples;
 }
 
@@ -178,6 +199,21 @@ static void collect_sm90(lntune_gen *g) {
                     if (strstr(list[i], "h=fixed")) fixed_list[nf++] = list[i];
                 EXPECT(nf > 0, "%s H=%lld: no h=fixed variant", ops[o], (long long)fixed.H);
                 if (nf) add(g, 90, ops[o], fixed_list[(size_t)k * 5 % nf], &fixed);
+                lntune_gen_free_list(list, n);
+
+                /* Fused with the residual: one any-H variant, and every third pair a fixed H. */
+                lntune_shape fused = {.types = types, .fusion = LNTUNE_FUSION_RESIDUAL};
+                list = variants(g, ops[o], &fused, &n);
+                if (list) add(g, 90, ops[o], list[((size_t)k * 11 + 3) % n], &fused);
+                lntune_gen_free_list(list, n);
+                if (k % 3) continue;
+                fused.H = k % 2 ? 4096 : 1000;
+                list = variants(g, ops[o], &fused, &n);
+                const char *v = NULL;
+                for (size_t i = (size_t)k * 3 % (n ? n : 1); list && i < n && !v; ++i)
+                    if (strstr(list[i], "h=fixed")) v = list[i];
+                EXPECT(v, "%s+residual H=%lld: no h=fixed variant", ops[o], (long long)fused.H);
+                if (v) add(g, 90, ops[o], v, &fused);
                 lntune_gen_free_list(list, n);
             }
 }
@@ -238,13 +274,16 @@ static double compile(const lntune_nvrtc *nv, int sm, size_t *count) {
             idx[n] = i;
             jobs[n++] = samples[i].job;
         }
-    int rc = lntune_nvrtc_compile_many(nv, sm, LNTUNE_NVRTC_CUBIN, jobs, n, 2);
+    int rc = lntune_nvrtc_compile_many(nv, sm, LNTUNE_NVRTC_CUBIN, jobs, n, 0);
     EXPECT(rc == LNTUNE_OK, "compile_many sm_%d: rc %d", sm, rc);
     double ms = 0;
     for (size_t j = 0; j < n; ++j) {
         sample *s = &samples[idx[j]];
         s->job = jobs[j];
         if (rc == LNTUNE_OK) check(s);
+        if (rc == LNTUNE_OK && jobs[j].rc == LNTUNE_OK)
+            device_verify_backward(&dev, sm, jobs[j].source, jobs[j].out.data, s->symbol, s->op,
+                                   s->types, s->fusion, s->fixed_h, s->what);
         ms += jobs[j].out.compile_ms;
         lntune_nvrtc_output_free(&jobs[j].out);
         free((char *)jobs[j].source);
@@ -278,13 +317,16 @@ int main(void) {
     for (size_t i = 0; i < nitems; ++i)
         EXPECT(items[i].seen, "knob value %s is in no sample", items[i].item);
 
+    device_open(&dev);
     const double t0 = now_s();
     size_t n90 = 0, n80 = 0;
     const double ms = compile(nv, 90, &n90) + compile(nv, 80, &n80);
-    printf("%zu backward variants compiled for sm_90 and %zu for sm_80 in %.1f s wall (NVRTC %.1f "
+    printf("%zu backward variants compiled for sm_90 and %zu for sm_80 (those for the GPU run on "
+           "it, if any) in %.1f s wall (NVRTC %.1f "
            "s); %zu knob values covered\n",
            n90, n80, now_s() - t0, ms / 1e3, nitems);
     EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
+    device_close(&dev);
     lntune_nvrtc_close(nv);
     if (check_failures) {
         fprintf(stderr, "%d failure(s)\n", check_failures);

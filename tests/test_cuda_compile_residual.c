@@ -15,10 +15,13 @@
  * 3: register caches with H not a multiple of a pack's threads, register caches, clusters), each
  * the variant with the most knob values that the fusion's sample lacks, the first such from index
  * k * 13 + 5 (any H) or k * 7 (fixed H) on; for sm_80, per (op, fusion): the first any-H variant
- * and the last fixed-H one at H = 4096. Exits 77 (skipped) when no NVRTC can be loaded.
+ * and the last fixed-H one at H = 4096. On a GPU (none in CI) every sample for its compute
+ * capability is also verified there (tests/cuda_device.h). Exits 77 (skipped) when no NVRTC can
+ * be loaded.
  */
 #define _GNU_SOURCE /* memmem */
 #include "check.h"
+#include "cuda_device.h"
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "fusion.h"
@@ -54,10 +57,15 @@ typedef struct {
     char symbol[96];
     char what[320];
     int widen_f16; /* x or residual is fp16: its widening (cvt.f32.f16) must reach the PTX */
+    lntune_op op;  /* for the run on a GPU */
+    lntune_types types;
+    int fusion, affine;
+    int64_t fixed_h;
 } sample;
 
 static sample samples[MAX_JOBS];
 static size_t nsamples;
+static device_suite dev; /* the GPU the samples also run on, when there is one */
 
 /* Every "fusion:name=value" item of the lists sampled, and whether a sample had it. */
 static struct {
@@ -161,6 +169,11 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
     src.text = NULL;
     lntune_source_free(&src);
     s->widen_f16 = t.x == LNTUNE_TYPE_F16 || rt == LNTUNE_TYPE_F16;
+    s->op = (lntune_op)lntune_op_parse(op);
+    s->types = t;
+    s->fusion = shape->fusion;
+    s->affine = src.affine;
+    s->fixed_h = src.fixed_h;
     ++nsamples;
 }
 
@@ -269,13 +282,16 @@ static double compile(const lntune_nvrtc *nv, int sm, size_t *count) {
             idx[n] = i;
             jobs[n++] = samples[i].job;
         }
-    int rc = lntune_nvrtc_compile_many(nv, sm, LNTUNE_NVRTC_CUBIN, jobs, n, 2);
+    int rc = lntune_nvrtc_compile_many(nv, sm, LNTUNE_NVRTC_CUBIN, jobs, n, 0);
     EXPECT(rc == LNTUNE_OK, "compile_many sm_%d: rc %d", sm, rc);
     double ms = 0;
     for (size_t j = 0; j < n; ++j) {
         sample *s = &samples[idx[j]];
         s->job = jobs[j];
         if (rc == LNTUNE_OK) check(s);
+        if (rc == LNTUNE_OK && jobs[j].rc == LNTUNE_OK)
+            device_verify_forward(&dev, sm, jobs[j].source, jobs[j].out.data, s->symbol, s->op,
+                                  s->types, s->fusion, s->affine, s->fixed_h, s->what);
         ms += jobs[j].out.compile_ms;
         lntune_nvrtc_output_free(&jobs[j].out);
         free((char *)jobs[j].source);
@@ -309,13 +325,16 @@ int main(void) {
     for (size_t i = 0; i < nitems; ++i)
         EXPECT(items[i].seen, "knob value %s is in no sample", items[i].item);
 
+    device_open(&dev);
     const double t0 = now_s();
     size_t n90 = 0, n80 = 0;
     const double ms = compile(nv, 90, &n90) + compile(nv, 80, &n80);
-    printf("%zu residual variants compiled for sm_90 and %zu for sm_80 in %.1f s wall (NVRTC %.1f "
+    printf("%zu residual variants compiled for sm_90 and %zu for sm_80 (those for the GPU run on "
+           "it, if any) in %.1f s wall (NVRTC %.1f "
            "s); %zu knob values covered\n",
            n90, n80, now_s() - t0, ms / 1e3, nitems);
     EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
+    device_close(&dev);
     lntune_nvrtc_close(nv);
     if (check_failures) {
         fprintf(stderr, "%d failure(s)\n", check_failures);

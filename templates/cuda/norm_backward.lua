@@ -15,6 +15,13 @@
 -- RMSNorm: rstd) they are recomputed from x as the forward's stats=twopass (LayerNorm) and sumsq
 -- (RMSNorm) variants compute them. dgamma += dy * xhat and dbeta += dy, per column, in fp32.
 --
+-- Fused residual (shape.fusion = "residual", as templates/cpu/norm_backward.lua: the forward
+-- was y = Norm(s), s = x + residual, and the caller gives dresidual_out, the gradient at
+-- residual_out = s, in x's type): dx = the norm's gradient + dresidual_out, added in fp32 before
+-- dx's one rounding. Each element of dresidual_out is read just before dx's element at the same
+-- index is written, so dx may be dresidual_out's buffer. A fused kernel given no dresidual_out,
+-- or an unfused one given one, writes nothing: the host launches only matching calls.
+--
 -- Layouts (as cuda/norm.lua): warp: tpr threads per row, block/tpr rows per block, shuffles
 -- only; block: a block per row, x and dy cached between passes in registers (fixed H) or shared
 -- memory; uncached: a block per row re-reading x and dy. Packs of up to 16 bytes when every
@@ -58,16 +65,15 @@
 --
 -- Checked without a GPU (tests/test_cuda_compile_backward.c): NVRTC compiles a sample covering
 -- every knob value and type tuple, both entry points exist, atomics appear only with
--- dgamma=atomic, and the launch lines parse. Still to check on a GPU, with the backward
--- verifier (gen/verify_backward.c) behind a device checker like gen/cuda_check.c:
---   * dx, dgamma, dbeta against the float64 reference at H = 1, 3, 17, 768, 4097 and fixed H,
---     contiguous, misaligned by one element (the scalar path) and strided; statistics saved
---     and recomputed; gamma NULL; rows not a multiple of R (idle warp groups) and grids below
---     one block per row group (the stride loops);
---   * guard zones around dx and both workspaces; partials with a NaN-poisoned workspace (every
---     float must be written) must give bit-identical dgamma on two runs, equal to
---     lntune_backward_reduce of the downloaded workspace; atomic within the verifier's bound;
---   * cache=smem near max_h; the fp32 rounding of dx (NVRTC contracts to FMA by default).
+-- dgamma=atomic, and the launch lines parse. On a GPU the same test runs each sample through
+-- the backward verifier (gen/verify_backward.c) behind gen/cuda_check_backward.c: dx, dgamma,
+-- dbeta against the float64 reference at H = 1, 3, 17, 768, 4097 and fixed H, contiguous,
+-- misaligned by one element (the scalar path) and strided; statistics saved and recomputed;
+-- gamma NULL; dresidual_out when fused; the launch line's grid and half of it (the stride
+-- loops); guard zones around dx, both workspaces and both outputs; every case run twice (dx, and
+-- with partials dgamma/dbeta, bit for bit the same); dgamma/dbeta equal to
+-- lntune_backward_reduce of the downloaded workspace, which is NaN-poisoned (every partial
+-- written). Not checked there: cache=smem at its max_h (the sample's H stop at 4097).
 
 local M = {}
 
@@ -143,6 +149,9 @@ function M.family(op)
                   .. "atomic: fp32 atomicAdd into one row, converted by a second kernel" },
         },
         valid = function(p, host, shape)
+            if shape.fusion and shape.fusion ~= "residual" then
+                return false, "the backward fuses only \"residual\" (dresidual_out given)"
+            end
             local sm = host.sm or 0
             local H = shape.H
             local fixed = p.h == "fixed"
@@ -167,6 +176,7 @@ function M.family(op)
             local types = shape.types or ALL_F32
             return {
                 types = types,
+                fused = shape.fusion == "residual",
                 XT = cv.CTYPE[types.x],
                 PT = cv.CTYPE[types.params],
                 cv = cv,
@@ -344,6 +354,9 @@ LN_INLINE void {{fn_name}}(const lntune_backward_kernel_args &a, float *const wg
     const {{XT}} *const x = (const {{XT}} *)a.x;
     const {{XT}} *const dy = (const {{XT}} *)a.dy;
     {{XT}} *const dx = ({{XT}} *)a.dx;
+@ if fused then
+    const {{XT}} *const dres = (const {{XT}} *)a.dresidual_out;
+@ end
     const {{PT}} *const gamma = (const {{PT}} *)a.gamma;
 @ if fixed then
     const int64_t H = {{fixed_H}};
@@ -406,6 +419,9 @@ LN_INLINE void {{fn_name}}(const lntune_backward_kernel_args &a, float *const wg
         const {{XT}} *const xr = x + row * a.x_stride;
         const {{XT}} *const dyr = dy + row * a.dy_stride;
         {{XT}} *const dxr = dx + row * a.dx_stride;
+@ if fused then
+        const {{XT}} *const drr = dres + row * a.dresidual_out_stride;
+@ end
 @ if regs then
         packf<V> cx[NPACKS], cd[NPACKS];
         any |= active;
@@ -457,7 +473,7 @@ LN_INLINE void {{fn_name}}(const lntune_backward_kernel_args &a, float *const wg
 @ end
         /* dx, and this row's dgamma (dy * xhat){{LN and " and dbeta (dy)" or ""}} terms. */
 @ sweep(cache, "cache", "",
-@       "const packf<V> gm = gamma ? load_p<V>(gamma + i) : ones<V>(); packf<V> o, tg; for (int e = 0; e < V; ++e) { const float xh = " .. xh .. "; const float g = qd.v[e] * gm.v[e]; o.v[e] = rstd * (g - mg - xh * mq); tg.v[e] = qd.v[e] * xh; } store_dx<V>(dxr + i, o); " .. terms,
+@       "const packf<V> gm = gamma ? load_p<V>(gamma + i) : ones<V>(); " .. (fused and "const packf<V> qr = load_x<V>(drr + i); " or "") .. "packf<V> o, tg; for (int e = 0; e < V; ++e) { const float xh = " .. xh .. "; const float g = qd.v[e] * gm.v[e]; o.v[e] = rstd * (g - mg - xh * mq)" .. (fused and " + qr.v[e]" or "") .. "; tg.v[e] = qd.v[e] * xh; } store_dx<V>(dxr + i, o); " .. terms,
 @       "")
     }
 @ if regs then
@@ -509,6 +525,9 @@ LN_INLINE bool packs_fit(const lntune_backward_kernel_args &a, const float *wg, 
     const bool aligned = ((uintptr_t)a.x | (uintptr_t)a.dy | (uintptr_t)a.dx) % ({{cv.SIZE[types.x]}} * P) == 0 &&
                          (uintptr_t)a.gamma % ({{cv.SIZE[types.params]}} * P) == 0 &&
                          ((uintptr_t)wg | (uintptr_t)wb) % (4 * P) == 0;
+@ if fused then
+    if ((uintptr_t)a.dresidual_out % ({{cv.SIZE[types.x]}} * P) != 0 || a.dresidual_out_stride % P != 0) return false;
+@ end
     return P > 1 && aligned && a.H % P == 0 && a.x_stride % P == 0 && a.dy_stride % P == 0 && a.dx_stride % P == 0;
 }
 
@@ -517,6 +536,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK) {{symbol}}(lntune_backward_k
 {
 @ if fixed then
     if (a.H != {{fixed_H}}) return; /* the host checks fixed_h before launching */
+@ end
+@ if fused then
+    if (!a.dresidual_out) return; /* dx adds dresidual_out: a call without it is not this kernel's (the host checks) */
+@ else
+    if (a.dresidual_out) return; /* a dresidual_out this kernel would ignore: not its call (the host checks) */
 @ end
 @ if not LN then
     dbeta_ws = nullptr; /* RMSNorm: no dbeta, whatever the host passed */
