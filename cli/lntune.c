@@ -200,11 +200,6 @@ static int check_op_target(const options *o, int need_variant) {
     return 0;
 }
 
-/* CUDA kernels are tuned for fp32 without a residual only so far. */
-static int cuda_types_ok(const options *o) {
-    return lntune_types_all_f32(o->types) && o->fusion == LNTUNE_FUSION_NONE;
-}
-
 static int db_exit_code(int rc) {
     return rc == LNTUNE_EDB ? EXIT_DB : EXIT_FAIL;
 }
@@ -598,11 +593,6 @@ static int cmd_tune(options *o) {
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
     if (want_cuda && o->backward)
         return usage_error("%s", "--backward tunes the CPU so far (--target cpu, or no --target)");
-    if (want_cuda && !cuda_types_ok(o))
-        return usage_error("%s", o->fusion
-                                     ? "--residual: CUDA kernels are tuned without a residual "
-                                       "only so far (no GPU verifies them yet)"
-                                     : "--dtype: CUDA kernels are tuned for f32 only so far");
     int rc;
     lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
     if (o->rigor) {
@@ -649,7 +639,7 @@ static int cmd_tune(options *o) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    if (!o->target) want_cuda = !o->backward && cuda_types_ok(o) && cuda_device_found(o->device);
+    if (!o->target) want_cuda = !o->backward && cuda_device_found(o->device);
     lntune_tune_result *r = NULL;
     size_t n = 0;
     char err[1024] = "";

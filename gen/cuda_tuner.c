@@ -10,7 +10,10 @@
 #include "cuda_driver.h"
 #include "cuda_fingerprint.h"
 #include "cuda_launch.h"
+#include "dtypes.h"
+#include "fusion.h"
 #include "generator.h"
+#include "half.h"
 #include "hardware.h"
 #include "lntune.h"
 #include "nvrtc.h"
@@ -72,15 +75,20 @@ typedef struct {
     lntune_db *db;
     const lntune_cuda_info *info;
     const char *op;
-    lntune_shape shape;
+    lntune_shape shape; /* with its types and fusion */
+    char op_key[32];    /* the database's op text, with the fusion (fusion.h) */
+    char dtype[24];     /* lntune_types_format */
     lntune_db_key key;
     char code_hash[64]; /* template hash + NVRTC version + architecture */
     candidate *c;
     size_t n;
-    uint64_t x[MAX_BUFFERS], y[MAX_BUFFERS], gamma, beta;
+    /* Per rotated buffer set: in holds x then residual, out y then residual_out; each is at
+     * least copy_bytes, which the device copy moves from in to out. */
+    uint64_t in[MAX_BUFFERS], out[MAX_BUFFERS], gamma, beta;
+    size_t x_bytes, y_bytes, r_bytes, copy_bytes;
     int nbuf, next_buf, batch;
     void *stream, *ev0, *ev1;
-    double bytes;    /* x read + y written */
+    double bytes;    /* read and written by a call: x, residual, y, residual_out */
     int stored_best; /* the database already holds this shape's winner */
     lntune_tune_result *res;
     double start_ns;
@@ -137,19 +145,26 @@ static double sample_ns(job *j, const candidate *c) {
     for (int b = 0; b < j->batch; ++b) {
         const int k = j->next_buf++ % j->nbuf;
         if (!c) {
-            if (lntune_cuda_dtod(j->cu, j->y[k], j->x[k], (size_t)(rows * H) * 4, j->stream))
-                goto fail;
+            if (lntune_cuda_dtod(j->cu, j->out[k], j->in[k], j->copy_bytes, j->stream)) goto fail;
             continue;
         }
         lntune_kernel_args a = {.rows = rows,
                                 .H = H,
                                 .x_stride = H,
                                 .y_stride = H,
-                                .x = (const void *)(uintptr_t)j->x[k],
-                                .y = (void *)(uintptr_t)j->y[k],
+                                .x = (const void *)(uintptr_t)j->in[k],
+                                .y = (void *)(uintptr_t)j->out[k],
                                 .gamma = (const void *)(uintptr_t)j->gamma,
                                 .beta = ln ? (const void *)(uintptr_t)j->beta : NULL,
                                 .eps = 1e-5f};
+        if (j->shape.fusion != LNTUNE_FUSION_NONE) {
+            a.residual = (const void *)(uintptr_t)(j->in[k] + j->x_bytes);
+            a.residual_stride = H;
+        }
+        if (j->shape.fusion == LNTUNE_FUSION_RESIDUAL_OUT) {
+            a.residual_out = (void *)(uintptr_t)(j->out[k] + j->y_bytes);
+            a.residual_out_stride = H;
+        }
         if (lntune_cuda_launch_kernel(j->cu, c->fn, lntune_cuda_launch_grid(&c->launch, rows),
                                       c->launch.block, lntune_cuda_launch_smem(&c->launch, H),
                                       j->stream, &a))
@@ -255,7 +270,8 @@ static void verify_all(job *j) {
     lntune_verifier *v = NULL;
     lntune_cuda_checker *checker = NULL;
     const int64_t max_h = H > 17 ? H : 17;
-    if (lntune_verifier_create(lntune_op_parse(j->op), hs, nh, 0, &v) ||
+    if (lntune_verifier_create_fused(lntune_op_parse(j->op), j->shape.types, j->shape.fusion, hs,
+                                     nh, 0, &v) ||
         lntune_cuda_checker_create(j->cu, 8 * (max_h + 16), max_h, &checker)) {
         device_failed(j, "cannot prepare the verifier");
         goto done;
@@ -310,35 +326,79 @@ done:
     lntune_verifier_destroy(v);
 }
 
-/* Device buffers: x and y rotated so that consecutive launches miss the L2. */
+/* Rounds the n random floats at host to type and copies them to dev (bytes of that type). */
+static int upload(job *j, uint64_t dev, float *host, size_t n, int type) {
+    lntune_narrow_in_place(host, n, type);
+    return lntune_cuda_htod(j->cu, dev, host, n * lntune_type_size(type));
+}
+
+/* Random floats in [-2, 2) from state. */
+static void fill_random(float *host, size_t n, uint64_t *state) {
+    for (size_t i = 0; i < n; ++i) {
+        *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+        host[i] = (float)(4.0 * ((double)(*state >> 11) / 9007199254740992.0 - 0.5));
+    }
+}
+
+/* Fills elems elements of type at dev with random values, a chunk at a time. */
+static int upload_random(job *j, uint64_t dev, size_t elems, int type, float *host, size_t chunk,
+                         uint64_t *state) {
+    const size_t e = lntune_type_size(type);
+    for (size_t off = 0; off < elems; off += chunk) {
+        const size_t n = elems - off < chunk ? elems - off : chunk;
+        fill_random(host, n, state);
+        if (upload(j, dev + off * e, host, n, type)) return LNTUNE_ENODEVICE;
+    }
+    return LNTUNE_OK;
+}
+
+/*
+ * Device buffers rotated so that consecutive launches miss the L2: in (x, then residual) and out
+ * (y, then residual_out), each in the shape's types. The copy moves half the bytes a call reads
+ * and writes, from in to out, so that it too reads and writes j->bytes.
+ */
+static void size_buffers(job *j) {
+    const lntune_types t = j->shape.types;
+    const int fusion = j->shape.fusion;
+    const size_t elems = (size_t)(j->shape.rows * j->shape.H);
+    j->x_bytes = elems * lntune_type_size(t.x);
+    j->y_bytes = elems * lntune_type_size(t.y);
+    j->r_bytes =
+        fusion != LNTUNE_FUSION_NONE ? elems * lntune_type_size(lntune_types_residual(t)) : 0;
+    const size_t out_r = fusion == LNTUNE_FUSION_RESIDUAL_OUT ? j->r_bytes : 0;
+    j->bytes = (double)(j->x_bytes + j->r_bytes + j->y_bytes + out_r);
+    j->copy_bytes = (j->x_bytes + j->r_bytes + j->y_bytes + out_r) / 2;
+}
+
 static int alloc_buffers(job *j) {
-    const size_t elems = (size_t)(j->shape.rows * j->shape.H), bytes = elems * 4;
+    const lntune_types t = j->shape.types;
+    const int rt = lntune_types_residual(t), fusion = j->shape.fusion;
+    const size_t elems = (size_t)(j->shape.rows * j->shape.H);
+    const size_t in_bytes = j->x_bytes + j->r_bytes;
+    const size_t out_bytes = j->y_bytes + (fusion == LNTUNE_FUSION_RESIDUAL_OUT ? j->r_bytes : 0);
+    const size_t in_alloc = in_bytes > j->copy_bytes ? in_bytes : j->copy_bytes;
+    const size_t out_alloc = out_bytes > j->copy_bytes ? out_bytes : j->copy_bytes;
     const double span = L2_MULTIPLE * (double)j->info->l2_bytes;
-    j->nbuf = 2.0 * (double)bytes >= span ? 1 : (int)ceil(span / (2.0 * (double)bytes));
+    j->nbuf = j->bytes >= span ? 1 : (int)ceil(span / j->bytes);
     if (j->nbuf > MAX_BUFFERS) j->nbuf = MAX_BUFFERS;
-    j->batch = 2.0 * (double)bytes < BATCH_BYTES ? BATCH : 1;
+    j->batch = j->bytes < BATCH_BYTES ? BATCH : 1;
     enum { CHUNK = 1 << 20 };
     float *host = malloc(CHUNK * sizeof *host);
     if (!host) return LNTUNE_ENOMEM;
     uint64_t state = 0x853c49e6748fea9bULL;
-    for (size_t i = 0; i < CHUNK; ++i) {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        host[i] = (float)(4.0 * ((double)(state >> 11) / 9007199254740992.0 - 0.5));
-    }
     int rc = LNTUNE_OK;
     for (int b = 0; b < j->nbuf && !rc; ++b) {
-        if (lntune_cuda_alloc(j->cu, bytes, &j->x[b]) || lntune_cuda_alloc(j->cu, bytes, &j->y[b]))
+        if (lntune_cuda_alloc(j->cu, in_alloc, &j->in[b]) ||
+            lntune_cuda_alloc(j->cu, out_alloc, &j->out[b]) ||
+            upload_random(j, j->in[b], elems, t.x, host, CHUNK, &state) ||
+            (j->r_bytes && upload_random(j, j->in[b] + j->x_bytes, elems, rt, host, CHUNK, &state)))
             rc = LNTUNE_ENODEVICE;
-        for (size_t off = 0; off < elems && !rc; off += CHUNK) {
-            const size_t n = elems - off < CHUNK ? elems - off : CHUNK;
-            if (lntune_cuda_htod(j->cu, j->x[b] + off * 4, host, n * 4)) rc = LNTUNE_ENODEVICE;
-        }
     }
-    const size_t hb = (size_t)j->shape.H * 4;
+    const size_t H = (size_t)j->shape.H;
     if (!rc &&
-        (lntune_cuda_alloc(j->cu, hb, &j->gamma) || lntune_cuda_alloc(j->cu, hb, &j->beta) ||
-         lntune_cuda_htod(j->cu, j->gamma, host, hb < CHUNK * 4 ? hb : CHUNK * 4) ||
-         lntune_cuda_htod(j->cu, j->beta, host + 1, hb < CHUNK * 4 - 4 ? hb : CHUNK * 4 - 4)))
+        (lntune_cuda_alloc(j->cu, H * 4, &j->gamma) || lntune_cuda_alloc(j->cu, H * 4, &j->beta) ||
+         upload_random(j, j->gamma, H, t.params, host, CHUNK, &state) ||
+         upload_random(j, j->beta, H, t.params, host, CHUNK, &state)))
         rc = LNTUNE_ENODEVICE;
     free(host);
     if (rc) device_failed(j, "cannot allocate the timing buffers");
@@ -347,8 +407,8 @@ static int alloc_buffers(job *j) {
 
 static void free_buffers(job *j) {
     for (int b = 0; b < j->nbuf; ++b) {
-        lntune_cuda_free(j->cu, j->x[b]);
-        lntune_cuda_free(j->cu, j->y[b]);
+        lntune_cuda_free(j->cu, j->in[b]);
+        lntune_cuda_free(j->cu, j->out[b]);
     }
     lntune_cuda_free(j->cu, j->gamma);
     lntune_cuda_free(j->cu, j->beta);
@@ -424,7 +484,7 @@ static int from_best(void *ud, const lntune_best *b) {
 static void tune_one(job *j) {
     const int ln = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM;
     candidate copy = {.variant = "device copy"}, **set = NULL;
-    j->bytes = 2.0 * (double)(j->shape.rows * j->shape.H) * 4.0;
+    size_buffers(j);
     if (emit_all(j)) goto done;
     if (!j->cfg->retune) lntune_db_get_best(j->db, &j->key, from_best, j);
     if (j->res->from_db || compile_all(j)) goto done;
@@ -565,14 +625,16 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
             j.shape = shapes[s];
             if (j.shape.rows <= 0) j.shape.rows = lntune_tune_cuda_default_rows(j.shape.H);
             j.shape.affine = LNTUNE_AFFINE_GAMMA;
-            j.key = (lntune_db_key){hw, "cuda", j.op, "f32", j.shape.H, j.shape.rows, 1};
+            lntune_types_format(j.shape.types, j.dtype, sizeof j.dtype);
+            lntune_fusion_op_key(j.op, j.shape.fusion, j.op_key, sizeof j.op_key);
+            j.key = (lntune_db_key){hw, "cuda", j.op_key, j.dtype, j.shape.H, j.shape.rows, 1};
             j.res = r;
             j.err = err;
             j.errlen = errlen;
             j.start_ns = lntune_now_ns();
             snprintf(r->target, sizeof r->target, "cuda");
-            snprintf(r->op, sizeof r->op, "%s", j.op);
-            snprintf(r->dtype, sizeof r->dtype, "f32");
+            snprintf(r->op, sizeof r->op, "%s", j.op_key);
+            snprintf(r->dtype, sizeof r->dtype, "%s", j.dtype);
             r->rows = j.shape.rows;
             r->H = j.shape.H;
             tune_one(&j);

@@ -57,11 +57,9 @@ expect 2 "unknown op 'batchnorm'" --shape H=64 --op batchnorm --db "$nodb"
 expect 2 "unknown dtype 'f64'" --shape H=64 --dtype f64 --db "$nodb"
 expect 2 "unknown dtype 'bf16/f64'" --shape H=64 --dtype bf16/f64 --db "$nodb"
 expect 2 "unknown dtype 'f16/f16/f16/f16/f16'" --shape H=64 --dtype f16/f16/f16/f16/f16 --db "$nodb"
-expect 2 "CUDA kernels are tuned for f32 only" --shape H=64 --dtype bf16 --target cuda --db "$nodb"
-# --residual: Add & Norm; bad spellings and CUDA are refused before anything is opened
+# --residual: Add & Norm; bad spellings are refused before anything is opened
 expect 2 "unknown option '--residual=yes'" --shape H=64 --residual=yes --db "$nodb"
 expect 2 "unknown option '--residualx'" --shape H=64 --residualx --db "$nodb"
-expect 2 "CUDA kernels are tuned without a residual" --shape H=64 --residual --target cuda --db "$nodb"
 expect 2 "unknown rigor 'extreme'" --shape H=64 --rigor extreme --db "$nodb"
 expect 2 "unknown option '--turbo'" --shape H=64 --turbo --db "$nodb"
 expect 2 "--threads needs a whole number" --shape H=64 --threads 0 --db "$nodb"

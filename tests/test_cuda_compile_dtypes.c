@@ -4,15 +4,20 @@
  * and both ops, a sample of the variants goes through NVRTC for sm_90 to a cubin and its PTX.
  * Each must be non-empty and define the kernel's symbol; 16-bit x must be widened in the PTX.
  *
- * The sample, per tuple and op (208 compiles, about 2 minutes on 2 idle cores): the first variant
- * for a shape of any H (layout=warp, pack=4, gamma and beta) and the last (layout=cluster, no
- * gamma), one of layout=block or layout=uncached, and one with H fixed at 4096 (register caches);
- * the last two alternate between the ends of their lists from one tuple to the next, so that
- * packs 4 and 1, both caches and both affine modes come up. Each tuple's list must be fp32's.
+ * The sample, per tuple and op (256 compiles, about 2.5 minutes on 2 idle cores): the first
+ * variant for a shape of any H (layout=warp, pack=4, gamma and beta) and the last
+ * (layout=cluster, no gamma), one of layout=block or layout=uncached, and one with H fixed at
+ * 4096 (register caches); the last two alternate between the ends of their lists from one tuple
+ * to the next, so that packs 4 and 1, both caches and both affine modes come up; with x or y
+ * 16-bit, one of pack=8 too (any H and fixed H in turn). Each tuple's list must be fp32's plus,
+ * when x or y is 16-bit, and only then, variants of pack=8.
+ *
+ * On a GPU (none in CI) every sample is also verified there (tests/cuda_device.h).
  * Exits 77 (skipped) when no NVRTC can be loaded.
  */
 #define _GNU_SOURCE /* memmem */
 #include "check.h"
+#include "cuda_device.h"
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "generator.h"
@@ -24,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { SM = 90, MAX_JOBS = 26 * 2 * 4 };
+enum { SM = 90, MAX_JOBS = 26 * 2 * 4 + 24 * 2 };
 
 static const char *const ops[] = {"layernorm", "rmsnorm"};
 
@@ -32,7 +37,11 @@ typedef struct {
     lntune_nvrtc_job job;
     char symbol[64];
     char what[256];
-    int x_f16; /* x is fp16: its widening (cvt.f32.f16) must reach the PTX */
+    int x_f16;    /* x is fp16: its widening (cvt.f32.f16) must reach the PTX */
+    lntune_op op; /* for the run on a GPU */
+    lntune_types types;
+    int affine;
+    int64_t fixed_h;
 } sample;
 
 static sample samples[MAX_JOBS];
@@ -65,10 +74,15 @@ static void add(lntune_gen *g, const char *op, const char *variant, const lntune
     src.text = NULL;
     lntune_source_free(&src);
     s->x_f16 = t.x == LNTUNE_TYPE_F16;
+    s->op = (lntune_op)lntune_op_parse(op);
+    s->types = t;
+    s->affine = src.affine;
+    s->fixed_h = src.fixed_h;
     ++nsamples;
 }
 
-/* The variants of op for shape; the same list as for fp32 (the types change no knob). */
+/* The variants of op for shape: fp32's list, plus pack=8 (16-byte accesses) when x or y is 16-bit.
+ */
 static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape, size_t *n) {
     char **list = NULL;
     int rc = lntune_gen_variants(g, "cuda", op, shape, &list, n);
@@ -78,9 +92,21 @@ static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape,
     char **ref = NULL;
     size_t nref = 0;
     if (lntune_gen_variants(g, "cuda", op, &f32, &ref, &nref) == LNTUNE_OK) {
-        int same = nref == *n;
-        for (size_t i = 0; same && i < nref; ++i) same = strcmp(ref[i], list[i]) == 0;
-        EXPECT(same, "%s: %zu variants, %zu for fp32", op, *n, nref);
+        size_t k = 0, pack8 = 0;
+        int same = 1;
+        for (size_t i = 0; same && i < *n; ++i) {
+            if (strstr(list[i], ",pack=8,")) {
+                ++pack8;
+                continue;
+            }
+            same = k < nref && strcmp(ref[k++], list[i]) == 0;
+        }
+        EXPECT(same && k == nref, "%s: %zu variants (%zu of pack=8), %zu for fp32", op, *n, pack8,
+               nref);
+        const lntune_types t = shape->types;
+        const int half = t.x != LNTUNE_TYPE_F32 || t.y != LNTUNE_TYPE_F32;
+        EXPECT((pack8 > 0) == half, "%s: %zu pack=8 variants for x=%s y=%s", op, pack8,
+               lntune_type_name(t.x), lntune_type_name(t.y));
         lntune_gen_free_list(ref, nref);
     }
     return list;
@@ -104,6 +130,7 @@ static void collect(lntune_gen *g) {
         for (int ty = 0; ty < 3; ++ty)
             for (int tp = 0; tp < 3; ++tp) {
                 if (tx == 0 && ty == 0 && tp == 0) continue;
+                const int half = tx != LNTUNE_TYPE_F32 || ty != LNTUNE_TYPE_F32;
                 for (size_t o = 0; o < 2; ++o, ++k) {
                     lntune_shape any = {.types = {tx, ty, tp}};
                     size_t n = 0;
@@ -114,12 +141,17 @@ static void collect(lntune_gen *g) {
                         const char *layout = k % 2 ? "layout=uncached" : "layout=block";
                         const char *v = pick(list, n, layout, k / 2 % 2);
                         if (v) add(g, ops[o], v, &any);
+                        v = half && k % 2 == 0 ? pick(list, n, ",pack=8,", k / 2 % 2) : NULL;
+                        if (v) add(g, ops[o], v, &any);
                     }
                     lntune_gen_free_list(list, n);
 
                     lntune_shape fixed = {.H = 4096, .types = {tx, ty, tp}};
                     list = variants(g, ops[o], &fixed, &n);
                     const char *v = list ? pick(list, n, "h=fixed", k % 2) : NULL;
+                    if (v) add(g, ops[o], v, &fixed);
+                    v = list && half && k % 2 ? pick(list, n, ",pack=8,cache=regs", k / 2 % 2)
+                                              : NULL;
                     if (v) add(g, ops[o], v, &fixed);
                     lntune_gen_free_list(list, n);
                 }
@@ -167,18 +199,26 @@ int main(void) {
     const double t0 = now_s();
     lntune_nvrtc_job jobs[MAX_JOBS];
     for (size_t i = 0; i < nsamples; ++i) jobs[i] = samples[i].job;
-    rc = lntune_nvrtc_compile_many(nv, SM, LNTUNE_NVRTC_CUBIN, jobs, nsamples, 2);
+    rc = lntune_nvrtc_compile_many(nv, SM, LNTUNE_NVRTC_CUBIN, jobs, nsamples, 0);
     EXPECT(rc == LNTUNE_OK, "compile_many: rc %d", rc);
     double ms = 0;
+    device_suite dev;
+    device_open(&dev);
     for (size_t i = 0; i < nsamples; ++i) {
+        const sample *s = &samples[i];
         samples[i].job = jobs[i];
-        if (rc == LNTUNE_OK) check(&samples[i]);
+        if (rc == LNTUNE_OK) check(s);
+        if (rc == LNTUNE_OK && jobs[i].rc == LNTUNE_OK)
+            device_verify_forward(&dev, SM, jobs[i].source, jobs[i].out.data, s->symbol, s->op,
+                                  s->types, LNTUNE_FUSION_NONE, s->affine, s->fixed_h, s->what);
         ms += jobs[i].out.compile_ms;
         lntune_nvrtc_output_free(&jobs[i].out);
         free((char *)jobs[i].source);
     }
-    printf("%zu variants compiled for sm_%d in %.1f s wall (NVRTC %.1f s)\n", nsamples, SM,
-           now_s() - t0, ms / 1e3);
+    device_close(&dev);
+    printf("%zu variants compiled for sm_%d (and run on the GPU, if any) in %.1f s wall (NVRTC "
+           "%.1f s)\n",
+           nsamples, SM, now_s() - t0, ms / 1e3);
     EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
     lntune_nvrtc_close(nv);
     if (check_failures) {

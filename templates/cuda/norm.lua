@@ -110,8 +110,11 @@ function M.family(op)
             { name = "tpr", values = { 32, 16, 8, 4, 2, 1 }, doc = "threads per row (layout=warp; else 32)" },
             { name = "cluster", values = { 1, 2, 4, 8 }, doc = "blocks per row (layout=cluster; else 1)" },
             { name = "block", values = { 128, 256, 512, 1024 }, doc = "threads per block (warp: <= 256)" },
-            { name = "pack", values = { 4, 2, 1 },
-              doc = "elements per load/store when pointers, strides and H allow (else scalar)" },
+            -- 8 only for fp16/bf16 x or y (their 16-byte accesses), listed last so that ties keep
+            -- going to the packs that fp32 shares.
+            { name = "pack", values = { 4, 2, 1, 8 },
+              doc = "elements per load/store when pointers, strides and H allow (else scalar); "
+                  .. "8: fp16/bf16 x or y" },
             { name = "cache", values = { "regs", "smem", "none" },
               doc = "where a row stays between passes: registers (fixed H), shared memory, or nowhere" },
             { name = "stats", values = layernorm and { "twopass", "welford" } or { "sumsq" },
@@ -131,6 +134,13 @@ function M.family(op)
             if fixed and not H then return false, "h=fixed needs a shape with H" end
             if p.layout ~= "warp" and p.tpr ~= 32 then return false, "tpr is for layout=warp" end
             if (p.layout == "cluster") ~= (p.cluster > 1) then return false, "cluster > 1 is layout=cluster" end
+            if p.pack == 8 then
+                local types = shape.types or ALL_F32
+                if types.x == "f32" and types.y == "f32" then
+                    return false, "fp32 x and y move 16 bytes at pack=4"
+                end
+                if p.layout == "cluster" then return false, "cluster slices are 16-byte aligned for pack=4" end
+            end
             if fixed and p.cache ~= "regs" and p.layout ~= "cluster" then
                 return false, "fixed H pays off with a register cache (or cluster slices)"
             end
