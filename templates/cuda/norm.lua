@@ -432,12 +432,14 @@ LN_INLINE void group_welford(double &n, double &mu, double &m2)
 @     end
 @   end
 @   if cache == "regs" then
-    {
+    /* The cached packs in chunks too: no fp32 chain longer than CHUNK packs. */
+#pragma unroll
+    for (int c0 = 0; c0 < NPACKS; c0 += CHUNK) {
         {{pre}}
 #pragma unroll
-        for (int j = 0; j < NPACKS; ++j) {
+        for (int j = c0; j < c0 + CHUNK && j < NPACKS; ++j) {
             const int64_t i = lo + ((int64_t)j * T + t) * V;
-            const int ord = j + 1;
+            const int ord = j - c0 + 1;
             (void)ord;
             if (i >= hi) break;
 @     fetch()

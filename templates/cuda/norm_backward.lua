@@ -316,10 +316,12 @@ LN_INLINE double group_sum(double v)
 @     end
 @   end
 @   if cache == "regs" then
-    {
+    /* The cached packs in chunks too: no fp32 chain longer than CHUNK packs. */
+#pragma unroll
+    for (int c0 = 0; c0 < NPACKS; c0 += CHUNK) {
         {{pre}}
 #pragma unroll
-        for (int j = 0; j < NPACKS; ++j) {
+        for (int j = c0; j < c0 + CHUNK && j < NPACKS; ++j) {
             const int64_t i = ((int64_t)j * T + t) * V;
             if (i >= hi) break;
 @     fetch()
