@@ -3,16 +3,19 @@
  *
  * The dispatch code of the exported file is fixed text below; the kernels, the tables, the entry
  * points (one pair per row of lntune_export_ops) and the header comment vary. The table keys on
- * (op, type tuple, H, affine, rows bucket) as the runtime's descriptor does: the tuple packs as
- * runtime/dtypes.h packs it (0 for all-fp32) and the rows buckets come from lntune_rows_bucket, so
- * the exported code picks a winner exactly as the runtime does: the winner of the call's bucket,
- * else the nearest tuned bucket of the same op, tuple, H and affine, else the generic kernel of the
- * tuple (fp32: the templates' built-in variants; fp16/bf16: export_typed.c's portable kernels).
+ * (op, fusion, type tuple, H, affine, rows bucket) as the runtime's descriptor does: the tuple
+ * packs as runtime/dtypes.h packs it (0 for all-fp32; the residual's type only when not x's) and
+ * the rows buckets come from lntune_rows_bucket, so the exported code picks a winner exactly as
+ * the runtime does: the winner of the call's bucket, else the nearest tuned bucket of the same
+ * op, fusion, tuple, H and affine, else the generic kernel of the tuple (fp32: the templates'
+ * built-in variants; fp16/bf16: export_typed.c's portable kernels; with a residual: the residual
+ * fallback of export_typed.c around those).
  */
 #include "export_internal.h"
 
 #include "builtin.h"
 #include "dtypes.h"
+#include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
 #include "tuning_db.h"
@@ -120,7 +123,9 @@ void lntune_export_warn(const lntune_export_config *c, const char *fmt, ...) {
 }
 
 typedef struct {
-    char op[16], dtype[24], variant[512], template_hash[17];
+    char op[32], dtype[24], variant[512], template_hash[17]; /* op: the database's text */
+    char base_op[16];   /* op without the fusion: the template's op */
+    int fusion;         /* LNTUNE_FUSION_* */
     int op_index;       /* in lntune_export_ops */
     lntune_types types; /* parsed from dtype */
     int64_t H, tuned_rows, rows_lo, rows_hi;
@@ -140,12 +145,15 @@ typedef struct {
 static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     winner_list *l = ud;
     if (strcmp(key->target, "cpu") != 0) return 0;
-    const int op = lntune_export_op_find(key->op);
+    char base[16];
+    int fusion = LNTUNE_FUSION_NONE;
+    const int op = lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0
+                       ? lntune_export_op_find(base)
+                       : -1;
     lntune_types types;
     if (op < 0 || lntune_types_parse(key->dtype, &types) != 0) {
         const char *why = op >= 0                        ? "dtype unknown to this export"
                           : strstr(key->op, "_backward") ? "backward kernels are not exported yet"
-                          : strchr(key->op, '+')         ? "fused kernels are not exported yet"
                                                          : "op unknown to this export";
         lntune_export_warn(l->c, "%s %s H=%lld: %s; left out", key->op, key->dtype,
                            (long long)key->H, why);
@@ -164,6 +172,8 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     winner *w = &l->w[l->n++];
     memset(w, 0, sizeof *w);
     snprintf(w->op, sizeof w->op, "%s", key->op);
+    snprintf(w->base_op, sizeof w->base_op, "%s", base);
+    w->fusion = fusion;
     snprintf(w->dtype, sizeof w->dtype, "%s", key->dtype);
     w->op_index = op;
     w->types = types;
@@ -260,14 +270,18 @@ static const char dispatch_text[] =
     "    return rc;\n"
     "}\n"
     "\n"
-    "/* The winner of (op, types, H, affine) for rows: its bucket, else the nearest tuned one. */\n"
-    "static const tuned_entry *find_tuned(int op, int types, int64_t H, int affine, int64_t rows)\n"
+    "/* The winner of (op, fusion, types, H, affine) for rows: its bucket, else the nearest tuned\n"
+    " * one. */\n"
+    "static const tuned_entry *find_tuned(int op, int fusion, int types, int64_t H, int affine,\n"
+    "                                     int64_t rows)\n"
     "{\n"
     "    const tuned_entry *best = NULL;\n"
     "    double best_distance = 0.0;\n"
     "    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {\n"
     "        const tuned_entry *e = &tuned[i];\n"
-    "        if (!e->fn || e->op != op || e->types != types || e->H != H || e->affine != affine)\n"
+    "        if (!e->fn || e->op != op || e->fusion != fusion || e->types != types || e->H != H "
+    "||\n"
+    "            e->affine != affine)\n"
     "            continue;\n"
     "        if (rows >= e->rows_lo && rows <= e->rows_hi) return e;\n"
     "        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows\n"
@@ -288,26 +302,34 @@ static const char dispatch_text[] =
     "static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t)\n"
     "{\n"
     "    const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),\n"
-    "              pt = internal_type(t.params, xt);\n"
+    "              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);\n"
     "    if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||\n"
-    "        args->residual || args->residual_out || (!op_takes_beta[op] && args->beta) ||\n"
-    "        xt < 0 || yt < 0 || pt < 0)\n"
+    "        (args->residual_out && !args->residual) || (!op_takes_beta[op] && args->beta) ||\n"
+    "        xt < 0 || yt < 0 || pt < 0 || rt < 0)\n"
     "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
     "    if (args->rows == 0) return LNTUNE_KERNEL_OK;\n"
     "    lntune_kernel_args a = *args;\n"
     "    if (a.x_stride == 0) a.x_stride = a.H;\n"
     "    if (a.y_stride == 0) a.y_stride = a.H;\n"
+    "    if (a.residual_stride == 0) a.residual_stride = a.H;\n"
+    "    if (a.residual_out_stride == 0) a.residual_out_stride = a.H;\n"
     "    if (!(a.eps > 0.0f)) a.eps = 1e-5f;\n"
-    "    if (a.x_stride < a.H || a.y_stride < a.H) return LNTUNE_KERNEL_EUNSUPPORTED;\n"
-    "    const int types = xt | yt << 2 | pt << 4; /* as the runtime packs a tuple */\n"
+    "    if (a.x_stride < a.H || a.y_stride < a.H || (a.residual && a.residual_stride < a.H) ||\n"
+    "        (a.residual_out && a.residual_out_stride < a.H))\n"
+    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
+    "    const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;\n"
+    "    /* as the runtime packs a tuple: the residual's type only when fused and not x's */\n"
+    "    const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);\n"
     "    int affine = a.gamma ? 1 : a.beta ? 2 : 0;\n"
-    "    const tuned_entry *e = affine < 2 ? find_tuned(op, types, a.H, affine, a.rows) : NULL;\n"
+    "    const tuned_entry *e =\n"
+    "        affine < 2 ? find_tuned(op, fusion, types, a.H, affine, a.rows) : NULL;\n"
     "    if (e) {\n"
     "        int rc = run_threads(e->fn, &a, e->threads);\n"
     "        if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;\n"
     "    }\n"
-    "    lntune_kernel_fn generic = types == 0 ? generic_f32[op][affine] : "
-    "typed_generic[op][xt][yt][pt];\n"
+    "    lntune_kernel_fn generic = fusion       ? residual_generic[op][xt][yt][pt][rt]\n"
+    "                               : types == 0 ? generic_f32[op][affine]\n"
+    "                                            : typed_generic[op][xt][yt][pt];\n"
     "    int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? "
     "LNTUNE_KERNELS_MAX_THREADS : 1;\n"
     "    return run_threads(generic, &a, threads);\n"
@@ -460,9 +482,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         winner *w = &list.w[i];
         char symbol[64];
         snprintf(symbol, sizeof symbol, "lntune_kernels_t%zu", i);
-        lntune_shape shape = {.H = w->H, .types = w->types};
+        lntune_shape shape = {.H = w->H, .types = w->types, .fusion = w->fusion};
         lntune_source src;
-        if (lntune_gen_emit(g, "cpu", w->op, w->variant, &shape, symbol, &src) != LNTUNE_OK) {
+        if (lntune_gen_emit(g, "cpu", w->base_op, w->variant, &shape, symbol, &src) != LNTUNE_OK) {
             lntune_export_warn(c, "%s %s H=%lld: variant '%s' no longer generates (%s); left out",
                                w->op, w->dtype, (long long)w->H, w->variant, lntune_gen_errmsg(g));
             ++r->skipped;
@@ -492,6 +514,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     free(generic);
     lntune_export_put_typed_fallback(&kernels);
     if ((rc = put_generic_f32(&kernels, r->message, sizeof r->message)) != LNTUNE_OK) goto done;
+    lntune_export_put_residual_fallback(&kernels);
     r->skipped += list.skipped;
     if (cpu.cores > max_threads) max_threads = cpu.cores;
 
@@ -499,33 +522,35 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     write_header_comment(&out, &cpu, &list, ok, note[0] ? note : NULL);
     lntune_export_put(&out, "#define _POSIX_C_SOURCE 200809L\n#include \"lntune_kernels.h\"\n\n");
     lntune_export_put(&out, "#include <math.h>\n#include <pthread.h>\n#include <stddef.h>\n"
-                            "#include <stdint.h>\n#include <string.h>\n\n");
+                            "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
     lntune_export_put(&out, "#define LNTUNE_KERNELS_MAX_THREADS %d\n\n", max_threads);
     lntune_export_put(&out, "%s\n", kernels.s ? kernels.s : "");
     lntune_export_put(&out,
                       "typedef struct {\n    int op; /* index in op_takes_beta */\n"
-                      "    int types; /* x | y << 2 | params << 4; 0 fp32, 1 fp16, 2 bf16 */\n"
+                      "    int fusion; /* 0 none, 1 residual, 2 residual and residual_out */\n"
+                      "    int types; /* x | y << 2 | params << 4 | residual << 6; 0 fp32, 1 fp16, "
+                      "2 bf16;\n                  residual: 0 as x, else its type + 1 */\n"
                       "    int64_t H;\n    int affine;\n    int64_t rows_lo, rows_hi;\n"
                       "    lntune_kernel_fn fn;\n    int threads;\n} tuned_entry;\n\n");
     lntune_export_put(&out, "static const tuned_entry tuned[] = {\n");
     for (size_t i = 0; i < list.n; ++i) {
         const winner *w = &list.w[i];
         if (!ok[i]) continue;
-        lntune_export_put(
-            &out,
-            "    {%d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), lntune_kernels_t%zu, "
-            "%d}, /* %s %s */\n",
-            w->op_index, lntune_types_packed(w->types), (long long)w->H, w->affine,
-            (long long)w->rows_lo, (long long)w->rows_hi, i, w->threads, w->op, w->dtype);
+        lntune_export_put(&out,
+                          "    {%d, %d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), "
+                          "lntune_kernels_t%zu, %d}, /* %s %s */\n",
+                          w->op_index, w->fusion, lntune_types_packed(w->types), (long long)w->H,
+                          w->affine, (long long)w->rows_lo, (long long)w->rows_hi, i, w->threads,
+                          w->op, w->dtype);
     }
     lntune_export_put(&out,
-                      "    {0, 0, 0, 0, 0, 0, NULL, 0} /* keeps the table non-empty */\n};\n\n");
+                      "    {0, 0, 0, 0, 0, 0, 0, NULL, 0} /* keeps the table non-empty */\n};\n\n");
     lntune_export_put(&out, "%s", dispatch_text);
     for (size_t i = 0; i < lntune_export_op_count; ++i)
         lntune_export_put(
             &out,
             "int lntune_kernels_%s(const lntune_kernel_args *args)\n{\n"
-            "    const lntune_kernels_types fp32 = {0, 0, 0};\n"
+            "    const lntune_kernels_types fp32 = {0, 0, 0, 0};\n"
             "    return run(%zu, args, fp32);\n}\n\n"
             "int lntune_kernels_%s_v2(const lntune_kernel_args *args, "
             "lntune_kernels_types types)\n{\n    return run(%zu, args, types);\n}\n\n",
@@ -550,10 +575,13 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         "elements.\n"
         " * Inputs widen exactly to fp32, statistics are fp32 (mean, rstd), y is computed in fp32\n"
         " * and rounded once to its type (to nearest even; overflow gives Inf).\n"
+        " * Add & Norm: with args->residual (types.residual; 0: as x), y = Norm(x + residual),\n"
+        " * the sum formed in fp32 (one addition of the exactly widened inputs); with\n"
+        " * args->residual_out too, that sum is also written, rounded once to the residual type.\n"
         " * They return LNTUNE_KERNEL_OK, or LNTUNE_KERNEL_EUNSUPPORTED for arguments no\n"
-        " * kernel serves (NULL x or y, H <= 0, a stride < H, residual, RMSNorm with beta,\n"
-        " * a type outside 0..3). Every type tuple and shape is served: a tuned kernel where\n"
-        " * the database had one, else a generic one.\n"
+        " * kernel serves (NULL x or y, H <= 0, a stride < H, residual_out without residual,\n"
+        " * RMSNorm with beta, a type outside 0..3). Every type tuple, fusion and shape is\n"
+        " * served: a tuned kernel where the database had one, else a generic one.\n"
         " * Thread-safe; multi-threaded winners share one pool, and a call that finds it\n"
         " * busy runs on the calling thread.\n */\n",
         cpu.fingerprint);
@@ -566,6 +594,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                                "    int x;      /* x; 0: fp32 */\n"
                                "    int y;      /* y; 0: as x */\n"
                                "    int params; /* gamma and beta; 0: as x */\n"
+                               "    int residual; /* residual and residual_out; 0: as x */\n"
                                "} lntune_kernels_types;\n\n");
     for (size_t i = 0; i < lntune_export_op_count; ++i)
         lntune_export_put(&header,

@@ -46,6 +46,13 @@ int lntune_export_op_find(const char *name);
  */
 void lntune_export_put_typed_fallback(lntune_export_buf *b);
 
+/*
+ * Appends the exported fallback of calls with a residual (export_typed.c), after the generic
+ * kernels it calls: per op, one kernel per (x, y, params, residual) tuple serving every affine
+ * kind and both fusions, and the table residual_generic[op][x][y][params][residual].
+ */
+void lntune_export_put_residual_fallback(lntune_export_buf *b);
+
 /* Appends printf-formatted text. */
 void lntune_export_put(lntune_export_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

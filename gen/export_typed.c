@@ -44,3 +44,102 @@ void lntune_export_put_typed_fallback(lntune_export_buf *b) {
         }
     lntune_export_put(b, "};\n\n");
 }
+
+/* The residual fallback's fixed part: a row of s = x + residual in fp32 (as
+ * runtime/builtin_residual.c forms it), rounded once into residual_out if given, then normalized
+ * by the unfused generic kernel of an fp32 x with the call's y and gamma/beta types. Only the
+ * element loops are instantiated per type (9 sums, 3 stores); the row loop is one function, so
+ * the fallback adds little to an app's compile time. */
+static const char residual_text[] =
+    "/* ---- residual add fallback: s = x + residual in fp32 a row at a time, rounded into\n"
+    " * residual_out if given, then the unfused generic kernel on s (runtime/builtin_residual.c) "
+    "---- */\n"
+    "enum { RESIDUAL_STACK_FLOATS = 4096 };\n"
+    "typedef void (*residual_sum_fn)(float *s, const void *x, const void *r, int64_t H);\n"
+    "typedef void (*residual_store_fn)(void *out, const float *s, int64_t H);\n"
+    "\n"
+    "#define RESIDUAL_SUM(X, R)                                                              \\\n"
+    "    static void residual_sum_##X##_##R(float *s, const void *x, const void *r, int64_t H) \\\n"
+    "    {                                                                                   \\\n"
+    "        for (int64_t i = 0; i < H; ++i)                                                 \\\n"
+    "            s[i] = typed_load(TYPED_##X, x, i) + typed_load(TYPED_##R, r, i);           \\\n"
+    "    }\n"
+    "#define RESIDUAL_SUMS(X) RESIDUAL_SUM(X, F32) RESIDUAL_SUM(X, F16) RESIDUAL_SUM(X, BF16)\n"
+    "RESIDUAL_SUMS(F32)\nRESIDUAL_SUMS(F16)\nRESIDUAL_SUMS(BF16)\n"
+    "#define RESIDUAL_STORE(R)                                                               \\\n"
+    "    static void residual_store_##R(void *out, const float *s, int64_t H)                \\\n"
+    "    {                                                                                   \\\n"
+    "        for (int64_t i = 0; i < H; ++i) typed_store(TYPED_##R, out, i, s[i]);           \\\n"
+    "    }\n"
+    "RESIDUAL_STORE(F32)\nRESIDUAL_STORE(F16)\nRESIDUAL_STORE(BF16)\n"
+    "static const residual_sum_fn residual_sums[3][3] = {\n"
+    "    {residual_sum_F32_F32, residual_sum_F32_F16, residual_sum_F32_BF16},\n"
+    "    {residual_sum_F16_F32, residual_sum_F16_F16, residual_sum_F16_BF16},\n"
+    "    {residual_sum_BF16_F32, residual_sum_BF16_F16, residual_sum_BF16_BF16}};\n"
+    "static const residual_store_fn residual_stores[3] = {residual_store_F32, residual_store_F16,\n"
+    "                                                     residual_store_BF16};\n"
+    "\n"
+    "static const void *residual_row(const void *base, int64_t r, int64_t stride, int type)\n"
+    "{\n"
+    "    return (const unsigned char *)base + (size_t)(r * stride) * typed_size(type);\n"
+    "}\n"
+    "\n"
+    "static int residual_norm(const lntune_kernel_args *a, int64_t begin, int64_t end, int op, "
+    "int xt,\n"
+    "                         int yt, int pt, int rt)\n"
+    "{\n"
+    "    const int affine = a->gamma ? 1 : a->beta ? 2 : 0;\n"
+    "    const lntune_kernel_fn inner = yt == TYPED_F32 && pt == TYPED_F32\n"
+    "                                       ? generic_f32[op][affine]\n"
+    "                                       : typed_generic[op][TYPED_F32][yt][pt];\n"
+    "    const int64_t H = a->H;\n"
+    "    float stack[RESIDUAL_STACK_FLOATS];\n"
+    "    float *s = H <= RESIDUAL_STACK_FLOATS ? stack : (float *)malloc((size_t)H * sizeof *s);\n"
+    "    if (!s) return 2; /* out of memory for the row */\n"
+    "    lntune_kernel_args one = *a;\n"
+    "    one.rows = 1;\n"
+    "    one.x_stride = one.y_stride = H;\n"
+    "    one.residual = NULL;\n"
+    "    one.residual_out = NULL;\n"
+    "    one.x = s;\n"
+    "    int rc = LNTUNE_KERNEL_OK;\n"
+    "    for (int64_t r = begin; r < end && rc == LNTUNE_KERNEL_OK; ++r) {\n"
+    "        residual_sums[xt][rt](s, residual_row(a->x, r, a->x_stride, xt),\n"
+    "                              residual_row(a->residual, r, a->residual_stride, rt), H);\n"
+    "        if (a->residual_out)\n"
+    "            residual_stores[rt]((void *)residual_row(a->residual_out, r, "
+    "a->residual_out_stride, rt),\n"
+    "                                s, H);\n"
+    "        one.y = (void *)residual_row(a->y, r, a->y_stride, yt);\n"
+    "        one.mean = a->mean ? a->mean + r : NULL;\n"
+    "        one.rstd = a->rstd ? a->rstd + r : NULL;\n"
+    "        rc = inner(&one, 0, 1);\n"
+    "    }\n"
+    "    if (s != stack) free(s);\n"
+    "    return rc;\n"
+    "}\n\n";
+
+void lntune_export_put_residual_fallback(lntune_export_buf *b) {
+    enum { N = LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT };
+    lntune_export_put(b, "%s", residual_text);
+    /* The kernel ABI carries no types: one small function per (op, x, y, params, residual). */
+    for (size_t op = 0; op < lntune_export_op_count; ++op)
+        for (int t = 0; t < N; ++t) {
+            const int x = t / 27, y = t / 9 % 3, p = t / 3 % 3, r = t % 3;
+            lntune_export_put(b,
+                              "static int residual_%s_%d%d%d%d(const lntune_kernel_args *a, "
+                              "int64_t b, int64_t e)\n{\n"
+                              "    return residual_norm(a, b, e, %zu, %s, %s, %s, %s);\n}\n",
+                              lntune_export_ops[op].name, x, y, p, r, op, type_enum[x],
+                              type_enum[y], type_enum[p], type_enum[r]);
+        }
+    lntune_export_put(b, "\n/* [op][x][y][params][residual] */\n"
+                         "static const lntune_kernel_fn residual_generic[][3][3][3][3] = {\n");
+    for (size_t op = 0; op < lntune_export_op_count; ++op)
+        for (int t = 0; t < N; ++t) {
+            const int x = t / 27, y = t / 9 % 3, p = t / 3 % 3, r = t % 3;
+            lntune_export_put(b, "    [%zu][%d][%d][%d][%d] = residual_%s_%d%d%d%d,\n", op, x, y, p,
+                              r, lntune_export_ops[op].name, x, y, p, r);
+        }
+    lntune_export_put(b, "};\n\n");
+}

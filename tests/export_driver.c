@@ -10,6 +10,10 @@
  *    with no winner at all, and fp32 again. Pointers sit one element past an aligned address
  *    with padded rows; y, mean and rstd are poisoned first, and every element inside the rows must
  *    be written and none outside. Types outside the enum are declined.
+ * 3. Add & Norm through the same entry points (args.residual, and residual_out): the two fused
+ *    winners of export_makedb at their tuned shapes, untuned H, a tuple and residual type no
+ *    winner has, each fusion; y against the reference of the fp32 sum x + residual, residual_out
+ *    bit for bit that sum rounded to the residual type, poisoned and guarded as y.
  */
 #include "half_ref.h"
 #include "lntune_kernels.h"
@@ -95,15 +99,22 @@ typedef struct {
     int x, y, params; /* LNTUNE_TYPE_* */
 } tuple;
 
+/* Fills n elements of type t from i on with the bits of NaN: padding a kernel must not read. */
+static void fill_nan(int t, void *p, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) lntune_ref_store(t, p, i, NAN);
+}
+
 /*
  * One call of op on tuple t, checked; returns the worst error as a fraction of the tolerance (<= 1
  * passes), or INFINITY with why set. The tolerance is test_runtime_dtypes's: the fp32 kernels'
  * 2^-20 of the terms, plus half an ulp of y's type (y is rounded once), plus 2^-7 of that for ties.
+ * fusion 1 adds a residual of type rt (normalized: x + residual in fp32), 2 residual_out too.
  */
-static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, char *why,
-                        size_t len) {
+static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, int fusion, int rt,
+                        char *why, size_t len) {
     enum { PAD = 1, TAIL = 8 };
     const int64_t xs = H + 5, ys = H + 3, yn = rows * ys + PAD + TAIL;
+    const int64_t rs = H + 7, os = H + 2, on = rows * os + PAD + TAIL;
     const int has_gamma = affine == 1 || affine == 2, has_beta = affine >= 2;
     unsigned char *xb = malloc((size_t)(rows * xs + PAD) * tsize(t.x));
     unsigned char *yb = malloc((size_t)yn * tsize(t.y));
@@ -113,26 +124,35 @@ static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, ch
     float *mean = malloc((size_t)(rows + 1) * sizeof *mean);
     float *rstd = malloc((size_t)(rows + 1) * sizeof *rstd);
     double *z = malloc((size_t)H * sizeof *z);
+    unsigned char *rb = malloc((size_t)(rows * rs + PAD) * tsize(rt));
+    unsigned char *ob = malloc((size_t)on * tsize(rt));
     /* One element past malloc's alignment: misaligned for every vector width. */
     void *x = xb + PAD * tsize(t.x), *y = yb + PAD * tsize(t.y);
+    void *res = rb + PAD * tsize(rt), *out = ob + PAD * tsize(rt);
     void *gamma = gb + PAD * tsize(t.params), *beta = bb + PAD * tsize(t.params);
 
     /* Rows around 0, every fifth at 1000, one of tiny variance, a NaN row and an Inf row;
      * x's padding is NaN, so reading it would show. */
-    for (int64_t i = 0; i < rows * xs + PAD; ++i) lntune_ref_store(t.x, xb, i, NAN);
+    fill_nan(t.x, xb, rows * xs + PAD);
+    fill_nan(rt, rb, rows * rs + PAD);
     for (int64_t r = 0; r < rows; ++r) {
         const double offset = r % 5 == 1 ? 1000.0 : r == 2 ? 1.0 : 0.0;
         const double spread = r == 2 ? 1e-3 : 1.0;
         for (int64_t i = 0; i < H; ++i) put_random(t.x, x, r * xs + i, offset, spread);
         if (rows >= 7 && r == 3) lntune_ref_store(t.x, x, r * xs + H / 2, NAN);
         if (rows >= 7 && r == 4) lntune_ref_store(t.x, x, r * xs + H / 3, INFINITY);
-        for (int64_t i = 0; i < H; ++i) xf[r * H + i] = (float)lntune_ref_load(t.x, x, r * xs + i);
+        for (int64_t i = 0; fusion && i < H; ++i) put_random(rt, res, r * rs + i, 0.5, 1.0);
+        /* The normalized row: x, or the one fp32 addition x + residual of the widened inputs. */
+        for (int64_t i = 0; i < H; ++i)
+            xf[r * H + i] = (float)lntune_ref_load(t.x, x, r * xs + i) +
+                            (fusion ? (float)lntune_ref_load(rt, res, r * rs + i) : 0.0f);
     }
     for (int64_t i = 0; i < H; ++i) {
         put_random(t.params, gamma, i, 1.0, 0.5);
         put_random(t.params, beta, i, 0.0, 1.0);
     }
     for (int64_t i = 0; i < yn; ++i) set_raw(t.y, yb, i, poison[t.y]);
+    for (int64_t i = 0; i < on; ++i) set_raw(rt, ob, i, poison[rt]);
     for (int64_t r = 0; r <= rows; ++r) set_raw(LNTUNE_TYPE_F32, mean, r, poison[0]);
     for (int64_t r = 0; r <= rows; ++r) set_raw(LNTUNE_TYPE_F32, rstd, r, poison[0]);
 
@@ -142,9 +162,13 @@ static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, ch
     a.gamma = has_gamma ? gamma : NULL;
     a.beta = has_beta ? beta : NULL;
     a.mean = mean, a.rstd = rstd;
-    /* Public numbers (internal + 1); 0 where it means the same type (y, params: as x). */
-    lntune_kernels_types types = {t.x + 1, t.y == t.x ? 0 : t.y + 1,
-                                  t.params == t.x ? 0 : t.params + 1};
+    if (fusion) a.residual = res, a.residual_stride = rs;
+    if (fusion == 2) a.residual_out = out, a.residual_out_stride = os;
+    /* Public numbers (internal + 1); 0 where it means the same type (y, params, residual: as x). */
+    lntune_kernels_types types = {.x = t.x + 1,
+                                  .y = t.y == t.x ? 0 : t.y + 1,
+                                  .params = t.params == t.x ? 0 : t.params + 1,
+                                  .residual = rt == t.x ? 0 : rt + 1};
     int rc = op ? lntune_kernels_rmsnorm_v2(&a, types) : lntune_kernels_layernorm_v2(&a, types);
 
     double worst = 0.0;
@@ -200,6 +224,26 @@ static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, ch
             worst = INFINITY;
         }
     }
+    /* residual_out: the sum rounded once to its type, bit for bit (a NaN for a NaN); nothing
+     * written outside its rows. */
+    for (int64_t i = 0; fusion == 2 && i < on && worst <= 1.0; ++i) {
+        const int64_t at = i - PAD, r = at / os;
+        const int inside = at >= 0 && r < rows && at % os < H;
+        uint32_t want = poison[rt];
+        if (inside) {
+            unsigned char one[4];
+            lntune_ref_store(rt, one, 0, xf[r * H + at % os]);
+            want = raw(rt, one, 0);
+        }
+        const uint32_t got = raw(rt, ob, i);
+        const int both_nan = inside && isnan(lntune_ref_load(rt, ob, i)) &&
+                             isnan(xf[r * H + at % os]) && got != poison[rt];
+        if (got != want && !both_nan) {
+            snprintf(why, len, "residual_out element %lld: bits %#x, want %#x", (long long)at,
+                     (unsigned)got, (unsigned)want);
+            worst = INFINITY;
+        }
+    }
     uint32_t past_mean, past_rstd;
     memcpy(&past_mean, &mean[rows], 4), memcpy(&past_rstd, &rstd[rows], 4);
     if (worst <= 1.0 && (past_mean != poison[0] || past_rstd != poison[0])) {
@@ -207,6 +251,7 @@ static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, ch
         worst = INFINITY;
     }
     free(xb), free(yb), free(gb), free(bb), free(xf), free(mean), free(rstd), free(z);
+    free(rb), free(ob);
     return worst;
 }
 
@@ -238,7 +283,7 @@ static void test_tuples(void) {
                     const int64_t H = s < 0 ? tuned[k].H : untuned_h[s];
                     const int64_t rows = s < 0 ? tuned[k].rows : s == 1 ? 7 : 40;
                     char why[256] = "";
-                    double err = run_typed(op, t, H, rows, affine, why, sizeof why);
+                    double err = run_typed(op, t, H, rows, affine, 0, t.x, why, sizeof why);
                     test_case(err <= 1.0,
                               "v2 %s %s/%s/%s H=%lld rows=%lld affine=%d (%s): worst %.3g of "
                               "tolerance%s%s",
@@ -252,8 +297,8 @@ static void test_tuples(void) {
     lntune_kernel_args a;
     memset(&a, 0, sizeof a);
     a.rows = 1, a.H = 4, a.x = x, a.y = y;
-    const lntune_kernels_types bad_x = {LNTUNE_KERNELS_BF16 + 1, 0, 0}, bad_y = {0, -1, 0},
-                               bad_p = {LNTUNE_KERNELS_F32, LNTUNE_KERNELS_F32, 7};
+    const lntune_kernels_types bad_x = {.x = LNTUNE_KERNELS_BF16 + 1}, bad_y = {.y = -1},
+                               bad_p = {LNTUNE_KERNELS_F32, LNTUNE_KERNELS_F32, 7, 0};
     test_case(lntune_kernels_layernorm_v2(&a, bad_x) == LNTUNE_KERNEL_EUNSUPPORTED &&
                   lntune_kernels_rmsnorm_v2(&a, bad_y) == LNTUNE_KERNEL_EUNSUPPORTED &&
                   lntune_kernels_layernorm_v2(&a, bad_p) == LNTUNE_KERNEL_EUNSUPPORTED,
@@ -263,8 +308,65 @@ static void test_tuples(void) {
               "v2 declines a bad type even for rows = 0");
 }
 
+/* ---- 3. Add & Norm ---- */
+
+static void test_fused(void) {
+    /* export_makedb's fused winners, with the H and rows they were tuned at. */
+    static const struct {
+        tuple t;
+        int op, fusion, rt;
+        int64_t H, rows;
+    } cases[] = {
+        {{LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32}, 0, 2, LNTUNE_TYPE_F32, 768, 40},
+        {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16}, 1, 1, LNTUNE_TYPE_F32, 4096, 600},
+        /* no winner: the residual fallback, a residual type other than x's */
+        {{LNTUNE_TYPE_F16, LNTUNE_TYPE_F32, LNTUNE_TYPE_BF16}, 0, 2, LNTUNE_TYPE_BF16, 0, 0},
+    };
+    static const int64_t untuned_h[] = {1, 17, 1000};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k)
+        for (int op = 0; op < 2; ++op)
+            for (int fusion = 1; fusion <= 2; ++fusion)
+                for (int affine = 0; affine < 4; ++affine) {
+                    if (op == 1 && affine >= 2) continue;
+                    for (int s = -1; s < 3; ++s) {
+                        /* s = -1: the tuned shape (tuned op and fusion only); 0..2: untuned H. */
+                        const int tuned =
+                            cases[k].H && op == cases[k].op && fusion == cases[k].fusion;
+                        if (s < 0 && !tuned) continue;
+                        const int64_t H = s < 0 ? cases[k].H : untuned_h[s];
+                        const int64_t rows = s < 0 ? cases[k].rows : s == 1 ? 7 : 40;
+                        const tuple t = cases[k].t;
+                        char why[256] = "";
+                        double err =
+                            run_typed(op, t, H, rows, affine, fusion, cases[k].rt, why, sizeof why);
+                        test_case(err <= 1.0,
+                                  "fused %s+%s %s/%s/%s residual %s H=%lld rows=%lld affine=%d "
+                                  "(%s): worst %.3g of tolerance%s%s",
+                                  op ? "rmsnorm" : "layernorm",
+                                  fusion == 2 ? "residual_out" : "residual", type_names[t.x],
+                                  type_names[t.y], type_names[t.params], type_names[cases[k].rt],
+                                  (long long)H, (long long)rows, affine,
+                                  s < 0 ? "tuned" : "untuned", err, why[0] ? ": " : "", why);
+                    }
+                }
+    float x[4] = {1, 2, 3, 4}, y[4], out[4];
+    lntune_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = 1, a.H = 4, a.x = x, a.y = y, a.residual_out = out;
+    const lntune_kernels_types fp32 = {0, 0, 0, 0}, bad_r = {.residual = 4};
+    test_case(lntune_kernels_layernorm_v2(&a, fp32) == LNTUNE_KERNEL_EUNSUPPORTED,
+              "residual_out without residual is declined");
+    a.residual_out = NULL, a.residual = x;
+    test_case(lntune_kernels_rmsnorm_v2(&a, bad_r) == LNTUNE_KERNEL_EUNSUPPORTED,
+              "a residual type outside 0..3 is declined");
+    a.residual_stride = 3;
+    test_case(lntune_kernels_rmsnorm(&a) == LNTUNE_KERNEL_EUNSUPPORTED,
+              "a residual stride below H is declined");
+}
+
 int main(void) {
     test_fp32();
     test_tuples();
+    test_fused();
     return test_summary();
 }

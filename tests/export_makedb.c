@@ -5,8 +5,11 @@
  *   layernorm bf16 H=768 (fixed H, rows 9-64, gamma), rmsnorm f16 H=4096 (2 threads, rows
  *   513-4096, no gamma) and layernorm f16/bf16/f32 (x/y/params) H=1001 (fixed odd H, rows 9-64,
  *   gamma);
+ *   Add & Norm: layernorm+residual_out f32 H=768 (fixed H, rows 9-64, gamma) and
+ *   rmsnorm+residual bf16/bf16/bf16/f32 (an fp32 residual) H=4096 (2 threads, rows 513-4096,
+ *   no gamma);
  * and rows the export must leave out, each with a warning: a CPU "layernorm_backward" and a
- * "layernorm+residual" (ops it does not know), and on a GPU row a bf16 layernorm (the CUDA export
+ * "layernorm+gelu" (ops it does not know), and on a GPU row a bf16 layernorm (the CUDA export
  * is fp32 only) and a "layernorm_backward".
  *
  *   export_makedb PATH
@@ -46,8 +49,16 @@ int main(int argc, char **argv) {
         rc = put_tuned_typed(db, hw, "layernorm", "f16/bf16/f32",
                              "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1001, 64, 1, 1,
                              TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "layernorm+residual_out", "f32",
+                             "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 768, 64, 1, 1,
+                             TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "rmsnorm+residual", "bf16/bf16/bf16/f32",
+                             "vec=16,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
+                             TUNED_RUNS);
     if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm_backward", "f32");
-    if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm+residual", "bf16");
+    if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm+gelu", "f32");
     lntune_gpu_info gpu = {0};
     snprintf(gpu.name, sizeof gpu.name, "NVIDIA H200");
     gpu.sm = 90, gpu.multiprocessors = 132, gpu.l2_bytes = 60 << 20, gpu.bus_width_bits = 6144;

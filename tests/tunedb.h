@@ -10,6 +10,7 @@
 #define LNTUNE_TUNEDB_H
 
 #include "cc.h"
+#include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
 #include "tuning_db.h"
@@ -78,8 +79,8 @@ static int create_db_for(const char *path, const lntune_cpu_info *cpu, lntune_db
 
 /*
  * Stores a tuned kernel for (op, dtype text, H, rows' bucket, affine) on hardware hw: variant
- * generated for H and the types, wrapped (see above), compiled, saved as an artifact, and made the
- * best. 0 on success.
+ * generated for H, the types and the fusion of op's text ("layernorm+residual_out"), wrapped
+ * (see above), compiled, saved as an artifact, and made the best. 0 on success.
  */
 static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char *dtype,
                            const char *variant, int64_t H, int64_t rows, int affine, int threads,
@@ -90,12 +91,14 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
     lntune_gen *g = NULL;
     lntune_source src = {0};
     lntune_shape shape = {.H = H};
-    if (lntune_types_parse(dtype, &shape.types) != 0) {
-        fprintf(stderr, "put_tuned_typed: bad dtype %s\n", dtype);
+    char base[32];
+    if (lntune_types_parse(dtype, &shape.types) != 0 ||
+        lntune_fusion_op_parse(op, base, sizeof base, &shape.fusion) != 0) {
+        fprintf(stderr, "put_tuned_typed: bad dtype %s or op %s\n", dtype, op);
         return -1;
     }
     int rc = lntune_gen_open(NULL, &g);
-    if (rc == LNTUNE_OK) rc = lntune_gen_emit(g, "cpu", op, variant, &shape, "tuned_inner", &src);
+    if (rc == LNTUNE_OK) rc = lntune_gen_emit(g, "cpu", base, variant, &shape, "tuned_inner", &src);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "emit %s: %s\n", variant, g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
         lntune_gen_close(g);
