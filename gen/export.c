@@ -124,8 +124,9 @@ void lntune_export_warn(const lntune_export_config *c, const char *fmt, ...) {
 
 typedef struct {
     char op[32], dtype[24], variant[512], template_hash[17]; /* op: the database's text */
-    char base_op[16];   /* op without the fusion: the template's op */
+    char base_op[32];   /* op without the fusion: the template's op */
     int fusion;         /* LNTUNE_FUSION_* */
+    int backward;       /* a gradient kernel (base_op "layernorm_backward", ...) */
     int op_index;       /* in lntune_export_ops */
     lntune_types types; /* parsed from dtype */
     int64_t H, tuned_rows, rows_lo, rows_hi;
@@ -145,16 +146,20 @@ typedef struct {
 static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     winner_list *l = ud;
     if (strcmp(key->target, "cpu") != 0) return 0;
-    char base[16];
-    int fusion = LNTUNE_FUSION_NONE;
-    const int op = lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0
-                       ? lntune_export_op_find(base)
-                       : -1;
+    char base[32];
+    int fusion = LNTUNE_FUSION_NONE, op = -1, backward = 0;
+    static const char suffix[] = "_backward";
+    if (lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0) {
+        const size_t n = strlen(base), ns = sizeof suffix - 1;
+        backward = n > ns && strcmp(base + n - ns, suffix) == 0;
+        char forward[32];
+        snprintf(forward, sizeof forward, "%.*s", (int)(backward ? n - ns : n), base);
+        op = lntune_export_op_find(forward);
+        if (backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT) op = -1; /* no such kernel */
+    }
     lntune_types types;
     if (op < 0 || lntune_types_parse(key->dtype, &types) != 0) {
-        const char *why = op >= 0                        ? "dtype unknown to this export"
-                          : strstr(key->op, "_backward") ? "backward kernels are not exported yet"
-                                                         : "op unknown to this export";
+        const char *why = op >= 0 ? "dtype unknown to this export" : "op unknown to this export";
         lntune_export_warn(l->c, "%s %s H=%lld: %s; left out", key->op, key->dtype,
                            (long long)key->H, why);
         ++l->skipped;
@@ -174,6 +179,7 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     snprintf(w->op, sizeof w->op, "%s", key->op);
     snprintf(w->base_op, sizeof w->base_op, "%s", base);
     w->fusion = fusion;
+    w->backward = backward;
     snprintf(w->dtype, sizeof w->dtype, "%s", key->dtype);
     w->op_index = op;
     w->types = types;
@@ -198,27 +204,23 @@ const char *lntune_export_abi_header(void) {
     return lntune_export_embedded("lntune_kernel.h");
 }
 
-/* The fixed part of lntune_kernels.c after the kernels and the table: pool and dispatch. */
+/* The fixed part of lntune_kernels.c after the kernels and the tables: pool and dispatch. */
 static const char dispatch_text[] =
     "/* A persistent pool: workers start on the first multi-threaded call and then sleep on a\n"
-    " * condition variable between calls. A call that finds the pool busy runs on its own thread. "
-    "*/\n"
+    " * condition variable between calls. A call that finds the pool busy runs on its own thread.\n"
+    " * A job is split in n parts; part i runs on worker i (part 0 on the caller). */\n"
+    "typedef int (*part_fn)(const void *job, int i, int n);\n"
+    "\n"
     "static struct {\n"
     "    pthread_mutex_t lock, busy;\n"
     "    pthread_cond_t work, done;\n"
     "    unsigned generation;\n"
     "    int started, pending, n, rc;\n"
-    "    lntune_kernel_fn fn;\n"
-    "    const lntune_kernel_args *args;\n"
+    "    part_fn part;\n"
+    "    const void *job;\n"
     "    unsigned born[LNTUNE_KERNELS_MAX_THREADS];\n"
     "} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,\n"
     "          PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, {0}};\n"
-    "\n"
-    "static int run_part(lntune_kernel_fn fn, const lntune_kernel_args *a, int i, int n)\n"
-    "{\n"
-    "    int64_t begin = a->rows * i / n, end = a->rows * (i + 1) / n;\n"
-    "    return begin < end ? fn(a, begin, end) : LNTUNE_KERNEL_OK;\n"
-    "}\n"
     "\n"
     "static void *worker(void *p)\n"
     "{\n"
@@ -229,11 +231,11 @@ static const char dispatch_text[] =
     "        while (pool.generation == seen) pthread_cond_wait(&pool.work, &pool.lock);\n"
     "        seen = pool.generation;\n"
     "        if (index >= pool.n) continue;\n"
-    "        lntune_kernel_fn fn = pool.fn;\n"
-    "        const lntune_kernel_args *a = pool.args;\n"
+    "        part_fn part = pool.part;\n"
+    "        const void *job = pool.job;\n"
     "        int n = pool.n;\n"
     "        pthread_mutex_unlock(&pool.lock);\n"
-    "        int rc = run_part(fn, a, index, n);\n"
+    "        int rc = part(job, index, n);\n"
     "        pthread_mutex_lock(&pool.lock);\n"
     "        if (rc != LNTUNE_KERNEL_OK && pool.rc == LNTUNE_KERNEL_OK) pool.rc = rc;\n"
     "        if (--pool.pending == 0) pthread_cond_signal(&pool.done);\n"
@@ -241,11 +243,15 @@ static const char dispatch_text[] =
     "    return NULL;\n"
     "}\n"
     "\n"
-    "static int run_threads(lntune_kernel_fn fn, const lntune_kernel_args *a, int threads)\n"
+    "/* Runs job in up to threads parts (at most rows); *used: the parts it ran in. */\n"
+    "static int run_parts(part_fn part, const void *job, int threads, int64_t rows, int *used)\n"
     "{\n"
     "    if (threads > LNTUNE_KERNELS_MAX_THREADS) threads = LNTUNE_KERNELS_MAX_THREADS;\n"
-    "    if (threads <= 1 || a->rows < 2 || pthread_mutex_trylock(&pool.busy) != 0)\n"
-    "        return fn(a, 0, a->rows);\n"
+    "    if (threads > rows) threads = rows > 0 ? (int)rows : 1;\n"
+    "    if (threads <= 1 || pthread_mutex_trylock(&pool.busy) != 0) {\n"
+    "        *used = 1;\n"
+    "        return part(job, 0, 1);\n"
+    "    }\n"
     "    pthread_mutex_lock(&pool.lock);\n"
     "    while (pool.started < threads - 1) {\n"
     "        pthread_t t;\n"
@@ -256,32 +262,51 @@ static const char dispatch_text[] =
     "        ++pool.started;\n"
     "    }\n"
     "    if (threads > pool.started + 1) threads = pool.started + 1;\n"
-    "    pool.fn = fn, pool.args = a, pool.n = threads, pool.rc = LNTUNE_KERNEL_OK;\n"
+    "    pool.part = part, pool.job = job, pool.n = threads, pool.rc = LNTUNE_KERNEL_OK;\n"
     "    pool.pending = threads - 1;\n"
     "    ++pool.generation;\n"
     "    pthread_cond_broadcast(&pool.work);\n"
     "    pthread_mutex_unlock(&pool.lock);\n"
-    "    int rc = run_part(fn, a, 0, threads);\n"
+    "    int rc = part(job, 0, threads);\n"
     "    pthread_mutex_lock(&pool.lock);\n"
     "    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);\n"
     "    if (rc == LNTUNE_KERNEL_OK) rc = pool.rc;\n"
     "    pthread_mutex_unlock(&pool.lock);\n"
     "    pthread_mutex_unlock(&pool.busy);\n"
+    "    *used = threads;\n"
     "    return rc;\n"
     "}\n"
     "\n"
-    "/* The winner of (op, fusion, types, H, affine) for rows: its bucket, else the nearest tuned\n"
-    " * one. */\n"
-    "static const tuned_entry *find_tuned(int op, int fusion, int types, int64_t H, int affine,\n"
-    "                                     int64_t rows)\n"
+    "typedef struct {\n"
+    "    lntune_kernel_fn fn;\n"
+    "    const lntune_kernel_args *a;\n"
+    "} forward_job;\n"
+    "\n"
+    "static int forward_part(const void *job, int i, int n)\n"
+    "{\n"
+    "    const forward_job *j = job;\n"
+    "    int64_t begin = j->a->rows * i / n, end = j->a->rows * (i + 1) / n;\n"
+    "    return begin < end ? j->fn(j->a, begin, end) : LNTUNE_KERNEL_OK;\n"
+    "}\n"
+    "\n"
+    "static int run_threads(lntune_kernel_fn fn, const lntune_kernel_args *a, int threads)\n"
+    "{\n"
+    "    const forward_job job = {fn, a};\n"
+    "    int used;\n"
+    "    return run_parts(forward_part, &job, threads, a->rows, &used);\n"
+    "}\n"
+    "\n"
+    "/* The winner of (op, fusion, types, H, affine), forward or backward, for rows: its bucket,\n"
+    " * else the nearest tuned one. */\n"
+    "static const tuned_entry *find_tuned(int backward, int op, int fusion, int types, int64_t H,\n"
+    "                                     int affine, int64_t rows)\n"
     "{\n"
     "    const tuned_entry *best = NULL;\n"
     "    double best_distance = 0.0;\n"
     "    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {\n"
     "        const tuned_entry *e = &tuned[i];\n"
-    "        if (!e->fn || e->op != op || e->fusion != fusion || e->types != types || e->H != H "
-    "||\n"
-    "            e->affine != affine)\n"
+    "        if (!(backward ? e->backward != NULL : e->fn != NULL) || e->op != op ||\n"
+    "            e->fusion != fusion || e->types != types || e->H != H || e->affine != affine)\n"
     "            continue;\n"
     "        if (rows >= e->rows_lo && rows <= e->rows_hi) return e;\n"
     "        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows\n"
@@ -322,7 +347,7 @@ static const char dispatch_text[] =
     "    const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);\n"
     "    int affine = a.gamma ? 1 : a.beta ? 2 : 0;\n"
     "    const tuned_entry *e =\n"
-    "        affine < 2 ? find_tuned(op, fusion, types, a.H, affine, a.rows) : NULL;\n"
+    "        affine < 2 ? find_tuned(0, op, fusion, types, a.H, affine, a.rows) : NULL;\n"
     "    if (e) {\n"
     "        int rc = run_threads(e->fn, &a, e->threads);\n"
     "        if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;\n"
@@ -333,6 +358,91 @@ static const char dispatch_text[] =
     "    int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? "
     "LNTUNE_KERNELS_MAX_THREADS : 1;\n"
     "    return run_threads(generic, &a, threads);\n"
+    "}\n"
+    "\n";
+
+/* The backward's dispatch: per-part fp32 partials of dgamma/dbeta, then a second pass in part
+ * order (runtime/api_backward.c's scheme), after dispatch_text. */
+static const char backward_text[] =
+    "typedef struct {\n"
+    "    lntune_backward_kernel_fn fn;\n"
+    "    const lntune_backward_kernel_args *a;\n"
+    "    float *dgamma, *dbeta; /* parts x H each, or NULL */\n"
+    "} backward_job;\n"
+    "\n"
+    "static int backward_part(const void *job, int i, int n)\n"
+    "{\n"
+    "    const backward_job *j = job;\n"
+    "    const int64_t H = j->a->H, begin = j->a->rows * i / n, end = j->a->rows * (i + 1) / n;\n"
+    "    return begin < end ? j->fn(j->a, begin, end, j->dgamma ? j->dgamma + i * H : NULL,\n"
+    "                              j->dbeta ? j->dbeta + i * H : NULL)\n"
+    "                       : LNTUNE_KERNEL_OK;\n"
+    "}\n"
+    "\n"
+    "/* Runs fn on threads parts with zeroed partials; *parts: the parts it ran in. */\n"
+    "static int backward_threads(lntune_backward_kernel_fn fn, const lntune_backward_kernel_args "
+    "*a,\n"
+    "                            int threads, float *dgamma, float *dbeta, int *parts)\n"
+    "{\n"
+    "    const size_t n = (size_t)(threads < a->rows ? threads : a->rows) * (size_t)a->H;\n"
+    "    if (dgamma) memset(dgamma, 0, n * sizeof *dgamma);\n"
+    "    if (dbeta) memset(dbeta, 0, n * sizeof *dbeta);\n"
+    "    const backward_job job = {fn, a, dgamma, dbeta};\n"
+    "    return run_parts(backward_part, &job, threads, a->rows, parts);\n"
+    "}\n"
+    "\n"
+    "/* out[j] = parts[0][j] + ... + parts[n-1][j] in fp32, stored as type (rounded once). */\n"
+    "static void backward_reduce(const float *parts, int n, int64_t H, void *out, int type)\n"
+    "{\n"
+    "    for (int64_t j = 0; j < H; ++j) {\n"
+    "        float s = parts[j];\n"
+    "        for (int t = 1; t < n; ++t) s += parts[(int64_t)t * H + j];\n"
+    "        typed_store(type, out, j, s);\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "static int run_backward(int op, const lntune_backward_kernel_args *args, lntune_kernels_types "
+    "t,\n"
+    "                        void *dgamma, void *dbeta)\n"
+    "{\n"
+    "    const int xt = internal_type(t.x, 0), pt = internal_type(t.params, xt);\n"
+    "    if (!args || !args->x || !args->dy || !args->dx || args->H <= 0 || args->rows < 0 ||\n"
+    "        (!op_takes_beta[op] && dbeta) || (op_takes_beta[op] && !args->mean != !args->rstd) "
+    "||\n"
+    "        xt < 0 || pt < 0)\n"
+    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
+    "    if (args->rows == 0) return LNTUNE_KERNEL_OK;\n"
+    "    lntune_backward_kernel_args a = *args;\n"
+    "    if (a.x_stride == 0) a.x_stride = a.H;\n"
+    "    if (a.dy_stride == 0) a.dy_stride = a.H;\n"
+    "    if (a.dx_stride == 0) a.dx_stride = a.H;\n"
+    "    if (a.dresidual_out_stride == 0) a.dresidual_out_stride = a.H;\n"
+    "    if (!(a.eps > 0.0f)) a.eps = 1e-5f;\n"
+    "    if (a.x_stride < a.H || a.dy_stride < a.H || a.dx_stride < a.H ||\n"
+    "        (a.dresidual_out && a.dresidual_out_stride < a.H))\n"
+    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
+    "    const int fused = a.dresidual_out != NULL;\n"
+    "    const tuned_entry *e = find_tuned(1, op, fused, xt | xt << 2 | pt << 4, a.H, 1, "
+    "a.rows);\n"
+    "    const lntune_backward_kernel_fn generic = generic_backward[op][fused][xt][pt];\n"
+    "    const int generic_threads =\n"
+    "        a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? LNTUNE_KERNELS_MAX_THREADS : 1;\n"
+    "    const int most = e && e->threads > generic_threads ? e->threads : generic_threads;\n"
+    "    const size_t n = (size_t)(most < a.rows ? most : a.rows) * (size_t)a.H;\n"
+    "    float *dg = dgamma ? (float *)malloc(n * sizeof *dg) : NULL;\n"
+    "    float *db = dbeta ? (float *)malloc(n * sizeof *db) : NULL;\n"
+    "    int rc = 2, parts = 1; /* 2: out of memory for the partials */\n"
+    "    if ((!dgamma || dg) && (!dbeta || db)) {\n"
+    "        rc = e ? backward_threads(e->backward, &a, e->threads, dg, db, &parts)\n"
+    "               : LNTUNE_KERNEL_EUNSUPPORTED;\n"
+    "        if (rc == LNTUNE_KERNEL_EUNSUPPORTED)\n"
+    "            rc = backward_threads(generic, &a, generic_threads, dg, db, &parts);\n"
+    "    }\n"
+    "    if (rc == LNTUNE_KERNEL_OK && dgamma) backward_reduce(dg, parts, a.H, dgamma, pt);\n"
+    "    if (rc == LNTUNE_KERNEL_OK && dbeta) backward_reduce(db, parts, a.H, dbeta, pt);\n"
+    "    free(dg);\n"
+    "    free(db);\n"
+    "    return rc;\n"
     "}\n"
     "\n";
 
@@ -515,6 +625,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     lntune_export_put_typed_fallback(&kernels);
     if ((rc = put_generic_f32(&kernels, r->message, sizeof r->message)) != LNTUNE_OK) goto done;
     lntune_export_put_residual_fallback(&kernels);
+    lntune_export_put_backward_fallback(&kernels);
     r->skipped += list.skipped;
     if (cpu.cores > max_threads) max_threads = cpu.cores;
 
@@ -531,21 +642,27 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                       "    int types; /* x | y << 2 | params << 4 | residual << 6; 0 fp32, 1 fp16, "
                       "2 bf16;\n                  residual: 0 as x, else its type + 1 */\n"
                       "    int64_t H;\n    int affine;\n    int64_t rows_lo, rows_hi;\n"
-                      "    lntune_kernel_fn fn;\n    int threads;\n} tuned_entry;\n\n");
+                      "    lntune_kernel_fn fn; /* a forward kernel, or */\n"
+                      "    lntune_backward_kernel_fn backward; /* a backward one */\n"
+                      "    int threads;\n} tuned_entry;\n\n");
     lntune_export_put(&out, "static const tuned_entry tuned[] = {\n");
     for (size_t i = 0; i < list.n; ++i) {
         const winner *w = &list.w[i];
         if (!ok[i]) continue;
-        lntune_export_put(&out,
-                          "    {%d, %d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), "
-                          "lntune_kernels_t%zu, %d}, /* %s %s */\n",
-                          w->op_index, w->fusion, lntune_types_packed(w->types), (long long)w->H,
-                          w->affine, (long long)w->rows_lo, (long long)w->rows_hi, i, w->threads,
-                          w->op, w->dtype);
+        char fn[48];
+        snprintf(fn, sizeof fn, "lntune_kernels_t%zu", i);
+        lntune_export_put(
+            &out,
+            "    {%d, %d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), %s, %s, "
+            "%d}, /* %s %s */\n",
+            w->op_index, w->fusion, lntune_types_packed(w->types), (long long)w->H, w->affine,
+            (long long)w->rows_lo, (long long)w->rows_hi, w->backward ? "NULL" : fn,
+            w->backward ? fn : "NULL", w->threads, w->op, w->dtype);
     }
     lntune_export_put(&out,
-                      "    {0, 0, 0, 0, 0, 0, 0, NULL, 0} /* keeps the table non-empty */\n};\n\n");
-    lntune_export_put(&out, "%s", dispatch_text);
+                      "    {0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0} /* keeps the table non-empty */\n"
+                      "};\n\n");
+    lntune_export_put(&out, "%s%s", dispatch_text, backward_text);
     for (size_t i = 0; i < lntune_export_op_count; ++i)
         lntune_export_put(
             &out,
@@ -553,8 +670,13 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             "    const lntune_kernels_types fp32 = {0, 0, 0, 0};\n"
             "    return run(%zu, args, fp32);\n}\n\n"
             "int lntune_kernels_%s_v2(const lntune_kernel_args *args, "
-            "lntune_kernels_types types)\n{\n    return run(%zu, args, types);\n}\n\n",
-            lntune_export_ops[i].name, i, lntune_export_ops[i].name, i);
+            "lntune_kernels_types types)\n{\n    return run(%zu, args, types);\n}\n\n"
+            "int lntune_kernels_%s_backward(const lntune_backward_kernel_args *args,\n"
+            "                               lntune_kernels_types types, void *dgamma, void "
+            "*dbeta)\n"
+            "{\n    return run_backward(%zu, args, types, dgamma, dbeta);\n}\n\n",
+            lntune_export_ops[i].name, i, lntune_export_ops[i].name, i, lntune_export_ops[i].name,
+            i);
 
     /* lntune_kernels.h */
     const char *abi = lntune_export_abi_header();
@@ -582,11 +704,20 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         " * kernel serves (NULL x or y, H <= 0, a stride < H, residual_out without residual,\n"
         " * RMSNorm with beta, a type outside 0..3). Every type tuple, fusion and shape is\n"
         " * served: a tuned kernel where the database had one, else a generic one.\n"
+        " * Backward: lntune_kernels_<op>_backward(args, types, dgamma, dbeta) fills dx of an\n"
+        " * lntune_backward_kernel_args (rows, H, x, dy, dx; gamma, the forward's saved mean and\n"
+        " * rstd (LayerNorm: both or neither), dresidual_out for the fused Add & Norm optional)\n"
+        " * and, when not NULL, dgamma and dbeta (H elements; RMSNorm: dbeta must be NULL).\n"
+        " * types.x is the type of x, dy, dx and dresidual_out, types.params of gamma, dgamma\n"
+        " * and dbeta; dgamma/dbeta are summed in fp32 per thread, then in thread order.\n"
         " * Thread-safe; multi-threaded winners share one pool, and a call that finds it\n"
         " * busy runs on the calling thread.\n */\n",
         cpu.fingerprint);
     lntune_export_put(&header, "#ifndef LNTUNE_KERNELS_H\n#define LNTUNE_KERNELS_H\n\n%s\n",
                       abi ? abi : "");
+    /* The backward ABI (its own include guard) after the forward's. */
+    const char *bwd = lntune_export_embedded("lntune_kernel_backward.h");
+    lntune_export_put(&header, "%s\n", bwd ? bwd : "");
     lntune_export_put(&header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
                                "#define LNTUNE_KERNELS_DEFAULT 0\n#define LNTUNE_KERNELS_F32 1\n"
                                "#define LNTUNE_KERNELS_F16 2\n#define LNTUNE_KERNELS_BF16 3\n\n"
@@ -597,16 +728,21 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                                "    int residual; /* residual and residual_out; 0: as x */\n"
                                "} lntune_kernels_types;\n\n");
     for (size_t i = 0; i < lntune_export_op_count; ++i)
-        lntune_export_put(&header,
-                          "/* %s */\nint lntune_kernels_%s(const lntune_kernel_args *args);\n"
-                          "int lntune_kernels_%s_v2(const lntune_kernel_args *args, "
-                          "lntune_kernels_types types);\n\n",
-                          lntune_export_ops[i].doc, lntune_export_ops[i].name,
-                          lntune_export_ops[i].name);
+        lntune_export_put(
+            &header,
+            "/* %s */\nint lntune_kernels_%s(const lntune_kernel_args *args);\n"
+            "int lntune_kernels_%s_v2(const lntune_kernel_args *args, "
+            "lntune_kernels_types types);\n"
+            "int lntune_kernels_%s_backward(const lntune_backward_kernel_args *args,\n"
+            "                               lntune_kernels_types types, void *dgamma, "
+            "void *dbeta);\n\n",
+            lntune_export_ops[i].doc, lntune_export_ops[i].name, lntune_export_ops[i].name,
+            lntune_export_ops[i].name);
     lntune_export_put(&header, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
-    if (out.oom || header.oom || kernels.oom || !abi) {
-        rc = abi ? LNTUNE_ENOMEM : LNTUNE_ERROR;
-        snprintf(r->message, sizeof r->message, "%s", abi ? "out of memory" : "no ABI header");
+    if (out.oom || header.oom || kernels.oom || !abi || !bwd) {
+        rc = abi && bwd ? LNTUNE_ENOMEM : LNTUNE_ERROR;
+        snprintf(r->message, sizeof r->message, "%s",
+                 abi && bwd ? "out of memory" : "no ABI header");
         goto done;
     }
     rc = lntune_export_write_file(c->out_dir, "lntune_kernels.c", &out, r->message,

@@ -16,6 +16,14 @@
  * lntune_export_ops (export_ops.c); a database row of any other op or of unparsable dtype text is
  * left out with one warning line, never exported as something else.
  *
+ * Fusion and backward: the op text's "+residual" / "+residual_out" (fusion.h) and "_backward"
+ * rows are exported too. Both entry points above take args.residual (and residual_out), the
+ * residual's type in types.residual; lntune_kernels_<op>_backward(args, types, dgamma, dbeta)
+ * runs the gradient (lntune_kernel_backward.h's args, dresidual_out for the fused backward) with
+ * per-thread fp32 partials reduced in thread order, as the runtime does. What no winner covers
+ * runs export_typed.c's fallbacks: the fp32 sum of a row normalized by the unfused generic
+ * kernels, and a portable backward kernel per (x, params) tuple.
+ *
  * CUDA: when the database holds CUDA winners (best rows of target "cuda", dtype f32: the CUDA path
  * serves fp32 only, so other dtypes and unknown ops are left out with a warning), export also
  * writes lntune_kernels.cu and lntune_kernels_cuda.h: the winners of every GPU hardware row (or

@@ -53,6 +53,13 @@ void lntune_export_put_typed_fallback(lntune_export_buf *b);
  */
 void lntune_export_put_residual_fallback(lntune_export_buf *b);
 
+/*
+ * Appends the exported backward fallback (export_typed.c): per op, one portable kernel per
+ * (fused with dresidual_out or not, x type, params type), and the table
+ * generic_backward[op][fused][x][params] of them.
+ */
+void lntune_export_put_backward_fallback(lntune_export_buf *b);
+
 /* Appends printf-formatted text. */
 void lntune_export_put(lntune_export_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -143,3 +143,92 @@ void lntune_export_put_residual_fallback(lntune_export_buf *b) {
         }
     lntune_export_put(b, "};\n\n");
 }
+
+/* The backward fallback: one portable body (the statistics are typed_kernel.h's when not saved),
+ * sums of a row in double, dx rounded once, dgamma/dbeta terms into the caller's fp32 partials,
+ * instantiated per (x, params). Lighter than the templates' backward built-ins, whose 36 kernels
+ * would triple an app's compile time for a path only untuned shapes take. */
+static const char backward_text[] =
+    "/* ---- backward fallback: every (op, fused, x, params) no winner covers ---- */\n"
+    "TYPED_INLINE const void *backward_row(const void *base, int64_t r, int64_t stride, int "
+    "type)\n"
+    "{\n"
+    "    return (const unsigned char *)base + (size_t)(r * stride) * typed_size(type);\n"
+    "}\n"
+    "\n"
+    "TYPED_INLINE int typed_backward(const lntune_backward_kernel_args *a, int64_t begin, int64_t "
+    "end,\n"
+    "                                float *dgp, float *dbp, int centered, int fused, int xt, int "
+    "pt)\n"
+    "{\n"
+    "    if (fused != (a->dresidual_out != NULL) || (!centered && dbp))\n"
+    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
+    "    const int64_t H = a->H;\n"
+    "    const int saved = a->rstd && (!centered || a->mean);\n"
+    "    for (int64_t r = begin; r < end; ++r) {\n"
+    "        const void *x = backward_row(a->x, r, a->x_stride, xt);\n"
+    "        const void *dy = backward_row(a->dy, r, a->dy_stride, xt);\n"
+    "        void *dx = (void *)backward_row(a->dx, r, a->dx_stride, xt);\n"
+    "        float mean = 0.0f, rstd;\n"
+    "        if (saved)\n"
+    "            mean = centered ? a->mean[r] : 0.0f, rstd = a->rstd[r];\n"
+    "        else\n"
+    "            typed_stats(xt, centered, x, H, a->eps, &mean, &rstd);\n"
+    "        double sg = 0.0, sq = 0.0; /* sum g, sum g * xhat; g = dy * gamma */\n"
+    "        for (int64_t i = 0; i < H; ++i) {\n"
+    "            const float g = typed_load(xt, dy, i) * (a->gamma ? typed_load(pt, a->gamma, i) "
+    ": 1.0f);\n"
+    "            sg += g;\n"
+    "            sq += (double)g * ((typed_load(xt, x, i) - mean) * rstd);\n"
+    "        }\n"
+    "        const float mg = centered ? (float)(sg / (double)H) : 0.0f, mq = (float)(sq / "
+    "(double)H);\n"
+    "        const void *dres = fused ? backward_row(a->dresidual_out, r, "
+    "a->dresidual_out_stride, xt) : NULL;\n"
+    "        for (int64_t i = 0; i < H; ++i) {\n"
+    "            const float d = typed_load(xt, dy, i), xh = (typed_load(xt, x, i) - mean) * "
+    "rstd;\n"
+    "            const float g = d * (a->gamma ? typed_load(pt, a->gamma, i) : 1.0f);\n"
+    "            float v = rstd * (g - mg - xh * mq);\n"
+    "            if (dres) v += typed_load(xt, dres, i);\n"
+    "            typed_store(xt, dx, i, v);\n"
+    "            if (dgp) dgp[i] += d * xh;\n"
+    "            if (dbp) dbp[i] += d;\n"
+    "        }\n"
+    "    }\n"
+    "    return LNTUNE_KERNEL_OK;\n"
+    "}\n\n";
+
+void lntune_export_put_backward_fallback(lntune_export_buf *b) {
+    enum { N = 2 * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT };
+    lntune_export_put(b, "%s", backward_text);
+    /* The body inlined once per (x, params), the types constant there; op and fusion stay
+     * arguments, so the fallback adds about a second to an app's compile. */
+    for (int t = 0; t < LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT; ++t)
+        lntune_export_put(
+            b,
+            "static int backward_%s_%s(const lntune_backward_kernel_args *a, int64_t "
+            "b, int64_t e,\n    float *dg, float *db, int centered, int fused)\n{\n"
+            "    return typed_backward(a, b, e, dg, db, centered, fused, %s, %s);\n}\n",
+            lntune_type_name(t / 3), lntune_type_name(t % 3), type_enum[t / 3], type_enum[t % 3]);
+    for (size_t op = 0; op < lntune_export_op_count; ++op)
+        for (int t = 0; t < N; ++t) {
+            const int fused = t / 9, x = t / 3 % 3, p = t % 3;
+            lntune_export_put(b,
+                              "static int backward_%s_%d%d%d(const lntune_backward_kernel_args *a, "
+                              "int64_t b, int64_t e,\n    float *dg, float *db)\n{\n"
+                              "    return backward_%s_%s(a, b, e, dg, db, %d, %d);\n}\n",
+                              lntune_export_ops[op].name, fused, x, p, lntune_type_name(x),
+                              lntune_type_name(p), lntune_export_ops[op].centered, fused);
+        }
+    lntune_export_put(b,
+                      "\n/* [op][fused][x][params] */\n"
+                      "static const lntune_backward_kernel_fn generic_backward[][2][3][3] = {\n");
+    for (size_t op = 0; op < lntune_export_op_count; ++op)
+        for (int t = 0; t < N; ++t) {
+            const int fused = t / 9, x = t / 3 % 3, p = t % 3;
+            lntune_export_put(b, "    [%zu][%d][%d][%d] = backward_%s_%d%d%d,\n", op, fused, x, p,
+                              lntune_export_ops[op].name, fused, x, p);
+        }
+    lntune_export_put(b, "};\n\n");
+}

@@ -14,6 +14,11 @@
  *    winners of export_makedb at their tuned shapes, untuned H, a tuple and residual type no
  *    winner has, each fusion; y against the reference of the fp32 sum x + residual, residual_out
  *    bit for bit that sum rounded to the residual type, poisoned and guarded as y.
+ * 4. Backward through lntune_kernels_<op>_backward: the two backward winners of export_makedb
+ *    at their tuned shapes and untuned H, fp32 and bf16/bf16/f32, statistics saved and
+ *    recomputed, with gamma and without, with dresidual_out and without; dx, dgamma and dbeta
+ *    against the float64 reference gradients within gen/verify_backward.h's bounds, dx poisoned
+ *    and every element checked, nothing written between its rows.
  */
 #include "half_ref.h"
 #include "lntune_kernels.h"
@@ -364,9 +369,183 @@ static void test_fused(void) {
               "a residual stride below H is declined");
 }
 
+/* ---- 4. backward ---- */
+
+/* Half an ulp of type t at |v| (0 for fp32, whose rounding the 2^-20 terms cover). */
+static double half_ulp(int t, double v) {
+    return t == LNTUNE_TYPE_F32 ? 0.0 : 0.5 * ulp_of(t, fabs(v)) * (1 + 0x1p-7);
+}
+
+/*
+ * One backward call of op; returns the worst error as a fraction of its bound (<= 1 passes), or
+ * INFINITY with why set. Bounds as gen/verify_backward.h's, at 16 units of 2^-24, n = rows + 64.
+ */
+static double run_backward(int op, int xt, int pt, int64_t H, int64_t rows, int saved,
+                           int with_gamma, int fused, char *why, size_t len) {
+    enum { PAD = 1 };
+    const int64_t xs = H + 3, dys = H + 5, dxs = H + 7, drs = H + 9;
+    const size_t e = tsize(xt), pe = tsize(pt);
+    unsigned char *xb = malloc((size_t)(rows * xs + PAD) * e);
+    unsigned char *dyb = malloc((size_t)(rows * dys + PAD) * e);
+    unsigned char *dxb = malloc((size_t)(rows * dxs + PAD) * e);
+    unsigned char *drb = malloc((size_t)(rows * drs + PAD) * e);
+    unsigned char *gb = malloc((size_t)H * pe), *dgb = malloc((size_t)H * pe);
+    unsigned char *dbb = malloc((size_t)H * pe);
+    float *xf = malloc((size_t)H * sizeof *xf), *mean = malloc((size_t)rows * sizeof *mean);
+    float *rstd = malloc((size_t)rows * sizeof *rstd);
+    double *xd = malloc((size_t)H * sizeof *xd), *dyd = malloc((size_t)H * sizeof *dyd);
+    double *drd = malloc((size_t)H * sizeof *drd), *gd = malloc((size_t)H * sizeof *gd);
+    double *z = malloc((size_t)H * sizeof *z), *dxr = malloc((size_t)H * sizeof *dxr);
+    double *dg = calloc((size_t)H, sizeof *dg), *db = calloc((size_t)H, sizeof *db);
+    double *dg_mag = calloc((size_t)H, sizeof *dg_mag), *db_mag = calloc((size_t)H, sizeof *db_mag);
+    void *x = xb + PAD * e, *dy = dyb + PAD * e, *dx = dxb + PAD * e, *dr = drb + PAD * e;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < H; ++i) {
+            put_random(xt, x, r * xs + i, r % 3 == 1 ? 1000.0 : 0.0, 1.0);
+            put_random(xt, dy, r * dys + i, 0.0, 1.0);
+            put_random(xt, dr, r * drs + i, 0.0, 1.0);
+        }
+    for (int64_t i = 0; i < H; ++i) put_random(pt, gb, i, 1.0, 0.5);
+    for (int64_t i = 0; i < rows * dxs + PAD; ++i) set_raw(xt, dxb, i, poison[xt]);
+    for (int64_t i = 0; i < H; ++i)
+        set_raw(pt, dgb, i, poison[pt]), set_raw(pt, dbb, i, poison[pt]);
+    for (int64_t r = 0; r < rows; ++r) { /* the forward's statistics, as it would have saved them */
+        double m, rs;
+        for (int64_t i = 0; i < H; ++i) xf[i] = (float)lntune_ref_load(xt, x, r * xs + i);
+        lntune_reference_row((lntune_op)op, xf, H, 1e-5f, z, &m, &rs);
+        mean[r] = (float)m, rstd[r] = (float)rs;
+    }
+    lntune_backward_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = rows, a.H = H, a.x = x, a.dy = dy, a.dx = dx;
+    a.x_stride = xs, a.dy_stride = dys, a.dx_stride = dxs;
+    a.gamma = with_gamma ? gb : NULL;
+    if (saved) a.mean = op == 0 ? mean : NULL, a.rstd = rstd;
+    if (fused) a.dresidual_out = dr, a.dresidual_out_stride = drs;
+    const lntune_kernels_types types = {.x = xt + 1, .params = pt + 1};
+    int rc = op ? lntune_kernels_rmsnorm_backward(&a, types, dgb, NULL)
+                : lntune_kernels_layernorm_backward(&a, types, dgb, dbb);
+    double worst = 0.0;
+    if (rc != LNTUNE_KERNEL_OK) {
+        snprintf(why, len, "rc %d", rc);
+        worst = INFINITY;
+    }
+    const double u = 0x1p-24, n = (double)rows + 64.0;
+    for (int64_t r = 0; r < rows && worst <= 1.0; ++r) {
+        double m = mean[r], rs = rstd[r];
+        for (int64_t i = 0; i < H; ++i) {
+            xd[i] = lntune_ref_load(xt, x, r * xs + i);
+            dyd[i] = lntune_ref_load(xt, dy, r * dys + i);
+            drd[i] = lntune_ref_load(xt, dr, r * drs + i);
+            gd[i] = with_gamma ? lntune_ref_load(pt, gb, i) : 1.0;
+            xf[i] = (float)xd[i];
+        }
+        if (!saved) lntune_reference_row((lntune_op)op, xf, H, 1e-5f, z, &m, &rs);
+        if (op == 1) m = 0.0;
+        lntune_reference_backward_row((lntune_op)op, xd, dyd, fused ? drd : NULL, gd, H, m, rs, dxr,
+                                      dg, db);
+        double a1 = 0.0, a2 = 0.0;
+        for (int64_t i = 0; i < H; ++i) {
+            const double xhat = (xd[i] - m) * rs, g = fabs(dyd[i] * gd[i]);
+            a1 += g / (double)H;
+            a2 += g * (fabs(xhat) + fabs(m) * rs + 1.0) / (double)H;
+            dg_mag[i] += fabs(dyd[i]) * (fabs(xhat) + fabs(m) * rs + 1.0);
+            db_mag[i] += fabs(dyd[i]);
+        }
+        for (int64_t i = 0; i < H; ++i) {
+            const int64_t at = r * dxs + i;
+            if (raw(xt, dx, at) == poison[xt]) {
+                snprintf(why, len, "dx[%lld][%lld] not written", (long long)r, (long long)i);
+                worst = INFINITY;
+                break;
+            }
+            const double xhat = (xd[i] - m) * rs;
+            const double bound =
+                16 * u *
+                    (rs * (fabs(dyd[i] * gd[i]) + a1 + (2 * fabs(xhat) + fabs(m) * rs + 1) * a2) +
+                     (fused ? fabs(drd[i]) : 0.0)) +
+                half_ulp(xt, dxr[i]);
+            const double err = fabs(lntune_ref_load(xt, dx, at) - dxr[i]) / bound;
+            if (!(err <= worst)) worst = err;
+            if (!(err <= 1.0)) {
+                snprintf(why, len, "dx[%lld][%lld] = %a, want %a", (long long)r, (long long)i,
+                         lntune_ref_load(xt, dx, at), dxr[i]);
+                break;
+            }
+        }
+    }
+    for (int64_t i = 0; i < H && worst <= 1.0; ++i)
+        for (int k = 0; k < (op == 0 ? 2 : 1); ++k) {
+            const double want = k ? db[i] : dg[i], mag = k ? db_mag[i] : dg_mag[i];
+            const double got = lntune_ref_load(pt, k ? dbb : dgb, i);
+            const double err = fabs(got - want) / ((16 + n) * u * mag + half_ulp(pt, want));
+            if (!(err <= worst)) worst = err;
+            if (!(err <= 1.0)) {
+                snprintf(why, len, "%s[%lld] = %a, want %a", k ? "dbeta" : "dgamma", (long long)i,
+                         got, want);
+                break;
+            }
+        }
+    for (int64_t i = 0; i < rows * dxs + PAD && worst <= 1.0; ++i) { /* nothing between rows */
+        const int64_t at = i - PAD;
+        if (at >= 0 && at % dxs < H) continue;
+        if (raw(xt, dxb, i) != poison[xt]) {
+            snprintf(why, len, "dx element %lld (outside the rows) written", (long long)at);
+            worst = INFINITY;
+        }
+    }
+    free(xb), free(dyb), free(dxb), free(drb), free(gb), free(dgb), free(dbb), free(xf);
+    free(mean), free(rstd), free(xd), free(dyd), free(drd), free(gd), free(z), free(dxr);
+    free(dg), free(db), free(dg_mag), free(db_mag);
+    return worst;
+}
+
+static void test_backward(void) {
+    /* export_makedb's backward winners and their tuned shapes; the others untuned */
+    static const struct {
+        int op, xt, pt, fused;
+        int64_t H, rows;
+    } cases[] = {
+        {0, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0, 768, 40},
+        {1, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, 1, 4096, 600},
+        {0, LNTUNE_TYPE_F16, LNTUNE_TYPE_BF16, 1, 1000, 7},
+        {1, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, 0, 17, 40},
+        {0, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32, 0, 1, 5},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k)
+        for (int saved = 0; saved < 2; ++saved)
+            for (int with_gamma = 0; with_gamma < 2; ++with_gamma) {
+                char why[256] = "";
+                const double err =
+                    run_backward(cases[k].op, cases[k].xt, cases[k].pt, cases[k].H, cases[k].rows,
+                                 saved, with_gamma, cases[k].fused, why, sizeof why);
+                test_case(err <= 1.0,
+                          "backward %s%s x=%s params=%s H=%lld rows=%lld, %s statistics, %s: "
+                          "worst %.3g of its bound%s%s",
+                          cases[k].op ? "rmsnorm" : "layernorm", cases[k].fused ? "+residual" : "",
+                          type_names[cases[k].xt], type_names[cases[k].pt], (long long)cases[k].H,
+                          (long long)cases[k].rows, saved ? "saved" : "recomputed",
+                          with_gamma ? "gamma" : "no gamma", err, why[0] ? ": " : "", why);
+            }
+    float x[4] = {1, 2, 3, 4}, dy[4] = {1, 1, 1, 1}, dx[4], d[4], m = 0.0f;
+    lntune_backward_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = 1, a.H = 4, a.x = x, a.dy = dy, a.dx = dx;
+    const lntune_kernels_types fp32 = {0, 0, 0, 0};
+    test_case(lntune_kernels_rmsnorm_backward(&a, fp32, d, d) == LNTUNE_KERNEL_EUNSUPPORTED,
+              "RMSNorm backward declines dbeta");
+    a.mean = &m;
+    test_case(lntune_kernels_layernorm_backward(&a, fp32, d, d) == LNTUNE_KERNEL_EUNSUPPORTED,
+              "LayerNorm backward declines mean without rstd");
+    a.mean = NULL, a.dx = NULL;
+    test_case(lntune_kernels_layernorm_backward(&a, fp32, NULL, NULL) == LNTUNE_KERNEL_EUNSUPPORTED,
+              "a NULL dx is declined");
+}
+
 int main(void) {
     test_fp32();
     test_tuples();
     test_fused();
+    test_backward();
     return test_summary();
 }

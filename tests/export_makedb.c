@@ -8,20 +8,28 @@
  *   Add & Norm: layernorm+residual_out f32 H=768 (fixed H, rows 9-64, gamma) and
  *   rmsnorm+residual bf16/bf16/bf16/f32 (an fp32 residual) H=4096 (2 threads, rows 513-4096,
  *   no gamma);
- * and rows the export must leave out, each with a warning: a CPU "layernorm_backward" and a
- * "layernorm+gelu" (ops it does not know), and on a GPU row a bf16 layernorm (the CUDA export
- * is fp32 only) and a "layernorm_backward".
+ *   backward: layernorm_backward f32 H=768 (fixed H, rows 9-64) and
+ *   rmsnorm_backward+residual bf16/bf16/f32 H=4096 (2 threads, rows 513-4096), best rows only
+ *   (the export regenerates the source from the variant);
+ * and rows the export must leave out, each with a warning: a CPU "layernorm+gelu" and
+ * "layernorm_backward+residual_out" (ops it does not know), and on a GPU row a bf16 layernorm
+ * (the CUDA export is fp32 only) and a "layernorm_backward".
  *
  *   export_makedb PATH
  */
 #include "tunedb.h"
 
-/* A best record with no artifact: export reads the key and the variant only. */
+/* A best record with no artifact: export reads the key, the variant and the threads only. */
+static int put_best(lntune_db *db, int64_t hw, const char *target, const char *op,
+                    const char *dtype, const char *variant, int64_t H, int64_t rows, int threads) {
+    lntune_db_key k = {hw, target, op, dtype, H, rows, 1};
+    lntune_best best = {variant, NULL, threads, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0};
+    return lntune_db_set_best(db, &k, &best);
+}
+
 static int put_row(lntune_db *db, int64_t hw, const char *target, const char *op,
                    const char *dtype) {
-    lntune_db_key k = {hw, target, op, dtype, 768, 64, 1};
-    lntune_best best = {"vec=8", NULL, 1, 64, 1000.0, 10.0, 20.0, 1e-7, 2000.0};
-    return lntune_db_set_best(db, &k, &best);
+    return put_best(db, hw, target, op, dtype, "vec=8", 768, 64, 1);
 }
 
 int main(int argc, char **argv) {
@@ -57,8 +65,14 @@ int main(int argc, char **argv) {
         rc = put_tuned_typed(db, hw, "rmsnorm+residual", "bf16/bf16/bf16/f32",
                              "vec=16,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
                              TUNED_RUNS);
-    if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm_backward", "f32");
+    if (rc == LNTUNE_OK)
+        rc = put_best(db, hw, "cpu", "layernorm_backward", "f32",
+                      "vec=8,acc=2,rows=1,h=fixed,store=plain,threads=1", 768, 64, 1);
+    if (rc == LNTUNE_OK)
+        rc = put_best(db, hw, "cpu", "rmsnorm_backward+residual", "bf16/bf16/f32",
+                      "vec=16,acc=2,rows=1,h=runtime,store=plain,threads=2", 4096, 4096, 2);
     if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm+gelu", "f32");
+    if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm_backward+residual_out", "f32");
     lntune_gpu_info gpu = {0};
     snprintf(gpu.name, sizeof gpu.name, "NVIDIA H200");
     gpu.sm = 90, gpu.multiprocessors = 132, gpu.l2_bytes = 60 << 20, gpu.bus_width_bits = 6144;
