@@ -149,10 +149,10 @@ expect 0 "rmsnorm_backward   bf16" show --db "$dbb"
 expect 0 '"op": "rmsnorm_backward", "direction": "backward", "dtype": "bf16"' show --db "$dbb" --json
 mkdir -p "$dbb.export"
 out=$("$lntune" export --db "$dbb" --out "$dbb.export" 2>&1)
-if grep -qF "0 tuned kernel(s)" <<<"$out" &&
-    grep -qF "rmsnorm_backward bf16 H=" <<<"$out" &&
-    grep -qF "backward kernels are not exported yet; left out" <<<"$out"; then
-    echo "ok: export leaves the backward winners out, and says so"
+if grep -qF "1 tuned kernel(s)" <<<"$out" && ! grep -q "warning" <<<"$out" &&
+    grep -q "^ \*   t0: rmsnorm_backward bf16 H=96 " "$dbb.export/lntune_kernels.c" &&
+    grep -q "lntune_kernels_rmsnorm_backward" "$dbb.export/lntune_kernels.h"; then
+    echo "ok: export writes the backward winner and its entry point"
 else
     echo "FAIL: export of a backward database: ${out:0:300}"
     failures=$((failures + 1))
