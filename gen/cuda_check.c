@@ -51,12 +51,9 @@ static int place(lntune_cuda_checker *c, lntune_cuda_guarded *g, const void *hos
 /* Checks that the guard zones around the bytes at dev in g still hold the poison. */
 static int guards_intact(lntune_cuda_checker *c, const lntune_cuda_guarded *g, uint64_t dev,
                          size_t bytes, const char *name) {
-    const int rc = lntune_cuda_guarded_intact(c->cu, g, dev, bytes);
-    if (rc < 0) return device_error(c, "copy a guard zone back");
-    if (rc == 0) return LNTUNE_KERNEL_OK;
-    snprintf(c->message, sizeof c->message, "wrote %s %s on the device",
-             rc == 2 ? "past the end of" : "before", name);
-    return KERNEL_DEVICE_ERROR;
+    return lntune_cuda_guarded_verify(c->cu, g, dev, bytes, name, c->message, sizeof c->message)
+               ? KERNEL_DEVICE_ERROR
+               : LNTUNE_KERNEL_OK;
 }
 
 /* Copies the fused residual's tensors and the statistics to the device, into d. */

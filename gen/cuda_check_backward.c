@@ -65,12 +65,9 @@ static int put(lntune_cuda_backward_checker *c, uint64_t base, const void *host,
 
 static int guards(lntune_cuda_backward_checker *c, const lntune_cuda_guarded *g, uint64_t dev,
                   size_t bytes, const char *name) {
-    const int rc = lntune_cuda_guarded_intact(c->cu, g, dev, bytes);
-    if (rc < 0) return device_error(c, "copy a guard zone back");
-    if (rc == 0) return LNTUNE_KERNEL_OK;
-    snprintf(c->message, sizeof c->message, "wrote %s %s on the device",
-             rc == 2 ? "past the end of" : "before", name);
-    return KERNEL_DEVICE_ERROR;
+    return lntune_cuda_guarded_verify(c->cu, g, dev, bytes, name, c->message, sizeof c->message)
+               ? KERNEL_DEVICE_ERROR
+               : LNTUNE_KERNEL_OK;
 }
 
 /* Equal bits, or both NaN (payloads may differ between the CPU's and the GPU's arithmetic). */

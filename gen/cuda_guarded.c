@@ -7,6 +7,7 @@
 #include "lntune.h"
 #include "verify.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void lntune_cuda_guarded_set_type(lntune_cuda_guarded *g, int type) {
@@ -53,4 +54,15 @@ int lntune_cuda_guarded_intact(lntune_cuda *cu, const lntune_cuda_guarded *g, ui
             if (memcmp(guard + i, g->poison, g->esize) != 0) return z + 1;
     }
     return 0;
+}
+
+int lntune_cuda_guarded_verify(lntune_cuda *cu, const lntune_cuda_guarded *g, uint64_t dev,
+                               size_t bytes, const char *name, char *msg, size_t msglen) {
+    const int rc = lntune_cuda_guarded_intact(cu, g, dev, bytes);
+    if (rc < 0)
+        snprintf(msg, msglen, "copy a guard zone back: %s", lntune_cuda_errmsg(cu));
+    else if (rc > 0)
+        snprintf(msg, msglen, "wrote %s %s on the device", rc == 2 ? "past the end of" : "before",
+                 name);
+    return rc == 0 ? LNTUNE_OK : LNTUNE_EVERIFY;
 }

@@ -38,4 +38,9 @@ int lntune_cuda_guarded_place(lntune_cuda *cu, lntune_cuda_guarded *g, const voi
 int lntune_cuda_guarded_intact(lntune_cuda *cu, const lntune_cuda_guarded *g, uint64_t dev,
                                size_t bytes);
 
+/* lntune_cuda_guarded_intact with its message in msg (name: the tensor's): LNTUNE_OK, else
+ * LNTUNE_EVERIFY (written outside, or the device failed: msg says which). */
+int lntune_cuda_guarded_verify(lntune_cuda *cu, const lntune_cuda_guarded *g, uint64_t dev,
+                               size_t bytes, const char *name, char *msg, size_t msglen);
+
 #endif /* LNTUNE_CUDA_GUARDED_H */

@@ -6,13 +6,7 @@ import json
 import os
 import sys
 
-
-def read(d, name, default=""):
-    try:
-        with open(os.path.join(d, name)) as f:
-            return f.read()
-    except OSError:
-        return default
+from report import read  # bench/gpu/report.py, beside this file
 
 
 def arrays(text):
