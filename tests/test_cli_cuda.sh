@@ -2,7 +2,8 @@
 # test_cli_cuda.sh LNTUNE MOCK_DIR - the command line's CUDA path without a GPU: `lntune --target
 # cuda` tunes on the stand-in driver of tests/mock_cuda (MOCK_DIR holds its libcuda.so.1), the
 # table and --json name the target, `show` lists the GPU's winners, a rerun reads them back, and
-# the CUDA variants, parameters and sources are there for --sm 80 and 90, with --residual too.
+# the CUDA variants, parameters and sources are there for --sm 80 and 90, with --residual too;
+# a bf16 Add & Norm is tuned on the stand-in as well.
 # Exits 77 without NVRTC.
 lntune=$1
 mock=$2
@@ -38,7 +39,16 @@ check "clusters are offered for sm_90 ($n90) and not for sm_80 ($n80)" test "$n9
 check "params describes the CUDA knobs" grep -q "layout" <<<"$("$lntune" params --op rmsnorm --target cuda)"
 check "emit writes CUDA with its launch line" grep -q "lntune-cuda-launch:" \
     <<<"$("$lntune" emit --op layernorm --target cuda --variant layout=uncached,cache=none)"
-# --residual: emit and variants take the fusion (tune refuses it: tests/test_cli.sh).
+# fp16/bf16 and the fused residual, tuned on the stand-in (MOCK_CUDA_TYPES tells it the types
+# the kernel ABI does not carry): every variant verified, the key carries fusion and types.
+out=$(LD_LIBRARY_PATH=$mock MOCK_CUDA_OP=rmsnorm MOCK_CUDA_TYPES=bf16/bf16/bf16/f32 "$lntune" \
+    --target cuda --op rmsnorm --dtype bf16/bf16/bf16/f32 --residual --shape rows=8,H=64 \
+    --db "$dir/t.db" --json 2>"$dir/err")
+check "tune --dtype bf16/bf16/bf16/f32 --residual on the GPU picks a verified winner: $(head -c 300 <<<"$out")" \
+    grep -q '"target": "cuda", "op": "rmsnorm+residual_out", "direction": "forward", "dtype": "bf16/bf16/bf16/f32", "rows": 8, "H": 64, "variant": "layout=.*"wrong": 0' <<<"$out"
+check "show lists the fused bf16 GPU winner" \
+    grep -q "cuda rmsnorm+residual_out  *bf16/bf16/bf16/f32  *8x64" <<<"$(LD_LIBRARY_PATH=$mock "$lntune" show --db "$dir/t.db")"
+# --residual: emit and variants take the fusion.
 src=$("$lntune" emit --op rmsnorm --target cuda --residual --dtype bf16/bf16/bf16/f32 --variant layout=block,cache=smem)
 check "emit --residual adds residual and writes residual_out" \
     grep -q "add<V>(load_x<V>(xr + i), load<V>(rr + i))" <<<"$src"

@@ -9,10 +9,16 @@
  * repeatable. Modules whose number is a multiple of $MOCK_CUDA_WRONG_EVERY (0: none) compute a
  * wrong answer AND are the fastest, so a tuner that picks a wrong kernel is caught.
  * A kernel whose name says rmsnorm or layernorm (liblntune's built-ins) computes that op instead.
+ * $MOCK_CUDA_TYPES (lntune's dtype text, "bf16/bf16/f32/f32"; unset: all fp32) gives the
+ * element types of x, y, gamma/beta and residual, which the kernel ABI does not carry. Given a
+ * residual, a launch normalizes the fp32 sum x + residual and writes residual_out if given, as
+ * lntune_args documents.
  * Only the entry points runtime/cuda_driver.c resolves exist.
  */
+#include "dtypes.h"
 #include "lntune_kernel.h"
 #include "reference.h"
+#include "typed_kernel.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -145,23 +151,41 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     const lntune_op which = mod->op >= 0                       ? (lntune_op)mod->op
                             : op && strcmp(op, "rmsnorm") == 0 ? LNTUNE_OP_RMSNORM
                                                                : LNTUNE_OP_LAYERNORM;
+    lntune_types t = {0};
+    const char *types = getenv("MOCK_CUDA_TYPES");
+    if (types && lntune_types_parse(types, &t) != 0) return ERR_INVALID_VALUE;
+    const int rt = lntune_types_residual(t);
     double *z = malloc((size_t)a->H * sizeof *z);
-    if (!z) return ERR_OUT_OF_MEMORY;
+    float *s = malloc((size_t)a->H * sizeof *s);
+    if (!z || !s) {
+        free(z), free(s);
+        return ERR_OUT_OF_MEMORY;
+    }
     for (int64_t r = 0; r < a->rows; ++r) {
-        const float *x = (const float *)a->x + r * a->x_stride;
-        float *y = (float *)a->y + r * a->y_stride;
+        const void *x = (const unsigned char *)a->x + r * a->x_stride * typed_size(t.x);
+        void *y = (unsigned char *)a->y + r * a->y_stride * typed_size(t.y);
+        const void *res = a->residual ? (const unsigned char *)a->residual +
+                                            r * a->residual_stride * typed_size(rt)
+                                      : NULL;
+        for (int64_t i = 0; i < a->H; ++i)
+            s[i] = typed_load(t.x, x, i) + (res ? typed_load(rt, res, i) : 0.0f);
+        if (a->residual_out) {
+            void *out =
+                (unsigned char *)a->residual_out + r * a->residual_out_stride * typed_size(rt);
+            for (int64_t i = 0; i < a->H; ++i) typed_store(rt, out, i, s[i]);
+        }
         double mean, rstd;
-        lntune_reference_row(which, x, a->H, a->eps, z, &mean, &rstd);
+        lntune_reference_row(which, s, a->H, a->eps, z, &mean, &rstd);
         for (int64_t i = 0; i < a->H; ++i) {
             double v = z[i];
-            if (a->gamma) v *= ((const float *)a->gamma)[i];
-            if (a->beta) v += ((const float *)a->beta)[i];
-            y[i] = (float)(wrong ? v + 1e-3 : v);
+            if (a->gamma) v *= typed_load(t.params, a->gamma, i);
+            if (a->beta) v += typed_load(t.params, a->beta, i);
+            typed_store(t.y, y, i, (float)(wrong ? v + 1e-3 : v));
         }
         if (a->mean) a->mean[r] = (float)mean;
         if (a->rstd) a->rstd[r] = (float)rstd;
     }
-    free(z);
+    free(z), free(s);
     return OK;
 }
 
