@@ -82,7 +82,8 @@ typedef struct lntune_args {
      * rounded once to residual_dtype (to nearest even, as y). residual_out may be residual itself
      * (the same pointer and stride: an in-place update); any other overlap of inputs and outputs
      * is undefined. Both have residual_dtype elements, H a row, and a row stride (0: H, else >= H).
-     * CPU only for now; CUDA returns LNTUNE_EUNSUPPORTED.
+     * CUDA: served by kernels tuned on that GPU (lntune --target cuda --residual), not in place
+     * (residual_out == residual is LNTUNE_EUNSUPPORTED there), and not for untuned shapes.
      */
     const void *residual;
     void *residual_out;
@@ -130,8 +131,9 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  *                       set for the CPU; beta given to RMSNorm; residual_out without residual; a
  *                       residual or residual_out stride without its pointer (residual_dtype
  *                       without residual is ignored)
- *   LNTUNE_EUNSUPPORTED on CUDA, residual/residual_out, fp16/bf16 data and beta without gamma;
- *                       any CUDA call in a build with LNTUNE_CUDA=OFF
+ *   LNTUNE_EUNSUPPORTED on CUDA: beta without gamma; fp16/bf16 data or a residual for a shape
+ *                       not tuned on that GPU; residual_out == residual. Any CUDA call in a
+ *                       build with LNTUNE_CUDA=OFF
  *   LNTUNE_EOVERFLOW    rows x stride does not fit in the address space
  *   LNTUNE_ENODEVICE    CUDA: no driver (libcuda.so.1 is loaded at run time), the toolkit's
  *                       stub driver, no GPU, no device device_index, or no kernel this GPU can
@@ -145,7 +147,9 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  * y_dtype, param_dtype, residual_dtype), with or without residual and residual_out: inputs
  * convert exactly to fp32, y is computed in fp32 and rounded once to its
  * type (to nearest even; overflow gives Inf, NaN stays NaN). Each pointer needs only the
- * alignment of its element type. CUDA serves fp32 only.
+ * alignment of its element type. CUDA serves fp32 for every shape (tuned, else built in), and
+ * fp16/bf16 and the residual for the shapes tuned on that GPU (lntune --target cuda --dtype ...
+ * --residual): there are no CUDA built-ins of those yet.
  * CUDA: the first call on a device_index opens it and the first call of each shape loads its
  * kernel (tuned for this GPU in the database, else built in), both under a lock; later calls
  * are one lookup and one kernel launch. Arguments are checked as on the CPU before any driver

@@ -97,13 +97,6 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
                                fn);
 #endif
     *types = lntune_args_types(a);
-    if (a->device == LNTUNE_DEVICE_CUDA && !lntune_types_all_f32(*types))
-        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
-                               "%s: fp16/bf16 on CUDA is not served yet; CUDA takes fp32 only", fn);
-    if (a->device == LNTUNE_DEVICE_CUDA && a->residual)
-        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
-                               "%s: residual/residual_out on CUDA is not served yet (CPU only)",
-                               fn);
     const int rt = lntune_types_residual(*types);
     if (a->rows > 0 &&
         (lntune_extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, types->x) < 0 ||
@@ -126,7 +119,7 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     int rc = check_args(ctx, a, op, &types);
     if (rc != LNTUNE_OK || a->rows == 0) return rc;
 #ifdef LNTUNE_HAVE_CUDA
-    if (a->device == LNTUNE_DEVICE_CUDA) return lntune_gpu_run(ctx, a, op, api_names[op]);
+    if (a->device == LNTUNE_DEVICE_CUDA) return lntune_gpu_run(ctx, a, op, types, api_names[op]);
 #endif
 
     const int affine = a->gamma  ? LNTUNE_DESC_GAMMA

@@ -12,9 +12,11 @@
  * loaded from its artifact (the cubin for this exact GPU, else the PTX the driver compiles),
  * launched by the source's launch line; else the built-in of the op and affine kind: PTX built
  * in at build time, or, when the build had no NVRTC, its source compiled here with NVRTC at
- * first use. A tuned variant that cannot serve H (over its max_h, more shared memory than the
- * GPU has) leaves the shape to the built-in. Kernels are shared by every descriptor that uses
- * them and unloaded at lntune_close.
+ * first use. fp16/bf16 data and a residual are part of the descriptor and the database key as on
+ * the CPU; they have no built-ins yet, so an untuned shape of them is LNTUNE_EUNSUPPORTED. A tuned
+ * variant that cannot serve H (over its max_h, more shared memory than the GPU has) leaves the
+ * shape to the built-in. Kernels are shared by every descriptor that uses them and unloaded at
+ * lntune_close.
  *
  * Later calls take no lock: one registry lookup, then the launch. The calling thread's current
  * context is saved and restored around the launch, so an app on another device or context is
@@ -27,6 +29,7 @@
 #include "cuda_fingerprint.h"
 #include "cuda_launch.h"
 #include "dispatch.h"
+#include "fusion.h"
 #include "hardware.h"
 #include "nvrtc.h"
 
@@ -318,6 +321,12 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     if (k) {
         lntune_ctx_debug(ctx, "%s on CUDA device %d: tuned %s, measured %.0f ns at rows=%lld", what,
                          index, best.variant, best.median_ns, (long long)best.tuned_rows);
+    } else if (lntune_desc_dtype(d) != 0 || lntune_desc_fusion(d) != LNTUNE_FUSION_NONE) {
+        rc = lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                             "%s: %s on CUDA device %d: fp16/bf16 and a residual are served by "
+                             "tuned kernels only, and this shape has none (%s): tune it with "
+                             "lntune --target cuda --dtype ... [--residual] --shape H=%lld",
+                             fn, what, index, why, (long long)d->H);
     } else if ((rc = builtin_kernel(ctx, g, d, &k)) != LNTUNE_OK) {
         rc = rc == LNTUNE_ENOMEM
                  ? lntune_ctx_fail(ctx, rc, "%s: out of memory loading a CUDA kernel", fn)
@@ -347,16 +356,24 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     return rc;
 }
 
-int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, const char *fn) {
+int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types, const char *fn) {
     const int index = a->device_index;
     if (index < 0 || index >= LNTUNE_MAX_GPUS)
         return lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: no CUDA device %d", fn, index);
     if (!a->gamma && a->beta)
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
                                "%s: beta without gamma is not served on a CUDA device", fn);
+    if (a->residual_out && a->residual_out == a->residual) /* no GPU has verified it in place */
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                               "%s: residual_out == residual (in place) is not served on a CUDA "
+                               "device; give residual_out its own buffer",
+                               fn);
     const int affine = a->gamma ? LNTUNE_DESC_GAMMA : LNTUNE_DESC_NO_AFFINE;
-    lntune_desc d =
-        lntune_desc_make(op, 0, affine, 0, lntune_rows_bucket(a->rows), a->H); /* fp32 only */
+    const int fusion = !a->residual      ? LNTUNE_FUSION_NONE
+                       : a->residual_out ? LNTUNE_FUSION_RESIDUAL_OUT
+                                         : LNTUNE_FUSION_RESIDUAL;
+    lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
+                                     lntune_rows_bucket(a->rows), a->H);
     d.kind |= (uint64_t)(index + 1) << 24;
     const uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
@@ -377,6 +394,10 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, const char *fn) {
     ka.mean = a->mean;
     ka.rstd = a->rstd;
     ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;
+    ka.residual = a->residual;
+    ka.residual_out = a->residual_out;
+    ka.residual_stride = a->residual_stride ? a->residual_stride : a->H;
+    ka.residual_out_stride = a->residual_out_stride ? a->residual_out_stride : a->H;
     void *saved = NULL;
     if ((rc = lntune_cuda_enter(k->cu, &saved)) == LNTUNE_OK) {
         rc = lntune_cuda_launch_kernel(

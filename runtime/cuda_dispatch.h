@@ -5,13 +5,17 @@
 #define LNTUNE_CUDA_DISPATCH_H
 
 #include "context.h"
+#include "dtypes.h"
 
 /*
- * Runs op (LNTUNE_DESC_*) for args already checked by api.c (rows > 0, device CUDA, f32): finds
- * the kernel (the first call of a shape on a device opens the device and loads it, under
- * ctx->lock), then launches it on args->stream. fn names the API function in messages.
+ * Runs op (LNTUNE_DESC_*) for args already checked by api.c (rows > 0, device CUDA; types: its
+ * resolved element types): finds the kernel (the first call of a shape on a device opens the
+ * device and loads it, under ctx->lock), then launches it on args->stream. fn names the API
+ * function in messages. fp16/bf16 data and a residual are served by tuned kernels only (there
+ * are no built-in ones yet): an untuned shape of those is LNTUNE_EUNSUPPORTED.
  */
-int lntune_gpu_run(lntune *ctx, const lntune_args *args, int op, const char *fn);
+int lntune_gpu_run(lntune *ctx, const lntune_args *args, int op, lntune_types types,
+                   const char *fn);
 
 /* Unloads every module and releases every device of ctx. No call may be running. */
 void lntune_gpu_close_all(lntune *ctx);

@@ -53,9 +53,7 @@ EDIT(bf16_to_f32, (a->dtype = LNTUNE_BF16, a->y_dtype = a->param_dtype = LNTUNE_
 EDIT(f32_to_f16, (a->y_dtype = LNTUNE_F16, a->param_dtype = LNTUNE_BF16, a->y = hy, a->gamma = by))
 EDIT(f16_overflow_f32_y,
      (a->dtype = LNTUNE_F16, a->y_dtype = LNTUNE_F32, a->x = hx, a->y_stride = INT64_C(1) << 60))
-EDIT(cuda_f16, (a->device = LNTUNE_DEVICE_CUDA, a->dtype = LNTUNE_F16))
-EDIT(cuda_bf16_y, (a->device = LNTUNE_DEVICE_CUDA, a->y_dtype = LNTUNE_BF16))
-EDIT(cuda_residual, (a->device = LNTUNE_DEVICE_CUDA, a->residual = x))
+EDIT(cuda_in_place, (a->device = LNTUNE_DEVICE_CUDA, a->residual = a->residual_out = y))
 EDIT(cuda_bad_stride, (a->device = LNTUNE_DEVICE_CUDA, a->x_stride = 15))
 EDIT(bad_device, a->device = (lntune_device_kind)5)
 EDIT(cpu_stream, a->stream = (void *)x)
@@ -103,9 +101,8 @@ static const arg_case cases[] = {
     {"bf16 x, fp32 y, gamma and beta", 0, LNTUNE_OK, bf16_to_f32},
     {"fp32 x, fp16 y, bf16 gamma", 1, LNTUNE_OK, f32_to_f16},
     {"fp16 x, fp32 y: y's extent by 4-byte elements", 0, LNTUNE_EOVERFLOW, f16_overflow_f32_y},
-    {"fp16 on CUDA not served yet", 0, LNTUNE_EUNSUPPORTED, cuda_f16},
-    {"bf16 y on CUDA not served yet", 1, LNTUNE_EUNSUPPORTED, cuda_bf16_y},
-    {"residual on CUDA not served yet", 1, LNTUNE_EUNSUPPORTED, cuda_residual},
+    {"residual_out == residual on CUDA (in place) not served", 1, LNTUNE_EUNSUPPORTED,
+     cuda_in_place},
     {"x_stride < H on CUDA", 0, LNTUNE_EINVAL, cuda_bad_stride},
     {"unknown device", 0, LNTUNE_EINVAL, bad_device},
     {"stream given for the CPU", 0, LNTUNE_EINVAL, cpu_stream},

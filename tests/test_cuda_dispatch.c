@@ -13,11 +13,21 @@
  * it (LNTUNE_LOG=debug says "tuned") and give the right answer, and H = 65536, beyond the
  * variant's max_h, with the built-in.
  *
+ * bf16 Add & Norm: a bf16 LayerNorm variant fused with residual_out, compiled the same way, is
+ * this GPU's best for H = 1024; the handle must serve a bf16 call with a residual and
+ * residual_out at H = 1024 with it (y within the verifier's bf16 bound of the float64 reference
+ * of the fp32 sum, residual_out that sum rounded to bf16 bit for bit), and refuse H = 1000,
+ * which nobody tuned, with LNTUNE_EUNSUPPORTED (there are no CUDA built-ins of bf16 or a
+ * residual). With the stand-in driver (cuda_dispatch_mock) MOCK_CUDA_TYPES tells it the types.
+ *
  * Exits 77 (skipped) when lntune_cuda_open finds no GPU. Labelled `cuda` in ctest.
  */
 #include "cuda_driver.h"
 #include "cuda_fingerprint.h"
+#include "dtypes.h"
+#include "fusion.h"
 #include "generator.h"
+#include "half_ref.h"
 #include "hardware.h"
 #include "lntune.h"
 #include "nvrtc.h"
@@ -274,6 +284,145 @@ static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
     return rc != LNTUNE_OK;
 }
 
+static const char bf16_variant[] =
+    "layout=block,tpr=32,cluster=1,block=128,pack=8,cache=smem,stats=twopass,h=runtime,"
+    "affine=fused";
+
+/* Stores a bf16 LayerNorm+residual_out variant, compiled here, as this GPU's best for H. */
+static int make_bf16_db(const char *db_path, const lntune_cuda_info *info, int64_t H) {
+    lntune_gen *g = NULL;
+    lntune_nvrtc *nv = NULL;
+    lntune_source src;
+    lntune_shape shape = {.rows = 64, .H = H, .fusion = LNTUNE_FUSION_RESIDUAL_OUT};
+    lntune_types_parse("bf16", &shape.types);
+    if (lntune_gen_open(NULL, &g) || lntune_gen_set_cuda_arch(g, info->sm) ||
+        lntune_nvrtc_open(&nv) != LNTUNE_OK ||
+        lntune_gen_emit(g, "cuda", "layernorm", bf16_variant, &shape, "lntune_test_bf16", &src)) {
+        printf("FAIL bf16 kernel: %s\n", lntune_gen_errmsg(g));
+        return 1;
+    }
+    lntune_nvrtc_output out;
+    memset(&out, 0, sizeof out);
+    int rc =
+        lntune_nvrtc_compile(nv, src.text, "bf16.cu", info->sm, LNTUNE_NVRTC_CUBIN, NULL, &out);
+    lntune_gpu_info gi;
+    lntune_cuda_gpu_info(info, &gi);
+    lntune_db *db = NULL;
+    int64_t hw = 0;
+    if (rc == LNTUNE_OK) rc = lntune_db_open(db_path, 0, &db);
+    if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gi, lntune_nvrtc_describe(nv), &hw);
+    lntune_artifact art = {"test-cuda-bf16", src.text, "nvrtc", "", "lntune_test_bf16",
+                           out.data,         out.len,  NULL,    0,  out.ptx};
+    if (rc == LNTUNE_OK) rc = lntune_db_put_artifact(db, &art);
+    lntune_db_key key = {hw, "cuda", "layernorm+residual_out", "bf16", H, 64, 1};
+    lntune_best best = {bf16_variant, "test-cuda-bf16", 1, 64, 1000.0, 0, 0, 0, 0};
+    if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &key, &best);
+    if (rc != LNTUNE_OK)
+        printf("FAIL bf16 database: %s\n", out.message ? out.message : lntune_db_errmsg(db));
+    lntune_db_close(db);
+    lntune_nvrtc_output_free(&out);
+    lntune_source_free(&src);
+    lntune_nvrtc_close(nv);
+    lntune_gen_close(g);
+    return rc != LNTUNE_OK;
+}
+
+/* A bf16 Add & Norm call through the API at H, on freshly drawn inputs; returns the call's code
+ * and counts the elements that fail (y beyond its bound, residual_out not the rounded sum). */
+static int bf16_call(lntune *ctx, int64_t H, int64_t rows, int *bad) {
+    const size_t n = (size_t)(rows * H);
+    uint16_t *hx = malloc(n * 2), *hr = malloc(n * 2), *hy = malloc(n * 2), *ho = malloc(n * 2);
+    uint16_t *hg = malloc((size_t)H * 2), *hb = malloc((size_t)H * 2);
+    float *s = malloc((size_t)H * sizeof *s);
+    double *z = malloc((size_t)H * sizeof *z);
+    uint64_t seed = 0x5eed;
+    for (size_t i = 0; i < n; ++i) {
+        lntune_ref_store(LNTUNE_TYPE_BF16, hx, (int64_t)i, 3.0f + next_random(&seed));
+        lntune_ref_store(LNTUNE_TYPE_BF16, hr, (int64_t)i, next_random(&seed));
+    }
+    for (int64_t i = 0; i < H; ++i) {
+        lntune_ref_store(LNTUNE_TYPE_BF16, hg, i, 1.0f + 0.5f * next_random(&seed));
+        lntune_ref_store(LNTUNE_TYPE_BF16, hb, i, next_random(&seed));
+    }
+    uint64_t dx, dr, dy, dout, dg, db;
+    DEVICE(lntune_cuda_alloc(cu, n * 2, &dx));
+    DEVICE(lntune_cuda_alloc(cu, n * 2, &dr));
+    DEVICE(lntune_cuda_alloc(cu, n * 2, &dy));
+    DEVICE(lntune_cuda_alloc(cu, n * 2, &dout));
+    DEVICE(lntune_cuda_alloc(cu, (size_t)H * 2, &dg));
+    DEVICE(lntune_cuda_alloc(cu, (size_t)H * 2, &db));
+    DEVICE(lntune_cuda_htod(cu, dx, hx, n * 2));
+    DEVICE(lntune_cuda_htod(cu, dr, hr, n * 2));
+    DEVICE(lntune_cuda_htod(cu, dg, hg, (size_t)H * 2));
+    DEVICE(lntune_cuda_htod(cu, db, hb, (size_t)H * 2));
+    DEVICE(lntune_cuda_fill32(cu, dy, 0x7f857f85u, n / 2)); /* bf16 signalling NaNs */
+    DEVICE(lntune_cuda_fill32(cu, dout, 0x7f857f85u, n / 2));
+    lntune_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = rows, a.H = H, a.dtype = LNTUNE_BF16;
+    a.x = (const void *)(uintptr_t)dx, a.y = (void *)(uintptr_t)dy;
+    a.residual = (const void *)(uintptr_t)dr, a.residual_out = (void *)(uintptr_t)dout;
+    a.gamma = (const void *)(uintptr_t)dg, a.beta = (const void *)(uintptr_t)db;
+    a.device = LNTUNE_DEVICE_CUDA, a.stream = stream;
+    const int rc = lntune_layernorm(ctx, &a);
+    *bad = 0;
+    if (rc == LNTUNE_OK) {
+        DEVICE(lntune_cuda_stream_sync(cu, stream));
+        DEVICE(lntune_cuda_dtoh(cu, hy, dy, n * 2));
+        DEVICE(lntune_cuda_dtoh(cu, ho, dout, n * 2));
+        for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t i = 0; i < H; ++i) { /* the one fp32 addition of the widened inputs */
+                s[i] = (float)lntune_ref_load(LNTUNE_TYPE_BF16, hx, r * H + i) +
+                       (float)lntune_ref_load(LNTUNE_TYPE_BF16, hr, r * H + i);
+                uint16_t want;
+                lntune_ref_store(LNTUNE_TYPE_BF16, &want, 0, s[i]);
+                *bad += ho[r * H + i] != want;
+            }
+            double mean, rstd;
+            lntune_reference_row(LNTUNE_OP_LAYERNORM, s, H, 1e-5, z, &mean, &rstd);
+            for (int64_t i = 0; i < H; ++i) {
+                const double g = lntune_ref_load(LNTUNE_TYPE_BF16, hg, i);
+                const double b = lntune_ref_load(LNTUNE_TYPE_BF16, hb, i);
+                const double unit = (fabs(mean) * rstd + fabs(z[i]) + 1.0) * fabs(g) + fabs(b);
+                double err;
+                *bad += !lntune_verify_element(LNTUNE_TYPE_BF16, z[i] * g + b,
+                                               lntune_ref_load(LNTUNE_TYPE_BF16, hy, r * H + i),
+                                               unit, &err);
+            }
+        }
+    }
+    lntune_cuda_free(cu, dx), lntune_cuda_free(cu, dr), lntune_cuda_free(cu, dy);
+    lntune_cuda_free(cu, dout), lntune_cuda_free(cu, dg), lntune_cuda_free(cu, db);
+    free(hx), free(hr), free(hy), free(ho), free(hg), free(hb), free(s), free(z);
+    return rc;
+}
+
+static void bf16_suite(const char *scratch, const lntune_cuda_info *info) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cuda_dispatch_bf16.db", scratch);
+    unlink(path);
+    lntune *ctx = NULL;
+    if (make_bf16_db(path, info, 1024) != 0 || lntune_open(path, &ctx) != LNTUNE_OK) {
+        printf("FAIL: the bf16 database\n");
+        ++failures;
+        return;
+    }
+    setenv("MOCK_CUDA_TYPES", "bf16", 1); /* the stand-in's kernels; a real GPU ignores it */
+    int bad = 0;
+    int rc = bf16_call(ctx, 1024, 64, &bad);
+    printf("%s: bf16 Add & Norm at the tuned H = 1024: rc %d (%s), %d element(s) wrong\n",
+           rc == LNTUNE_OK && bad == 0 ? "ok" : "FAIL", rc, rc ? lntune_errmsg(ctx) : "-", bad);
+    failures += rc != LNTUNE_OK || bad != 0;
+    rc = bf16_call(ctx, 1000, 8, &bad);
+    const int refused = rc == LNTUNE_EUNSUPPORTED && strstr(lntune_errmsg(ctx), "tune it");
+    printf("%s: bf16 Add & Norm at H = 1000, never tuned: rc %d, %s\n", refused ? "ok" : "FAIL", rc,
+           lntune_errmsg(ctx));
+    failures += !refused;
+    unsetenv("MOCK_CUDA_TYPES");
+    lntune_close(ctx);
+    unlink(path);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *scratch = argc > 1 ? argv[1] : "/tmp";
@@ -366,6 +515,7 @@ int main(int argc, char **argv) {
            fallback == 1 ? "ok" : "FAIL", fallback);
     failures += (tuned != 1) + (fallback != 1);
     unlink(path);
+    bf16_suite(scratch, info);
 
     lntune_cuda_stream_destroy(cu, stream);
     lntune_cuda_free(cu, b.x);

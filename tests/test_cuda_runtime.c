@@ -1,10 +1,12 @@
 /*
  * test_cuda_runtime.c - device memory through the public API on any machine, GPU or not (the
  * GPU's answers are test_cuda_dispatch's):
- *   - bad arguments are LNTUNE_EINVAL and fp16, residual and beta without gamma are
- *     LNTUNE_EUNSUPPORTED on CUDA as on the CPU, before any driver is touched;
+ *   - bad arguments are LNTUNE_EINVAL, and beta without gamma and an in-place residual_out
+ *     LNTUNE_EUNSUPPORTED on CUDA, before any driver is touched;
  *   - where lntune_cuda_open finds no GPU, a call is LNTUNE_ENODEVICE with the driver's reason
- *     in lntune_errmsg, the same on every later call, for any device index, never a crash;
+ *     in lntune_errmsg, the same on every later call, for any device index, fp16/bf16 and
+ *     residual calls too, never a crash; where one is found, an fp16/bf16 or residual call of a
+ *     shape nobody tuned there is LNTUNE_EUNSUPPORTED (no CUDA built-ins of those);
  *   - rows = 0 is a no-op whatever the device;
  *   - the CUDA built-ins liblntune carries: one per op, affine kind and H, each with a launch
  *     line, and PTX for compute_80 naming its kernel wherever NVRTC was there at build time.
@@ -60,14 +62,8 @@ int main(void) {
     a.beta = a.x;
     check_rc(ctx, 1, a, LNTUNE_EINVAL, "RMSNorm with beta");
     a = device_args();
-    a.dtype = LNTUNE_F16;
-    check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "fp16");
-    a = device_args();
-    a.dtype = LNTUNE_BF16;
-    check_rc(ctx, 1, a, LNTUNE_EUNSUPPORTED, "bf16");
-    a = device_args();
-    a.residual = a.x;
-    check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "residual");
+    a.residual = a.residual_out = (void *)(uintptr_t)0x7f0000003000;
+    check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "residual_out == residual (in place)");
     a = device_args();
     a.beta = a.x;
     check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "beta without gamma");
@@ -96,10 +92,21 @@ int main(void) {
         a.gamma = a.x;
         a.stream = (void *)(uintptr_t)0x1234;
         check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "no GPU, gamma and a stream");
-    } else {
+    }
+    /* fp16/bf16 and the residual reach the device: no GPU, or no tuned kernel for H = 16. */
+    const int want = rc == LNTUNE_ENODEVICE ? LNTUNE_ENODEVICE : LNTUNE_EUNSUPPORTED;
+    if (rc != LNTUNE_ENODEVICE)
         printf("a GPU is here (%s): the no-GPU cases are not checked\n",
                rc == LNTUNE_OK ? lntune_cuda_get_info(cu)->name : lntune_cuda_errmsg(cu));
-    }
+    a = device_args();
+    a.dtype = LNTUNE_F16;
+    check_rc(ctx, 0, a, want, "fp16");
+    a = device_args();
+    a.dtype = LNTUNE_BF16;
+    check_rc(ctx, 1, a, want, "bf16");
+    a = device_args();
+    a.residual = a.x;
+    check_rc(ctx, 0, a, want, "residual");
     lntune_cuda_close(cu);
     /* The CPU is unaffected by a failed device. */
     float x[16], y[16];
