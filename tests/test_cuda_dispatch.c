@@ -224,8 +224,14 @@ static const char tuned_variant[] =
     "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=welford,h=runtime,"
     "affine=fused";
 
-/* Builds db_path: this GPU, one tuned LayerNorm artifact, best for H = 4096 and 65536. */
-static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
+/*
+ * Compiles variant of op for shape (its types and fusion) and stores it in db_path as this GPU's
+ * best of (op_key, dtype) at each of hs (rows 64, gamma), artifact "test-" symbol. Returns 0, 1
+ * on a failure (printed), -1 when there is no NVRTC to compile it.
+ */
+static int store_tuned(const char *db_path, const lntune_cuda_info *info, const char *op,
+                       const char *op_key, const char *dtype, const lntune_shape *shape,
+                       const char *variant, const char *symbol, const int64_t *hs, int nh) {
     lntune_gen *g = NULL;
     lntune_nvrtc *nv = NULL;
     if (lntune_gen_open(NULL, &g) || lntune_gen_set_cuda_arch(g, info->sm)) {
@@ -233,16 +239,15 @@ static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
         return 1;
     }
     if (lntune_nvrtc_open(&nv) != LNTUNE_OK) {
-        printf("skipped, the tuned case: no NVRTC to compile its kernel: %s\n",
+        printf("skipped, the tuned cases: no NVRTC to compile their kernels: %s\n",
                lntune_nvrtc_errmsg(nv));
         lntune_nvrtc_close(nv);
         lntune_gen_close(g);
         return -1;
     }
     lntune_source src;
-    lntune_shape shape = {.rows = 64, .H = 4096};
-    if (lntune_gen_emit(g, "cuda", "layernorm", tuned_variant, &shape, "lntune_test_tuned", &src)) {
-        printf("FAIL emit: %s\n", lntune_gen_errmsg(g));
+    if (lntune_gen_emit(g, "cuda", op, variant, shape, symbol, &src)) {
+        printf("FAIL emit %s: %s\n", variant, lntune_gen_errmsg(g));
         return 1;
     }
     lntune_nvrtc_output out;
@@ -256,23 +261,16 @@ static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
     lntune_cuda_gpu_info(info, &gi);
     lntune_db *db = NULL;
     int64_t hw = 0;
+    char key_text[96];
+    snprintf(key_text, sizeof key_text, "test-%s", symbol);
     int rc = lntune_db_open(db_path, 0, &db);
     if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gi, lntune_nvrtc_describe(nv), &hw);
-    lntune_artifact art = {"test-cuda-artifact",
-                           src.text,
-                           "nvrtc",
-                           "",
-                           "lntune_test_tuned",
-                           out.data,
-                           out.len,
-                           NULL,
-                           0,
-                           out.ptx};
+    lntune_artifact art = {key_text, src.text, "nvrtc", "", symbol,
+                           out.data, out.len,  NULL,    0,  out.ptx};
     if (rc == LNTUNE_OK) rc = lntune_db_put_artifact(db, &art);
-    const int64_t hs[2] = {4096, 65536};
-    for (int i = 0; i < 2 && rc == LNTUNE_OK; ++i) {
-        lntune_db_key key = {hw, "cuda", "layernorm", "f32", hs[i], 64, 1};
-        lntune_best best = {tuned_variant, "test-cuda-artifact", 1, 64, 1000.0, 0, 0, 0, 0};
+    for (int i = 0; i < nh && rc == LNTUNE_OK; ++i) {
+        lntune_db_key key = {hw, "cuda", op_key, dtype, hs[i], 64, 1};
+        lntune_best best = {variant, key_text, 1, 64, 1000.0, 0, 0, 0, 0};
         rc = lntune_db_set_best(db, &key, &best);
     }
     if (rc != LNTUNE_OK) printf("FAIL database: %s\n", lntune_db_errmsg(db));
@@ -284,47 +282,24 @@ static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
     return rc != LNTUNE_OK;
 }
 
+/* db_path: this GPU, one tuned LayerNorm artifact, best for H = 4096 and 65536. */
+static int make_tuned_db(const char *db_path, const lntune_cuda_info *info) {
+    const lntune_shape shape = {.rows = 64, .H = 4096};
+    const int64_t hs[2] = {4096, 65536};
+    return store_tuned(db_path, info, "layernorm", "layernorm", "f32", &shape, tuned_variant,
+                       "lntune_test_tuned", hs, 2);
+}
+
 static const char bf16_variant[] =
     "layout=block,tpr=32,cluster=1,block=128,pack=8,cache=smem,stats=twopass,h=runtime,"
     "affine=fused";
 
-/* Stores a bf16 LayerNorm+residual_out variant, compiled here, as this GPU's best for H. */
+/* db_path: a bf16 LayerNorm+residual_out variant as this GPU's best for H. */
 static int make_bf16_db(const char *db_path, const lntune_cuda_info *info, int64_t H) {
-    lntune_gen *g = NULL;
-    lntune_nvrtc *nv = NULL;
-    lntune_source src;
     lntune_shape shape = {.rows = 64, .H = H, .fusion = LNTUNE_FUSION_RESIDUAL_OUT};
     lntune_types_parse("bf16", &shape.types);
-    if (lntune_gen_open(NULL, &g) || lntune_gen_set_cuda_arch(g, info->sm) ||
-        lntune_nvrtc_open(&nv) != LNTUNE_OK ||
-        lntune_gen_emit(g, "cuda", "layernorm", bf16_variant, &shape, "lntune_test_bf16", &src)) {
-        printf("FAIL bf16 kernel: %s\n", lntune_gen_errmsg(g));
-        return 1;
-    }
-    lntune_nvrtc_output out;
-    memset(&out, 0, sizeof out);
-    int rc =
-        lntune_nvrtc_compile(nv, src.text, "bf16.cu", info->sm, LNTUNE_NVRTC_CUBIN, NULL, &out);
-    lntune_gpu_info gi;
-    lntune_cuda_gpu_info(info, &gi);
-    lntune_db *db = NULL;
-    int64_t hw = 0;
-    if (rc == LNTUNE_OK) rc = lntune_db_open(db_path, 0, &db);
-    if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gi, lntune_nvrtc_describe(nv), &hw);
-    lntune_artifact art = {"test-cuda-bf16", src.text, "nvrtc", "", "lntune_test_bf16",
-                           out.data,         out.len,  NULL,    0,  out.ptx};
-    if (rc == LNTUNE_OK) rc = lntune_db_put_artifact(db, &art);
-    lntune_db_key key = {hw, "cuda", "layernorm+residual_out", "bf16", H, 64, 1};
-    lntune_best best = {bf16_variant, "test-cuda-bf16", 1, 64, 1000.0, 0, 0, 0, 0};
-    if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &key, &best);
-    if (rc != LNTUNE_OK)
-        printf("FAIL bf16 database: %s\n", out.message ? out.message : lntune_db_errmsg(db));
-    lntune_db_close(db);
-    lntune_nvrtc_output_free(&out);
-    lntune_source_free(&src);
-    lntune_nvrtc_close(nv);
-    lntune_gen_close(g);
-    return rc != LNTUNE_OK;
+    return store_tuned(db_path, info, "layernorm", "layernorm+residual_out", "bf16", &shape,
+                       bf16_variant, "lntune_test_bf16", &H, 1);
 }
 
 /* A bf16 Add & Norm call through the API at H, on freshly drawn inputs; returns the call's code
