@@ -28,10 +28,6 @@ struct lntune_cuda_checker {
 
 static _Thread_local lntune_cuda_checker *running;
 
-static size_t extent(int64_t rows, int64_t stride, int64_t H) {
-    return (size_t)((rows - 1) * stride + H);
-}
-
 static int device_error(lntune_cuda_checker *c, const char *what) {
     snprintf(c->message, sizeof c->message, "%s: %s", what, lntune_cuda_errmsg(c->cu));
     return KERNEL_DEVICE_ERROR;
@@ -58,9 +54,10 @@ static int guards_intact(lntune_cuda_checker *c, const lntune_cuda_guarded *g, u
 
 /* Copies the fused residual's tensors and the statistics to the device, into d. */
 static int place_fused(lntune_cuda_checker *c, const lntune_kernel_args *a, lntune_kernel_args *d) {
-    const size_t rb = extent(a->rows, a->residual_stride, a->H) * c->residual.esize;
-    const size_t ob =
-        a->residual_out ? extent(a->rows, a->residual_out_stride, a->H) * c->residual_out.esize : 0;
+    const size_t rb = lntune_cuda_extent(a->rows, a->residual_stride, a->H, c->residual.esize);
+    const size_t ob = a->residual_out ? lntune_cuda_extent(a->rows, a->residual_out_stride, a->H,
+                                                           c->residual_out.esize)
+                                      : 0;
     if ((a->mean || a->rstd) && a->rows > STATS_ROWS) return LNTUNE_KERNEL_EUNSUPPORTED;
     uint64_t r, o;
     int rc = place(c, &c->residual, a->residual, rb, "residual", &r);
@@ -87,14 +84,15 @@ static int place_fused(lntune_cuda_checker *c, const lntune_kernel_args *a, lntu
 static int fetch_fused(lntune_cuda_checker *c, const lntune_kernel_args *a,
                        const lntune_kernel_args *d) {
     const uint64_t r = (uintptr_t)d->residual, o = (uintptr_t)d->residual_out;
-    const size_t rb = extent(a->rows, a->residual_stride, a->H) * c->residual.esize;
+    const size_t rb = lntune_cuda_extent(a->rows, a->residual_stride, a->H, c->residual.esize);
     int rc = guards_intact(c, &c->residual, r, rb, "residual");
     if (rc) return rc;
     /* The verifier checks that residual is unchanged: it gets the device's copy to check. */
     if (lntune_cuda_dtoh(c->cu, (void *)a->residual, r, rb))
         return device_error(c, "copy residual back");
     if (a->residual_out) {
-        const size_t ob = extent(a->rows, a->residual_out_stride, a->H) * c->residual_out.esize;
+        const size_t ob =
+            lntune_cuda_extent(a->rows, a->residual_out_stride, a->H, c->residual_out.esize);
         if ((rc = guards_intact(c, &c->residual_out, o, ob, "residual_out"))) return rc;
         if (lntune_cuda_dtoh(c->cu, a->residual_out, o, ob))
             return device_error(c, "copy residual_out back");
@@ -111,19 +109,18 @@ static int fetch_fused(lntune_cuda_checker *c, const lntune_kernel_args *a,
 static int device_kernel(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end) {
     lntune_cuda_checker *c = running;
     if (row_begin != 0 || row_end != a->rows) return LNTUNE_KERNEL_EUNSUPPORTED;
-    const size_t xb = extent(a->rows, a->x_stride, a->H) * c->xsize;
-    const size_t yb = extent(a->rows, a->y_stride, a->H) * c->y.esize;
+    const size_t xb = lntune_cuda_extent(a->rows, a->x_stride, a->H, c->xsize);
+    const size_t yb = lntune_cuda_extent(a->rows, a->y_stride, a->H, c->y.esize);
     const lntune_cuda_launch *l = c->launch;
-    if (a->H > c->max_h || xb + 16 > (size_t)c->max_floats * 4 || (l->max_h && a->H > l->max_h))
-        return LNTUNE_KERNEL_EUNSUPPORTED;
-    /* Same misalignment as the host copy, so the kernel's alignment checks see what it would. */
-    const uint64_t x = c->dx + (uintptr_t)a->x % 16;
+    if (a->H > c->max_h || (l->max_h && a->H > l->max_h)) return LNTUNE_KERNEL_EUNSUPPORTED;
     lntune_kernel_args d = *a;
-    d.x = (const void *)(uintptr_t)x;
     d.mean = d.rstd = NULL;
-    if (lntune_cuda_htod(c->cu, x, a->x, xb)) return device_error(c, "copy x");
-    uint64_t y;
-    int rc = place(c, &c->y, a->y, yb, "y", &y);
+    uint64_t x, y;
+    int rc = lntune_cuda_put_input(c->cu, c->dx, (size_t)c->max_floats * 4, a->x, xb, &x);
+    if (rc == LNTUNE_EOVERFLOW) return LNTUNE_KERNEL_EUNSUPPORTED;
+    if (rc) return device_error(c, "copy x");
+    d.x = (const void *)(uintptr_t)x;
+    rc = place(c, &c->y, a->y, yb, "y", &y);
     if (rc) return rc;
     d.y = (void *)(uintptr_t)y;
     if (a->residual && (rc = place_fused(c, a, &d))) return rc;

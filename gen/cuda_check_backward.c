@@ -40,10 +40,6 @@ struct lntune_cuda_backward_checker {
 
 static _Thread_local lntune_cuda_backward_checker *running;
 
-static size_t extent(int64_t rows, int64_t stride, int64_t H) {
-    return (size_t)((rows - 1) * stride + H);
-}
-
 static int device_error(lntune_cuda_backward_checker *c, const char *what) {
     snprintf(c->message, sizeof c->message, "%s: %s", what, lntune_cuda_errmsg(c->cu));
     return KERNEL_DEVICE_ERROR;
@@ -54,13 +50,12 @@ static int fail(lntune_cuda_backward_checker *c, const char *what) {
     return KERNEL_DEVICE_ERROR;
 }
 
-/* Copies bytes of host to the device buffer at base, at host's misalignment (mod 16). */
+/* An input copied to the device buffer at base (lntune_cuda_put_input). */
 static int put(lntune_cuda_backward_checker *c, uint64_t base, const void *host, size_t bytes,
                const char *name, uint64_t *dev) {
-    *dev = base + (uintptr_t)host % 16;
-    if (bytes + 16 > (size_t)c->max_floats * 4) return LNTUNE_KERNEL_EUNSUPPORTED;
-    if (lntune_cuda_htod(c->cu, *dev, host, bytes)) return device_error(c, name);
-    return LNTUNE_KERNEL_OK;
+    const int rc = lntune_cuda_put_input(c->cu, base, (size_t)c->max_floats * 4, host, bytes, dev);
+    if (rc == LNTUNE_EOVERFLOW) return LNTUNE_KERNEL_EUNSUPPORTED;
+    return rc ? device_error(c, name) : LNTUNE_KERNEL_OK;
 }
 
 static int guards(lntune_cuda_backward_checker *c, const lntune_cuda_guarded *g, uint64_t dev,
@@ -87,7 +82,7 @@ static int run_pair(lntune_cuda_backward_checker *c, const lntune_backward_kerne
                     lntune_backward_kernel_args *d, int64_t grid, int64_t parts, const int want[2],
                     run_result *r) {
     const lntune_cuda_backward_launch *l = c->launch;
-    const size_t dxb = extent(a->rows, a->dx_stride, a->H) * lntune_type_size(c->xtype);
+    const size_t dxb = lntune_cuda_extent(a->rows, a->dx_stride, a->H, lntune_type_size(c->xtype));
     const size_t wsb = (size_t)(parts * a->H) * sizeof(float);
     const size_t outb = (size_t)a->H * lntune_type_size(c->ptype);
     uint64_t dx, ws[2] = {0, 0}, out[2] = {0, 0};
@@ -158,13 +153,15 @@ static int device_backward(const lntune_backward_kernel_args *a, int64_t row_beg
     lntune_backward_kernel_args d = *a;
     uint64_t p;
     int rc;
-    if ((rc = put(c, c->x, a->x, extent(a->rows, a->x_stride, a->H) * e, "copy x", &p))) return rc;
+    if ((rc = put(c, c->x, a->x, lntune_cuda_extent(a->rows, a->x_stride, a->H, e), "copy x", &p)))
+        return rc;
     d.x = (const void *)(uintptr_t)p;
-    if ((rc = put(c, c->dy, a->dy, extent(a->rows, a->dy_stride, a->H) * e, "copy dy", &p)))
+    if ((rc = put(c, c->dy, a->dy, lntune_cuda_extent(a->rows, a->dy_stride, a->H, e), "copy dy",
+                  &p)))
         return rc;
     d.dy = (const void *)(uintptr_t)p;
     if (a->dresidual_out) {
-        const size_t bytes = extent(a->rows, a->dresidual_out_stride, a->H) * e;
+        const size_t bytes = lntune_cuda_extent(a->rows, a->dresidual_out_stride, a->H, e);
         if ((rc = put(c, c->dres, a->dresidual_out, bytes, "copy dresidual_out", &p))) return rc;
         d.dresidual_out = (const void *)(uintptr_t)p;
     }
@@ -197,7 +194,7 @@ static int device_backward(const lntune_backward_kernel_args *a, int64_t row_beg
         for (int64_t i = 0; i < a->H; ++i)
             if (!same_value(c->xtype, r0->dx, r1->dx, row * a->dx_stride + i))
                 return fail(c, "dx differs between two runs");
-    memcpy(a->dx, r0->dx, extent(a->rows, a->dx_stride, a->H) * e);
+    memcpy(a->dx, r0->dx, lntune_cuda_extent(a->rows, a->dx_stride, a->H, e));
     float *parts_out[2] = {dgamma_part, dbeta_part};
     unsigned char *sum = (unsigned char *)c->runs[1].dx; /* scratch: dx is compared already */
     for (int k = 0; k < 2; ++k) {

@@ -43,8 +43,15 @@ int lntune_cuda_guarded_place(lntune_cuda *cu, lntune_cuda_guarded *g, const voi
     return rc;
 }
 
-int lntune_cuda_guarded_intact(lntune_cuda *cu, const lntune_cuda_guarded *g, uint64_t dev,
-                               size_t bytes) {
+int lntune_cuda_put_input(lntune_cuda *cu, uint64_t base, size_t capacity, const void *host,
+                          size_t bytes, uint64_t *dev) {
+    *dev = base + (uintptr_t)host % 16;
+    if (bytes + 16 > capacity) return LNTUNE_EOVERFLOW;
+    return lntune_cuda_htod(cu, *dev, host, bytes);
+}
+
+/* 0 if the poison around the bytes at dev is intact; 1 written before, 2 after; -1 device error. */
+static int intact(lntune_cuda *cu, const lntune_cuda_guarded *g, uint64_t dev, size_t bytes) {
     unsigned char guard[LNTUNE_CUDA_GUARD + 16]; /* before: the guard plus the misalignment */
     const uint64_t zones[2] = {g->base, dev + bytes};
     for (int z = 0; z < 2; ++z) {
@@ -58,7 +65,7 @@ int lntune_cuda_guarded_intact(lntune_cuda *cu, const lntune_cuda_guarded *g, ui
 
 int lntune_cuda_guarded_verify(lntune_cuda *cu, const lntune_cuda_guarded *g, uint64_t dev,
                                size_t bytes, const char *name, char *msg, size_t msglen) {
-    const int rc = lntune_cuda_guarded_intact(cu, g, dev, bytes);
+    const int rc = intact(cu, g, dev, bytes);
     if (rc < 0)
         snprintf(msg, msglen, "copy a guard zone back: %s", lntune_cuda_errmsg(cu));
     else if (rc > 0)

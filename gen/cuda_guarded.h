@@ -1,7 +1,8 @@
 /*
- * cuda_guarded.h - a device buffer whose tensor is surrounded by poison, for the device
- * checkers (cuda_check.c, cuda_check_backward.c): a write outside the tensor's extent, or an
- * element never written, is seen when the buffer comes back.
+ * cuda_guarded.h - device buffers for the device checkers (cuda_check.c,
+ * cuda_check_backward.c): a tensor surrounded by poison, so that a write outside its extent, or
+ * an element never written, is seen when the buffer comes back; and inputs placed at their host
+ * copy's misalignment.
  */
 #ifndef LNTUNE_CUDA_GUARDED_H
 #define LNTUNE_CUDA_GUARDED_H
@@ -12,6 +13,19 @@
 #include <stdint.h>
 
 enum { LNTUNE_CUDA_GUARD = 256 }; /* bytes of poison before and after the tensor */
+
+/* Bytes from the first element of rows x H at stride (elements) to the last, of esize each. */
+static inline size_t lntune_cuda_extent(int64_t rows, int64_t stride, int64_t H, size_t esize) {
+    return (size_t)((rows - 1) * stride + H) * esize;
+}
+
+/*
+ * Copies bytes of host into the device buffer at base (capacity bytes) at host's misalignment
+ * (mod 16), so that a kernel's alignment checks see what they would on the host; *dev: where.
+ * LNTUNE_EOVERFLOW if they do not fit; else the driver's code.
+ */
+int lntune_cuda_put_input(lntune_cuda *cu, uint64_t base, size_t capacity, const void *host,
+                          size_t bytes, uint64_t *dev);
 
 typedef struct lntune_cuda_guarded {
     uint64_t base;
@@ -34,12 +48,8 @@ void lntune_cuda_guarded_set_type(lntune_cuda_guarded *g, int type);
 int lntune_cuda_guarded_place(lntune_cuda *cu, lntune_cuda_guarded *g, const void *host,
                               size_t bytes, uint64_t *dev);
 
-/* 0 if the poison around the bytes at dev is intact; 1 written before, 2 after; -1 device error. */
-int lntune_cuda_guarded_intact(lntune_cuda *cu, const lntune_cuda_guarded *g, uint64_t dev,
-                               size_t bytes);
-
-/* lntune_cuda_guarded_intact with its message in msg (name: the tensor's): LNTUNE_OK, else
- * LNTUNE_EVERIFY (written outside, or the device failed: msg says which). */
+/* Whether the poison around the bytes at dev is intact: LNTUNE_OK, else LNTUNE_EVERIFY with msg
+ * saying what (written before or past the tensor, name; or the device failed). */
 int lntune_cuda_guarded_verify(lntune_cuda *cu, const lntune_cuda_guarded *g, uint64_t dev,
                                size_t bytes, const char *name, char *msg, size_t msglen);
 
