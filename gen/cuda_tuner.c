@@ -85,7 +85,9 @@ typedef struct {
     /* Per rotated buffer set: in holds x then residual, out y then residual_out; each is at
      * least copy_bytes, which the device copy moves from in to out. */
     uint64_t in[MAX_BUFFERS], out[MAX_BUFFERS], gamma, beta;
-    size_t x_bytes, y_bytes, r_bytes, copy_bytes;
+    size_t x_bytes, y_bytes;    /* where residual and residual_out start in in and out */
+    size_t in_bytes, out_bytes; /* what a call reads and writes */
+    size_t copy_bytes;          /* half of in_bytes + out_bytes */
     int nbuf, next_buf, batch;
     void *stream, *ev0, *ev1;
     double bytes;    /* read and written by a call: x, residual, y, residual_out */
@@ -361,23 +363,21 @@ static void size_buffers(job *j) {
     const lntune_types t = j->shape.types;
     const int fusion = j->shape.fusion;
     const size_t elems = (size_t)(j->shape.rows * j->shape.H);
+    const size_t r_bytes = elems * lntune_type_size(lntune_types_residual(t));
     j->x_bytes = elems * lntune_type_size(t.x);
     j->y_bytes = elems * lntune_type_size(t.y);
-    j->r_bytes =
-        fusion != LNTUNE_FUSION_NONE ? elems * lntune_type_size(lntune_types_residual(t)) : 0;
-    const size_t out_r = fusion == LNTUNE_FUSION_RESIDUAL_OUT ? j->r_bytes : 0;
-    j->bytes = (double)(j->x_bytes + j->r_bytes + j->y_bytes + out_r);
-    j->copy_bytes = (j->x_bytes + j->r_bytes + j->y_bytes + out_r) / 2;
+    j->in_bytes = j->x_bytes + (fusion != LNTUNE_FUSION_NONE ? r_bytes : 0);
+    j->out_bytes = j->y_bytes + (fusion == LNTUNE_FUSION_RESIDUAL_OUT ? r_bytes : 0);
+    j->bytes = (double)(j->in_bytes + j->out_bytes);
+    j->copy_bytes = (j->in_bytes + j->out_bytes) / 2;
 }
 
 static int alloc_buffers(job *j) {
     const lntune_types t = j->shape.types;
-    const int rt = lntune_types_residual(t), fusion = j->shape.fusion;
+    const int rt = lntune_types_residual(t);
     const size_t elems = (size_t)(j->shape.rows * j->shape.H);
-    const size_t in_bytes = j->x_bytes + j->r_bytes;
-    const size_t out_bytes = j->y_bytes + (fusion == LNTUNE_FUSION_RESIDUAL_OUT ? j->r_bytes : 0);
-    const size_t in_alloc = in_bytes > j->copy_bytes ? in_bytes : j->copy_bytes;
-    const size_t out_alloc = out_bytes > j->copy_bytes ? out_bytes : j->copy_bytes;
+    const size_t in_alloc = j->in_bytes > j->copy_bytes ? j->in_bytes : j->copy_bytes;
+    const size_t out_alloc = j->out_bytes > j->copy_bytes ? j->out_bytes : j->copy_bytes;
     const double span = L2_MULTIPLE * (double)j->info->l2_bytes;
     j->nbuf = j->bytes >= span ? 1 : (int)ceil(span / j->bytes);
     if (j->nbuf > MAX_BUFFERS) j->nbuf = MAX_BUFFERS;
@@ -391,7 +391,8 @@ static int alloc_buffers(job *j) {
         if (lntune_cuda_alloc(j->cu, in_alloc, &j->in[b]) ||
             lntune_cuda_alloc(j->cu, out_alloc, &j->out[b]) ||
             upload_random(j, j->in[b], elems, t.x, host, CHUNK, &state) ||
-            (j->r_bytes && upload_random(j, j->in[b] + j->x_bytes, elems, rt, host, CHUNK, &state)))
+            (j->in_bytes > j->x_bytes &&
+             upload_random(j, j->in[b] + j->x_bytes, elems, rt, host, CHUNK, &state)))
             rc = LNTUNE_ENODEVICE;
     }
     const size_t H = (size_t)j->shape.H;
