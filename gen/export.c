@@ -18,6 +18,7 @@
 #include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
+#include "problem.h"
 #include "tuning_db.h"
 
 #include <stdarg.h>
@@ -148,13 +149,12 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     if (strcmp(key->target, "cpu") != 0) return 0;
     char base[32];
     int fusion = LNTUNE_FUSION_NONE, op = -1, backward = 0;
-    static const char suffix[] = "_backward";
-    if (lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0) {
-        const size_t n = strlen(base), ns = sizeof suffix - 1;
-        backward = n > ns && strcmp(base + n - ns, suffix) == 0;
-        char forward[32];
-        snprintf(forward, sizeof forward, "%.*s", (int)(backward ? n - ns : n), base);
-        op = lntune_export_op_find(forward);
+    lntune_op forward;
+    const lntune_direction *dir;
+    if (lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0 &&
+        lntune_op_text_parse(base, &forward, &dir, NULL) == 0) {
+        backward = dir->suffix[0] != '\0';
+        op = lntune_export_op_find(lntune_op_name(forward));
         if (backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT) op = -1; /* no such kernel */
     }
     lntune_types types;
