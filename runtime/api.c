@@ -118,24 +118,11 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     lntune_types types = {0}; /* set by check_args; zeroed for the compiler's flow analysis */
     int rc = check_args(ctx, a, op, &types);
     if (rc != LNTUNE_OK || a->rows == 0) return rc;
-#ifdef LNTUNE_HAVE_CUDA
-    if (a->device == LNTUNE_DEVICE_CUDA) return lntune_gpu_run(ctx, a, op, types, api_names[op]);
-#endif
-
-    const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
-                       : a->beta ? LNTUNE_DESC_BETA_ONLY
-                                 : LNTUNE_DESC_NO_AFFINE;
     const int fusion = !a->residual      ? LNTUNE_FUSION_NONE
                        : a->residual_out ? LNTUNE_FUSION_RESIDUAL_OUT
                                          : LNTUNE_FUSION_RESIDUAL;
-    const lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
-                                           lntune_rows_bucket(a->rows), a->H);
-    uint64_t hash = lntune_desc_hash(&d);
-    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
-    if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
-
-    /* Field by field: an initializer would zero the struct first (rep stos), which costs
-     * more than the whole lookup. */
+    /* The kernels' args, the CPU's and the GPU's. Field by field: an initializer would zero the
+     * struct first (rep stos), which costs more than the whole lookup. */
     lntune_kernel_args ka;
     ka.rows = a->rows;
     ka.H = a->H;
@@ -152,6 +139,20 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     ka.mean = a->mean;
     ka.rstd = a->rstd;
     ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;
+#ifdef LNTUNE_HAVE_CUDA
+    if (a->device == LNTUNE_DEVICE_CUDA)
+        return lntune_gpu_run(ctx, a, op, types, fusion, &ka, api_names[op]);
+#endif
+
+    const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
+                       : a->beta ? LNTUNE_DESC_BETA_ONLY
+                                 : LNTUNE_DESC_NO_AFFINE;
+    const lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
+                                           lntune_rows_bucket(a->rows), a->H);
+    uint64_t hash = lntune_desc_hash(&d);
+    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
+    if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
+
     int builtin_threads =
         a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;
     int threads = e->kernel == e->fallback ? builtin_threads : e->threads;

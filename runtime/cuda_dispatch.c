@@ -356,7 +356,8 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     return rc;
 }
 
-int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types, const char *fn) {
+int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types, int fusion,
+                   const lntune_kernel_args *ka, const char *fn) {
     const int index = a->device_index;
     if (index < 0 || index >= LNTUNE_MAX_GPUS)
         return lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: no CUDA device %d", fn, index);
@@ -369,9 +370,6 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types
                                "device; give residual_out its own buffer",
                                fn);
     const int affine = a->gamma ? LNTUNE_DESC_GAMMA : LNTUNE_DESC_NO_AFFINE;
-    const int fusion = !a->residual      ? LNTUNE_FUSION_NONE
-                       : a->residual_out ? LNTUNE_FUSION_RESIDUAL_OUT
-                                         : LNTUNE_FUSION_RESIDUAL;
     lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
                                      lntune_rows_bucket(a->rows), a->H);
     d.kind |= (uint64_t)(index + 1) << 24;
@@ -381,28 +379,12 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types
     if (!e && (rc = resolve(ctx, &d, hash, a->rows, index, fn, &e)) != LNTUNE_OK) return rc;
     const lntune_gpu_kernel *k = e->gpu;
 
-    lntune_kernel_args ka; /* by value to the kernel: device addresses in the pointer fields */
-    memset(&ka, 0, sizeof ka);
-    ka.rows = a->rows;
-    ka.H = a->H;
-    ka.x_stride = a->x_stride ? a->x_stride : a->H;
-    ka.y_stride = a->y_stride ? a->y_stride : a->H;
-    ka.x = a->x;
-    ka.gamma = a->gamma;
-    ka.beta = a->beta;
-    ka.y = a->y;
-    ka.mean = a->mean;
-    ka.rstd = a->rstd;
-    ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;
-    ka.residual = a->residual;
-    ka.residual_out = a->residual_out;
-    ka.residual_stride = a->residual_stride ? a->residual_stride : a->H;
-    ka.residual_out_stride = a->residual_out_stride ? a->residual_out_stride : a->H;
+    lntune_kernel_args by_value = *ka; /* the launch's one parameter block, by value */
     void *saved = NULL;
     if ((rc = lntune_cuda_enter(k->cu, &saved)) == LNTUNE_OK) {
         rc = lntune_cuda_launch_kernel(
             k->cu, k->function, lntune_cuda_launch_grid(&k->launch, a->rows), k->launch.block,
-            lntune_cuda_launch_smem(&k->launch, a->H), a->stream, &ka);
+            lntune_cuda_launch_smem(&k->launch, a->H), a->stream, &by_value);
         lntune_cuda_leave(k->cu, saved);
     }
     if (rc != LNTUNE_OK)

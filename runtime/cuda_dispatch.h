@@ -8,14 +8,15 @@
 #include "dtypes.h"
 
 /*
- * Runs op (LNTUNE_DESC_*) for args already checked by api.c (rows > 0, device CUDA; types: its
- * resolved element types): finds the kernel (the first call of a shape on a device opens the
- * device and loads it, under ctx->lock), then launches it on args->stream. fn names the API
- * function in messages. fp16/bf16 data and a residual are served by tuned kernels only (there
- * are no built-in ones yet): an untuned shape of those is LNTUNE_EUNSUPPORTED.
+ * Runs op (LNTUNE_DESC_*) for args already checked by api.c (rows > 0, device CUDA), with its
+ * resolved element types, fusion (fusion.h) and kernel args ka (device addresses, strides and
+ * eps resolved): finds the kernel (the first call of a shape on a device opens the device and
+ * loads it, under ctx->lock), then launches it on args->stream. fn names the API function in
+ * messages. fp16/bf16 data and a residual are served by tuned kernels only (there are no
+ * built-in ones yet): an untuned shape of those is LNTUNE_EUNSUPPORTED.
  */
-int lntune_gpu_run(lntune *ctx, const lntune_args *args, int op, lntune_types types,
-                   const char *fn);
+int lntune_gpu_run(lntune *ctx, const lntune_args *args, int op, lntune_types types, int fusion,
+                   const lntune_kernel_args *ka, const char *fn);
 
 /* Unloads every module and releases every device of ctx. No call may be running. */
 void lntune_gpu_close_all(lntune *ctx);
