@@ -145,6 +145,18 @@ const lntune_builtin_cuda_variant lntune_builtin_cuda_short_variants[] = {
 const size_t lntune_builtin_cuda_short_variant_count =
     sizeof lntune_builtin_cuda_short_variants / sizeof lntune_builtin_cuda_short_variants[0];
 
+static const int builtin_cuda_fusions[] = {LNTUNE_FUSION_NONE, LNTUNE_FUSION_RESIDUAL,
+                                           LNTUNE_FUSION_RESIDUAL_OUT};
+
+int lntune_builtin_emit_cuda_typed(lntune_gen *g, const char *prefix, size_t i, int fusion,
+                                   char *symbol, size_t size, lntune_source *src) {
+    const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
+    snprintf(symbol, size, "%s_cuda_%s_%s_typed%s%s", prefix, v->op, v->affine ? "affine" : "plain",
+             fusion ? "_" : "", fusion ? lntune_fusion_name(fusion) : "");
+    const lntune_shape shape = {.fusion = fusion, .generic_types = 1};
+    return lntune_gen_emit(g, "cuda", v->op, v->variant, &shape, symbol, src);
+}
+
 /* Writes text as a C string literal, one source line per line of text. */
 static void put_literal(FILE *f, const char *text) {
     if (!text) {
@@ -204,9 +216,23 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
             put_literal(f, src.text);
             fputc(',', f);
             put_literal(f, nv ? (const char *)out.data : NULL);
-            fputs("},\n", f);
+            fputs(", 0, 0},\n", f);
         }
         lntune_nvrtc_output_free(&out);
+        lntune_source_free(&src);
+    }
+    for (size_t i = 0; i < lntune_builtin_cuda_variant_count * 3 && rc == LNTUNE_OK; ++i) {
+        const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i / 3];
+        const int fusion = builtin_cuda_fusions[i % 3];
+        char symbol[128];
+        lntune_source src;
+        if ((rc = lntune_builtin_emit_cuda_typed(g, prefix, i / 3, fusion, symbol, sizeof symbol,
+                                                 &src)) != LNTUNE_OK)
+            break;
+        fprintf(f, "    {%d, %d, 0, \"%s\", \"%s\",", strcmp(v->op, "rmsnorm") == 0, v->affine,
+                symbol, src.variant);
+        put_literal(f, src.text);
+        fprintf(f, ", NULL, 1, %d},\n", fusion);
         lntune_source_free(&src);
     }
     fprintf(f, "};\nconst size_t %s_cuda_count = sizeof %s_cuda / sizeof %s_cuda[0];\n", prefix,

@@ -63,6 +63,16 @@ extern const size_t lntune_builtin_cuda_short_variant_count;
 typedef struct lntune_nvrtc lntune_nvrtc;
 
 /*
+ * The CUDA built-in of calls with fp16/bf16 data or a residual (fusion, LNTUNE_FUSION_*): the
+ * generic variant i of lntune_builtin_cuda_variants with its element types left to macros
+ * (lntune_shape.generic_types), compiled for a call's types with lntune_cuda_type_options
+ * (runtime/cuda_types.h). Names it "<prefix>_cuda_<op>_<affine|plain>_typed[_<fusion>]" into
+ * symbol.
+ */
+int lntune_builtin_emit_cuda_typed(lntune_gen *g, const char *prefix, size_t i, int fusion,
+                                   char *symbol, size_t size, lntune_source *src);
+
+/*
  * Generates the C file liblntune compiles for its CUDA built-ins: a table of
  * lntune_builtin_cuda_kernel records (runtime/builtin.h) with each variant's CUDA source and, when
  * nv is not NULL, its PTX for compute_80 (the driver JITs it for any sm_80+ GPU). A compile failure

@@ -153,6 +153,10 @@ static void push_shape(lua_State *L, const lntune_shape *shape) {
     lua_pushstring(L, lntune_type_name(lntune_types_residual(t)));
     lua_setfield(L, -2, "residual");
     lua_setfield(L, -2, "types");
+    if (shape && shape->generic_types) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "generic_types");
+    }
     if (shape && shape->fusion != LNTUNE_FUSION_NONE) { /* shape.fusion: absent means none */
         lua_pushstring(L, lntune_fusion_name(shape->fusion));
         lua_setfield(L, -2, "fusion");

@@ -22,6 +22,7 @@ typedef struct lntune_shape {
     int affine;         /* LNTUNE_AFFINE_ANY, or only variants for calls with (without) gamma */
     lntune_types types; /* element types; zero: all fp32 */
     int fusion;         /* LNTUNE_FUSION_* (fusion.h): the call's residual add; 0: none */
+    int generic_types;  /* CUDA: element types left to macros set at compile time (types unused) */
 } lntune_shape;
 
 #define LNTUNE_AFFINE_ANY 0

@@ -147,9 +147,10 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  * y_dtype, param_dtype, residual_dtype), with or without residual and residual_out: inputs
  * convert exactly to fp32, y is computed in fp32 and rounded once to its
  * type (to nearest even; overflow gives Inf, NaN stays NaN). Each pointer needs only the
- * alignment of its element type. CUDA serves fp32 for every shape (tuned, else built in), and
- * fp16/bf16 and the residual for the shapes tuned on that GPU (lntune --target cuda --dtype ...
- * --residual): there are no CUDA built-ins of those yet.
+ * alignment of its element type. CUDA serves all of these too: the tuned kernel of the shape
+ * on that GPU (lntune --target cuda [--dtype ...] [--residual]), else a built-in; the built-ins
+ * of fp16/bf16 and residual calls are compiled with NVRTC at first use (LNTUNE_ENODEVICE
+ * where NVRTC cannot be loaded).
  * CUDA: the first call on a device_index opens it and the first call of each shape loads its
  * kernel (tuned for this GPU in the database, else built in), both under a lock; later calls
  * are one lookup and one kernel launch. Arguments are checked as on the CPU before any driver

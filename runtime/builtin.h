@@ -37,7 +37,8 @@ lntune_kernel_fn lntune_builtin_residual_kernel(int op, lntune_types t);
 /*
  * The CUDA built-ins (generated at build time by tools/emit_builtin.c into
  * lntune_builtin_cuda.c, see gen/builtin.c for their parameters): per op and affine kind, the
- * first record whose max_h admits H serves it.
+ * first record whose max_h admits H serves an all-fp32 call without a residual; the typed record
+ * of the call's fusion serves every other call, compiled with NVRTC for its element types.
  */
 typedef struct lntune_builtin_cuda_kernel {
     int op;             /* LNTUNE_DESC_LAYERNORM, LNTUNE_DESC_RMSNORM */
@@ -46,7 +47,9 @@ typedef struct lntune_builtin_cuda_kernel {
     const char *symbol; /* the kernel's name */
     const char *variant;
     const char *source; /* CUDA source, with its launch line */
-    const char *ptx;    /* for compute_80; NULL when the build had no NVRTC */
+    const char *ptx;    /* for compute_80; NULL when the build had no NVRTC, or typed */
+    int typed;          /* element types from -DLNTUNE_X_T=... (Y, P, R): compiled at first use */
+    int fusion;         /* LNTUNE_FUSION_* (typed ones only; the others serve no residual) */
 } lntune_builtin_cuda_kernel;
 
 extern const lntune_builtin_cuda_kernel lntune_builtin_cuda[];

@@ -13,7 +13,8 @@
  * launched by the source's launch line; else the built-in of the op and affine kind: PTX built
  * in at build time, or, when the build had no NVRTC, its source compiled here with NVRTC at
  * first use. fp16/bf16 data and a residual are part of the descriptor and the database key as on
- * the CPU; they have no built-ins yet, so an untuned shape of them is LNTUNE_EUNSUPPORTED. A tuned
+ * the CPU; their built-in is one source per op, affine kind and fusion, compiled with NVRTC at
+ * first use for the call's element types (so, untuned, they need NVRTC at run time). A tuned
  * variant that cannot serve H (over its max_h, more shared memory than the GPU has) leaves the
  * shape to the built-in. Kernels are shared by every descriptor that uses them and unloaded at
  * lntune_close.
@@ -28,6 +29,7 @@
 #include "cuda_driver.h"
 #include "cuda_fingerprint.h"
 #include "cuda_launch.h"
+#include "cuda_types.h"
 #include "dispatch.h"
 #include "fusion.h"
 #include "hardware.h"
@@ -134,29 +136,42 @@ static const lntune_nvrtc *get_nvrtc(lntune *ctx, char *err, size_t errlen) {
     return ctx->nvrtc;
 }
 
+/* The built-in record serving d: for fp16/bf16 or a residual, the typed one of its op, affine
+ * kind and fusion; else the first fp32 one of its op and affine kind whose max_h admits H. */
+static const lntune_builtin_cuda_kernel *builtin_record(const lntune_desc *d) {
+    const int typed = lntune_desc_dtype(d) != 0 || lntune_desc_fusion(d) != LNTUNE_FUSION_NONE;
+    for (size_t i = 0; i < lntune_builtin_cuda_count; ++i) {
+        const lntune_builtin_cuda_kernel *c = &lntune_builtin_cuda[i];
+        if (c->op == lntune_desc_op(d) && c->affine == lntune_desc_affine(d) && c->typed == typed &&
+            (!typed || c->fusion == lntune_desc_fusion(d)) && (c->max_h == 0 || d->H <= c->max_h))
+            return c;
+    }
+    return NULL;
+}
+
 /*
- * The built-in kernel of d's op and affine kind for d->H, loaded on first use: its PTX, else its
- * source compiled with NVRTC for this GPU. Sets *k (function NULL and a message on failure);
- * returns LNTUNE_ENOMEM only.
+ * The built-in kernel of d for d->H, loaded on first use: its PTX, else its source compiled with
+ * NVRTC for this GPU (always, for a typed one: for the call's element types). Sets *k (function
+ * NULL and a message on failure); returns LNTUNE_ENOMEM only.
  */
 static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
                           lntune_gpu_kernel **out) {
     *out = NULL;
-    const lntune_builtin_cuda_kernel *b = NULL;
-    for (size_t i = 0; i < lntune_builtin_cuda_count && !b; ++i) {
-        const lntune_builtin_cuda_kernel *c = &lntune_builtin_cuda[i];
-        if (c->op == lntune_desc_op(d) && c->affine == lntune_desc_affine(d) &&
-            (c->max_h == 0 || d->H <= c->max_h))
-            b = c;
-    }
+    const lntune_builtin_cuda_kernel *b = builtin_record(d);
     if (!b) return LNTUNE_ENOTFOUND; /* the build's table lacks this kind: a broken build */
-    if ((*out = find_kernel(g, b->symbol))) return LNTUNE_OK;
-    lntune_gpu_kernel *k = new_kernel(g, b->symbol);
+    const lntune_types types = lntune_types_unpacked(lntune_desc_dtype(d));
+    char key[192], tuple[24];
+    lntune_types_format(types, tuple, sizeof tuple);
+    snprintf(key, sizeof key, "%s%s%s", b->symbol, b->typed ? "/" : "", b->typed ? tuple : "");
+    if ((*out = find_kernel(g, key))) return LNTUNE_OK;
+    lntune_gpu_kernel *k = new_kernel(g, key);
     if (!k) return LNTUNE_ENOMEM;
     char err[1024] = "";
     const int parsed = lntune_cuda_launch_parse(b->source, &k->launch) == LNTUNE_OK;
     if (!parsed)
         snprintf(err, sizeof err, "built-in %s has no launch line", b->symbol);
+    else if (b->typed)
+        snprintf(err, sizeof err, "built-in %s for %s is compiled at first use", b->symbol, tuple);
     else if (!b->ptx)
         snprintf(err, sizeof err, "this build has no PTX for %s", b->symbol);
     else if (lntune_cuda_module_load(g->cu, b->ptx, b->symbol, &k->module, &k->function) !=
@@ -164,13 +179,16 @@ static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
         snprintf(err, sizeof err, "loading the built-in PTX of %s: %s", b->symbol,
                  lntune_cuda_errmsg(g->cu));
     if (parsed && !k->function) {
-        /* No usable PTX: compile the source for exactly this GPU. */
+        /* No usable PTX: compile the source for exactly this GPU (and these types). */
         char why[768] = "";
+        lntune_cuda_type_options options;
+        lntune_cuda_type_options_make(types, &options);
         const lntune_nvrtc *nv = get_nvrtc(ctx, why, sizeof why);
         lntune_nvrtc_output o;
         memset(&o, 0, sizeof o);
         if (nv && lntune_nvrtc_compile(nv, b->source, b->symbol, lntune_cuda_get_info(g->cu)->sm,
-                                       LNTUNE_NVRTC_CUBIN, NULL, &o) != LNTUNE_OK)
+                                       LNTUNE_NVRTC_CUBIN, b->typed ? options.options : NULL,
+                                       &o) != LNTUNE_OK)
             snprintf(why, sizeof why, "NVRTC: %.600s", o.message ? o.message : "failed");
         else if (nv && lntune_cuda_module_load(g->cu, o.data, b->symbol, &k->module,
                                                &k->function) != LNTUNE_OK)
@@ -181,7 +199,7 @@ static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
             size_t n = strlen(err);
             snprintf(err + n, sizeof err - n, "; compiling its source at run time: %s", why);
         } else {
-            lntune_ctx_debug(ctx, "built-in %s compiled with NVRTC (%s)", b->symbol, err);
+            lntune_ctx_debug(ctx, "built-in %s compiled with NVRTC (%s)", key, err);
         }
     }
     if (!k->function && !(k->message = strdup(err))) {
@@ -321,20 +339,17 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     if (k) {
         lntune_ctx_debug(ctx, "%s on CUDA device %d: tuned %s, measured %.0f ns at rows=%lld", what,
                          index, best.variant, best.median_ns, (long long)best.tuned_rows);
-    } else if (lntune_desc_dtype(d) != 0 || lntune_desc_fusion(d) != LNTUNE_FUSION_NONE) {
-        rc = lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
-                             "%s: %s on CUDA device %d: fp16/bf16 and a residual are served by "
-                             "tuned kernels only, and this shape has none (%s): tune it with "
-                             "lntune --target cuda --dtype ... [--residual] --shape H=%lld",
-                             fn, what, index, why, (long long)d->H);
     } else if ((rc = builtin_kernel(ctx, g, d, &k)) != LNTUNE_OK) {
         rc = rc == LNTUNE_ENOMEM
                  ? lntune_ctx_fail(ctx, rc, "%s: out of memory loading a CUDA kernel", fn)
                  : lntune_ctx_fail(ctx, LNTUNE_ERROR,
                                    "%s: this build has no built-in CUDA kernel for %s", fn, what);
     } else if (!k->function) {
-        rc = lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: CUDA device %d: no built-in kernel: %s",
-                             fn, index, k->message);
+        rc = lntune_ctx_fail(ctx, LNTUNE_ENODEVICE,
+                             "%s: CUDA device %d: no built-in kernel: %.600s; and no tuned one "
+                             "(%.200s): lntune --target cuda [--dtype ...] [--residual] --shape "
+                             "H=%lld would tune one",
+                             fn, index, k->message, why, (long long)d->H);
     } else if (!allow_smem(g, k, d->H)) { /* the built-ins use none: a broken build */
         rc = lntune_ctx_fail(ctx, LNTUNE_ERROR,
                              "%s: CUDA device %d: built-in %s cannot run H = %lld", fn, index,

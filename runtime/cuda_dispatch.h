@@ -12,8 +12,8 @@
  * resolved element types, fusion (fusion.h) and kernel args ka (device addresses, strides and
  * eps resolved): finds the kernel (the first call of a shape on a device opens the device and
  * loads it, under ctx->lock), then launches it on args->stream. fn names the API function in
- * messages. fp16/bf16 data and a residual are served by tuned kernels only (there are no
- * built-in ones yet): an untuned shape of those is LNTUNE_EUNSUPPORTED.
+ * messages. An untuned shape of fp16/bf16 data or a residual gets the typed built-in, compiled
+ * with NVRTC for its element types at first use (LNTUNE_ENODEVICE where NVRTC cannot be loaded).
  */
 int lntune_gpu_run(lntune *ctx, const lntune_args *args, int op, lntune_types types, int fusion,
                    const lntune_kernel_args *ka, const char *fn);

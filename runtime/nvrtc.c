@@ -342,7 +342,7 @@ static void *compile_worker(void *arg) {
     for (size_t i; (i = atomic_fetch_add(&b->next, 1)) < b->count;) {
         lntune_nvrtc_job *j = &b->jobs[i];
         j->rc = lntune_nvrtc_compile(b->n, j->source, j->name ? j->name : "variant.cu", b->sm,
-                                     b->kind, NULL, &j->out);
+                                     b->kind, j->options, &j->out);
     }
     return NULL;
 }

@@ -60,7 +60,8 @@ void lntune_nvrtc_output_free(lntune_nvrtc_output *out); /* frees the fields; NU
 /* One source of a batch: filled by the caller (source, name), then rc and out by the compile. */
 typedef struct lntune_nvrtc_job {
     const char *source;
-    const char *name; /* NULL: "variant.cu" */
+    const char *name;           /* NULL: "variant.cu" */
+    const char *const *options; /* extra options, NULL-terminated; NULL: none */
     int rc;
     lntune_nvrtc_output out;
 } lntune_nvrtc_job;

@@ -16,9 +16,9 @@
  * bf16 Add & Norm: a bf16 LayerNorm variant fused with residual_out, compiled the same way, is
  * this GPU's best for H = 1024; the handle must serve a bf16 call with a residual and
  * residual_out at H = 1024 with it (y within the verifier's bf16 bound of the float64 reference
- * of the fp32 sum, residual_out that sum rounded to bf16 bit for bit), and refuse H = 1000,
- * which nobody tuned, with LNTUNE_EUNSUPPORTED (there are no CUDA built-ins of bf16 or a
- * residual). With the stand-in driver (cuda_dispatch_mock) MOCK_CUDA_TYPES tells it the types.
+ * of the fp32 sum, residual_out that sum rounded to bf16 bit for bit), and H = 1000, 1 and 4097,
+ * which nobody tuned, with the typed built-in compiled for bf16 at first use (the log names it).
+ * With the stand-in driver (cuda_dispatch_mock) MOCK_CUDA_TYPES tells it the types.
  *
  * Exits 77 (skipped) when lntune_cuda_open finds no GPU. Labelled `cuda` in ctest.
  */
@@ -373,27 +373,58 @@ static int bf16_call(lntune *ctx, int64_t H, int64_t rows, int *bad) {
 }
 
 static void bf16_suite(const char *scratch, const lntune_cuda_info *info) {
-    char path[4096];
+    char path[4096], log_path[4096];
     snprintf(path, sizeof path, "%s/cuda_dispatch_bf16.db", scratch);
+    snprintf(log_path, sizeof log_path, "%s/cuda_dispatch_bf16.log", scratch);
     unlink(path);
     lntune *ctx = NULL;
-    if (make_bf16_db(path, info, 1024) != 0 || lntune_open(path, &ctx) != LNTUNE_OK) {
+    if (make_bf16_db(path, info, 1024) != 0) {
         printf("FAIL: the bf16 database\n");
         ++failures;
         return;
     }
     setenv("MOCK_CUDA_TYPES", "bf16", 1); /* the stand-in's kernels; a real GPU ignores it */
-    int bad = 0;
-    int rc = bf16_call(ctx, 1024, 64, &bad);
-    printf("%s: bf16 Add & Norm at the tuned H = 1024: rc %d (%s), %d element(s) wrong\n",
-           rc == LNTUNE_OK && bad == 0 ? "ok" : "FAIL", rc, rc ? lntune_errmsg(ctx) : "-", bad);
-    failures += rc != LNTUNE_OK || bad != 0;
-    rc = bf16_call(ctx, 1000, 8, &bad);
-    const int refused = rc == LNTUNE_EUNSUPPORTED && strstr(lntune_errmsg(ctx), "tune it");
-    printf("%s: bf16 Add & Norm at H = 1000, never tuned: rc %d, %s\n", refused ? "ok" : "FAIL", rc,
-           lntune_errmsg(ctx));
-    failures += !refused;
+    fflush(stderr);
+    const int saved_stderr = dup(2);
+    if (!freopen(log_path, "w", stderr)) return;
+    setenv("LNTUNE_LOG", "debug", 1);
+    /* H = 1024 tuned; 1000, 1 and 4097 never tuned: the typed built-in, compiled for bf16. */
+    static const int64_t hs[] = {1024, 1000, 1, 4097}, rows[] = {64, 8, 5, 3};
+    int rcs[4] = {LNTUNE_ERROR, LNTUNE_ERROR, LNTUNE_ERROR, LNTUNE_ERROR}, bad[4] = {0};
+    if (lntune_open(path, &ctx) == LNTUNE_OK)
+        for (int i = 0; i < 4; ++i) rcs[i] = bf16_call(ctx, hs[i], rows[i], &bad[i]);
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    unsetenv("LNTUNE_LOG");
     unsetenv("MOCK_CUDA_TYPES");
+    for (int i = 0; i < 4; ++i) {
+        char at[64];
+        snprintf(at, sizeof at, "H=%lld rows=%lld ", (long long)hs[i], (long long)rows[i]);
+        const int served = count_lines(
+            log_path, at,
+            i == 0 ? "on CUDA device 0: tuned"
+                   : "built-in lntune_builtin_cuda_layernorm_affine_typed_residual_out/bf16",
+            0);
+        const int ok = rcs[i] == LNTUNE_OK && bad[i] == 0 && served == 1;
+        printf("%s: bf16 Add & Norm at H = %lld, %s: rc %d (%s), %d element(s) wrong, %d log "
+               "line\n",
+               ok ? "ok" : "FAIL", (long long)hs[i], i == 0 ? "tuned" : "never tuned", rcs[i],
+               rcs[i] && ctx ? lntune_errmsg(ctx) : "-", bad[i], served);
+        failures += !ok;
+    }
+    if (failures) count_lines(log_path, "", "", 1);
+    lntune_close(ctx);
+    /* Without NVRTC an untuned bf16 call has no kernel: a clear error, no crash. */
+    setenv("LNTUNE_NVRTC", "/nonexistent/libnvrtc.so", 1);
+    int bad_none = 0, rc = LNTUNE_ERROR;
+    if (lntune_open(path, &ctx) == LNTUNE_OK) rc = bf16_call(ctx, 1000, 8, &bad_none);
+    unsetenv("LNTUNE_NVRTC");
+    const char *msg = ctx ? lntune_errmsg(ctx) : "";
+    const int refused =
+        rc == LNTUNE_ENODEVICE && strstr(msg, "libnvrtc") && strstr(msg, "lntune --target cuda");
+    printf("%s: bf16 at H = 1000 without NVRTC: rc %d, %s\n", refused ? "ok" : "FAIL", rc, msg);
+    failures += !refused;
     lntune_close(ctx);
     unlink(path);
 }

@@ -15,6 +15,19 @@ M.SIZE = { f32 = 4, f16 = 2, bf16 = 2 }
 M.widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
 M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
 
+-- Types chosen when the source is compiled rather than generated (the runtime's built-ins for
+-- fp16/bf16 calls: one source serves every type tuple). Each tensor's type is a macro set on the
+-- compiler's command line (-DLNTUNE_X_T=lntune_bf16; float, lntune_f16 or lntune_bf16): below,
+-- the pseudo-types x_t, y_t, p_t and r_t stand for them.
+M.GENERIC = { x = "x_t", y = "y_t", params = "p_t", residual = "r_t" }
+for t, macro in pairs { x_t = "X", y_t = "Y", p_t = "P", r_t = "R" } do
+    M.CTYPE[t] = "lntune_" .. t
+    M.SIZE[t] = "sizeof(lntune_" .. t .. ")"
+    M.widen[t] = "to_f32(%s)"
+    M.narrow[t] = "from_f32<lntune_" .. t .. ">(%s)"
+    M[t .. "_macro"] = "LNTUNE_" .. macro .. "_T"
+end
+
 local PACKF = [[
 /* V floats moved as one access: 8 or 16 bytes when the address is aligned to that. */
 template <int V> struct alignas(4 * V) packf {
@@ -85,20 +98,72 @@ LN_INLINE unsigned short f32_to_f16(float f)
 }
 ]]
 
+-- The element types of the pseudo-types, and a conversion of each from and to float.
+local GENERIC = [[
+
+/* The types of the tensors are chosen when this source is compiled: -DLNTUNE_X_T=lntune_bf16
+ * and so on for y, gamma/beta and residual (float, lntune_f16 or lntune_bf16). */
+struct lntune_f16 {
+    unsigned short bits;
+};
+struct lntune_bf16 {
+    unsigned short bits;
+};
+LN_INLINE float to_f32(float f) { return f; }
+LN_INLINE float to_f32(lntune_f16 h) { return f16_to_f32(h.bits); }
+LN_INLINE float to_f32(lntune_bf16 h) { return bf16_to_f32(h.bits); }
+template <typename T> LN_INLINE T from_f32(float f);
+template <> LN_INLINE float from_f32<float>(float f) { return f; }
+template <> LN_INLINE lntune_f16 from_f32<lntune_f16>(float f) { return lntune_f16{f32_to_f16(f)}; }
+template <> LN_INLINE lntune_bf16 from_f32<lntune_bf16>(float f) { return lntune_bf16{f32_to_bf16(f)}; }
+
+/* V elements of type T moved as one access when the address is aligned to that. */
+template <typename T, int V> struct alignas(sizeof(T) * V) packt {
+    T v[V];
+};
+]]
+
 -- packf with its fp32 load/store, then what the types in the list need: packh and the
--- conversions of each 16-bit type present.
+-- conversions of each 16-bit type present; with a pseudo-type, all of them and the typedefs of
+-- the pseudo-types present from their macros.
 function M.device_functions(types)
-    local used = {}
-    for _, t in ipairs(types) do used[t] = true end
+    local used, generic = {}, {}
+    for _, t in ipairs(types) do
+        if M[t .. "_macro"] and not used[t] then generic[#generic + 1] = t end
+        used[t] = true
+    end
+    if #generic > 0 then used.f16, used.bf16 = true, true end
     local out = { PACKF }
     if used.f16 or used.bf16 then out[#out + 1] = PACKH end
     if used.bf16 then out[#out + 1] = BF16 end
     if used.f16 then out[#out + 1] = F16 end
+    if #generic > 0 then
+        out[#out + 1] = GENERIC
+        for _, t in ipairs(generic) do
+            local macro = M[t .. "_macro"]
+            out[#out + 1] = string.format(
+                "#ifndef %s\n#error \"compile with -D%s=float, lntune_f16 or lntune_bf16\"\n#endif\n"
+                .. "typedef %s lntune_%s;\n", macro, macro, macro, t)
+        end
+    end
     return table.concat(out)
 end
 
 -- name<V>(p): V elements of type t at p widened to a packf (fp32: one plain access).
 function M.loader(name, t)
+    if M[t .. "_macro"] then
+        return string.format([[
+
+template <int V> LN_INLINE packf<V> %s(const %s *p)
+{
+    const packt<%s, V> h = *reinterpret_cast<const packt<%s, V> *>(p);
+    packf<V> q;
+#pragma unroll
+    for (int e = 0; e < V; ++e) q.v[e] = to_f32(h.v[e]);
+    return q;
+}
+]], name, M.CTYPE[t], M.CTYPE[t], M.CTYPE[t])
+    end
     if t == "f32" then
         return string.format([[
 
@@ -123,6 +188,19 @@ end
 
 -- name<V>(p, q): q rounded to type t (round to nearest even) and stored as one access.
 function M.storer(name, t)
+    if M[t .. "_macro"] then
+        local ct = M.CTYPE[t]
+        return string.format([[
+
+template <int V> LN_INLINE void %s(%s *p, const packf<V> &q)
+{
+    packt<%s, V> h;
+#pragma unroll
+    for (int e = 0; e < V; ++e) h.v[e] = from_f32<%s>(q.v[e]);
+    *reinterpret_cast<packt<%s, V> *>(p) = h;
+}
+]], name, ct, ct, ct, ct)
+    end
     if t == "f32" then
         return string.format([[
 

@@ -135,7 +135,7 @@ function M.family(op)
             if p.layout ~= "warp" and p.tpr ~= 32 then return false, "tpr is for layout=warp" end
             if (p.layout == "cluster") ~= (p.cluster > 1) then return false, "cluster > 1 is layout=cluster" end
             if p.pack == 8 then
-                local types = shape.types or ALL_F32
+                local types = shape.generic_types and cv.GENERIC or shape.types or ALL_F32
                 if types.x == "f32" and types.y == "f32" then
                     return false, "fp32 x and y move 16 bytes at pack=4"
                 end
@@ -174,7 +174,7 @@ function M.family(op)
         derive = function(p, host, shape)
             local warp = p.layout == "warp"
             local fixed_H = p.h == "fixed" and shape.H or false
-            local types = shape.types or ALL_F32
+            local types = shape.generic_types and cv.GENERIC or shape.types or ALL_F32
             return {
                 cv = cv,
                 types = types,

@@ -1,0 +1,167 @@
+/*
+ * test_cuda_builtin_typed.c - the CUDA built-ins of fp16/bf16 and residual calls: one source per
+ * op, affine kind and fusion, its element types chosen by NVRTC options
+ * (runtime/cuda_types.h). Without a GPU: each sample compiles through NVRTC for sm_90 to a cubin
+ * and its PTX with the kernel's entry; with x in fp16 the PTX widens it (cvt.f32.f16), so the
+ * options did choose the types. On a GPU every sample is also verified on the device
+ * (tests/cuda_device.h), for the H of the device suite.
+ *
+ * The sample: all 27 tuples of x, y and gamma/beta without a residual (the all-fp32 one is
+ * served by the fp32 built-ins, and checked here anyway), the op and the affine kind moving from
+ * one tuple to the next; with a residual, every residual type under both fusions and both ops,
+ * x, y and gamma/beta moving likewise. Exits 77 (skipped) when no NVRTC can be loaded.
+ */
+#define _GNU_SOURCE /* memmem */
+#include "builtin.h"
+#include "check.h"
+#include "cuda_device.h"
+#include "cuda_types.h"
+#include "dtypes.h"
+#include "fusion.h"
+#include "generator.h"
+#include "lntune.h"
+#include "nvrtc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SM = 90, UNFUSED = 27, FUSED = 3 * 2 * 2, MAX_JOBS = UNFUSED + FUSED };
+
+typedef struct {
+    size_t variant; /* index in lntune_builtin_cuda_variants */
+    int fusion;
+    lntune_types types;
+    char symbol[128];
+    char what[200];
+    lntune_cuda_type_options options;
+    lntune_nvrtc_job job;
+} sample;
+
+static sample samples[MAX_JOBS];
+static size_t nsamples;
+
+static void add(lntune_gen *g, size_t variant, int fusion, lntune_types types) {
+    sample *s = &samples[nsamples++];
+    s->variant = variant;
+    s->fusion = fusion;
+    s->types = types;
+    lntune_source src;
+    int rc = lntune_builtin_emit_cuda_typed(g, "lntune_builtin", variant, fusion, s->symbol,
+                                            sizeof s->symbol, &src);
+    char tuple[24];
+    lntune_types_format(types, tuple, sizeof tuple);
+    char symbol[sizeof s->symbol];
+    memcpy(symbol, s->symbol, sizeof symbol);
+    snprintf(s->what, sizeof s->what, "%.120s %s", symbol, tuple);
+    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
+    if (rc != LNTUNE_OK) return;
+    lntune_cuda_type_options_make(types, &s->options);
+    s->job.source = src.text; /* freed after the compile */
+    s->job.options = s->options.options;
+    src.text = NULL;
+    lntune_source_free(&src);
+}
+
+static void collect(lntune_gen *g) {
+    const size_t nvariants = lntune_builtin_cuda_variant_count;
+    for (int k = 0; k < UNFUSED; ++k) {
+        const lntune_types t = {
+            .x = (uint8_t)(k / 9), .y = (uint8_t)(k / 3 % 3), .params = (uint8_t)(k % 3)};
+        add(g, (size_t)k % nvariants, LNTUNE_FUSION_NONE, t);
+    }
+    int k = 0;
+    for (int r = 0; r < 3; ++r)
+        for (int f = LNTUNE_FUSION_RESIDUAL; f < LNTUNE_FUSION_COUNT; ++f)
+            for (int op = 0; op < 2; ++op, ++k) {
+                lntune_types t = {.x = (uint8_t)((r + k) % 3),
+                                  .y = (uint8_t)(k % 3),
+                                  .params = (uint8_t)((k / 3) % 3)};
+                lntune_types_set_residual(&t, r);
+                add(g, (size_t)(op * 2 + k % 2), f, t);
+            }
+}
+
+static void check(const sample *s) {
+    const lntune_nvrtc_output *out = &s->job.out;
+    if (s->job.rc != LNTUNE_OK) {
+        EXPECT(0, "%s: rc %d\n%s", s->what, s->job.rc, out->message ? out->message : "");
+        return;
+    }
+    EXPECT(out->len > 0 && out->ptx_len > 0, "%s: cubin %zu bytes, PTX %zu bytes", s->what,
+           out->len, out->ptx_len);
+    char entry[160];
+    snprintf(entry, sizeof entry, ".entry %s(", s->symbol);
+    EXPECT(out->ptx && strstr(out->ptx, entry), "%s: no '%s' in the PTX", s->what, entry);
+    EXPECT(out->data && memmem(out->data, out->len, s->symbol, strlen(s->symbol) + 1),
+           "%s: no symbol %s in the cubin", s->what, s->symbol);
+    /* fp16 x must be widened; with no fp16 input at all, nothing may be. */
+    const lntune_types t = s->types;
+    const int widens = out->ptx && strstr(out->ptx, "cvt.f32.f16");
+    EXPECT(t.x != LNTUNE_TYPE_F16 || widens, "%s: x is fp16, yet not widened", s->what);
+    const int f16_in = t.x == LNTUNE_TYPE_F16 || t.params == LNTUNE_TYPE_F16 ||
+                       (s->fusion && lntune_types_residual(t) == LNTUNE_TYPE_F16);
+    EXPECT(f16_in || !widens, "%s: no fp16 input, yet cvt.f32.f16 in the PTX", s->what);
+}
+
+int main(void) {
+    lntune_nvrtc *nv = NULL;
+    int rc = lntune_nvrtc_open(&nv);
+    if (rc == LNTUNE_ENODEVICE) {
+        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
+        lntune_nvrtc_close(nv);
+        return 77;
+    }
+    EXPECT(rc == LNTUNE_OK, "open: %s", lntune_nvrtc_errmsg(nv));
+    if (rc != LNTUNE_OK) return 1;
+
+    lntune_gen *g = NULL;
+    rc = lntune_gen_open(NULL, &g);
+    EXPECT(rc == LNTUNE_OK, "gen open: %s", lntune_gen_errmsg(g));
+    if (rc == LNTUNE_OK) {
+        lntune_gen_set_cuda_arch(g, SM);
+        collect(g);
+    }
+    lntune_gen_close(g);
+
+    /* Without the macros the source must refuse to compile, naming them. */
+    lntune_nvrtc_output bare = {0};
+    if (nsamples && samples[0].job.source) {
+        const int brc = lntune_nvrtc_compile(nv, samples[0].job.source, "bare.cu", SM,
+                                             LNTUNE_NVRTC_PTX, NULL, &bare);
+        EXPECT(brc == LNTUNE_ECOMPILE && bare.message && strstr(bare.message, "LNTUNE_X_T"),
+               "compiled without -DLNTUNE_X_T: rc %d, %s", brc,
+               bare.message ? bare.message : "no message");
+        lntune_nvrtc_output_free(&bare);
+    }
+
+    lntune_nvrtc_job jobs[MAX_JOBS];
+    for (size_t i = 0; i < nsamples; ++i) jobs[i] = samples[i].job;
+    rc = lntune_nvrtc_compile_many(nv, SM, LNTUNE_NVRTC_CUBIN, jobs, nsamples, 0);
+    EXPECT(rc == LNTUNE_OK, "compile_many: rc %d", rc);
+    device_suite dev;
+    device_open(&dev);
+    for (size_t i = 0; i < nsamples; ++i) {
+        sample *s = &samples[i];
+        s->job = jobs[i];
+        if (rc == LNTUNE_OK) check(s);
+        if (rc == LNTUNE_OK && s->job.rc == LNTUNE_OK) {
+            const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[s->variant];
+            device_verify_forward(&dev, SM, s->job.source, s->job.out.data, s->symbol,
+                                  (lntune_op)lntune_op_parse(v->op), s->types, s->fusion, v->affine,
+                                  0, s->what);
+        }
+        lntune_nvrtc_output_free(&s->job.out);
+        free((char *)s->job.source);
+    }
+    device_close(&dev);
+    printf("%zu typed built-ins compiled for sm_%d (and run on the GPU, if any)\n", nsamples, SM);
+    EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
+    lntune_nvrtc_close(nv);
+    if (check_failures) {
+        fprintf(stderr, "%d failure(s)\n", check_failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
