@@ -11,6 +11,8 @@
 -- and a constant row gives a variance of exactly 0. fp32 partial sums are flushed into double
 -- every BLOCK elements, so no long fp32 accumulation chain ever forms (H = 65536 at mean 1000
 -- would otherwise lose three digits). "onepass" and "wide" accumulate in double lanes.
+-- "sampled" shifts by the mean of the first 32 elements instead and then needs only the pass of
+-- squared deviations, unless the shift turns out far from the row's mean (see its row_stats).
 -- 16-bit inputs widen exactly to fp32; y is computed in fp32 and rounded once to its type
 -- (round to nearest even, NaN stays a quiet NaN, overflow gives Inf).
 --
@@ -60,10 +62,12 @@ function M.family(op)
             { name = "acc", values = { 1, 2, 4 }, doc = "independent accumulators (unroll)" },
             {
                 name = "stats",
-                values = layernorm and { "twopass", "welford", "onepass" } or { "blocked", "wide" },
+                values = layernorm and { "twopass", "welford", "onepass", "sampled" } or { "blocked", "wide" },
                 doc = layernorm
                     and "twopass: mean then squared deviations; welford: per-lane Welford merged "
-                        .. "with Chan's formula; onepass: sum and sum of squares in double lanes"
+                        .. "with Chan's formula; onepass: sum and sum of squares in double lanes; "
+                        .. "sampled: squared deviations from the mean of the first 32 elements, "
+                        .. "in one pass unless that mean lies far from the row's"
                     or "blocked: fp32 lanes flushed into double; wide: double lanes",
             },
             { name = "affine", values = { "fused", "none" }, doc = "gamma/beta in the normalize pass, or none" },
@@ -325,7 +329,7 @@ static inline void stream_y2(yt *p, vf even, vf odd)
 @ else
 @   streamer("stream_y", "yt", vy, "narrow_y")
 @ end
-@ if p.stats == "twopass" or p.stats == "blocked" then
+@ if p.stats == "twopass" or p.stats == "blocked" or p.stats == "sampled" then
 
 {{ cv.hsum(V) }}
 
@@ -406,10 +410,12 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 @   if not fusion then return v end
 @   return "(" .. v .. " + " .. string.format(widen[types.residual], "res[" .. r .. "][" .. i .. "]") .. ")"
 @ end
-@ if LN and p.stats == "twopass" then
+@ if LN and (p.stats == "twopass" or p.stats == "sampled") then
+@   if p.stats == "twopass" then
 @   reduction("sum_shifted", "s[r] += sum of x[r][i] - k[r].", ", const float k[" .. R .. "]",
 @             function(r, o, h) return at(r, o, h) .. " - k[" .. r .. "]" end,
 @             function(r) return xs(r, "i") .. " - k[" .. r .. "]" end)
+@   end
 @   reduction("sum_squared_deviations",
 @             "s[r] += sum of (x[r][i] - m[r])^2, d[r] += sum of x[r][i] - m[r].",
 @             ", const float m[" .. R .. "]",
@@ -417,6 +423,7 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 @             function(r) return "(" .. xs(r, "i") .. " - m[" .. r .. "]) * (" .. xs(r, "i") .. " - m[" .. r .. "])" end,
 @             function(r, o, h) return at(r, o, h) .. " - m[" .. r .. "]" end,
 @             function(r) return xs(r, "i") .. " - m[" .. r .. "]" end)
+@   if p.stats == "twopass" then
 /*
  * Mean and 1/sqrt(var + eps) of {{R}} row(s): a pass for the mean, one for deviations from it.
  * The first pass's fp32 partial sums of x - k grow with |k - mean| (k is the first element, maybe
@@ -432,6 +439,41 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
     sum_shifted(x{{RA}}, H, k, s);
     for (int r = 0; r < {{R}}; ++r) m[r] = (float)(k[r] + s[r] / (double)H);
     sum_squared_deviations(x{{RA}}, H, m, ss, d);
+@   else
+/*
+ * The same from one pass where it can: the deviations are taken from m, the mean of the first
+ * 32 elements, which lies within a fraction of the spread of the row's mean for any row whose
+ * start looks like the rest. The variance from that pass, E[(x - m)^2] - c^2 with c the mean
+ * deviation, loses to cancellation what c^2 adds to the variance: when c^2 exceeds a quarter
+ * of it (a sorted row, an outlier among the first elements), the group's rows take a second
+ * pass from their corrected means, as twopass does.
+ */
+static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
+                      float rstd[{{R}}])
+{
+    enum { SAMPLE = 32 };
+    float m[{{R}}];
+    double ss[{{R}}] = {0}, d[{{R}}] = {0};
+    const int64_t n = H < SAMPLE ? H : SAMPLE;
+    for (int r = 0; r < {{R}}; ++r) {
+        double t = 0.0;
+        for (int64_t i = 0; i < n; ++i) t += {{xs("r", "i")}};
+        m[r] = (float)(t / (double)n);
+    }
+    sum_squared_deviations(x{{RA}}, H, m, ss, d);
+    int far = 0;
+    for (int r = 0; r < {{R}}; ++r) {
+        const double c = d[r] / (double)H;
+        far |= !(c * c <= 0.25 * (ss[r] / (double)H - c * c)); /* NaN too: recomputed alike */
+    }
+    if (far) {
+        for (int r = 0; r < {{R}}; ++r) {
+            m[r] = (float)((double)m[r] + d[r] / (double)H);
+            ss[r] = d[r] = 0.0;
+        }
+        sum_squared_deviations(x{{RA}}, H, m, ss, d);
+    }
+@   end
     for (int r = 0; r < {{R}}; ++r) {
         const double c = d[r] / (double)H, var = ss[r] / (double)H - c * c;
         mean[r] = (float)((double)m[r] + c);
