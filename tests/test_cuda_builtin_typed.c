@@ -11,7 +11,7 @@
  * one tuple to the next; with a residual, every residual type under both fusions and both ops,
  * x, y and gamma/beta moving likewise. Exits 77 (skipped) when no NVRTC can be loaded.
  */
-#define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "builtin.h"
 #include "check.h"
 #include "cuda_device.h"
@@ -21,6 +21,7 @@
 #include "generator.h"
 #include "lntune.h"
 #include "nvrtc.h"
+#include "nvrtc_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,21 +84,10 @@ static void collect(lntune_gen *g) {
 }
 
 static void check(const sample *s) {
-    const lntune_nvrtc_output *out = &s->job.out;
-    if (s->job.rc != LNTUNE_OK) {
-        EXPECT(0, "%s: rc %d\n%s", s->what, s->job.rc, out->message ? out->message : "");
-        return;
-    }
-    EXPECT(out->len > 0 && out->ptx_len > 0, "%s: cubin %zu bytes, PTX %zu bytes", s->what,
-           out->len, out->ptx_len);
-    char entry[160];
-    snprintf(entry, sizeof entry, ".entry %s(", s->symbol);
-    EXPECT(out->ptx && strstr(out->ptx, entry), "%s: no '%s' in the PTX", s->what, entry);
-    EXPECT(out->data && memmem(out->data, out->len, s->symbol, strlen(s->symbol) + 1),
-           "%s: no symbol %s in the cubin", s->what, s->symbol);
+    if (!nvrtc_check_compiled(&s->job, s->symbol, 0, s->what)) return;
     /* fp16 x must be widened; with no fp16 input at all, nothing may be. */
     const lntune_types t = s->types;
-    const int widens = out->ptx && strstr(out->ptx, "cvt.f32.f16");
+    const int widens = strstr(s->job.out.ptx, "cvt.f32.f16") != NULL;
     EXPECT(t.x != LNTUNE_TYPE_F16 || widens, "%s: x is fp16, yet not widened", s->what);
     const int f16_in = t.x == LNTUNE_TYPE_F16 || t.params == LNTUNE_TYPE_F16 ||
                        (s->fusion && lntune_types_residual(t) == LNTUNE_TYPE_F16);
@@ -106,14 +96,8 @@ static void check(const sample *s) {
 
 int main(void) {
     lntune_nvrtc *nv = NULL;
-    int rc = lntune_nvrtc_open(&nv);
-    if (rc == LNTUNE_ENODEVICE) {
-        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
-        lntune_nvrtc_close(nv);
-        return 77;
-    }
-    EXPECT(rc == LNTUNE_OK, "open: %s", lntune_nvrtc_errmsg(nv));
-    if (rc != LNTUNE_OK) return 1;
+    int rc = nvrtc_check_open(&nv);
+    if (rc != 0) return rc;
 
     lntune_gen *g = NULL;
     rc = lntune_gen_open(NULL, &g);
@@ -158,10 +142,5 @@ int main(void) {
     printf("%zu typed built-ins compiled for sm_%d (and run on the GPU, if any)\n", nsamples, SM);
     EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
     lntune_nvrtc_close(nv);
-    if (check_failures) {
-        fprintf(stderr, "%d failure(s)\n", check_failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return nvrtc_check_exit();
 }

@@ -22,7 +22,7 @@
  * (tests/cuda_device.h).
  * Exits 77 (skipped) when no NVRTC can be loaded.
  */
-#define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "check.h"
 #include "cuda_device.h"
 #include "cuda_launch.h"
@@ -30,6 +30,7 @@
 #include "generator.h"
 #include "lntune.h"
 #include "nvrtc.h"
+#include "nvrtc_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,21 +244,7 @@ static void collect_sm80(lntune_gen *g) {
 
 static void check(const sample *s) {
     const lntune_nvrtc_output *out = &s->job.out;
-    if (s->job.rc != LNTUNE_OK) {
-        EXPECT(0, "%s: rc %d\n%s", s->what, s->job.rc, out->message ? out->message : "");
-        return;
-    }
-    EXPECT(out->len > 0 && out->ptx_len > 0, "%s: cubin %zu bytes, PTX %zu bytes", s->what,
-           out->len, out->ptx_len);
-    for (int k = 0; k < 2; ++k) {
-        char name[80], entry[96];
-        snprintf(name, sizeof name, "%s%s", s->symbol, k ? "_dgamma" : "");
-        snprintf(entry, sizeof entry, ".entry %s(", name);
-        EXPECT(out->ptx && strstr(out->ptx, entry), "%s: no '%s' in the PTX", s->what, entry);
-        EXPECT(out->data && memmem(out->data, out->len, name, strlen(name) + 1),
-               "%s: no symbol %s in the cubin", s->what, name);
-    }
-    if (!out->ptx) return;
+    if (!nvrtc_check_compiled(&s->job, s->symbol, 1, s->what)) return;
     /* atomicAdd of a float whose result is unused compiles to red (or atom) .add.f32. */
     const int atomics = strstr(out->ptx, ".global.add.f32") != NULL;
     EXPECT(atomics == s->atomic, "%s: fp32 atomics %s in the PTX", s->what,
@@ -294,15 +281,8 @@ static double compile(const lntune_nvrtc *nv, int sm, size_t *count) {
 
 int main(void) {
     lntune_nvrtc *nv = NULL;
-    int rc = lntune_nvrtc_open(&nv);
-    if (rc == LNTUNE_ENODEVICE) {
-        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
-        lntune_nvrtc_close(nv);
-        return 77;
-    }
-    EXPECT(rc == LNTUNE_OK, "open: %s", lntune_nvrtc_errmsg(nv));
-    if (rc != LNTUNE_OK) return 1;
-    printf("%s\n", lntune_nvrtc_describe(nv));
+    int rc = nvrtc_check_open(&nv);
+    if (rc != 0) return rc;
 
     lntune_gen *g = NULL;
     rc = lntune_gen_open(NULL, &g);
@@ -328,10 +308,5 @@ int main(void) {
     EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
     device_close(&dev);
     lntune_nvrtc_close(nv);
-    if (check_failures) {
-        fprintf(stderr, "%d failure(s)\n", check_failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return nvrtc_check_exit();
 }

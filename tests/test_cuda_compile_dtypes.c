@@ -15,7 +15,7 @@
  * On a GPU (none in CI) every sample is also verified there (tests/cuda_device.h).
  * Exits 77 (skipped) when no NVRTC can be loaded.
  */
-#define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "check.h"
 #include "cuda_device.h"
 #include "cuda_launch.h"
@@ -23,6 +23,7 @@
 #include "generator.h"
 #include "lntune.h"
 #include "nvrtc.h"
+#include "nvrtc_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,33 +160,14 @@ static void collect(lntune_gen *g) {
 }
 
 static void check(const sample *s) {
-    const lntune_nvrtc_output *out = &s->job.out;
-    if (s->job.rc != LNTUNE_OK) {
-        EXPECT(0, "%s: rc %d\n%s", s->what, s->job.rc, out->message ? out->message : "");
-        return;
-    }
-    EXPECT(out->len > 0 && out->ptx_len > 0, "%s: cubin %zu bytes, PTX %zu bytes", s->what,
-           out->len, out->ptx_len);
-    char entry[80];
-    snprintf(entry, sizeof entry, ".entry %s(", s->symbol);
-    EXPECT(out->ptx && strstr(out->ptx, entry), "%s: no '%s' in the PTX", s->what, entry);
-    EXPECT(out->data && memmem(out->data, out->len, s->symbol, strlen(s->symbol) + 1),
-           "%s: no symbol %s in the cubin", s->what, s->symbol);
-    if (s->x_f16)
-        EXPECT(out->ptx && strstr(out->ptx, "cvt.f32.f16"), "%s: x is not widened", s->what);
+    if (nvrtc_check_compiled(&s->job, s->symbol, 0, s->what) && s->x_f16)
+        EXPECT(strstr(s->job.out.ptx, "cvt.f32.f16"), "%s: x is not widened", s->what);
 }
 
 int main(void) {
     lntune_nvrtc *nv = NULL;
-    int rc = lntune_nvrtc_open(&nv);
-    if (rc == LNTUNE_ENODEVICE) {
-        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
-        lntune_nvrtc_close(nv);
-        return 77;
-    }
-    EXPECT(rc == LNTUNE_OK, "open: %s", lntune_nvrtc_errmsg(nv));
-    if (rc != LNTUNE_OK) return 1;
-    printf("%s\n", lntune_nvrtc_describe(nv));
+    int rc = nvrtc_check_open(&nv);
+    if (rc != 0) return rc;
 
     lntune_gen *g = NULL;
     rc = lntune_gen_open(NULL, &g);
@@ -221,10 +203,5 @@ int main(void) {
            nsamples, SM, now_s() - t0, ms / 1e3);
     EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
     lntune_nvrtc_close(nv);
-    if (check_failures) {
-        fprintf(stderr, "%d failure(s)\n", check_failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return nvrtc_check_exit();
 }
