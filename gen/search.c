@@ -108,17 +108,38 @@ size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor) {
     return estimate < s->n ? estimate : s->n;
 }
 
-/* Variants equal to v in every parameter but p, appended to out (no duplicates). */
+/*
+ * The variants one step from v along knob p, appended to out (no duplicates): for each value of
+ * p, the variant equal to v in every other knob, or where the templates' rules exclude that one
+ * (convert=native needs vec >= 4, layout=evenodd too), the simplest variant with that value
+ * that differs from v in one other knob. Without that repair a descent from the naive variant
+ * (vec=1) never reaches knob values that need two changes at once: fp16 LayerNorm stayed at
+ * vec=1 with portable conversions (0.12x the copy), since portable conversions are slower
+ * vectorized.
+ */
 static size_t neighbors(const lntune_space *s, size_t v, int p, size_t *out, size_t count) {
     const unsigned char *a = s->ids + v * (size_t)s->nparams;
+    size_t best[MAX_VALUES];
+    int best_distance[MAX_VALUES];
+    for (int k = 0; k < MAX_VALUES; ++k) best_distance[k] = 2; /* at most 1 other knob */
     for (size_t i = 0; i < s->n; ++i) {
         const unsigned char *b = s->ids + i * (size_t)s->nparams;
-        int same = 1;
-        for (int j = 0; j < s->nparams && same; ++j) same = j == p || a[j] == b[j];
-        if (!same) continue;
+        int distance = 0;
+        for (int j = 0; j < s->nparams && distance < 2; ++j) distance += j != p && a[j] != b[j];
+        const int value = b[p];
+        if (distance > 1) continue;
+        if (distance < best_distance[value] ||
+            (distance == best_distance[value] &&
+             lntune_space_complexity(s, i) < lntune_space_complexity(s, best[value]))) {
+            best_distance[value] = distance;
+            best[value] = i;
+        }
+    }
+    for (int value = 0; value < MAX_VALUES; ++value) {
+        if (best_distance[value] > 1) continue;
         size_t k = 0;
-        while (k < count && out[k] != i) ++k;
-        if (k == count) out[count++] = i;
+        while (k < count && out[k] != best[value]) ++k;
+        if (k == count) out[count++] = best[value];
     }
     return count;
 }

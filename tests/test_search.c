@@ -1,0 +1,109 @@
+/*
+ * test_search.c - the planner's search (gen/search.c) on synthetic spaces with made-up times, so
+ * that what it evaluates and what it picks are exact:
+ *   - a space where the fastest variant needs two knobs changed at once (like convert=native,
+ *     which needs vec >= 4, while vec alone only slows portable conversions down): measure and
+ *     quick find it from the naive variant, through the one-knob repair of an excluded step;
+ *   - a full grid of independent knobs: measure finds the best, having evaluated fewer variants
+ *     than the space holds; exhaustive evaluates every one exactly once;
+ *   - every variant failing: nothing is found.
+ */
+#include "check.h"
+#include "lntune.h"
+#include "search.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *const *variants;
+    const double *times;
+    int evaluated[64];
+} fake;
+
+static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
+    fake *f = ud;
+    for (size_t k = 0; k < n; ++k) {
+        times[k] = f->times[idx[k]];
+        f->evaluated[idx[k]]++;
+    }
+}
+
+static size_t search(const char *const *variants, const double *times, size_t n, lntune_rigor rigor,
+                     fake *f) {
+    memset(f, 0, sizeof *f);
+    f->variants = variants;
+    f->times = times;
+    lntune_space *s = NULL;
+    int rc = lntune_space_create((char *const *)variants, n, &s);
+    CHECK(rc == LNTUNE_OK, "space of %zu variants", n);
+    if (rc != LNTUNE_OK) return (size_t)-1;
+    size_t top[4];
+    const size_t found = lntune_search(s, rigor, evaluate, f, top, 4);
+    lntune_space_destroy(s);
+    return found ? top[0] : (size_t)-1;
+}
+
+int main(void) {
+    fake f;
+    /* vec in {1, 4, 16} x acc in {1..4} x convert in {portable, native}; native exists only for
+     * vec >= 4. Portable conversions slow down with vec (so a beam of 4 fills with vec=1);
+     * native ones are the fastest. */
+    char coupled_text[20][48];
+    const char *coupled[20];
+    double coupled_ns[20];
+    const int vecs[] = {1, 4, 16};
+    const double portable_ns[] = {100, 150, 200}, native_ns[] = {0, 60, 40};
+    size_t nc = 0, fastest = 0;
+    for (int native = 0; native < 2; ++native)
+        for (int v = native; v < 3; ++v)
+            for (int acc = 1; acc <= 4; ++acc, ++nc) {
+                snprintf(coupled_text[nc], sizeof coupled_text[nc], "vec=%d,acc=%d,convert=%s",
+                         vecs[v], acc, native ? "native" : "portable");
+                coupled[nc] = coupled_text[nc];
+                coupled_ns[nc] = (native ? native_ns[v] : portable_ns[v]) + acc;
+                if (native && v == 2 && acc == 1) fastest = nc;
+            }
+    const lntune_rigor rigors[] = {LNTUNE_RIGOR_QUICK, LNTUNE_RIGOR_MEASURE};
+    const char *const names[] = {"quick", "measure"};
+    for (int r = 0; r < 2; ++r) {
+        const size_t best = search(coupled, coupled_ns, nc, rigors[r], &f);
+        CHECK(best == fastest, "%s: %s found from vec=1,acc=1,convert=portable (got %s)", names[r],
+              coupled[fastest], best < nc ? coupled[best] : "none");
+    }
+
+    /* 3 x 3 x 2 independent knobs, time = sum of per-knob costs: the best is a=2,b=0,c=1. */
+    char grid_text[18][32];
+    const char *grid[18];
+    double grid_ns[18];
+    const double ca[] = {30, 20, 10}, cb[] = {5, 15, 25}, cc[] = {7, 3};
+    size_t n = 0, want = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            for (int c = 0; c < 2; ++c, ++n) {
+                snprintf(grid_text[n], sizeof grid_text[n], "a=%d,b=%d,c=%d", a, b, c);
+                grid[n] = grid_text[n];
+                grid_ns[n] = ca[a] + cb[b] + cc[c];
+                if (a == 2 && b == 0 && c == 1) want = n;
+            }
+    size_t best = search(grid, grid_ns, n, LNTUNE_RIGOR_MEASURE, &f);
+    int seen = 0, twice = 0;
+    for (size_t i = 0; i < n; ++i) seen += f.evaluated[i] > 0, twice += f.evaluated[i] > 1;
+    CHECK(best == want && seen < (int)n && twice == 0,
+          "measure on a grid: %s, %d of %zu variants evaluated, %d twice",
+          best < n ? grid[best] : "none", seen, n, twice);
+    best = search(grid, grid_ns, n, LNTUNE_RIGOR_EXHAUSTIVE, &f);
+    seen = twice = 0;
+    for (size_t i = 0; i < n; ++i) seen += f.evaluated[i] > 0, twice += f.evaluated[i] > 1;
+    CHECK(best == want && seen == (int)n && twice == 0,
+          "exhaustive on a grid: %s, %d of %zu variants evaluated, %d twice",
+          best < n ? grid[best] : "none", seen, n, twice);
+
+    /* Every variant failed (INFINITY): nothing to pick. */
+    double failed[20];
+    for (size_t i = 0; i < nc; ++i) failed[i] = INFINITY;
+    best = search(coupled, failed, nc, LNTUNE_RIGOR_MEASURE, &f);
+    CHECK(best == (size_t)-1, "every variant failed: none found");
+    return CHECK_SUMMARY();
+}
