@@ -20,12 +20,15 @@ M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
 -- compiler's command line (-DLNTUNE_X_T=lntune_bf16; float, lntune_f16 or lntune_bf16): below,
 -- the pseudo-types x_t, y_t, p_t and r_t stand for them.
 M.GENERIC = { x = "x_t", y = "y_t", params = "p_t", residual = "r_t" }
-for t, macro in pairs { x_t = "X", y_t = "Y", p_t = "P", r_t = "R" } do
+M.MACRO = { x_t = "LNTUNE_X_T", y_t = "LNTUNE_Y_T", p_t = "LNTUNE_P_T", r_t = "LNTUNE_R_T" }
+-- The C type moved in packs of V elements: packf<V> for fp32, packh<V> for the 16-bit types.
+M.PACK = { f32 = "packf<V>", f16 = "packh<V>", bf16 = "packh<V>" }
+for t in pairs(M.MACRO) do
     M.CTYPE[t] = "lntune_" .. t
     M.SIZE[t] = "sizeof(lntune_" .. t .. ")"
     M.widen[t] = "to_f32(%s)"
     M.narrow[t] = "from_f32<lntune_" .. t .. ">(%s)"
-    M[t .. "_macro"] = "LNTUNE_" .. macro .. "_T"
+    M.PACK[t] = "packt<lntune_" .. t .. ", V>"
 end
 
 local PACKF = [[
@@ -129,7 +132,7 @@ template <typename T, int V> struct alignas(sizeof(T) * V) packt {
 function M.device_functions(types)
     local used, generic = {}, {}
     for _, t in ipairs(types) do
-        if M[t .. "_macro"] and not used[t] then generic[#generic + 1] = t end
+        if M.MACRO[t] and not used[t] then generic[#generic + 1] = t end
         used[t] = true
     end
     if #generic > 0 then used.f16, used.bf16 = true, true end
@@ -140,7 +143,7 @@ function M.device_functions(types)
     if #generic > 0 then
         out[#out + 1] = GENERIC
         for _, t in ipairs(generic) do
-            local macro = M[t .. "_macro"]
+            local macro = M.MACRO[t]
             out[#out + 1] = string.format(
                 "#ifndef %s\n#error \"compile with -D%s=float, lntune_f16 or lntune_bf16\"\n#endif\n"
                 .. "typedef %s lntune_%s;\n", macro, macro, macro, t)
@@ -151,19 +154,6 @@ end
 
 -- name<V>(p): V elements of type t at p widened to a packf (fp32: one plain access).
 function M.loader(name, t)
-    if M[t .. "_macro"] then
-        return string.format([[
-
-template <int V> LN_INLINE packf<V> %s(const %s *p)
-{
-    const packt<%s, V> h = *reinterpret_cast<const packt<%s, V> *>(p);
-    packf<V> q;
-#pragma unroll
-    for (int e = 0; e < V; ++e) q.v[e] = to_f32(h.v[e]);
-    return q;
-}
-]], name, M.CTYPE[t], M.CTYPE[t], M.CTYPE[t])
-    end
     if t == "f32" then
         return string.format([[
 
@@ -173,34 +163,22 @@ template <int V> LN_INLINE packf<V> %s(const float *p)
 }
 ]], name)
     end
+    local pack = M.PACK[t]
     return string.format([[
 
-template <int V> LN_INLINE packf<V> %s(const unsigned short *p)
+template <int V> LN_INLINE packf<V> %s(const %s *p)
 {
-    const packh<V> h = *reinterpret_cast<const packh<V> *>(p);
+    const %s h = *reinterpret_cast<const %s *>(p);
     packf<V> q;
 #pragma unroll
     for (int e = 0; e < V; ++e) q.v[e] = %s;
     return q;
 }
-]], name, string.format(M.widen[t], "h.v[e]"))
+]], name, M.CTYPE[t], pack, pack, string.format(M.widen[t], "h.v[e]"))
 end
 
 -- name<V>(p, q): q rounded to type t (round to nearest even) and stored as one access.
 function M.storer(name, t)
-    if M[t .. "_macro"] then
-        local ct = M.CTYPE[t]
-        return string.format([[
-
-template <int V> LN_INLINE void %s(%s *p, const packf<V> &q)
-{
-    packt<%s, V> h;
-#pragma unroll
-    for (int e = 0; e < V; ++e) h.v[e] = from_f32<%s>(q.v[e]);
-    *reinterpret_cast<packt<%s, V> *>(p) = h;
-}
-]], name, ct, ct, ct, ct)
-    end
     if t == "f32" then
         return string.format([[
 
@@ -210,16 +188,17 @@ template <int V> LN_INLINE void %s(float *p, const packf<V> &q)
 }
 ]], name)
     end
+    local pack = M.PACK[t]
     return string.format([[
 
-template <int V> LN_INLINE void %s(unsigned short *p, const packf<V> &q)
+template <int V> LN_INLINE void %s(%s *p, const packf<V> &q)
 {
-    packh<V> h;
+    %s h;
 #pragma unroll
     for (int e = 0; e < V; ++e) h.v[e] = %s;
-    *reinterpret_cast<packh<V> *>(p) = h;
+    *reinterpret_cast<%s *>(p) = h;
 }
-]], name, string.format(M.narrow[t], "q.v[e]"))
+]], name, M.CTYPE[t], pack, string.format(M.narrow[t], "q.v[e]"), pack)
 end
 
 return M
