@@ -886,8 +886,10 @@ static const command commands[] = {
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"
      "  tuple, a dispatch table, the generic kernels and a small thread pool, as plain C\n"
      "  (libc, libm, pthreads). Rows of ops it does not know are left out with a warning.\n"
-     "  When the database holds fp32 CUDA winners, also DIR/lntune_kernels.cu and\n"
-     "  lntune_kernels_cuda.h (nvcc, CUDA runtime): every GPU's winners, or --gpu's only.\n"
+     "  When the database holds CUDA winners, also DIR/lntune_kernels.cu and\n"
+     "  lntune_kernels_cuda.h (nvcc, CUDA runtime): every GPU's forward winners of every\n"
+     "  dtype tuple and fusion, or --gpu's only, with generic kernels for all-fp32 and for\n"
+     "  each tuple and fusion a winner has.\n"
      "  --cmake also writes a CMakeLists.txt for add_subdirectory (a CUDA target where\n"
      "  CMake finds a CUDA compiler).\n"},
 };

@@ -149,11 +149,16 @@ const size_t lntune_builtin_cuda_short_variant_count =
 static const int builtin_cuda_fusions[] = {LNTUNE_FUSION_NONE, LNTUNE_FUSION_RESIDUAL,
                                            LNTUNE_FUSION_RESIDUAL_OUT};
 
-int lntune_builtin_emit_cuda_typed(lntune_gen *g, const char *prefix, size_t i, int fusion,
-                                   char *symbol, size_t size, lntune_source *src) {
+void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, char *symbol,
+                                      size_t size) {
     const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
     snprintf(symbol, size, "%s_cuda_%s_%s_typed%s%s", prefix, v->op, v->affine ? "affine" : "plain",
              fusion ? "_" : "", fusion ? lntune_fusion_name(fusion) : "");
+}
+
+int lntune_builtin_emit_cuda_typed(lntune_gen *g, size_t i, int fusion, const char *symbol,
+                                   lntune_source *src) {
+    const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
     const lntune_shape shape = {.fusion = fusion, .generic_types = 1};
     return lntune_gen_emit(g, "cuda", v->op, v->variant, &shape, symbol, src);
 }
@@ -227,8 +232,8 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
         const int fusion = builtin_cuda_fusions[i % 3];
         char symbol[128];
         lntune_source src;
-        if ((rc = lntune_builtin_emit_cuda_typed(g, prefix, i / 3, fusion, symbol, sizeof symbol,
-                                                 &src)) != LNTUNE_OK)
+        lntune_builtin_cuda_typed_symbol(prefix, i / 3, fusion, symbol, sizeof symbol);
+        if ((rc = lntune_builtin_emit_cuda_typed(g, i / 3, fusion, symbol, &src)) != LNTUNE_OK)
             break;
         fprintf(f, "    {%d, %d, 0, \"%s\", \"%s\",", strcmp(v->op, "rmsnorm") == 0, v->affine,
                 symbol, src.variant);

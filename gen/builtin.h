@@ -66,11 +66,14 @@ typedef struct lntune_nvrtc lntune_nvrtc;
  * The CUDA built-in of calls with fp16/bf16 data or a residual (fusion, LNTUNE_FUSION_*): the
  * generic variant i of lntune_builtin_cuda_variants with its element types left to macros
  * (lntune_shape.generic_types), compiled for a call's types with lntune_cuda_type_options
- * (runtime/cuda_types.h). Names it "<prefix>_cuda_<op>_<affine|plain>_typed[_<fusion>]" into
- * symbol.
+ * (runtime/cuda_types.h), or with #defines of them before the source (lntune export).
  */
-int lntune_builtin_emit_cuda_typed(lntune_gen *g, const char *prefix, size_t i, int fusion,
-                                   char *symbol, size_t size, lntune_source *src);
+int lntune_builtin_emit_cuda_typed(lntune_gen *g, size_t i, int fusion, const char *symbol,
+                                   lntune_source *src);
+/* The built-in table's name of that kernel: "<prefix>_cuda_<op>_<affine|plain>_typed[_<fusion>]".
+ */
+void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, char *symbol,
+                                      size_t size);
 
 /*
  * Generates the C file liblntune compiles for its CUDA built-ins: a table of

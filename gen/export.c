@@ -200,6 +200,18 @@ const char *lntune_export_embedded(const char *name) {
     return NULL;
 }
 
+/* Both exported headers declare it, so that an app may include both. */
+const char lntune_export_types_text[] =
+    "#ifndef LNTUNE_KERNELS_TYPES_DEFINED\n#define LNTUNE_KERNELS_TYPES_DEFINED\n"
+    "#define LNTUNE_KERNELS_DEFAULT 0\n#define LNTUNE_KERNELS_F32 1\n"
+    "#define LNTUNE_KERNELS_F16 2\n#define LNTUNE_KERNELS_BF16 3\n\n"
+    "typedef struct lntune_kernels_types {\n"
+    "    int x;        /* x; 0: fp32 */\n"
+    "    int y;        /* y; 0: as x */\n"
+    "    int params;   /* gamma and beta; 0: as x */\n"
+    "    int residual; /* residual and residual_out; 0: as x */\n"
+    "} lntune_kernels_types;\n#endif\n";
+
 const char *lntune_export_abi_header(void) {
     return lntune_export_embedded("lntune_kernel.h");
 }
@@ -718,15 +730,8 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     /* The backward ABI (its own include guard) after the forward's. */
     const char *bwd = lntune_export_embedded("lntune_kernel_backward.h");
     lntune_export_put(&header, "%s\n", bwd ? bwd : "");
-    lntune_export_put(&header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-                               "#define LNTUNE_KERNELS_DEFAULT 0\n#define LNTUNE_KERNELS_F32 1\n"
-                               "#define LNTUNE_KERNELS_F16 2\n#define LNTUNE_KERNELS_BF16 3\n\n"
-                               "typedef struct lntune_kernels_types {\n"
-                               "    int x;      /* x; 0: fp32 */\n"
-                               "    int y;      /* y; 0: as x */\n"
-                               "    int params; /* gamma and beta; 0: as x */\n"
-                               "    int residual; /* residual and residual_out; 0: as x */\n"
-                               "} lntune_kernels_types;\n\n");
+    lntune_export_put(&header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n%s\n",
+                      lntune_export_types_text);
     for (size_t i = 0; i < lntune_export_op_count; ++i)
         lntune_export_put(
             &header,

@@ -13,7 +13,11 @@
 
 #include "builtin.h"
 #include "cuda_launch.h"
+#include "cuda_types.h"
+#include "dtypes.h"
+#include "fusion.h"
 #include "lntune.h"
+#include "problem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +37,12 @@ typedef struct {
 } gpu_list;
 
 typedef struct {
-    size_t gpu; /* index in gpu_list */
-    char op[16], variant[512];
+    size_t gpu;                          /* index in gpu_list */
+    char op[32], dtype[24], base_op[32]; /* op and dtype: the database's text */
+    char variant[512];
+    int op_index; /* in lntune_export_ops */
+    int fusion;   /* LNTUNE_FUSION_* */
+    lntune_types types;
     int64_t H, tuned_rows, rows_lo, rows_hi;
     int affine, ok;
     double median_ns, gbps, copy_gbps, max_error;
@@ -46,7 +54,7 @@ typedef struct {
     size_t n, cap;
     int oom;
     size_t gpu;  /* the GPU being collected */
-    int skipped; /* rows of a dtype or op the CUDA export does not serve */
+    int skipped; /* rows of an op or dtype the CUDA export does not serve */
     const lntune_export_config *c;
     const char *gpu_name;
 } cuda_list;
@@ -75,13 +83,23 @@ static int collect_gpu(void *ud, const lntune_db_hardware *hw) {
 static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b) {
     cuda_list *l = ud;
     if (strcmp(key->target, "cuda") != 0) return 0;
-    const int op = lntune_export_op_find(key->op);
-    if (op < 0 || !lntune_export_ops[op].cuda || strcmp(key->dtype, "f32") != 0) {
-        /* The CUDA path serves fp32 only; an op it does not know is never exported as another. */
+    char base[32];
+    int fusion = LNTUNE_FUSION_NONE, op = -1;
+    const lntune_direction *dir = NULL;
+    lntune_types types;
+    const char *why = NULL;
+    if (lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0 &&
+        lntune_op_text_parse(base, NULL, &dir, NULL) == 0)
+        op = lntune_export_op_find(base);
+    if (dir && dir->suffix[0])
+        why = "the CUDA export has no backward kernels (nor does the CUDA runtime)";
+    else if (op < 0 || !lntune_export_ops[op].cuda)
+        why = "op unknown to the CUDA export";
+    else if (lntune_types_parse(key->dtype, &types) != 0)
+        why = "dtype unknown to the CUDA export";
+    if (why) { /* never exported as something else */
         lntune_export_warn(l->c, "%s %s H=%lld on %s: %s; left out", key->op, key->dtype,
-                           (long long)key->H, l->gpu_name,
-                           op < 0 || !lntune_export_ops[op].cuda ? "op unknown to the CUDA export"
-                                                                 : "the CUDA export is fp32 only");
+                           (long long)key->H, l->gpu_name, why);
         ++l->skipped;
         return 0;
     }
@@ -98,6 +116,11 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
     memset(w, 0, sizeof *w);
     w->gpu = l->gpu;
     snprintf(w->op, sizeof w->op, "%s", key->op);
+    snprintf(w->dtype, sizeof w->dtype, "%s", key->dtype);
+    snprintf(w->base_op, sizeof w->base_op, "%s", base);
+    w->op_index = op;
+    w->fusion = fusion;
+    w->types = types;
     snprintf(w->variant, sizeof w->variant, "%s", b->variant ? b->variant : "");
     w->H = key->H;
     w->tuned_rows = b->tuned_rows > 0 ? b->tuned_rows : key->rows;
@@ -173,15 +196,17 @@ static const char dispatch_text[] =
     "    return LNTUNE_OK;\n"
     "}\n"
     "\n"
-    "/* The winner of (gpu, op, H, affine) for rows: its bucket, else the nearest tuned bucket\n"
-    " * (as liblntune and the exported C kernels choose); -1 if none. */\n"
-    "int find_tuned(int gpu, int op, int64_t H, int affine, int64_t rows)\n"
+    "/* The winner of (gpu, op, fusion, types, H, affine) for rows: its bucket, else the nearest\n"
+    " * tuned bucket (as liblntune and the exported C kernels choose); -1 if none. */\n"
+    "int find_tuned(int gpu, int op, int fusion, int types, int64_t H, int affine, int64_t rows)\n"
     "{\n"
     "    int best = -1;\n"
     "    double best_distance = 0.0;\n"
     "    for (int i = 0; i < GENERIC; ++i) {\n"
     "        const kernel_entry *e = &kernels[i];\n"
-    "        if (e->gpu != gpu || e->op != op || e->H != H || e->affine != affine) continue;\n"
+    "        if (e->gpu != gpu || e->op != op || e->fusion != fusion || e->types != types ||\n"
+    "            e->H != H || e->affine != affine)\n"
+    "            continue;\n"
     "        if (e->max_h > 0 && H > e->max_h) continue;\n"
     "        if (rows >= e->rows_lo && rows <= e->rows_hi) return i;\n"
     "        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows\n"
@@ -191,6 +216,16 @@ static const char dispatch_text[] =
     "    return best;\n"
     "}\n"
     "\n"
+    "/* The generic kernel of (op, fusion, types, affine); -1 if none was exported. */\n"
+    "int find_generic(int op, int fusion, int types, int affine)\n"
+    "{\n"
+    "    for (int i = GENERIC; i < NKERNELS; ++i) {\n"
+    "        const kernel_entry *e = &kernels[i];\n"
+    "        if (e->op == op && e->fusion == fusion && e->types == types && e->affine == affine)\n"
+    "            return i;\n"
+    "    }\n"
+    "    return -1;\n"
+    "}\n"
     "/* Launches kernels[i] as its launch line says (runtime/cuda_launch.c's rules). */\n"
     "int launch(int i, int device, const lntune_kernel_args &a, cudaStream_t stream)\n"
     "{\n"
@@ -219,24 +254,42 @@ static const char dispatch_text[] =
     "    return err == cudaSuccess ? LNTUNE_OK : fail(LNTUNE_ERROR, \"kernel launch\", err);\n"
     "}\n"
     "\n"
-    "int run(int op, const lntune_kernel_args *args, cudaStream_t stream)\n"
+    "/* The internal type (0 fp32, 1 fp16, 2 bf16) of a public one (1 fp32, 2 fp16, 3 bf16), 0\n"
+    " * meaning dflt; -1 out of range. */\n"
+    "int internal_type(int type, int dflt)\n"
     "{\n"
+    "    return type == LNTUNE_KERNELS_DEFAULT ? dflt\n"
+    "           : type >= LNTUNE_KERNELS_F32 && type <= LNTUNE_KERNELS_BF16 ? type - 1 : -1;\n"
+    "}\n"
+    "\n"
+    "int run(int op, const lntune_kernel_args *args, lntune_kernels_types t, cudaStream_t stream)\n"
+    "{\n"
+    "    static const char *const type_names[] = {\"f32\", \"f16\", \"bf16\"};\n"
+    "    const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),\n"
+    "              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);\n"
     "    if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||\n"
     "        args->eps < 0.0f || args->eps != args->eps)\n"
     "        return fail(LNTUNE_EINVAL, \"NULL args, x or y, H <= 0, rows < 0, or eps < 0 or "
     "NaN\",\n"
     "                    cudaSuccess);\n"
+    "    if (xt < 0 || yt < 0 || pt < 0 || rt < 0)\n"
+    "        return fail(LNTUNE_EINVAL, \"a type outside "
+    "LNTUNE_KERNELS_DEFAULT..LNTUNE_KERNELS_BF16\",\n"
+    "                    cudaSuccess);\n"
     "    if (op == 1 && args->beta) return fail(LNTUNE_EINVAL, \"RMSNorm takes no beta\", "
     "cudaSuccess);\n"
-    "    if (args->residual || args->residual_out)\n"
-    "        return fail(LNTUNE_EUNSUPPORTED, \"residual is not supported\", cudaSuccess);\n"
+    "    if (args->residual_out && !args->residual)\n"
+    "        return fail(LNTUNE_EINVAL, \"residual_out without residual\", cudaSuccess);\n"
     "    if (args->beta && !args->gamma)\n"
     "        return fail(LNTUNE_EUNSUPPORTED, \"beta without gamma is not supported\", "
     "cudaSuccess);\n"
     "    lntune_kernel_args a = *args;\n"
     "    if (a.x_stride == 0) a.x_stride = a.H;\n"
     "    if (a.y_stride == 0) a.y_stride = a.H;\n"
-    "    if (a.x_stride < a.H || a.y_stride < a.H)\n"
+    "    if (a.residual_stride == 0) a.residual_stride = a.H;\n"
+    "    if (a.residual_out_stride == 0) a.residual_out_stride = a.H;\n"
+    "    if (a.x_stride < a.H || a.y_stride < a.H || (a.residual && a.residual_stride < a.H) ||\n"
+    "        (a.residual_out && a.residual_out_stride < a.H))\n"
     "        return fail(LNTUNE_EINVAL, \"a stride is neither 0 nor >= H\", cudaSuccess);\n"
     "    if (!(a.eps > 0.0f)) a.eps = 1e-5f;\n"
     "    if (a.rows == 0) return LNTUNE_OK;\n"
@@ -244,22 +297,54 @@ static const char dispatch_text[] =
     "    int rc = current_gpu(&gpu, &device);\n"
     "    if (rc != LNTUNE_OK) return rc;\n"
     "    const int affine = a.gamma != nullptr;\n"
-    "    const int i = find_tuned(gpu, op, a.H, affine, a.rows);\n"
-    "    return launch(i >= 0 ? i : GENERIC + 2 * op + !affine, device, a, stream);\n"
+    "    const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;\n"
+    "    /* as liblntune packs a tuple: the residual's type only when fused and not x's */\n"
+    "    const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);\n"
+    "    int i = find_tuned(gpu, op, fusion, types, a.H, affine, a.rows);\n"
+    "    if (i < 0) i = find_generic(op, fusion, types, affine);\n"
+    "    if (i < 0) {\n"
+    "        snprintf(message, sizeof message,\n"
+    "                 \"no kernel for x %s, y %s, gamma/beta %s%s%s%s was exported (the CUDA "
+    "export \"\n"
+    "                 \"holds the type tuples and fusions tuned on a GPU, and all-fp32): tune one "
+    "\"\n"
+    "                 \"(lntune --target cuda --dtype %s/%s/%s%s) and export again\",\n"
+    "                 type_names[xt], type_names[yt], type_names[pt], fusion ? \", residual \" : "
+    "\"\",\n"
+    "                 fusion ? type_names[rt] : \"\", fusion == 2 ? \" and residual_out\" : \"\",\n"
+    "                 type_names[xt], type_names[yt], type_names[pt],\n"
+    "                 fusion == 2 ? \" --residual\" : fusion ? \" --residual=noout\" : \"\");\n"
+    "        return LNTUNE_EUNSUPPORTED;\n"
+    "    }\n"
+    "    return launch(i, device, a, stream);\n"
     "}\n"
     "\n"
     "} // namespace\n"
     "\n"
-    "extern \"C\" int lntune_kernels_cuda_layernorm(const lntune_kernel_args *args, "
-    "cudaStream_t stream)\n"
+    "extern \"C\" int lntune_kernels_cuda_layernorm(const lntune_kernel_args *args, cudaStream_t "
+    "stream)\n"
     "{\n"
-    "    return run(0, args, stream);\n"
+    "    return run(0, args, lntune_kernels_types{0, 0, 0, 0}, stream);\n"
     "}\n"
     "\n"
     "extern \"C\" int lntune_kernels_cuda_rmsnorm(const lntune_kernel_args *args, cudaStream_t "
     "stream)\n"
     "{\n"
-    "    return run(1, args, stream);\n"
+    "    return run(1, args, lntune_kernels_types{0, 0, 0, 0}, stream);\n"
+    "}\n"
+    "\n"
+    "extern \"C\" int lntune_kernels_cuda_layernorm_v2(const lntune_kernel_args *args,\n"
+    "                                                lntune_kernels_types types, cudaStream_t "
+    "stream)\n"
+    "{\n"
+    "    return run(0, args, types, stream);\n"
+    "}\n"
+    "\n"
+    "extern \"C\" int lntune_kernels_cuda_rmsnorm_v2(const lntune_kernel_args *args,\n"
+    "                                              lntune_kernels_types types, cudaStream_t "
+    "stream)\n"
+    "{\n"
+    "    return run(1, args, types, stream);\n"
     "}\n"
     "\n"
     "extern \"C\" const char *lntune_kernels_cuda_errmsg(void)\n"
@@ -268,50 +353,136 @@ static const char dispatch_text[] =
     "}\n";
 
 static const char header_doc[] =
-    " * Fill an lntune_kernel_args with device pointers (rows, H, x, y; gamma, beta, mean, rstd\n"
-    " * optional; strides of 0 mean H, eps of 0 means 1e-5) and call one of the functions below.\n"
-    " * It launches one kernel on stream on the current device (asynchronously, like any launch):\n"
-    " * the tuned kernel of the call's shape, else the generic one. Thread-safe. Returns:\n"
+    " * Fill an lntune_kernel_args with device pointers (rows, H, x, y; gamma, beta, residual,\n"
+    " * residual_out, mean, rstd optional; strides of 0 mean H, eps of 0 means 1e-5) and call one\n"
+    " * of the functions below. lntune_kernels_cuda_<op>(args, stream) takes fp32 tensors;\n"
+    " * lntune_kernels_cuda_<op>_v2(args, types, stream) takes x, y, gamma/beta and the residual\n"
+    " * each as fp32, fp16 or bf16 (lntune_kernels_types, as in lntune_kernels.h: 0 means fp32\n"
+    " * for x and x's type for the others; 16-bit tensors hold bit patterns). With residual,\n"
+    " * y = Norm(x + residual), and residual_out (optional) receives x + residual.\n"
+    " * A call launches one kernel on stream on the current device (asynchronously, like any\n"
+    " * launch): the tuned kernel of the call's shape, else the generic one of its type tuple and\n"
+    " * fusion. Generic kernels exist for every tuple and fusion some GPU's winner has, and for\n"
+    " * all-fp32 with or without a residual. Thread-safe. Returns:\n"
     " *   LNTUNE_OK           launched (rows == 0: nothing to launch)\n"
     " *   LNTUNE_EINVAL       NULL args, x or y; H <= 0; rows < 0; eps < 0 or NaN; a stride\n"
-    " *                       neither 0 nor >= H; RMSNorm with beta\n"
-    " *   LNTUNE_EUNSUPPORTED residual or residual_out; beta without gamma\n"
+    " *                       neither 0 nor >= H; a type outside 0..3; residual_out without\n"
+    " *                       residual; RMSNorm with beta\n"
+    " *   LNTUNE_EUNSUPPORTED beta without gamma; a type tuple or fusion no kernel was exported\n"
+    " *                       for (the message names the tuning command that adds one)\n"
     " *   LNTUNE_ENODEVICE    no current CUDA device, or it is none of the GPUs the kernels were\n"
     " *                       tuned on (its name and compute capability are checked on the first\n"
     " *                       call on each device)\n"
     " *   LNTUNE_ERROR        a CUDA call failed (the launch, or raising the shared memory limit)\n"
     " * lntune_kernels_cuda_errmsg() says why the calling thread's last call failed.\n";
 
-static void generic_symbol(const lntune_builtin_variant *v, char *buf, size_t size) {
-    snprintf(buf, size, "lntune_kernels_cuda_generic_%s_%s", v->op, v->affine ? "affine" : "plain");
+/* A generic kernel of the export: a built-in variant (op and affine kind) for a fusion and type
+ * tuple. All-fp32 unfused ones are the fp32 built-ins; the others are the typed built-in,
+ * its element types chosen by #defines around its source. */
+typedef struct {
+    const lntune_builtin_variant *v;
+    int op; /* index in lntune_export_ops */
+    int fusion;
+    lntune_types types;
+    char symbol[160];
+    lntune_cuda_launch launch;
+} cuda_generic;
+
+typedef struct {
+    cuda_generic *v;
+    size_t n, cap;
+} generic_list;
+
+static int typed(int fusion, lntune_types t) {
+    return fusion != LNTUNE_FUSION_NONE || !lntune_types_all_f32(t);
 }
 
-/* Generates one kernel into text; its launch geometry into *launch. */
-static int emit_kernel(lntune_gen *g, int sm, const char *op, const char *variant, int64_t H,
-                       const char *symbol, int guard, lntune_export_buf *text,
-                       lntune_cuda_launch *launch, char hash[17]) {
-    lntune_gen_set_cuda_arch(g, sm);
-    lntune_shape shape = {.H = H};
-    lntune_source src;
-    int rc = lntune_gen_emit(g, "cuda", op, variant, H > 0 ? &shape : NULL, symbol, &src);
-    if (rc != LNTUNE_OK) return rc;
-    rc = lntune_cuda_launch_parse(src.text, launch);
-    if (rc == LNTUNE_OK) {
-        /* A GPU's kernels are device code only when compiling for its architecture (sm_90's
-         * clusters do not compile for sm_80, and no other GPU runs them: see current_gpu).
-         * Other passes see an empty kernel of the same name: every pass must declare the same
-         * kernels, since nvcc makes the host's launch stubs from a device pass. */
-        if (guard)
-            lntune_export_put(text, "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == %d\n",
-                              sm * 10);
-        lntune_export_put(text, "%s\n", src.text);
-        if (guard)
-            lntune_export_put(text,
-                              "#else\nnamespace %s_impl {\nextern \"C\" __global__ void "
-                              "%s(lntune_kernel_args) {} /* never launched here */\n}\n#endif\n\n",
-                              symbol, symbol);
-        if (hash) snprintf(hash, 17, "%s", src.template_hash);
+/* Adds the generics of both affine kinds of (op, fusion, types) unless present; -1 on OOM. */
+static int generic_add(generic_list *l, int op, int fusion, lntune_types types) {
+    for (size_t i = 0; i < l->n; ++i)
+        if (l->v[i].op == op && l->v[i].fusion == fusion &&
+            lntune_types_packed(l->v[i].types) == lntune_types_packed(types))
+            return 0;
+    for (size_t i = 0; i < lntune_builtin_cuda_variant_count; ++i) {
+        const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
+        if (lntune_export_op_find(v->op) != op) continue;
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? l->cap * 2 : 16;
+            cuda_generic *p = realloc(l->v, cap * sizeof *p);
+            if (!p) return -1;
+            l->v = p, l->cap = cap;
+        }
+        cuda_generic *k = &l->v[l->n++];
+        memset(k, 0, sizeof *k);
+        k->v = v, k->op = op, k->fusion = fusion, k->types = types;
+        char tuple[24];
+        lntune_types_format(types, tuple, sizeof tuple);
+        for (char *p = tuple; *p; ++p)
+            if (*p == '/') *p = '_';
+        if (typed(fusion, types))
+            snprintf(k->symbol, sizeof k->symbol, "lntune_kernels_cuda_generic_%s_%s_%s_%s", v->op,
+                     v->affine ? "affine" : "plain", lntune_fusion_name(fusion), tuple);
+        else
+            snprintf(k->symbol, sizeof k->symbol, "lntune_kernels_cuda_generic_%s_%s", v->op,
+                     v->affine ? "affine" : "plain");
     }
+    return 0;
+}
+
+/* Appends src, generated for sm, to text. guard: device code for sm only. types: the source's
+ * element types are left to macros (a typed built-in); #defines choose them around it. */
+static void put_kernel(lntune_export_buf *text, const lntune_source *src, const char *symbol,
+                       int sm, int guard, const lntune_types *types) {
+    /* A GPU's kernels are device code only when compiling for its architecture (sm_90's
+     * clusters do not compile for sm_80, and no other GPU runs them: see current_gpu).
+     * Other passes see an empty kernel of the same name: every pass must declare the same
+     * kernels, since nvcc makes the host's launch stubs from a device pass. */
+    if (guard)
+        lntune_export_put(text, "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == %d\n", sm * 10);
+    static const char names[4] = {'X', 'Y', 'P', 'R'};
+    if (types) {
+        const int t[4] = {types->x, types->y, types->params, lntune_types_residual(*types)};
+        for (int i = 0; i < 4; ++i)
+            lntune_export_put(text, "#define LNTUNE_%c_T %s\n", names[i],
+                              lntune_cuda_type_name(t[i]));
+    }
+    lntune_export_put(text, "%s\n", src->text);
+    if (types)
+        for (int i = 0; i < 4; ++i) lntune_export_put(text, "#undef LNTUNE_%c_T\n", names[i]);
+    if (guard)
+        lntune_export_put(text,
+                          "#else\nnamespace %s_impl {\nextern \"C\" __global__ void "
+                          "%s(lntune_kernel_args) {} /* never launched here */\n}\n#endif\n\n",
+                          symbol, symbol);
+}
+
+/* Regenerates winner w for compute capability sm into text; its launch geometry and hash. */
+static int emit_tuned(lntune_gen *g, int sm, cuda_winner *w, const char *symbol,
+                      lntune_export_buf *text, char hash[17]) {
+    lntune_gen_set_cuda_arch(g, sm);
+    lntune_shape shape = {.H = w->H, .types = w->types, .fusion = w->fusion};
+    lntune_source src;
+    int rc = lntune_gen_emit(g, "cuda", w->base_op, w->variant, &shape, symbol, &src);
+    if (rc != LNTUNE_OK) return rc;
+    if ((rc = lntune_cuda_launch_parse(src.text, &w->launch)) == LNTUNE_OK) {
+        put_kernel(text, &src, symbol, sm, 1, NULL);
+        snprintf(hash, 17, "%s", src.template_hash);
+    }
+    lntune_source_free(&src);
+    return rc;
+}
+
+/* Generates generic kernel k (no cluster, no shared memory: any compute capability) into text. */
+static int emit_generic(lntune_gen *g, int sm, cuda_generic *k, lntune_export_buf *text) {
+    lntune_gen_set_cuda_arch(g, sm);
+    const size_t i = (size_t)(k->v - lntune_builtin_cuda_variants);
+    lntune_source src;
+    const int is_typed = typed(k->fusion, k->types);
+    int rc = is_typed ? lntune_builtin_emit_cuda_typed(g, i, k->fusion, k->symbol, &src)
+                      : lntune_gen_emit(g, "cuda", k->v->op, k->v->variant, NULL, k->symbol, &src);
+    if (rc != LNTUNE_OK) return rc;
+    if ((rc = lntune_cuda_launch_parse(src.text, &k->launch)) == LNTUNE_OK)
+        put_kernel(text, &src, k->symbol, sm, 0, is_typed ? &k->types : NULL);
     lntune_source_free(&src);
     return rc;
 }
@@ -324,14 +495,215 @@ static const char *row_range(const cuda_winner *w, char *buf, size_t size) {
     return buf;
 }
 
-static void put_entry(lntune_export_buf *b, int gpu, int op, int64_t H, int affine, int64_t lo,
-                      int64_t hi, const char *symbol, const lntune_cuda_launch *l) {
+static void put_entry(lntune_export_buf *b, int gpu, int op, int fusion, lntune_types types,
+                      int64_t H, int affine, int64_t lo, int64_t hi, const char *symbol,
+                      const lntune_cuda_launch *l) {
     lntune_export_put(b,
-                      "    {%d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), %s_impl::%s, "
-                      "%d, %d, %d, %lld, %lld, %lld},\n",
-                      gpu, op, (long long)H, affine, (long long)lo, (long long)hi, symbol, symbol,
-                      l->block, l->rows_per_block, l->cluster, (long long)l->smem,
-                      (long long)l->smem_per_h, (long long)l->max_h);
+                      "    {%d, %d, %d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), "
+                      "%s_impl::%s, %d, %d, %d, %lld, %lld, %lld},\n",
+                      gpu, op, fusion, lntune_types_packed(types), (long long)H, affine,
+                      (long long)lo, (long long)hi, symbol, symbol, l->block, l->rows_per_block,
+                      l->cluster, (long long)l->smem, (long long)l->smem_per_h,
+                      (long long)l->max_h);
+}
+
+/* Generates every winner's kernel into text (a winner that no longer generates, or whose H its
+ * launch line excludes, is left out with a warning); counts them in r. */
+static void emit_winners(lntune_db *db, lntune_gen *g, const lntune_export_config *c,
+                         const gpu_list *gpus, cuda_list *list, lntune_export_buf *text,
+                         lntune_export_report *r) {
+    for (size_t i = 0; i < list->n; ++i) {
+        cuda_winner *w = &list->w[i];
+        const gpu_row *gr = &gpus->v[w->gpu];
+        char symbol[64], hash[17] = "", measured[17];
+        snprintf(symbol, sizeof symbol, "lntune_kernels_cuda_t%zu", i);
+        if (emit_tuned(g, gr->cc, w, symbol, text, hash) != LNTUNE_OK) {
+            lntune_export_warn(
+                c, "%s %s H=%lld on %s: variant '%s' no longer generates (%s); left out", w->op,
+                w->dtype, (long long)w->H, gr->model, w->variant, lntune_gen_errmsg(g));
+            ++r->cuda_skipped;
+            continue;
+        }
+        if (w->launch.max_h > 0 && w->H > w->launch.max_h) {
+            lntune_export_warn(c, "%s %s H=%lld on %s: '%s' serves H <= %lld only; left out", w->op,
+                               w->dtype, (long long)w->H, gr->model, w->variant,
+                               (long long)w->launch.max_h);
+            ++r->cuda_skipped;
+            continue;
+        }
+        lntune_db_key key = {gr->id, "cuda", w->op, w->dtype, w->H, w->tuned_rows, w->affine};
+        lntune_export_measured_hash(db, &key, w->variant, measured);
+        if (measured[0] && strcmp(measured, hash) != 0)
+            lntune_export_warn(c,
+                               "%s %s H=%lld on %s: the template changed since '%s' was measured "
+                               "(hash %s, now %s); exporting the regenerated source: re-tune to "
+                               "refresh its timing",
+                               w->op, w->dtype, (long long)w->H, gr->model, w->variant, measured,
+                               hash);
+        w->ok = 1;
+        ++r->cuda_tuned;
+    }
+}
+
+/* The generic kernels: all-fp32 of every fusion, then each type tuple and fusion of a winner. */
+static int collect_generics(const cuda_list *list, generic_list *gen) {
+    const lntune_types f32 = {0};
+    for (size_t op = 0; op < lntune_export_op_count; ++op)
+        for (int f = 0; lntune_export_ops[op].cuda && f < LNTUNE_FUSION_COUNT; ++f)
+            if (generic_add(gen, (int)op, f, f32) != 0) return -1;
+    for (size_t i = 0; i < list->n; ++i)
+        if (list->w[i].ok &&
+            generic_add(gen, list->w[i].op_index, list->w[i].fusion, list->w[i].types) != 0)
+            return -1;
+    return 0;
+}
+
+/* The header comment of lntune_kernels.cu; the architectures into archs ("90;80"). */
+static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const cuda_list *list,
+                             const generic_list *gen, int ntuned, char *archs, size_t archs_size) {
+    lntune_export_put(out, "/*\n * generated by lntune export; do not edit.\n *\n");
+    lntune_export_buf gencode = {0};
+    for (size_t i = 0; i < gpus->n; ++i) {
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d", gpus->v[i].cc);
+        if (strstr(archs, cc) || strlen(archs) + strlen(cc) + 2 >= archs_size) continue;
+        if (archs[0]) strcat(archs, ";");
+        strcat(archs, cc);
+        lntune_export_put(&gencode, " -gencode arch=compute_%s,code=sm_%s", cc, cc);
+    }
+    lntune_export_put(out,
+                      " * Build with the CUDA runtime only, for the architecture of each GPU "
+                      "below:\n"
+                      " *   nvcc -std=c++17%s -c lntune_kernels.cu\n *\n"
+                      " * GPUs (a call runs the kernels of the one the current device is, by name "
+                      "and compute\n"
+                      " * capability, else by compute capability alone):\n",
+                      gencode.s ? gencode.s : "");
+    free(gencode.s);
+    for (size_t i = 0; i < gpus->n; ++i)
+        lntune_export_put(out, " *   g%zu: %s, sm_%d, fingerprint %s\n", i, gpus->v[i].model,
+                          gpus->v[i].cc, gpus->v[i].fingerprint);
+    lntune_export_put(out, " *\n * tuned kernels (GPU op dtype H rows-bucket affine: variant; "
+                           "launch; median time,\n"
+                           " * bandwidth, verified max error):\n");
+    for (size_t i = 0; i < list->n; ++i) {
+        const cuda_winner *w = &list->w[i];
+        if (!w->ok) continue;
+        char rows[64];
+        lntune_export_put(out,
+                          " *   c%zu: g%zu %s %s H=%lld rows %s (tuned at %lld) %s: %s; "
+                          "block=%d rows_per_block=%d cluster=%d smem=%lld+%lld/float max_h=%lld; "
+                          "%.0f ns, %.1f GB/s (copy %.1f), max error %.3g\n",
+                          i, w->gpu, w->op, w->dtype, (long long)w->H,
+                          row_range(w, rows, sizeof rows), (long long)w->tuned_rows,
+                          w->affine ? "affine" : "no affine", w->variant, w->launch.block,
+                          w->launch.rows_per_block, w->launch.cluster, (long long)w->launch.smem,
+                          (long long)w->launch.smem_per_h, (long long)w->launch.max_h, w->median_ns,
+                          w->gbps, w->copy_gbps, w->max_error);
+    }
+    if (ntuned == 0) lntune_export_put(out, " *   (none)\n");
+    lntune_export_put(out, " *\n * generic kernels (op dtype fusion affine: variant), for the "
+                           "shapes no winner covers:\n");
+    for (size_t i = 0; i < gen->n; ++i) {
+        const cuda_generic *k = &gen->v[i];
+        char tuple[24];
+        lntune_types_format(k->types, tuple, sizeof tuple);
+        lntune_export_put(out, " *   %s %s %s %s: %s\n", k->v->op, tuple,
+                          lntune_fusion_name(k->fusion), k->v->affine ? "affine" : "no affine",
+                          k->v->variant);
+    }
+    lntune_export_put(out, " */\n#include \"lntune_kernels_cuda.h\"\n\n"
+                           "#include <atomic>\n#include <cstdint>\n#include <cstdio>\n"
+                           "#include <cstring>\n\n");
+}
+
+/* The GPU and kernel tables of lntune_kernels.cu: the tuned kernels, then the generic ones. */
+static void put_tables(lntune_export_buf *out, const gpu_list *gpus, const cuda_list *list,
+                       const generic_list *gen) {
+    lntune_export_put(out,
+                      "namespace {\n\n"
+                      "typedef void (*kernel_fn)(lntune_kernel_args);\n\n"
+                      "struct gpu_entry {\n    const char *name; /* as the CUDA runtime reports "
+                      "it */\n    int cc;           /* compute capability: 90 for sm_90 */\n};\n\n"
+                      "const gpu_entry gpus[] = {\n");
+    for (size_t i = 0; i < gpus->n; ++i) {
+        lntune_export_put(out, "    {\"");
+        for (const char *p = gpus->v[i].model; *p; ++p)
+            lntune_export_put(out, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+        lntune_export_put(out, "\", %d},\n", gpus->v[i].cc);
+    }
+    lntune_export_put(out,
+                      "};\n\n"
+                      "/* A kernel and its launch line (see the header comment of each). */\n"
+                      "struct kernel_entry {\n"
+                      "    int gpu;    /* index in gpus; -1: any (generic) */\n"
+                      "    int op;     /* 0 layernorm, 1 rmsnorm */\n"
+                      "    int fusion; /* 0 none, 1 residual, 2 residual and residual_out */\n"
+                      "    int types;  /* x | y << 2 | params << 4 | (residual + 1, when fused "
+                      "and not x's) << 6;\n"
+                      "                   0 fp32, 1 fp16, 2 bf16 */\n"
+                      "    int64_t H;  /* 0: any */\n"
+                      "    int affine;\n"
+                      "    int64_t rows_lo, rows_hi;\n"
+                      "    kernel_fn fn;\n"
+                      "    int block, rows_per_block, cluster;\n"
+                      "    int64_t smem, smem_per_h, max_h;\n"
+                      "};\n\n"
+                      "/* The tuned kernels, then the generic ones from GENERIC on. */\n"
+                      "const kernel_entry kernels[] = {\n");
+    int ntuned = 0;
+    for (size_t i = 0; i < list->n; ++i) {
+        const cuda_winner *w = &list->w[i];
+        if (!w->ok) continue;
+        char symbol[64];
+        snprintf(symbol, sizeof symbol, "lntune_kernels_cuda_t%zu", i);
+        put_entry(out, (int)w->gpu, w->op_index, w->fusion, w->types, w->H, w->affine, w->rows_lo,
+                  w->rows_hi, symbol, &w->launch);
+        ++ntuned;
+    }
+    for (size_t i = 0; i < gen->n; ++i) {
+        const cuda_generic *k = &gen->v[i];
+        put_entry(out, -1, k->op, k->fusion, k->types, 0, k->v->affine, 1, INT64_MAX, k->symbol,
+                  &k->launch);
+    }
+    lntune_export_put(out, "};\nconstexpr int GENERIC = %d;\n\n", ntuned);
+}
+
+/* lntune_kernels_cuda.h */
+static void put_cuda_header(lntune_export_buf *header, const gpu_list *gpus) {
+    lntune_export_put(header, "/*\n * lntune_kernels_cuda.h - generated by lntune export; do not "
+                              "edit.\n *\n"
+                              " * CUDA LayerNorm and RMSNorm tuned on");
+    for (size_t i = 0; i < gpus->n; ++i)
+        lntune_export_put(header, "%s %s (sm_%d)", i ? "," : "", gpus->v[i].model, gpus->v[i].cc);
+    lntune_export_put(header, "; see\n * lntune_kernels.cu. For C and C++.\n *\n%s */\n",
+                      header_doc);
+    lntune_export_put(header, "#ifndef LNTUNE_KERNELS_CUDA_H\n#define LNTUNE_KERNELS_CUDA_H\n\n"
+                              "#include <cuda_runtime_api.h>\n\n");
+    const char *abi = lntune_export_abi_header();
+    lntune_export_put(header, "%s\n", abi ? abi : "#error no ABI header\n");
+    lntune_export_put(header,
+                      "/* The codes of lntune.h (identical definitions, so both may be included). "
+                      "*/\n"
+                      "#define LNTUNE_OK %d\n#define LNTUNE_ERROR %d\n#define LNTUNE_EINVAL %d\n"
+                      "#define LNTUNE_EUNSUPPORTED %d\n#define LNTUNE_ENODEVICE %d\n\n"
+                      "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n%s\n",
+                      LNTUNE_OK, LNTUNE_ERROR, LNTUNE_EINVAL, LNTUNE_EUNSUPPORTED, LNTUNE_ENODEVICE,
+                      lntune_export_types_text);
+    for (size_t i = 0; i < lntune_export_op_count; ++i) {
+        const char *op = lntune_export_ops[i].name;
+        if (!lntune_export_ops[i].cuda) continue;
+        lntune_export_put(header,
+                          "int lntune_kernels_cuda_%s(const lntune_kernel_args *args, "
+                          "cudaStream_t stream);\n"
+                          "int lntune_kernels_cuda_%s_v2(const lntune_kernel_args *args, "
+                          "lntune_kernels_types types,\n"
+                          "                              cudaStream_t stream);\n",
+                          op, op);
+    }
+    lntune_export_put(header,
+                      "const char *lntune_kernels_cuda_errmsg(void);\n\n"
+                      "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_CUDA_H */\n");
 }
 
 int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config *c,
@@ -346,6 +718,7 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
     }
     gpu_list gpus = {.only = c->gpu};
     cuda_list list = {.c = c};
+    generic_list gen = {0};
     lntune_export_buf kernels = {0}, out = {0}, header = {0};
     int rc = lntune_db_each_hardware(db, collect_gpu, &gpus);
     for (size_t i = 0; rc == LNTUNE_OK && !gpus.oom && i < gpus.n; ++i) {
@@ -368,179 +741,23 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
     }
     if (list.n == 0) goto done; /* no CUDA winners: no CUDA files (see export.h) */
 
-    /* The tuned kernels, each for its GPU's compute capability. */
-    for (size_t i = 0; i < list.n; ++i) {
-        cuda_winner *w = &list.w[i];
-        const gpu_row *gr = &gpus.v[w->gpu];
-        char symbol[64], hash[17] = "", measured[17];
-        snprintf(symbol, sizeof symbol, "lntune_kernels_cuda_t%zu", i);
-        if (emit_kernel(g, gr->cc, w->op, w->variant, w->H, symbol, 1, &kernels, &w->launch,
-                        hash) != LNTUNE_OK) {
-            lntune_export_warn(c,
-                               "%s H=%lld on %s: variant '%s' no longer generates (%s); left out",
-                               w->op, (long long)w->H, gr->model, w->variant, lntune_gen_errmsg(g));
-            ++r->cuda_skipped;
-            continue;
-        }
-        if (w->launch.max_h > 0 && w->H > w->launch.max_h) {
-            lntune_export_warn(c, "%s H=%lld on %s: '%s' serves H <= %lld only; left out", w->op,
-                               (long long)w->H, gr->model, w->variant, (long long)w->launch.max_h);
-            ++r->cuda_skipped;
-            continue;
-        }
-        lntune_db_key key = {gr->id, "cuda", w->op, "f32", w->H, w->tuned_rows, w->affine};
-        lntune_export_measured_hash(db, &key, w->variant, measured);
-        if (measured[0] && strcmp(measured, hash) != 0)
-            lntune_export_warn(c,
-                               "%s H=%lld on %s: the template changed since '%s' was measured "
-                               "(hash %s, now %s); exporting the regenerated source: re-tune to "
-                               "refresh its timing",
-                               w->op, (long long)w->H, gr->model, w->variant, measured, hash);
-        w->ok = 1;
-        ++r->cuda_tuned;
+    emit_winners(db, g, c, &gpus, &list, &kernels, r);
+    if (collect_generics(&list, &gen) != 0) {
+        rc = LNTUNE_ENOMEM;
+        snprintf(r->message, sizeof r->message, "out of memory");
+        goto done;
     }
-    /* The generic kernels: no cluster, no shared memory, so any compute capability. */
-    lntune_cuda_launch generic[8];
-    for (size_t i = 0; i < lntune_builtin_cuda_variant_count && i < 8; ++i) {
-        char symbol[128];
-        const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
-        generic_symbol(v, symbol, sizeof symbol);
-        if ((rc = emit_kernel(g, gpus.v[0].cc, v->op, v->variant, 0, symbol, 0, &kernels,
-                              &generic[i], NULL)) != LNTUNE_OK) {
-            snprintf(r->message, sizeof r->message, "generic CUDA kernel %s: %s", v->variant,
+    for (size_t i = 0; i < gen.n; ++i)
+        if ((rc = emit_generic(g, gpus.v[0].cc, &gen.v[i], &kernels)) != LNTUNE_OK) {
+            snprintf(r->message, sizeof r->message, "generic CUDA kernel %s: %s", gen.v[i].symbol,
                      lntune_gen_errmsg(g));
             goto done;
         }
-    }
-
-    /* lntune_kernels.cu: header comment. */
-    lntune_export_put(&out, "/*\n * generated by lntune export; do not edit.\n *\n");
-    lntune_export_buf gencode = {0};
-    for (size_t i = 0; i < gpus.n; ++i) {
-        char cc[16];
-        snprintf(cc, sizeof cc, "%d", gpus.v[i].cc);
-        if (strstr(archs, cc) || strlen(archs) + strlen(cc) + 2 >= archs_size) continue;
-        if (archs[0]) strcat(archs, ";");
-        strcat(archs, cc);
-        lntune_export_put(&gencode, " -gencode arch=compute_%s,code=sm_%s", cc, cc);
-    }
-    lntune_export_put(&out,
-                      " * Build with the CUDA runtime only, for the architecture of each GPU "
-                      "below:\n"
-                      " *   nvcc -std=c++17%s -c lntune_kernels.cu\n *\n"
-                      " * GPUs (a call runs the kernels of the one the current device is, by name "
-                      "and compute\n"
-                      " * capability, else by compute capability alone):\n",
-                      gencode.s ? gencode.s : "");
-    free(gencode.s);
-    for (size_t i = 0; i < gpus.n; ++i)
-        lntune_export_put(&out, " *   g%zu: %s, sm_%d, fingerprint %s\n", i, gpus.v[i].model,
-                          gpus.v[i].cc, gpus.v[i].fingerprint);
-    lntune_export_put(&out, " *\n * tuned kernels (GPU op dtype H rows-bucket affine: variant; "
-                            "launch; median time,\n"
-                            " * bandwidth, verified max error):\n");
-    for (size_t i = 0; i < list.n; ++i) {
-        const cuda_winner *w = &list.w[i];
-        if (!w->ok) continue;
-        char rows[64];
-        lntune_export_put(&out,
-                          " *   c%zu: g%zu %s f32 H=%lld rows %s (tuned at %lld) %s: %s; "
-                          "block=%d rows_per_block=%d cluster=%d smem=%lld+%lld/float max_h=%lld; "
-                          "%.0f ns, %.1f GB/s (copy %.1f), max error %.3g\n",
-                          i, w->gpu, w->op, (long long)w->H, row_range(w, rows, sizeof rows),
-                          (long long)w->tuned_rows, w->affine ? "affine" : "no affine", w->variant,
-                          w->launch.block, w->launch.rows_per_block, w->launch.cluster,
-                          (long long)w->launch.smem, (long long)w->launch.smem_per_h,
-                          (long long)w->launch.max_h, w->median_ns, w->gbps, w->copy_gbps,
-                          w->max_error);
-    }
-    if (r->cuda_tuned == 0) lntune_export_put(&out, " *   (none)\n");
-    lntune_export_put(&out, " *\n * generic kernels (any shape no winner covers):\n");
-    for (size_t i = 0; i < lntune_builtin_cuda_variant_count; ++i)
-        lntune_export_put(&out, " *   %s %s: %s\n", lntune_builtin_cuda_variants[i].op,
-                          lntune_builtin_cuda_variants[i].affine ? "affine" : "no affine",
-                          lntune_builtin_cuda_variants[i].variant);
-    lntune_export_put(&out, " */\n#include \"lntune_kernels_cuda.h\"\n\n"
-                            "#include <atomic>\n#include <cstdint>\n#include <cstdio>\n"
-                            "#include <cstring>\n\n");
+    put_file_comment(&out, &gpus, &list, &gen, r->cuda_tuned, archs, archs_size);
     lntune_export_put(&out, "%s", kernels.s ? kernels.s : "");
-
-    /* The tables. */
-    lntune_export_put(&out,
-                      "namespace {\n\n"
-                      "typedef void (*kernel_fn)(lntune_kernel_args);\n\n"
-                      "struct gpu_entry {\n    const char *name; /* as the CUDA runtime reports "
-                      "it */\n    int cc;           /* compute capability: 90 for sm_90 */\n};\n\n"
-                      "const gpu_entry gpus[] = {\n");
-    for (size_t i = 0; i < gpus.n; ++i) {
-        lntune_export_put(&out, "    {\"");
-        for (const char *p = gpus.v[i].model; *p; ++p)
-            lntune_export_put(&out, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        lntune_export_put(&out, "\", %d},\n", gpus.v[i].cc);
-    }
-    lntune_export_put(&out,
-                      "};\n\n"
-                      "/* A kernel and its launch line (see the header comment of each). */\n"
-                      "struct kernel_entry {\n"
-                      "    int gpu;   /* index in gpus; -1: any (generic) */\n"
-                      "    int op;    /* 0 layernorm, 1 rmsnorm */\n"
-                      "    int64_t H; /* 0: any */\n"
-                      "    int affine;\n"
-                      "    int64_t rows_lo, rows_hi;\n"
-                      "    kernel_fn fn;\n"
-                      "    int block, rows_per_block, cluster;\n"
-                      "    int64_t smem, smem_per_h, max_h;\n"
-                      "};\n\n"
-                      "/* The tuned kernels, then the generic ones from GENERIC on (layernorm "
-                      "affine, plain,\n"
-                      " * rmsnorm affine, plain). */\n"
-                      "const kernel_entry kernels[] = {\n");
-    int ntuned = 0;
-    for (size_t i = 0; i < list.n; ++i) {
-        const cuda_winner *w = &list.w[i];
-        if (!w->ok) continue;
-        char symbol[64];
-        snprintf(symbol, sizeof symbol, "lntune_kernels_cuda_t%zu", i);
-        put_entry(&out, (int)w->gpu, lntune_export_op_find(w->op), w->H, w->affine, w->rows_lo,
-                  w->rows_hi, symbol, &w->launch);
-        ++ntuned;
-    }
-    for (size_t i = 0; i < lntune_builtin_cuda_variant_count; ++i) {
-        char symbol[128];
-        const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
-        generic_symbol(v, symbol, sizeof symbol);
-        put_entry(&out, -1, lntune_export_op_find(v->op), 0, v->affine, 1, INT64_MAX, symbol,
-                  &generic[i]);
-    }
-    lntune_export_put(&out, "};\nconstexpr int GENERIC = %d;\n\n", ntuned);
+    put_tables(&out, &gpus, &list, &gen);
     lntune_export_put(&out, "%s", dispatch_text);
-
-    /* lntune_kernels_cuda.h */
-    lntune_export_put(&header, "/*\n * lntune_kernels_cuda.h - generated by lntune export; do not "
-                               "edit.\n *\n"
-                               " * CUDA LayerNorm and RMSNorm tuned on");
-    for (size_t i = 0; i < gpus.n; ++i)
-        lntune_export_put(&header, "%s %s (sm_%d)", i ? "," : "", gpus.v[i].model, gpus.v[i].cc);
-    lntune_export_put(&header, "; see\n * lntune_kernels.cu. For C and C++.\n *\n%s */\n",
-                      header_doc);
-    lntune_export_put(&header, "#ifndef LNTUNE_KERNELS_CUDA_H\n#define LNTUNE_KERNELS_CUDA_H\n\n"
-                               "#include <cuda_runtime_api.h>\n\n");
-    const char *abi = lntune_export_abi_header();
-    lntune_export_put(&header, "%s\n", abi ? abi : "#error no ABI header\n");
-    lntune_export_put(&header,
-                      "/* The codes of lntune.h (identical definitions, so both may be included). "
-                      "*/\n"
-                      "#define LNTUNE_OK %d\n#define LNTUNE_ERROR %d\n#define LNTUNE_EINVAL %d\n"
-                      "#define LNTUNE_EUNSUPPORTED %d\n#define LNTUNE_ENODEVICE %d\n\n"
-                      "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-                      "int lntune_kernels_cuda_layernorm(const lntune_kernel_args *args, "
-                      "cudaStream_t stream);\n"
-                      "int lntune_kernels_cuda_rmsnorm(const lntune_kernel_args *args, "
-                      "cudaStream_t stream);\n"
-                      "const char *lntune_kernels_cuda_errmsg(void);\n\n"
-                      "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_CUDA_H */\n",
-                      LNTUNE_OK, LNTUNE_ERROR, LNTUNE_EINVAL, LNTUNE_EUNSUPPORTED,
-                      LNTUNE_ENODEVICE);
+    put_cuda_header(&header, &gpus);
     if (out.oom || header.oom || kernels.oom) {
         rc = LNTUNE_ENOMEM;
         snprintf(r->message, sizeof r->message, "out of memory");
@@ -558,5 +775,6 @@ done:
     free(kernels.s), free(out.s), free(header.s);
     free(gpus.v);
     free(list.w);
+    free(gen.v);
     return rc;
 }

@@ -78,6 +78,9 @@ void lntune_export_bucket_range(int64_t rows, int64_t *lo, int64_t *hi);
 /* The text of a header built into gen with the engine ("lntune_kernel.h", "typed_kernel.h");
  * NULL if missing. */
 const char *lntune_export_embedded(const char *name);
+/* The element types' numbers and lntune_kernels_types, for both exported headers (guarded). */
+extern const char lntune_export_types_text[];
+
 /* The text of include/lntune_kernel.h built into gen; NULL if missing. */
 const char *lntune_export_abi_header(void);
 

@@ -5,12 +5,18 @@
  *   NVIDIA H200 (sm_90): layernorm H=768 fixed-H register cache (rows 9-64, affine),
  *     rmsnorm H=4096 shared-memory cache (rows 513-4096, no affine), layernorm H=16384 on a
  *     4-block cluster (rows 513-4096, affine), layernorm H=256 warp layout (rows over 32768)
+ *     layernorm+residual_out bf16 H=4096 (rows 2049-16384, affine), rmsnorm f16/f16/f32
+ *     H=1024 pack=8 (rows 513-4096, affine), layernorm+residual bf16 with an fp32 residual
+ *     H=2048 (rows 513-4096, no affine)
  *   NVIDIA A100 (sm_80): rmsnorm H=1024 register cache (rows 65-512, affine)
+ * plus an H200 row the CUDA export must leave out: a layernorm_backward winner.
  *
  *   export_cuda_makedb PATH [none]   ("none": the GPU rows without winners)
  * Prints "gpu FINGERPRINT NAME" for each GPU row.
  */
 #include "cuda_launch.h"
+#include "dtypes.h"
+#include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
 #include "tuning_db.h"
@@ -23,29 +29,43 @@ typedef struct {
     const char *op, *variant;
     int64_t H, rows;
     int affine;
+    const char *dtype; /* NULL: f32 */
+    int fusion;
 } winner;
 
 static const winner winners[] = {
     {0, "layernorm",
      "layout=block,tpr=32,cluster=1,block=128,pack=4,cache=regs,stats=welford,h=fixed,affine=fused",
-     768, 64, 1},
+     768, 64, 1, NULL, LNTUNE_FUSION_NONE},
     {0, "rmsnorm",
      "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=sumsq,h=runtime,affine=none",
-     4096, 4096, 0},
+     4096, 4096, 0, NULL, LNTUNE_FUSION_NONE},
     {0, "layernorm",
      "layout=cluster,tpr=32,cluster=4,block=512,pack=4,cache=smem,stats=twopass,h=runtime,"
      "affine=fused",
-     16384, 1024, 1},
+     16384, 1024, 1, NULL, LNTUNE_FUSION_NONE},
     {0, "layernorm",
      "layout=warp,tpr=16,cluster=1,block=128,pack=4,cache=regs,stats=twopass,h=fixed,affine=none",
-     256, 65536, 0},
+     256, 65536, 0, NULL, LNTUNE_FUSION_NONE},
     {1, "rmsnorm",
      "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=regs,stats=sumsq,h=fixed,affine=fused",
-     1024, 512, 1},
+     1024, 512, 1, NULL, LNTUNE_FUSION_NONE},
+    {0, "layernorm",
+     "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=regs,stats=twopass,h=fixed,"
+     "affine=fused",
+     4096, 16384, 1, "bf16", LNTUNE_FUSION_RESIDUAL_OUT},
+    {0, "rmsnorm",
+     "layout=warp,tpr=32,cluster=1,block=128,pack=8,cache=regs,stats=sumsq,h=fixed,affine=fused",
+     1024, 4096, 1, "f16/f16/f32", LNTUNE_FUSION_NONE},
+    {0, "layernorm",
+     "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=welford,h=runtime,"
+     "affine=none",
+     2048, 4096, 0, "bf16/bf16/bf16/f32", LNTUNE_FUSION_RESIDUAL},
 };
 
 static int put_winner(lntune_db *db, lntune_gen *g, int64_t hw, int sm, const winner *w) {
-    lntune_shape shape = {.H = w->H};
+    lntune_shape shape = {.H = w->H, .fusion = w->fusion};
+    if (w->dtype && lntune_types_parse(w->dtype, &shape.types) != 0) return LNTUNE_EINVAL;
     lntune_source src;
     lntune_gen_set_cuda_arch(g, sm);
     int rc = lntune_gen_emit(g, "cuda", w->op, w->variant, &shape, "lntune_norm", &src);
@@ -59,8 +79,10 @@ static int put_winner(lntune_db *db, lntune_gen *g, int64_t hw, int sm, const wi
         lntune_source_free(&src);
         return LNTUNE_ERROR;
     }
-    char key[96];
-    snprintf(key, sizeof key, "cuda-test-%d-%s-%lld-%d", sm, w->op, (long long)w->H, w->affine);
+    char key[96], op[40];
+    snprintf(key, sizeof key, "cuda-test-%d-%s-%s-%d-%lld-%d", sm, w->op,
+             w->dtype ? w->dtype : "f32", w->fusion, (long long)w->H, w->affine);
+    lntune_fusion_op_key(w->op, w->fusion, op, sizeof op);
     static const char cubin[] = "not a cubin: export regenerates the source";
     char flags[32];
     snprintf(flags, sizeof flags, "-arch=sm_%d", sm);
@@ -72,7 +94,7 @@ static int put_winner(lntune_db *db, lntune_gen *g, int64_t hw, int sm, const wi
                            .object = cubin,
                            .object_len = sizeof cubin,
                            .ptx = "// not PTX either"};
-    lntune_db_key k = {hw, "cuda", w->op, "f32", w->H, w->rows, w->affine};
+    lntune_db_key k = {hw, "cuda", op, w->dtype ? w->dtype : "f32", w->H, w->rows, w->affine};
     lntune_best best = {src.variant, key, 1, w->rows, 5000.0, 2000.0, 3000.0, 1e-7, 9000.0};
     lntune_measurement m = {.variant = src.variant,
                             .template_hash = src.template_hash,
@@ -120,6 +142,11 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; rc == LNTUNE_OK && !none && i < sizeof winners / sizeof winners[0]; ++i)
         rc = put_winner(db, g, hw[winners[i].gpu], models[winners[i].gpu].sm, &winners[i]);
+    if (rc == LNTUNE_OK && !none) { /* no CUDA tuner writes this yet: a newer lntune's row */
+        const lntune_db_key k = {hw[0], "cuda", "layernorm_backward", "f32", 4096, 4096, 1};
+        const lntune_best b = {"layout=block", NULL, 1, 4096, 5000.0, 2000.0, 3000.0, 1e-7, 0};
+        rc = lntune_db_set_best(db, &k, &b);
+    }
     if (rc != LNTUNE_OK)
         fprintf(stderr, "FAIL: %s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
     lntune_gen_close(g);

@@ -12,8 +12,8 @@
  *   rmsnorm_backward+residual bf16/bf16/f32 H=4096 (2 threads, rows 513-4096), best rows only
  *   (the export regenerates the source from the variant);
  * and rows the export must leave out, each with a warning: a CPU "layernorm+gelu" and
- * "layernorm_backward+residual_out" (ops it does not know), and on a GPU row a bf16 layernorm
- * (the CUDA export is fp32 only) and a "layernorm_backward".
+ * "layernorm_backward+residual_out" (ops it does not know), and on a GPU row a layernorm of
+ * dtype "f8" (no such type) and a "layernorm_backward" (the CUDA export has no backward).
  *
  *   export_makedb PATH
  */
@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
     gpu.driver_version = 13000;
     lntune_gpu_info_finish(&gpu);
     if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gpu, "NVRTC 13.0", &gpu_hw);
-    if (rc == LNTUNE_OK) rc = put_row(db, gpu_hw, "cuda", "layernorm", "bf16");
+    if (rc == LNTUNE_OK) rc = put_row(db, gpu_hw, "cuda", "layernorm", "f8");
     if (rc == LNTUNE_OK) rc = put_row(db, gpu_hw, "cuda", "layernorm_backward", "f32");
     printf("%s: %s\n", rc == LNTUNE_OK ? "ok" : "FAIL", argv[1]);
     if (rc != LNTUNE_OK) fprintf(stderr, "%s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));

@@ -48,8 +48,9 @@ static void add(lntune_gen *g, size_t variant, int fusion, lntune_types types) {
     s->fusion = fusion;
     s->types = types;
     lntune_source src;
-    int rc = lntune_builtin_emit_cuda_typed(g, "lntune_builtin", variant, fusion, s->symbol,
-                                            sizeof s->symbol, &src);
+    lntune_builtin_cuda_typed_symbol("lntune_builtin", variant, fusion, s->symbol,
+                                     sizeof s->symbol);
+    int rc = lntune_builtin_emit_cuda_typed(g, variant, fusion, s->symbol, &src);
     char tuple[24];
     lntune_types_format(types, tuple, sizeof tuple);
     char symbol[sizeof s->symbol];
