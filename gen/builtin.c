@@ -41,6 +41,16 @@ const lntune_builtin_variant lntune_builtin_cuda_variants[] = {
 const size_t lntune_builtin_cuda_variant_count =
     sizeof lntune_builtin_cuda_variants / sizeof lntune_builtin_cuda_variants[0];
 
+/* The CUDA backward (runtime's built-in): a block per row re-reading x and dy, any H; dgamma and
+ * dbeta from per-row-group fp32 partials summed in order, so every run gives the same bits. */
+#define CUDA_BACKWARD "layout=uncached,tpr=32,block=256,pack=4,cache=none,h=runtime,dgamma=partials"
+const lntune_builtin_variant lntune_builtin_cuda_backward_variants[] = {
+    {"layernorm_backward", 1, CUDA_BACKWARD},
+    {"rmsnorm_backward", 1, CUDA_BACKWARD},
+};
+const size_t lntune_builtin_cuda_backward_variant_count =
+    sizeof lntune_builtin_cuda_backward_variants / sizeof lntune_builtin_cuda_backward_variants[0];
+
 void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size) {
     const lntune_builtin_variant *v = &lntune_builtin_variants[i];
     snprintf(buf, size, "%s_%s_%s", prefix, v->op, v->affine ? "affine" : "plain");
@@ -163,6 +173,20 @@ int lntune_builtin_emit_cuda_typed(lntune_gen *g, size_t i, int fusion, const ch
     return lntune_gen_emit(g, "cuda", v->op, v->variant, &shape, symbol, src);
 }
 
+void lntune_builtin_cuda_backward_symbol(const char *prefix, size_t i, int fusion, char *symbol,
+                                         size_t size) {
+    snprintf(symbol, size, "%s_cuda_%s_typed%s%s", prefix,
+             lntune_builtin_cuda_backward_variants[i].op, fusion ? "_" : "",
+             fusion ? lntune_fusion_name(fusion) : "");
+}
+
+int lntune_builtin_emit_cuda_backward(lntune_gen *g, size_t i, int fusion, const char *symbol,
+                                      lntune_source *src) {
+    const lntune_builtin_variant *v = &lntune_builtin_cuda_backward_variants[i];
+    const lntune_shape shape = {.fusion = fusion, .generic_types = 1};
+    return lntune_gen_emit(g, "cuda", v->op, v->variant, &shape, symbol, src);
+}
+
 /* Writes text as a C string literal, one source line per line of text. */
 static void put_literal(FILE *f, const char *text) {
     if (!text) {
@@ -237,6 +261,19 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
             break;
         fprintf(f, "    {%d, %d, 0, \"%s\", \"%s\",", strcmp(v->op, "rmsnorm") == 0, v->affine,
                 symbol, src.variant);
+        put_literal(f, src.text);
+        fprintf(f, ", NULL, 1, %d},\n", fusion);
+        lntune_source_free(&src);
+    }
+    /* The backward: op LNTUNE_DESC_*_BACKWARD, one kernel for calls with and without gamma. */
+    for (size_t i = 0; i < lntune_builtin_cuda_backward_variant_count * 2 && rc == LNTUNE_OK; ++i) {
+        const int fusion = i % 2 ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE;
+        char symbol[128];
+        lntune_source src;
+        lntune_builtin_cuda_backward_symbol(prefix, i / 2, fusion, symbol, sizeof symbol);
+        if ((rc = lntune_builtin_emit_cuda_backward(g, i / 2, fusion, symbol, &src)) != LNTUNE_OK)
+            break;
+        fprintf(f, "    {%d, 1, 0, \"%s\", \"%s\",", 2 + (int)(i / 2), symbol, src.variant);
         put_literal(f, src.text);
         fprintf(f, ", NULL, 1, %d},\n", fusion);
         lntune_source_free(&src);

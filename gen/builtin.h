@@ -76,6 +76,20 @@ void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, 
                                       size_t size);
 
 /*
+ * The CUDA built-in backward: variant i of lntune_builtin_cuda_backward_variants (op
+ * "layernorm_backward" or "rmsnorm_backward") for fusion LNTUNE_FUSION_NONE or _RESIDUAL
+ * (dresidual_out given), types x_t (x, dy, dx, dresidual_out) and p_t (gamma, dgamma, dbeta)
+ * left to macros as above; the pair's second kernel is "<symbol>_dgamma". Named
+ * "<prefix>_cuda_<op>_typed[_residual]" by the symbol function.
+ */
+extern const lntune_builtin_variant lntune_builtin_cuda_backward_variants[];
+extern const size_t lntune_builtin_cuda_backward_variant_count;
+int lntune_builtin_emit_cuda_backward(lntune_gen *g, size_t i, int fusion, const char *symbol,
+                                      lntune_source *src);
+void lntune_builtin_cuda_backward_symbol(const char *prefix, size_t i, int fusion, char *symbol,
+                                         size_t size);
+
+/*
  * Generates the C file liblntune compiles for its CUDA built-ins: a table of
  * lntune_builtin_cuda_kernel records (runtime/builtin.h) with each variant's CUDA source and, when
  * nv is not NULL, its PTX for compute_80 (the driver JITs it for any sm_80+ GPU). A compile failure

@@ -186,7 +186,7 @@ typedef struct lntune_backward_args {
     int64_t x_stride; /* elements between rows; 0 means H */
     int64_t dy_stride;
     int64_t dx_stride;
-    lntune_device_kind device; /* the CPU only so far */
+    lntune_device_kind device; /* LNTUNE_DEVICE_CUDA: device pointers, run on stream */
     int device_index;
     void *stream;
     /*
@@ -213,8 +213,13 @@ typedef struct lntune_backward_args {
  * rules as the forward. Returns LNTUNE_OK (rows == 0: a no-op that leaves dgamma/dbeta alone),
  * or LNTUNE_EINVAL (ctx, args, x, dy or dx NULL; H <= 0; rows < 0; eps < 0 or NaN; a stride
  * (dresidual_out_stride included) neither 0 nor >= H; a dtype out of range; only one of mean/rstd
- * to LayerNorm; dbeta to RMSNorm; device_index or stream set), LNTUNE_EUNSUPPORTED (device memory:
- * CUDA backward is not served yet), LNTUNE_EOVERFLOW, LNTUNE_ENOMEM.
+ * to LayerNorm; dbeta to RMSNorm; device_index or stream set), LNTUNE_EOVERFLOW, LNTUNE_ENOMEM,
+ * and on a CUDA device LNTUNE_ENODEVICE (no such device, or no NVRTC to compile the built-in
+ * backward for the call's types at first use) and LNTUNE_ERROR (a failed launch). On a CUDA
+ * device the call is asynchronous on args.stream: a built-in pair of kernels (no CUDA backward is
+ * tuned yet) whose dgamma/dbeta partials sit in scratch memory allocated and freed on that
+ * stream (cuMemAllocAsync: a CUDA 11.2 or newer driver); they are summed in a fixed order, so
+ * a call gives the same bits every time.
  */
 LNTUNE_API int lntune_layernorm_backward(lntune *ctx, const lntune_backward_args *args);
 LNTUNE_API int lntune_rmsnorm_backward(lntune *ctx, const lntune_backward_args *args);

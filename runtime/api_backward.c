@@ -12,10 +12,12 @@
  * one naming scheme) and its kernels are generated for it.
  * The partials (threads x H floats, threads <= rows) are allocated per call that wants dgamma or
  * dbeta: their size depends on the call, and a malloc costs little next to reading rows x H twice.
+ * On device memory (args.device = LNTUNE_DEVICE_CUDA) the call goes to cuda_dispatch.c.
  */
 #include "backward.h"
 #include "args_check.h"
 #include "context.h"
+#include "cuda_dispatch.h"
 #include "dispatch.h"
 #include "dtypes.h"
 #include "fusion.h"
@@ -56,10 +58,6 @@ static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
                                "%s: %s given without %s; give both saved statistics or neither", fn,
                                a->mean ? "mean" : "rstd", a->mean ? "rstd" : "mean");
-    if (a->device == LNTUNE_DEVICE_CUDA)
-        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
-                               "%s: the CUDA backward is not served yet; call it with host memory",
-                               fn);
     const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
     const int p = a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1;
     *types = (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
@@ -83,14 +81,7 @@ static int run(lntune *ctx, const lntune_backward_args *a, int op) {
     if (rc != LNTUNE_OK || a->rows == 0) return rc;
 
     const int fusion = a->dresidual_out ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE;
-    const lntune_desc d =
-        lntune_desc_make(LNTUNE_DESC_LAYERNORM_BACKWARD + op, lntune_types_packed(types),
-                         LNTUNE_DESC_GAMMA, fusion, lntune_rows_bucket(a->rows), a->H);
-    const uint64_t hash = lntune_desc_hash(&d);
-    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
-    if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
-
-    lntune_backward_kernel_args ka = {
+    const lntune_backward_kernel_args ka = {
         .rows = a->rows,
         .H = a->H,
         .x_stride = a->x_stride ? a->x_stride : a->H,
@@ -106,6 +97,16 @@ static int run(lntune *ctx, const lntune_backward_args *a, int op) {
         .dresidual_out = a->dresidual_out,
         .dresidual_out_stride = a->dresidual_out_stride ? a->dresidual_out_stride : a->H,
     };
+    if (a->device == LNTUNE_DEVICE_CUDA)
+        return lntune_gpu_run_backward(ctx, a, op, types, fusion, &ka, api_names[op]);
+
+    const lntune_desc d =
+        lntune_desc_make(LNTUNE_DESC_LAYERNORM_BACKWARD + op, lntune_types_packed(types),
+                         LNTUNE_DESC_GAMMA, fusion, lntune_rows_bucket(a->rows), a->H);
+    const uint64_t hash = lntune_desc_hash(&d);
+    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
+    if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
+
     const int builtin_threads =
         a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;
     const int tuned = e->backward != e->backward_fallback;

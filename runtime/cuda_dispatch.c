@@ -19,6 +19,15 @@
  * shape to the built-in. Kernels are shared by every descriptor that uses them and unloaded at
  * lntune_close.
  *
+ * The backward (lntune_layernorm_backward / lntune_rmsnorm_backward on device memory) runs the
+ * built-in backward pair of its op and fusion (no CUDA backward is tuned yet), compiled with
+ * NVRTC for its element types at first use: kernel 1 writes dx and per-row-group fp32 partials
+ * of dgamma/dbeta into a workspace, kernel 2 sums them in order into dgamma/dbeta. The
+ * workspace is allocated and freed on the call's stream (cuMemAllocAsync), so concurrent calls
+ * on other streams never share it and nothing synchronizes. Its rows (parts) are capped so that
+ * it stays under WORKSPACE_FLOATS per gradient; the cap depends on rows and H only, so a call
+ * gives the same bits every time.
+ *
  * Later calls take no lock: one registry lookup, then the launch. The calling thread's current
  * context is saved and restored around the launch, so an app on another device or context is
  * not disturbed.
@@ -40,12 +49,15 @@
 #include <string.h>
 
 enum { DEFAULT_SMEM = 48 * 1024 }; /* dynamic shared memory a kernel gets without opting in */
+#define WORKSPACE_FLOATS (INT64_C(1) << 21) /* the backward's partials per gradient, at most */
 
 struct lntune_gpu_kernel {
     lntune_cuda *cu;
     void *module;
     void *function; /* NULL: a built-in that could not be loaded, message says why */
     lntune_cuda_launch launch;
+    void *finish; /* a backward pair's second kernel (<symbol>_dgamma); NULL for the forward */
+    lntune_cuda_backward_launch backward;
     int64_t smem_allowed; /* dynamic shared memory the function may use */
     char *key;            /* the artifact key, or the built-in's symbol */
     char *message;
@@ -136,10 +148,16 @@ static const lntune_nvrtc *get_nvrtc(lntune *ctx, char *err, size_t errlen) {
     return ctx->nvrtc;
 }
 
-/* The built-in record serving d: for fp16/bf16 or a residual, the typed one of its op, affine
- * kind and fusion; else the first fp32 one of its op and affine kind whose max_h admits H. */
+static int is_backward(const lntune_desc *d) {
+    return lntune_desc_op(d) >= LNTUNE_DESC_LAYERNORM_BACKWARD;
+}
+
+/* The built-in record serving d: for fp16/bf16, a residual or the backward, the typed one of its
+ * op, affine kind and fusion; else the first fp32 one of its op and affine kind whose max_h
+ * admits H. */
 static const lntune_builtin_cuda_kernel *builtin_record(const lntune_desc *d) {
-    const int typed = lntune_desc_dtype(d) != 0 || lntune_desc_fusion(d) != LNTUNE_FUSION_NONE;
+    const int typed =
+        lntune_desc_dtype(d) != 0 || lntune_desc_fusion(d) != LNTUNE_FUSION_NONE || is_backward(d);
     for (size_t i = 0; i < lntune_builtin_cuda_count; ++i) {
         const lntune_builtin_cuda_kernel *c = &lntune_builtin_cuda[i];
         if (c->op == lntune_desc_op(d) && c->affine == lntune_desc_affine(d) && c->typed == typed &&
@@ -167,7 +185,9 @@ static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
     lntune_gpu_kernel *k = new_kernel(g, key);
     if (!k) return LNTUNE_ENOMEM;
     char err[1024] = "";
-    const int parsed = lntune_cuda_launch_parse(b->source, &k->launch) == LNTUNE_OK;
+    const int parsed = lntune_cuda_launch_parse(b->source, &k->launch) == LNTUNE_OK &&
+                       (!is_backward(d) ||
+                        lntune_cuda_backward_launch_parse(b->source, &k->backward) == LNTUNE_OK);
     if (!parsed)
         snprintf(err, sizeof err, "built-in %s has no launch line", b->symbol);
     else if (b->typed)
@@ -200,6 +220,14 @@ static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
             snprintf(err + n, sizeof err - n, "; compiling its source at run time: %s", why);
         } else {
             lntune_ctx_debug(ctx, "built-in %s compiled with NVRTC (%s)", key, err);
+        }
+    }
+    if (k->function && is_backward(d)) {
+        char finish[160];
+        snprintf(finish, sizeof finish, "%s_dgamma", b->symbol);
+        if (lntune_cuda_module_function(g->cu, k->module, finish, &k->finish) != LNTUNE_OK) {
+            snprintf(err, sizeof err, "built-in %s has no %s", b->symbol, finish);
+            k->function = NULL;
         }
     }
     if (!k->function && !(k->message = strdup(err))) {
@@ -314,7 +342,9 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     char why[1024] = "";
     lntune_best_copy best;
     memset(&best, 0, sizeof best);
-    if (!ctx->db) {
+    if (is_backward(d)) {
+        snprintf(why, sizeof why, "the CUDA backward has built-in kernels only");
+    } else if (!ctx->db) {
         snprintf(why, sizeof why, "no tuning database");
     } else if (!g->known) {
         snprintf(why, sizeof why, "the tuning database has no record of this GPU");
@@ -344,6 +374,10 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
                  ? lntune_ctx_fail(ctx, rc, "%s: out of memory loading a CUDA kernel", fn)
                  : lntune_ctx_fail(ctx, LNTUNE_ERROR,
                                    "%s: this build has no built-in CUDA kernel for %s", fn, what);
+    } else if (!k->function && is_backward(d)) {
+        rc =
+            lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: CUDA device %d: no built-in kernel: %.600s",
+                            fn, index, k->message);
     } else if (!k->function) {
         rc = lntune_ctx_fail(ctx, LNTUNE_ENODEVICE,
                              "%s: CUDA device %d: no built-in kernel: %.600s; and no tuned one "
@@ -371,6 +405,21 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     return rc;
 }
 
+/* The kernel of (op, types, affine, fusion, rows, H) on device index: the registry's, else
+ * resolved. */
+static int find(lntune *ctx, int op, lntune_types types, int affine, int fusion, int64_t rows,
+                int64_t H, int index, const char *fn, const lntune_gpu_kernel **k) {
+    lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
+                                     lntune_rows_bucket(rows), H);
+    d.kind |= (uint64_t)(index + 1) << 24;
+    const uint64_t hash = lntune_desc_hash(&d);
+    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
+    int rc;
+    if (!e && (rc = resolve(ctx, &d, hash, rows, index, fn, &e)) != LNTUNE_OK) return rc;
+    *k = e->gpu;
+    return LNTUNE_OK;
+}
+
 int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types, int fusion,
                    const lntune_kernel_args *ka, const char *fn) {
     const int index = a->device_index;
@@ -385,14 +434,9 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types
                                "device; give residual_out its own buffer",
                                fn);
     const int affine = a->gamma ? LNTUNE_DESC_GAMMA : LNTUNE_DESC_NO_AFFINE;
-    lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
-                                     lntune_rows_bucket(a->rows), a->H);
-    d.kind |= (uint64_t)(index + 1) << 24;
-    const uint64_t hash = lntune_desc_hash(&d);
-    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
-    int rc;
-    if (!e && (rc = resolve(ctx, &d, hash, a->rows, index, fn, &e)) != LNTUNE_OK) return rc;
-    const lntune_gpu_kernel *k = e->gpu;
+    const lntune_gpu_kernel *k;
+    int rc = find(ctx, op, types, affine, fusion, a->rows, a->H, index, fn, &k);
+    if (rc != LNTUNE_OK) return rc;
 
     lntune_kernel_args by_value = *ka; /* the launch's one parameter block, by value */
     void *saved = NULL;
@@ -406,6 +450,67 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types
         return lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: CUDA device %d: %s", fn, index,
                                lntune_cuda_errmsg(k->cu));
     return LNTUNE_OK;
+}
+
+/* Kernel 1 then kernel 2 of a backward pair on stream, with workspaces ws (0: that gradient is
+ * not wanted) of parts rows; out: dgamma and dbeta. */
+static int launch_backward(const lntune_gpu_kernel *k, const lntune_backward_kernel_args *kb,
+                           int64_t grid, int64_t parts, uint64_t ws[2], void *const out[2],
+                           void *stream) {
+    const lntune_cuda_backward_launch *l = &k->backward;
+    lntune_backward_kernel_args by_value = *kb;
+    void *main_params[3] = {&by_value, &ws[0], &ws[1]};
+    int rc =
+        lntune_cuda_launch_params(k->cu, k->function, grid, l->main.block,
+                                  lntune_cuda_launch_smem(&l->main, kb->H), stream, main_params);
+    if (rc != LNTUNE_OK || (!ws[0] && !ws[1])) return rc;
+    int64_t np = parts, H = kb->H;
+    uint64_t o[2] = {(uint64_t)(uintptr_t)out[0], (uint64_t)(uintptr_t)out[1]};
+    void *finish_params[6] = {&ws[0], &ws[1], &np, &H, &o[0], &o[1]};
+    return lntune_cuda_launch_params(k->cu, k->finish, lntune_cuda_backward_finish_grid(l, H),
+                                     l->finish_block, 0, stream, finish_params);
+}
+
+int lntune_gpu_run_backward(lntune *ctx, const lntune_backward_args *a, int op, lntune_types types,
+                            int fusion, const lntune_backward_kernel_args *kb, const char *fn) {
+    const int index = a->device_index;
+    if (index < 0 || index >= LNTUNE_MAX_GPUS)
+        return lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: no CUDA device %d", fn, index);
+    const lntune_gpu_kernel *k;
+    int rc = find(ctx, LNTUNE_DESC_LAYERNORM_BACKWARD + op, types, LNTUNE_DESC_GAMMA, fusion,
+                  a->rows, a->H, index, fn, &k);
+    if (rc != LNTUNE_OK) return rc;
+    const lntune_cuda_backward_launch *l = &k->backward;
+    int64_t grid = lntune_cuda_backward_grid(l, a->rows);
+    if (l->partials) { /* fewer blocks, fewer partials: the kernels stride over the rows */
+        int64_t most = WORKSPACE_FLOATS / a->H / l->parts_per_block;
+        if (grid > most) grid = most > 0 ? most : 1;
+    }
+    const int64_t parts = lntune_cuda_backward_parts(l, grid);
+    const size_t floats = (size_t)parts * (size_t)a->H;
+    void *const out[2] = {a->dgamma, a->dbeta};
+    uint64_t ws[2] = {0, 0};
+    void *saved = NULL;
+    if ((rc = lntune_cuda_enter(k->cu, &saved)) == LNTUNE_OK) {
+        for (int i = 0; i < 2 && rc == LNTUNE_OK; ++i) {
+            if (!out[i]) continue;
+            rc = lntune_cuda_alloc_async(k->cu, floats * sizeof(float), a->stream, &ws[i]);
+            if (rc == LNTUNE_OK && !l->partials) /* atomics add into a zeroed row */
+                rc = lntune_cuda_fill32_async(k->cu, ws[i], 0, floats, a->stream);
+        }
+        if (rc == LNTUNE_OK) rc = launch_backward(k, kb, grid, parts, ws, out, a->stream);
+        const char *why = rc != LNTUNE_OK ? lntune_cuda_errmsg(k->cu) : NULL;
+        if (why)
+            rc = lntune_ctx_fail(ctx,
+                                 rc == LNTUNE_ENOMEM || rc == LNTUNE_ENODEVICE ? rc : LNTUNE_ERROR,
+                                 "%s: CUDA device %d: %s", fn, index, why);
+        for (int i = 0; i < 2; ++i) lntune_cuda_free_async(k->cu, ws[i], a->stream);
+        lntune_cuda_leave(k->cu, saved);
+    } else {
+        rc = lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: CUDA device %d: %s", fn, index,
+                             lntune_cuda_errmsg(k->cu));
+    }
+    return rc;
 }
 
 void lntune_gpu_close_all(lntune *ctx) {

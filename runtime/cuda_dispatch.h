@@ -6,6 +6,7 @@
 
 #include "context.h"
 #include "dtypes.h"
+#include "lntune_kernel_backward.h"
 
 /*
  * Runs op (LNTUNE_DESC_*) for args already checked by api.c (rows > 0, device CUDA), with its
@@ -17,6 +18,17 @@
  */
 int lntune_gpu_run(lntune *ctx, const lntune_args *args, int op, lntune_types types, int fusion,
                    const lntune_kernel_args *ka, const char *fn);
+
+/*
+ * The backward of op (LNTUNE_DESC_LAYERNORM or _RMSNORM) on a CUDA device, for args checked by
+ * api_backward.c (rows > 0): types packs x (x, dy, dx) and params, fusion is
+ * LNTUNE_FUSION_RESIDUAL when dresidual_out is given, kb the kernel args (device addresses,
+ * strides and eps resolved). Runs the built-in backward pair on args->stream (see
+ * cuda_dispatch.c), its dgamma/dbeta workspace allocated and freed on that stream.
+ */
+int lntune_gpu_run_backward(lntune *ctx, const lntune_backward_args *args, int op,
+                            lntune_types types, int fusion, const lntune_backward_kernel_args *kb,
+                            const char *fn);
 
 /* Unloads every module and releases every device of ctx. No call may be running. */
 void lntune_gpu_close_all(lntune *ctx);

@@ -57,6 +57,9 @@ typedef struct {
                              unsigned, CUstream, void **, void **);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream); /* CUDA 11.2+; NULL if absent */
+    CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
@@ -135,6 +138,9 @@ static int resolve(lntune_cuda *c) {
         ENTRY(LaunchKernel, "cuLaunchKernel", NULL, 1),
         ENTRY(MemAlloc, "cuMemAlloc_v2", NULL, 1),
         ENTRY(MemFree, "cuMemFree_v2", NULL, 1),
+        ENTRY(MemAllocAsync, "cuMemAllocAsync", NULL, 0),
+        ENTRY(MemFreeAsync, "cuMemFreeAsync", NULL, 0),
+        ENTRY(MemsetD32Async, "cuMemsetD32Async", NULL, 0),
         ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL, 1),
         ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL, 1),
         ENTRY(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL, 1),
@@ -330,6 +336,29 @@ int lntune_cuda_alloc(lntune_cuda *c, size_t bytes, uint64_t *ptr) {
 
 void lntune_cuda_free(lntune_cuda *c, uint64_t ptr) {
     if (c && c->ctx && ptr) c->api.MemFree(ptr);
+}
+
+int lntune_cuda_alloc_async(lntune_cuda *c, size_t bytes, void *stream, uint64_t *ptr) {
+    if (!c || !c->ctx || !ptr) return LNTUNE_EINVAL;
+    *ptr = 0;
+    if (!c->api.MemAllocAsync || !c->api.MemFreeAsync || !c->api.MemsetD32Async) {
+        set_error(c, "the CUDA driver lacks stream-ordered allocation (cuMemAllocAsync, "
+                     "CUDA 11.2 and later)");
+        return LNTUNE_ENODEVICE;
+    }
+    CALL(c, MemAllocAsync, ptr, bytes ? bytes : 1, (CUstream)stream);
+    return LNTUNE_OK;
+}
+
+void lntune_cuda_free_async(lntune_cuda *c, uint64_t ptr, void *stream) {
+    if (c && c->ctx && ptr && c->api.MemFreeAsync) c->api.MemFreeAsync(ptr, (CUstream)stream);
+}
+
+int lntune_cuda_fill32_async(lntune_cuda *c, uint64_t dst, uint32_t value, size_t count,
+                             void *stream) {
+    if (!c || !c->ctx || !c->api.MemsetD32Async) return LNTUNE_EINVAL;
+    CALL(c, MemsetD32Async, dst, value, count, (CUstream)stream);
+    return LNTUNE_OK;
 }
 
 int lntune_cuda_htod(lntune_cuda *c, uint64_t dst, const void *src, size_t bytes) {

@@ -58,6 +58,13 @@ int lntune_cuda_launch_params(lntune_cuda *c, void *function, int64_t grid, int 
 /* Memory. */
 int lntune_cuda_alloc(lntune_cuda *c, size_t bytes, uint64_t *ptr);
 void lntune_cuda_free(lntune_cuda *c, uint64_t ptr); /* 0 is a no-op */
+/* Stream-ordered (cuMemAllocAsync, cuMemFreeAsync, cuMemsetD32Async): no synchronization, so a
+ * library may hold scratch memory for the kernels of one call on the caller's stream.
+ * LNTUNE_ENODEVICE from a driver older than CUDA 11.2, which lacks them. */
+int lntune_cuda_alloc_async(lntune_cuda *c, size_t bytes, void *stream, uint64_t *ptr);
+void lntune_cuda_free_async(lntune_cuda *c, uint64_t ptr, void *stream); /* 0 is a no-op */
+int lntune_cuda_fill32_async(lntune_cuda *c, uint64_t dst, uint32_t value, size_t count,
+                             void *stream);
 int lntune_cuda_htod(lntune_cuda *c, uint64_t dst, const void *src, size_t bytes);
 int lntune_cuda_dtoh(lntune_cuda *c, void *dst, uint64_t src, size_t bytes);
 int lntune_cuda_dtod(lntune_cuda *c, uint64_t dst, uint64_t src, size_t bytes, void *stream);

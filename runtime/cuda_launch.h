@@ -28,7 +28,7 @@ int64_t lntune_cuda_launch_smem(const lntune_cuda_launch *l, int64_t H);
  * A backward kernel pair (templates/cuda/norm_backward.lua, "Launch" and "Kernel ABI" there):
  * kernel 1 (dx, dgamma/dbeta terms into fp32 workspaces) launched by its forward-style line,
  * kernel 2 (SYMBOL_dgamma: the workspaces summed and converted) by the "lntune-cuda-backward:"
- * line. Not used by the runtime yet: CUDA backward is not served until a GPU has verified it.
+ * line. The runtime launches its built-in backward by them (cuda_dispatch.c).
  */
 typedef struct lntune_cuda_backward_launch {
     lntune_cuda_launch main; /* kernel 1 */

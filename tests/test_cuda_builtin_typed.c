@@ -9,7 +9,9 @@
  * The sample: all 27 tuples of x, y and gamma/beta without a residual (the all-fp32 one is
  * served by the fp32 built-ins, and checked here anyway), the op and the affine kind moving from
  * one tuple to the next; with a residual, every residual type under both fusions and both ops,
- * x, y and gamma/beta moving likewise. Exits 77 (skipped) when no NVRTC can be loaded.
+ * x, y and gamma/beta moving likewise. The backward built-ins (a pair: the kernel and its
+ * _dgamma second pass): every (x, params) tuple of each op, with and without dresidual_out.
+ * Exits 77 (skipped) when no NVRTC can be loaded.
  */
 #define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "builtin.h"
@@ -22,14 +24,22 @@
 #include "lntune.h"
 #include "nvrtc.h"
 #include "nvrtc_check.h"
+#include "problem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { SM = 90, UNFUSED = 27, FUSED = 3 * 2 * 2, MAX_JOBS = UNFUSED + FUSED };
+enum {
+    SM = 90,
+    UNFUSED = 27,
+    FUSED = 3 * 2 * 2,
+    BACKWARD = 9 * 2 * 2, /* (x, params) x op x fusion */
+    MAX_JOBS = UNFUSED + FUSED + BACKWARD
+};
 
 typedef struct {
+    int backward;   /* the variant is in lntune_builtin_cuda_backward_variants */
     size_t variant; /* index in lntune_builtin_cuda_variants */
     int fusion;
     lntune_types types;
@@ -42,15 +52,23 @@ typedef struct {
 static sample samples[MAX_JOBS];
 static size_t nsamples;
 
-static void add(lntune_gen *g, size_t variant, int fusion, lntune_types types) {
+static void add(lntune_gen *g, int backward, size_t variant, int fusion, lntune_types types) {
     sample *s = &samples[nsamples++];
+    s->backward = backward;
     s->variant = variant;
     s->fusion = fusion;
     s->types = types;
     lntune_source src;
-    lntune_builtin_cuda_typed_symbol("lntune_builtin", variant, fusion, s->symbol,
-                                     sizeof s->symbol);
-    int rc = lntune_builtin_emit_cuda_typed(g, variant, fusion, s->symbol, &src);
+    int rc;
+    if (backward) {
+        lntune_builtin_cuda_backward_symbol("lntune_builtin", variant, fusion, s->symbol,
+                                            sizeof s->symbol);
+        rc = lntune_builtin_emit_cuda_backward(g, variant, fusion, s->symbol, &src);
+    } else {
+        lntune_builtin_cuda_typed_symbol("lntune_builtin", variant, fusion, s->symbol,
+                                         sizeof s->symbol);
+        rc = lntune_builtin_emit_cuda_typed(g, variant, fusion, s->symbol, &src);
+    }
     char tuple[24];
     lntune_types_format(types, tuple, sizeof tuple);
     char symbol[sizeof s->symbol];
@@ -70,7 +88,7 @@ static void collect(lntune_gen *g) {
     for (int k = 0; k < UNFUSED; ++k) {
         const lntune_types t = {
             .x = (uint8_t)(k / 9), .y = (uint8_t)(k / 3 % 3), .params = (uint8_t)(k % 3)};
-        add(g, (size_t)k % nvariants, LNTUNE_FUSION_NONE, t);
+        add(g, 0, (size_t)k % nvariants, LNTUNE_FUSION_NONE, t);
     }
     int k = 0;
     for (int r = 0; r < 3; ++r)
@@ -80,12 +98,18 @@ static void collect(lntune_gen *g) {
                                   .y = (uint8_t)(k % 3),
                                   .params = (uint8_t)((k / 3) % 3)};
                 lntune_types_set_residual(&t, r);
-                add(g, (size_t)(op * 2 + k % 2), f, t);
+                add(g, 0, (size_t)(op * 2 + k % 2), f, t);
             }
+    /* the backward: x, dy, dx (and dresidual_out) share x's type; y is x's */
+    for (int b = 0; b < BACKWARD; ++b) {
+        const int x = b / 12, p = b / 4 % 3;
+        const lntune_types t = {.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
+        add(g, 1, (size_t)(b % 2), b / 2 % 2 ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE, t);
+    }
 }
 
 static void check(const sample *s) {
-    if (!nvrtc_check_compiled(&s->job, s->symbol, 0, s->what)) return;
+    if (!nvrtc_check_compiled(&s->job, s->symbol, s->backward, s->what)) return;
     /* fp16 x must be widened; with no fp16 input at all, nothing may be. */
     const lntune_types t = s->types;
     const int widens = strstr(s->job.out.ptx, "cvt.f32.f16") != NULL;
@@ -130,7 +154,13 @@ int main(void) {
         sample *s = &samples[i];
         s->job = jobs[i];
         if (rc == LNTUNE_OK) check(s);
-        if (rc == LNTUNE_OK && s->job.rc == LNTUNE_OK) {
+        if (rc == LNTUNE_OK && s->job.rc == LNTUNE_OK && s->backward) {
+            const lntune_builtin_variant *v = &lntune_builtin_cuda_backward_variants[s->variant];
+            lntune_op op;
+            lntune_op_text_parse(v->op, &op, NULL, NULL);
+            device_verify_backward(&dev, SM, s->job.source, s->job.out.data, s->symbol, op,
+                                   s->types, s->fusion, 0, s->what);
+        } else if (rc == LNTUNE_OK && s->job.rc == LNTUNE_OK) {
             const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[s->variant];
             device_verify_forward(&dev, SM, s->job.source, s->job.out.data, s->symbol,
                                   (lntune_op)lntune_op_parse(v->op), s->types, s->fusion, v->affine,

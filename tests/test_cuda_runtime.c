@@ -16,6 +16,7 @@
 #include "cuda_driver.h"
 #include "lntune.h"
 #include "nvrtc.h"
+#include "registry.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -170,6 +171,19 @@ int main(void) {
                 CHECK(n == 1, "op %d affine %d fusion %d: %d typed built-in(s)", op, affine, fusion,
                       n);
             }
+        }
+    /* The backward: per op, one typed pair with and one without dresidual_out, any H. */
+    for (int op = LNTUNE_DESC_LAYERNORM_BACKWARD; op <= LNTUNE_DESC_RMSNORM_BACKWARD; ++op)
+        for (int fusion = 0; fusion < 2; ++fusion) {
+            int n = 0;
+            for (size_t i = 0; i < lntune_builtin_cuda_count; ++i) {
+                const lntune_builtin_cuda_kernel *k = &lntune_builtin_cuda[i];
+                n += k->typed && k->op == op && k->affine == LNTUNE_DESC_GAMMA &&
+                     k->fusion == fusion && !k->max_h &&
+                     strstr(k->source, "// lntune-cuda-backward: dgamma=partials") != NULL;
+            }
+            CHECK(n == 1, "backward op %d fusion %d: %d built-in pair(s) with partials", op, fusion,
+                  n);
         }
     return CHECK_SUMMARY();
 }

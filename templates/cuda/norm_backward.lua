@@ -1,7 +1,10 @@
 -- templates/cuda/norm_backward.lua - CUDA LayerNorm and RMSNorm backward: dx, and dgamma (and
 -- dbeta for LayerNorm) summed over rows in fp32. x, dy and dx share one type (shape.types.x:
 -- f32, f16, bf16); gamma, dgamma and dbeta another (shape.types.params); statistics are fp32.
--- Not served by the runtime yet (no GPU has verified it): the ABI below is for the launcher.
+-- With shape.generic_types the two types are cuda/convert.lua's pseudo-types x_t and p_t,
+-- chosen when the source is compiled (-DLNTUNE_X_T=lntune_bf16 -DLNTUNE_P_T=float): the
+-- runtime's built-in backward (gen/builtin.c), one source per op and fusion, which
+-- runtime/cuda_dispatch.c launches by the ABI below. Not tuned on a GPU yet.
 --
 -- Shared by cuda/layernorm_backward.lua and cuda/rmsnorm_backward.lua. The parameter space
 -- below is the whole list of knobs: C code reads it, never repeats it. host.sm is the target's
@@ -173,7 +176,8 @@ function M.family(op)
         derive = function(p, host, shape)
             local warp = p.layout == "warp"
             local fixed_H = p.h == "fixed" and shape.H or false
-            local types = shape.types or ALL_F32
+            -- generic_types: x_t and p_t, macros chosen at compile time (the runtime's built-in)
+            local types = shape.generic_types and cv.GENERIC or shape.types or ALL_F32
             return {
                 types = types,
                 fused = shape.fusion == "residual",

@@ -13,10 +13,16 @@
  * element types of x, y, gamma/beta and residual, which the kernel ABI does not carry. Given a
  * residual, a launch normalizes the fp32 sum x + residual and writes residual_out if given, as
  * lntune_args documents.
+ * A kernel whose name says backward (liblntune's built-in backward pair) computes the float64
+ * reference gradients instead: kernel 1 writes dx and adds each row's dgamma/dbeta terms into
+ * workspace row (row mod grid), every row of grid zeroed first (a block per row group, the
+ * built-in's layout: parts = grid); its "_dgamma" second pass sums the parts in order in fp32.
+ * The types then come from $MOCK_CUDA_TYPES as x (x, dy, dx, dresidual_out) and params.
  * Only the entry points runtime/cuda_driver.c resolves exist.
  */
 #include "dtypes.h"
 #include "lntune_kernel.h"
+#include "lntune_kernel_backward.h"
 #include "reference.h"
 #include "typed_kernel.h"
 
@@ -29,10 +35,21 @@ typedef int CUresult;
 typedef uint64_t CUdeviceptr;
 enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OUT_OF_MEMORY = 2 };
 
+enum { FORWARD, BACKWARD, BACKWARD_FINISH };
+
+typedef struct module module;
+
 typedef struct {
+    module *mod;
+    int op;   /* -1: $MOCK_CUDA_OP; else the op its kernel's name says (the runtime's built-ins) */
+    int kind; /* FORWARD, BACKWARD, BACKWARD_FINISH: from the kernel's name */
+} function;
+
+struct module {
     int number;
-    int op; /* -1: $MOCK_CUDA_OP; else the op its kernel's name says (the runtime's built-ins) */
-} module;
+    int nfunctions;
+    function functions[4];
+};
 
 static int modules_loaded;
 static double clock_us;
@@ -113,10 +130,9 @@ CUresult cuCtxSynchronize(void) {
 }
 CUresult cuModuleLoadData(void **m, const void *image) {
     if (!image) return ERR_INVALID_VALUE;
-    module *mod = malloc(sizeof *mod);
+    module *mod = calloc(1, sizeof *mod);
     if (!mod) return ERR_OUT_OF_MEMORY;
     mod->number = ++modules_loaded;
-    mod->op = -1;
     *m = mod;
     return OK;
 }
@@ -126,10 +142,17 @@ CUresult cuModuleUnload(void *m) {
 }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     module *mod = m;
-    mod->op = strstr(name, "rmsnorm")     ? LNTUNE_OP_RMSNORM
-              : strstr(name, "layernorm") ? LNTUNE_OP_LAYERNORM
-                                          : -1;
-    *f = m;
+    if (!mod || !name || mod->nfunctions == 4) return ERR_INVALID_VALUE;
+    function *fn = &mod->functions[mod->nfunctions++];
+    fn->mod = mod;
+    fn->op = strstr(name, "rmsnorm")     ? LNTUNE_OP_RMSNORM
+             : strstr(name, "layernorm") ? LNTUNE_OP_LAYERNORM
+                                         : -1;
+    const size_t n = strlen(name);
+    fn->kind = !strstr(name, "_backward")                      ? FORWARD
+               : n > 7 && strcmp(name + n - 7, "_dgamma") == 0 ? BACKWARD_FINISH
+                                                               : BACKWARD;
+    *f = fn;
     return OK;
 }
 CUresult cuFuncSetAttribute(void *f, int attr, int v) {
@@ -138,17 +161,98 @@ CUresult cuFuncSetAttribute(void *f, int attr, int v) {
 }
 
 /* The kernel: the reference of every row, fp32-rounded (wrong modules add 1e-3). */
+/* The backward's types: x (x, dy, dx, dresidual_out) and params, from $MOCK_CUDA_TYPES. */
+static int backward_types(lntune_types *t) {
+    const char *types = getenv("MOCK_CUDA_TYPES");
+    *t = (lntune_types){0};
+    return types && lntune_types_parse(types, t) != 0 ? -1 : 0;
+}
+
+/* Kernel 1 of a backward pair: dx, and the dgamma/dbeta terms of row r into workspace row
+ * r mod parts (parts = gx: the built-in's one row group per block). */
+static CUresult backward_main(lntune_op op, unsigned gx, void **params) {
+    const lntune_backward_kernel_args *a = params[0];
+    float *ws[2] = {(float *)(uintptr_t) * (const uint64_t *)params[1],
+                    (float *)(uintptr_t) * (const uint64_t *)params[2]};
+    lntune_types t;
+    if (backward_types(&t) != 0) return ERR_INVALID_VALUE;
+    const int64_t H = a->H;
+    for (int k = 0; k < 2; ++k)
+        if (ws[k]) memset(ws[k], 0, (size_t)gx * (size_t)H * sizeof(float));
+    double *buf = malloc((size_t)H * 7 * sizeof *buf);
+    float *xf = malloc((size_t)H * sizeof *xf);
+    if (!buf || !xf) {
+        free(buf), free(xf);
+        return ERR_OUT_OF_MEMORY;
+    }
+    double *x = buf, *dy = x + H, *dres = dy + H, *g = dres + H, *dx = g + H, *dg = dx + H,
+           *db = dg + H;
+    for (int64_t r = 0; r < a->rows; ++r) {
+        const size_t xs = typed_size(t.x);
+        const void *xr = (const unsigned char *)a->x + r * a->x_stride * xs;
+        const void *dyr = (const unsigned char *)a->dy + r * a->dy_stride * xs;
+        const void *drr = a->dresidual_out ? (const unsigned char *)a->dresidual_out +
+                                                 r * a->dresidual_out_stride * xs
+                                           : NULL;
+        for (int64_t i = 0; i < H; ++i) {
+            xf[i] = typed_load(t.x, xr, i);
+            x[i] = xf[i];
+            dy[i] = typed_load(t.x, dyr, i);
+            dres[i] = drr ? typed_load(t.x, drr, i) : 0.0;
+            g[i] = a->gamma ? typed_load(t.params, a->gamma, i) : 1.0;
+            dg[i] = db[i] = 0.0;
+        }
+        double mean, rstd;
+        lntune_reference_row(op, xf, H, a->eps, dx, &mean, &rstd);
+        if (a->rstd) rstd = a->rstd[r];
+        if (a->mean) mean = a->mean[r];
+        lntune_reference_backward_row(op, x, dy, drr ? dres : NULL, g, H, mean, rstd, dx, dg, db);
+        void *dxr = (unsigned char *)a->dx + r * a->dx_stride * xs;
+        for (int64_t i = 0; i < H; ++i) {
+            typed_store(t.x, dxr, i, (float)dx[i]);
+            if (ws[0]) ws[0][(r % gx) * H + i] += (float)dg[i];
+            if (ws[1]) ws[1][(r % gx) * H + i] += (float)db[i];
+        }
+    }
+    free(buf), free(xf);
+    return OK;
+}
+
+/* Kernel 2: the parts of each column summed in order in fp32, stored in the params type. */
+static CUresult backward_finish(void **params) {
+    const float *ws[2] = {(const float *)(uintptr_t) * (const uint64_t *)params[0],
+                          (const float *)(uintptr_t) * (const uint64_t *)params[1]};
+    const int64_t parts = *(const int64_t *)params[2], H = *(const int64_t *)params[3];
+    void *out[2] = {(void *)(uintptr_t) * (const uint64_t *)params[4],
+                    (void *)(uintptr_t) * (const uint64_t *)params[5]};
+    lntune_types t;
+    if (backward_types(&t) != 0 || parts < 1) return ERR_INVALID_VALUE;
+    for (int k = 0; k < 2; ++k)
+        for (int64_t i = 0; ws[k] && i < H; ++i) {
+            float s = ws[k][i];
+            for (int64_t p = 1; p < parts; ++p) s += ws[k][p * H + i];
+            typed_store(t.params, out[k], i, s);
+        }
+    return OK;
+}
+
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
     (void)gy, (void)gz, (void)by, (void)bz, (void)smem, (void)stream, (void)extra;
     if (!f || !params || gx == 0 || bx == 0 || bx > 1024) return ERR_INVALID_VALUE;
-    const module *mod = f;
+    const function *fn = f;
+    const module *mod = fn->mod;
+    if (fn->kind != FORWARD) {
+        clock_us += 200.0;
+        return fn->kind == BACKWARD ? backward_main((lntune_op)fn->op, gx, params)
+                                    : backward_finish(params);
+    }
     const lntune_kernel_args *a = params[0];
     const long every = env_long("MOCK_CUDA_WRONG_EVERY");
     const int wrong = every > 0 && mod->number % every == 0;
     clock_us += wrong ? 50.0 : 200.0 + (double)((37 * mod->number) % 101);
     const char *op = getenv("MOCK_CUDA_OP");
-    const lntune_op which = mod->op >= 0                       ? (lntune_op)mod->op
+    const lntune_op which = fn->op >= 0                        ? (lntune_op)fn->op
                             : op && strcmp(op, "rmsnorm") == 0 ? LNTUNE_OP_RMSNORM
                                                                : LNTUNE_OP_LAYERNORM;
     lntune_types t = {0};
@@ -199,6 +303,19 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     free((void *)(uintptr_t)p);
     return OK;
 }
+/* Stream order is program order here. The allocation is poisoned (NaN) so that a kernel that
+ * reads a part it never wrote shows. */
+CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, void *stream) {
+    (void)stream;
+    CUresult r = cuMemAlloc_v2(p, bytes);
+    if (r == OK) memset((void *)(uintptr_t)*p, 0xff, bytes);
+    return r;
+}
+CUresult cuMemFreeAsync(CUdeviceptr p, void *stream) {
+    (void)stream;
+    return cuMemFree_v2(p);
+}
+
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
     memcpy((void *)(uintptr_t)d, s, n);
     return OK;
@@ -217,6 +334,10 @@ CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n) {
     uint32_t *p = (uint32_t *)(uintptr_t)d;
     for (size_t i = 0; i < n; ++i) p[i] = v;
     return OK;
+}
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *stream) {
+    (void)stream;
+    return cuMemsetD32_v2(d, v, n);
 }
 CUresult cuEventCreate(void **e, unsigned flags) {
     (void)flags;
