@@ -889,7 +889,7 @@ static const command commands[] = {
      "  When the database holds CUDA winners, also DIR/lntune_kernels.cu and\n"
      "  lntune_kernels_cuda.h (nvcc, CUDA runtime): every GPU's forward winners of every\n"
      "  dtype tuple and fusion, or --gpu's only, with generic kernels for all-fp32 and for\n"
-     "  each tuple and fusion a winner has.\n"
+     "  each tuple and fusion a winner has, and generic backward kernels for them.\n"
      "  --cmake also writes a CMakeLists.txt for add_subdirectory (a CUDA target where\n"
      "  CMake finds a CUDA compiler).\n"},
 };

@@ -4,7 +4,8 @@
  * checked against a float64 reference on the CPU. The shapes include those of
  * tests/export_cuda_makedb.c's winners, so with that database every kind of tuned kernel runs
  * (register cache, shared memory, cluster, warp, 16-bit types, Add & Norm), and some that no
- * winner covers (the generic kernels).
+ * winner covers (the generic kernels). Then the backward (dx, dgamma, dbeta; the generic pairs)
+ * in fp32 and bf16, with and without dresidual_out.
  *
  *   lntune export --out out --db tuned.db
  *   nvcc -std=c++17 -arch=sm_90 -c out/lntune_kernels.cu -o lntune_kernels.o
@@ -234,6 +235,119 @@ out:
     return failed;
 }
 
+typedef struct {
+    int rms;
+    long long rows, H;
+    int fused; /* dresidual_out given */
+    lntune_kernels_types types;
+} backward_case;
+
+static const backward_case backward_cases[] = {
+    {0, 300, 768, 0, {0}},
+    {1, 64, 1000, 1, {BF16, 0, 0, 0}},
+    {0, 7, 4097, 1, {F16, F16, F32, 0}},
+};
+
+/* The float64 gradients of all rows; the largest error in units of the allowed one. */
+static double check_backward(const backward_case *c, const tensor *x, const tensor *dy,
+                             const tensor *dres, const tensor *g, const tensor *dx,
+                             const tensor *dg, const tensor *db) {
+    const long long H = c->H;
+    double *sum_g = calloc((size_t)H * 4, sizeof *sum_g), worst = 0.0;
+    if (!sum_g) return 1e9;
+    double *sum_b = sum_g + H, *mag_g = sum_b + H, *mag_b = mag_g + H;
+    for (long long r = 0; r < c->rows; ++r) {
+        const size_t o = (size_t)(r * H);
+        double mu = 0.0, var = 0.0, mg = 0.0, mgx = 0.0;
+        for (long long i = 0; i < H && !c->rms; ++i) mu += load(x->t, x->host, o + i);
+        mu /= (double)H;
+        for (long long i = 0; i < H; ++i) {
+            const double d = load(x->t, x->host, o + i) - mu;
+            var += d * d;
+        }
+        const double rs = 1.0 / sqrt(var / (double)H + 1e-5);
+        for (long long i = 0; i < H; ++i) {
+            const double xhat = (load(x->t, x->host, o + i) - mu) * rs;
+            const double gi = load(dy->t, dy->host, o + i) * load(g->t, g->host, (size_t)i);
+            mg += gi / (double)H, mgx += gi * xhat / (double)H;
+        }
+        for (long long i = 0; i < H; ++i) {
+            const double dyi = load(dy->t, dy->host, o + i);
+            const double xhat = (load(x->t, x->host, o + i) - mu) * rs;
+            const double gi = dyi * load(g->t, g->host, (size_t)i);
+            double ref = rs * (gi - (c->rms ? 0.0 : mg) - xhat * mgx);
+            if (c->fused) ref += load(dres->t, dres->host, o + i);
+            const double e = fabs(load(dx->t, dx->host, o + i) - ref) /
+                             (type_unit(dx->t) * fabs(ref) + 1e-4 * (1.0 + fabs(ref)));
+            worst = fmax(worst, e);
+            sum_g[i] += dyi * xhat, mag_g[i] += fabs(dyi * xhat);
+            sum_b[i] += dyi, mag_b[i] += fabs(dyi);
+        }
+    }
+    for (long long i = 0; i < H; ++i) {
+        double e = fabs(load(dg->t, dg->host, (size_t)i) - sum_g[i]) /
+                   (type_unit(dg->t) * fabs(sum_g[i]) + 1e-5 * mag_g[i] + 1e-30);
+        if (!c->rms)
+            e = fmax(e, fabs(load(db->t, db->host, (size_t)i) - sum_b[i]) /
+                            (type_unit(db->t) * fabs(sum_b[i]) + 1e-5 * mag_b[i] + 1e-30));
+        worst = fmax(worst, e);
+    }
+    free(sum_g);
+    return worst;
+}
+
+static int run_backward_case(const backward_case *c) {
+    const lntune_kernels_types t = c->types;
+    const int xt = type_of(t.x, F32), pt = type_of(t.params, xt);
+    const size_t n = (size_t)(c->rows * c->H), H = (size_t)c->H;
+    tensor x, dy, dres, dx, g, dg, db;
+    int failed = 1;
+    int bad = tensor_make(&x, xt, n) | tensor_make(&dy, xt, n) | tensor_make(&dres, xt, n) |
+              tensor_make(&dx, xt, n) | tensor_make(&g, pt, H) | tensor_make(&dg, pt, H) |
+              tensor_make(&db, pt, H);
+    if (bad) {
+        fprintf(stderr, "out of host or device memory\n");
+        goto out;
+    }
+    srand(11);
+    for (size_t i = 0; i < n; ++i) {
+        store(xt, x.host, i, 3.0f + (float)rand() / (float)RAND_MAX * 2.0f - 1.0f);
+        store(xt, dy.host, i, (float)rand() / (float)RAND_MAX - 0.5f);
+        store(xt, dres.host, i, (float)rand() / (float)RAND_MAX - 0.5f);
+    }
+    for (size_t i = 0; i < H; ++i) store(pt, g.host, i, 0.5f + (float)i / (float)H);
+    to_device(&x), to_device(&dy), to_device(&dres), to_device(&g);
+    lntune_backward_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = c->rows, a.H = c->H;
+    a.x = x.dev, a.dy = dy.dev, a.dx = dx.dev, a.gamma = g.dev;
+    a.dresidual_out = c->fused ? dres.dev : NULL;
+    const int rc = c->rms ? lntune_kernels_cuda_rmsnorm_backward(&a, t, dg.dev, NULL, 0)
+                          : lntune_kernels_cuda_layernorm_backward(&a, t, dg.dev, db.dev, 0);
+    if (rc == LNTUNE_EUNSUPPORTED && xt != F32) { /* another database: that tuple had no winner */
+        printf("skip: %s\n", lntune_kernels_cuda_errmsg());
+        failed = 0;
+        goto out;
+    }
+    cudaError_t e = cudaDeviceSynchronize();
+    if (rc != LNTUNE_OK || e != cudaSuccess) {
+        printf("FAIL: backward rc %d (%s), %s\n", rc, lntune_kernels_cuda_errmsg(),
+               cudaGetErrorString(e));
+        goto out;
+    }
+    to_host(&dx), to_host(&dg), to_host(&db);
+    const double worst = check_backward(c, &x, &dy, &dres, &g, &dx, &dg, &db);
+    failed = !(worst < 1.0);
+    static const char *const names[] = {"", "f32", "f16", "bf16"};
+    printf("%s: %s backward x %s gamma %s%s rows=%lld H=%lld: max error %.3g of allowed\n",
+           failed ? "FAIL" : "ok  ", c->rms ? "rmsnorm  " : "layernorm", names[xt], names[pt],
+           c->fused ? " dresidual_out" : "", c->rows, c->H, worst);
+out:
+    tensor_free(&x), tensor_free(&dy), tensor_free(&dres), tensor_free(&dx);
+    tensor_free(&g), tensor_free(&dg), tensor_free(&db);
+    return failed;
+}
+
 int main(void) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -246,6 +360,8 @@ int main(void) {
         if (rc == 77) return 77;
         bad += rc != 0;
     }
+    for (size_t i = 0; i < sizeof backward_cases / sizeof backward_cases[0]; ++i)
+        bad += run_backward_case(&backward_cases[i]) != 0;
     /* Arguments no kernel serves are refused with a code, not launched. */
     lntune_kernel_args a = {0};
     a.rows = 1, a.H = 8, a.x = (void *)16, a.y = (void *)16, a.beta = (void *)16;

@@ -33,7 +33,9 @@
  * ones, and the typed built-in (element types chosen by #defines around its source) for fp32
  * with either fusion and for each (op, fusion, type tuple) a winner has. Every tuple would be
  * 400-odd kernels; a call of a tuple none of them serves is LNTUNE_EUNSUPPORTED, and its
- * message names the tuning command that adds it. There is no GPU to detect at export time, so the
+ * message names the tuning command that adds it. The backward (export_cuda_backward.c) is the
+ * runtime's built-in pair for all-fp32 and each (x, params) tuple of a winner, both fusions:
+ * lntune_kernels_cuda_<op>_backward(args, types, dgamma, dbeta, stream). There is no GPU to detect at export time, so the
  * GPU is chosen at run time: on the first call on a device, its name and compute capability select
  * the GPU row (the same name and capability, else the same capability); a device matching none is
  * LNTUNE_ENODEVICE, never a crash. Entry points: lntune_kernels_cuda_layernorm/_rmsnorm(const

@@ -84,6 +84,28 @@ extern const char lntune_export_types_text[];
 /* The text of include/lntune_kernel.h built into gen; NULL if missing. */
 const char *lntune_export_abi_header(void);
 
+/*
+ * Appends a CUDA kernel's source, generated for compute capability sm, to text. guard: device
+ * code for sm only (an empty kernel of the same name in other passes). types: the source's
+ * element types are left to macros (a typed built-in); #defines of them frame it.
+ */
+void lntune_export_put_cuda_kernel(lntune_export_buf *text, const lntune_source *src,
+                                   const char *symbol, int sm, int guard,
+                                   const lntune_types *types);
+
+/*
+ * The CUDA export's backward (export_cuda_backward.c): the built-in backward pair of each op,
+ * fusion (none, dresidual_out) and (x, params) tuple of tuples (y ignored), generated for sm into
+ * kernels; the table, host code and extern "C" entry points
+ * lntune_kernels_cuda_<op>_backward into host (after the forward's dispatch text, whose
+ * helpers it uses); the generic kernels' lines into comment. Message in msg on failure.
+ */
+int lntune_export_cuda_backward(lntune_gen *g, int sm, const lntune_types *tuples, size_t n,
+                                lntune_export_buf *kernels, lntune_export_buf *host,
+                                lntune_export_buf *comment, char *msg, size_t msglen);
+/* The backward's declarations and their documentation, for lntune_kernels_cuda.h. */
+void lntune_export_cuda_backward_declare(lntune_export_buf *header);
+
 /* The template hash the winner (key, variant) was measured with, or "" if unknown. */
 void lntune_export_measured_hash(lntune_db *db, const lntune_db_key *key, const char *variant,
                                  char hash[17]);

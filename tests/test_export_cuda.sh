@@ -74,6 +74,16 @@ done
 grep -q '{"NVIDIA H200", 90},' "$cu" || fail "GPU table"
 grep -q "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 900" "$cu" || fail "no arch guard"
 grep -q "^#define LNTUNE_R_T float$" "$cu" || fail "no #define of a typed generic's residual type"
+# backward pairs {op, fusion, types, kernel, finish, ...}: all-fp32 and the winners' (x, params)
+# tuples (f32, bf16, f16/f16/f32: bf16 twice among the winners, once here), each op and fusion
+n=$(grep -c "^    {[01], [01], [0-9]*, lntune_kernels_cuda_[a-z]*_backward" "$cu" || true)
+test "$n" -eq 12 || fail "$n backward pairs (want 3 tuples x 2 ops x 2 fusions)"
+grep -q "^    {0, 1, 42, lntune_kernels_cuda_layernorm_backward_residual_bf16_impl::" "$cu" ||
+    fail "no bf16 layernorm backward with dresidual_out"
+grep -q "^    {1, 0, 5, lntune_kernels_cuda_rmsnorm_backward_f16_f16_f32_impl::.*_dgamma, " "$cu" ||
+    fail "no f16/f16/f32 rmsnorm backward pair"
+grep -q "int lntune_kernels_cuda_layernorm_backward(" "$dir/out/lntune_kernels_cuda.h" ||
+    fail "the header declares no backward"
 n=$(grep -c "^    {-1, " "$cu" || true)
 test "$n" -eq 18 || fail "$n generic entries (want 12 fp32 and 6 of the winners' tuples)"
 grep -q "layernorm_affine_none_f16_f16_f32" "$cu" && fail "a generic of a tuple no winner has"

@@ -432,7 +432,11 @@ LN_INLINE void {{fn_name}}(const lntune_backward_kernel_args &a, float *const wg
         packf<V> cx[NPACKS], cd[NPACKS];
         any |= active;
 @ end
+@ if LN then
         float mean = 0.0f, rstd = 0.0f;
+@ else
+        float rstd = 0.0f;
+@ end
         if (saved) {
             if (active) {
 @ if LN then
