@@ -25,6 +25,9 @@
 #include "lntune.h"
 #include "reference.h"
 
+#include "device_test.h"
+#include "log_lines.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,20 +55,6 @@ static const test_case cases[] = {
 
 static lntune_cuda *cu;
 static void *stream;
-
-#define DEVICE(call)                                                                               \
-    do {                                                                                           \
-        if ((call) != LNTUNE_OK) {                                                                 \
-            printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, lntune_cuda_errmsg(cu));     \
-            exit(1); /* the test cannot go on without its buffers */                               \
-        }                                                                                          \
-    } while (0)
-
-/* Uniform in [-1, 1), reproducible. */
-static float next_random(uint64_t *s) {
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) / (double)(1ull << 23)) - 1.0f;
-}
 
 /* Half the spacing of a type's numbers at 1: one rounding, relative. */
 static double unit_of(int type) {
@@ -218,16 +207,6 @@ static int run_case(lntune *ctx, const test_case *c, int *bad) {
     return rc;
 }
 
-/* Lines of the log at path holding both a and b. */
-static int count_lines(const char *path, const char *a, const char *b) {
-    FILE *f = fopen(path, "r");
-    char line[4096];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f)) n += strstr(line, a) && strstr(line, b);
-    if (f) fclose(f);
-    return n;
-}
-
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *scratch = argc > 1 ? argv[1] : "/tmp";
@@ -267,7 +246,7 @@ int main(int argc, char **argv) {
         snprintf(served, sizeof served, "built-in lntune_builtin_cuda_%s_backward_typed%s/",
                  c->op == LNTUNE_OP_LAYERNORM ? "layernorm" : "rmsnorm",
                  c->fused ? "_residual" : "");
-        const int lines = count_lines(log_path, at, served);
+        const int lines = log_lines(log_path, at, served, 0);
         CHECK(rcs[i] == LNTUNE_OK && bad[i] == 0 && lines == 1,
               "%s backward %s H=%lld rows=%lld gamma=%d stats=%d dgamma=%d dbeta=%d fused=%d: rc "
               "%d (%s), %d element(s) wrong, %d log line(s) naming %s",

@@ -35,6 +35,9 @@
 #include "tuning_db.h"
 #include "verify.h"
 
+#include "device_test.h"
+#include "log_lines.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,20 +53,6 @@ static const uint32_t POISON = 0x7fa5a5a5u; /* a NaN no kernel computes */
 static lntune_cuda *cu;
 static void *stream;
 static int failures;
-
-#define DEVICE(call)                                                                               \
-    do {                                                                                           \
-        if ((call) != LNTUNE_OK) {                                                                 \
-            printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, lntune_cuda_errmsg(cu));     \
-            exit(1); /* the test cannot go on without its buffers */                               \
-        }                                                                                          \
-    } while (0)
-
-/* Uniform in [-1, 1), reproducible. */
-static float next_random(uint64_t *s) {
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (float)((double)(*s >> 11) / (double)(1ULL << 53) * 2.0 - 1.0);
-}
 
 static uint32_t bits(float f) {
     uint32_t u;
@@ -205,19 +194,6 @@ static void builtin_suite(lntune *ctx, const buffers *b) {
                     for (int strided = 0; strided < 2; ++strided)
                         check_call(ctx, b, (lntune_op)op, test_h[h], test_rows[r], affine, strided,
                                    affine == strided /* half of the cases ask for mean/rstd */);
-}
-
-/* Counts the lines of path that contain both a and b; echo: print every line. */
-static int count_lines(const char *path, const char *a, const char *b, int echo) {
-    FILE *f = fopen(path, "r");
-    char line[2048];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        if (strstr(line, a) && strstr(line, b)) ++n;
-        if (echo) printf("log: %s", line); /* for whoever reads a failure */
-    }
-    if (f) fclose(f);
-    return n;
 }
 
 static const char tuned_variant[] =
@@ -401,7 +377,7 @@ static void bf16_suite(const char *scratch, const lntune_cuda_info *info) {
     for (int i = 0; i < 4; ++i) {
         char at[64];
         snprintf(at, sizeof at, "H=%lld rows=%lld ", (long long)hs[i], (long long)rows[i]);
-        const int served = count_lines(
+        const int served = log_lines(
             log_path, at,
             i == 0 ? "on CUDA device 0: tuned"
                    : "built-in lntune_builtin_cuda_layernorm_affine_typed_residual_out/bf16",
@@ -413,7 +389,7 @@ static void bf16_suite(const char *scratch, const lntune_cuda_info *info) {
                rcs[i] && ctx ? lntune_errmsg(ctx) : "-", bad[i], served);
         failures += !ok;
     }
-    if (failures) count_lines(log_path, "", "", 1);
+    if (failures) log_lines(log_path, "", "", 1);
     lntune_close(ctx);
     /* Without NVRTC an untuned bf16 call has no kernel: a clear error, no crash. */
     setenv("LNTUNE_NVRTC", "/nonexistent/libnvrtc.so", 1);
@@ -513,8 +489,8 @@ int main(int argc, char **argv) {
     char at4096[64], at65536[64];
     snprintf(at4096, sizeof at4096, "H=4096 rows=64 (bucket %d), gamma", lntune_rows_bucket(64));
     snprintf(at65536, sizeof at65536, "H=65536 rows=64 (bucket %d), gamma", lntune_rows_bucket(64));
-    int tuned = count_lines(log_path, at4096, "on CUDA device 0: tuned", 1);
-    int fallback = count_lines(log_path, at65536, "on CUDA device 0: built-in", 0);
+    int tuned = log_lines(log_path, at4096, "on CUDA device 0: tuned", 1);
+    int fallback = log_lines(log_path, at65536, "on CUDA device 0: built-in", 0);
     printf("%s: H=4096 served by the tuned kernel (%d log line)\n", tuned == 1 ? "ok" : "FAIL",
            tuned);
     printf("%s: H=65536, past the tuned variant's max_h, served by the built-in (%d log line)\n",

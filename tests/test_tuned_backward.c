@@ -20,6 +20,7 @@
 #include "fusion.h"
 #include "half_ref.h"
 #include "lntune.h"
+#include "log_lines.h"
 #include "tune_once.h"
 #include "tuning_db.h"
 #include "verify_backward.h"
@@ -125,16 +126,6 @@ done:
     return ok;
 }
 
-/* Lines of the log at path that contain both a and b. */
-static int count_lines(const char *path, const char *a, const char *b) {
-    FILE *f = fopen(path, "r");
-    char line[2048];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f)) n += strstr(line, a) && strstr(line, b);
-    if (f) fclose(f);
-    return n;
-}
-
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     char db[4096], log_path[4096], cache[4096];
@@ -228,7 +219,7 @@ int main(int argc, char **argv) {
                  H, ROWS, lntune_rows_bucket(ROWS));
         snprintf(served, sizeof served, ": tuned %s, %d thread(s)", cases[c].variant,
                  cases[c].threads);
-        const int n = count_lines(log_path, desc, served);
+        const int n = log_lines(log_path, desc, served, 0);
         CHECK(n == 1, "%s served by the tuned kernel (%d log line '%s%s')", cases[c].op_key, n,
               desc, served);
     }

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "fusion.h"
 #include "residual_check.h"
+#include "log_lines.h"
 #include "tune_once.h"
 
 #include <stdio.h>
@@ -30,16 +31,6 @@ typedef struct {
     lntune_types types;
     char variant[256];
 } tuned;
-
-/* Lines of the log at path that contain both a and b. */
-static int count_lines(const char *path, const char *a, const char *b) {
-    FILE *f = fopen(path, "r");
-    char line[2048];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f)) n += strstr(line, a) && strstr(line, b);
-    if (f) fclose(f);
-    return n;
-}
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
@@ -106,12 +97,12 @@ int main(int argc, char **argv) {
                   key, cases[c].dtype, right[c]);
         snprintf(desc, sizeof desc, "%s %s H=%d rows=%d", key, cases[c].dtype, H, ROWS);
         snprintf(served, sizeof served, ": tuned %s,", cases[c].variant);
-        int n = count_lines(log_path, desc, served);
+        int n = log_lines(log_path, desc, served, 0);
         test_case(n == 1, "%s served by the tuned kernel (%d log lines '%s...%s')", key, n, desc,
                   served);
         snprintf(desc, sizeof desc, "%s %s H=%d rows=%d", other_key, cases[c].dtype, H, ROWS);
-        n = count_lines(log_path, desc, "built-in kernel (not tuned");
-        const int tuned_lines = count_lines(log_path, desc, ": tuned ");
+        n = log_lines(log_path, desc, "built-in kernel (not tuned", 0);
+        const int tuned_lines = log_lines(log_path, desc, ": tuned ", 0);
         test_case(n == 1 && tuned_lines == 0,
                   "%s (fusion differs from the tuned one): built-in (%d log lines), never tuned "
                   "(%d)",
