@@ -53,7 +53,6 @@ static const test_case cases[] = {
     {LNTUNE_OP_RMSNORM, "bf16", 768, 300, 0, 1, 0, 0, 0},
 };
 
-static lntune_cuda *cu;
 static void *stream;
 
 /* Half the spacing of a type's numbers at 1: one rounding, relative. */
@@ -210,15 +209,9 @@ static int run_case(lntune *ctx, const test_case *c, int *bad) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *scratch = argc > 1 ? argv[1] : "/tmp";
-    int rc = lntune_cuda_open(0, &cu);
-    if (rc == LNTUNE_ENODEVICE) {
-        printf("skipped: %s\n", lntune_cuda_errmsg(cu));
-        lntune_cuda_close(cu);
-        return 77;
-    }
-    CHECK(rc == LNTUNE_OK, "CUDA device 0: %s",
-          rc == LNTUNE_OK ? lntune_cuda_get_info(cu)->name : lntune_cuda_errmsg(cu));
-    if (rc != LNTUNE_OK) return 1;
+    int rc = device_test_open();
+    if (rc != 0) return rc;
+    printf("%s\n", lntune_cuda_get_info(cu)->name);
     DEVICE(lntune_cuda_stream_create(cu, &stream));
     char db[4096], log_path[4096];
     snprintf(db, sizeof db, "%s/cuda_backward_none.db", scratch);

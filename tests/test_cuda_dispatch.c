@@ -50,7 +50,6 @@ static const int64_t test_rows[] = {1, 8, 300};
 enum { GUARD = 64, PAD = 5 };               /* floats after y; extra floats per row */
 static const uint32_t POISON = 0x7fa5a5a5u; /* a NaN no kernel computes */
 
-static lntune_cuda *cu;
 static void *stream;
 static int failures;
 
@@ -408,16 +407,8 @@ static void bf16_suite(const char *scratch, const lntune_cuda_info *info) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *scratch = argc > 1 ? argv[1] : "/tmp";
-    int rc = lntune_cuda_open(0, &cu);
-    if (rc == LNTUNE_ENODEVICE) {
-        printf("skipped: %s\n", lntune_cuda_errmsg(cu));
-        lntune_cuda_close(cu);
-        return 77;
-    }
-    if (rc != LNTUNE_OK) {
-        printf("FAIL CUDA: %s\n", lntune_cuda_errmsg(cu));
-        return 1;
-    }
+    int rc = device_test_open();
+    if (rc != 0) return rc;
     const lntune_cuda_info *info = lntune_cuda_get_info(cu);
     printf("%s, sm_%d, %d SMs, driver %d\n", info->name, info->sm, info->multiprocessors,
            info->driver_version);
