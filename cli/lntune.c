@@ -591,8 +591,6 @@ static int cmd_tune(options *o) {
         return usage_error("unknown target '%s' (expected cpu or cuda)", o->target);
     if (o->op && lntune_op_parse(o->op) < 0)
         return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
-    if (want_cuda && o->backward)
-        return usage_error("%s", "--backward tunes the CPU so far (--target cpu, or no --target)");
     int rc;
     lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
     if (o->rigor) {
@@ -639,7 +637,7 @@ static int cmd_tune(options *o) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    if (!o->target) want_cuda = !o->backward && cuda_device_found(o->device);
+    if (!o->target) want_cuda = cuda_device_found(o->device);
     lntune_tune_result *r = NULL;
     size_t n = 0;
     char err[1024] = "";
@@ -838,7 +836,7 @@ static const command commands[] = {
      "  ~/.cache/lntune/tune.db). The target is every device found (the CPU, and CUDA device\n"
      "  --device, default 0, when one is usable), or --target. rows defaults to 8Mi/H on the\n"
      "  CPU (H=4096: 2048 rows) and 16384 on a GPU. --backward tunes the gradients (dx, dgamma,\n"
-     "  dbeta; CPU only so far; dtype x or x/x/params: dx and dy have x's type); with --residual,\n"
+     "  dbeta; dtype x or x/x/params: dx and dy have x's type); with --residual,\n"
      "  of the fused Add & Norm: dx = the norm's gradient + dresidual_out (the gradient at\n"
      "  residual_out; op text \"layernorm_backward+residual\"). A second run\n"
      "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"

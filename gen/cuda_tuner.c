@@ -2,11 +2,18 @@
  * cuda_tuner.c - the tuning job on a GPU (see cuda_tuner.h): compile every variant with NVRTC,
  * verify it on the device, time the correct ones interleaved with a device copy, re-time the
  * leaders, store everything.
+ *
+ * The backward ("layernorm_backward", "rmsnorm_backward"; fusion "residual": dresidual_out) goes
+ * the same way with its pair of kernels (templates/cuda/norm_backward.lua): verified by the
+ * backward checker, timed as the runtime calls it (saved statistics, dgamma and for LayerNorm
+ * dbeta, the workspace grid of lntune_cuda_backward_call_grid); its bytes are x, dy (and
+ * dresidual_out) read and dx written, as the CPU tuner counts them.
  */
 #define _GNU_SOURCE
 #include "cuda_tuner.h"
 
 #include "cuda_check.h"
+#include "cuda_check_backward.h"
 #include "cuda_driver.h"
 #include "cuda_fingerprint.h"
 #include "cuda_launch.h"
@@ -17,9 +24,11 @@
 #include "hardware.h"
 #include "lntune.h"
 #include "nvrtc.h"
+#include "problem.h"
 #include "timing.h"
 #include "tuning_db.h"
 #include "verify.h"
+#include "verify_backward.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,7 +48,9 @@ typedef struct {
     lntune_nvrtc_job compile;
     void *module, *fn;
     lntune_cuda_launch launch;
-    int ok; /* compiled, loaded and verified */
+    void *finish;                         /* backward: the pair's second kernel */
+    lntune_cuda_backward_launch backward; /* backward: both launch lines */
+    int ok;                               /* compiled, loaded and verified */
     double max_error;
     double samples[RETIME_ROUNDS];
     double median_ns, min_ns, max_ns;
@@ -75,6 +86,8 @@ typedef struct {
     lntune_db *db;
     const lntune_cuda_info *info;
     const char *op;
+    lntune_op norm;     /* LayerNorm or RMSNorm, of either direction */
+    int backward;       /* op is a gradient ("layernorm_backward") */
     lntune_shape shape; /* with its types and fusion */
     char op_key[32];    /* the database's op text, with the fusion (fusion.h) */
     char dtype[24];     /* lntune_types_format */
@@ -85,6 +98,10 @@ typedef struct {
     /* Per rotated buffer set: in holds x then residual, out y then residual_out; each is at
      * least copy_bytes, which the device copy moves from in to out. */
     uint64_t in[MAX_BUFFERS], out[MAX_BUFFERS], gamma, beta;
+    /* Backward: in holds x, dy (and dresidual_out), out dx; the saved statistics, the
+     * workspaces (max_parts rows of H floats each) and dgamma/dbeta. */
+    uint64_t mean, rstd, ws[2], dgamma, dbeta;
+    int64_t max_parts;
     size_t x_bytes, y_bytes;    /* where residual and residual_out start in in and out */
     size_t in_bytes, out_bytes; /* what a call reads and writes */
     size_t copy_bytes;          /* half of in_bytes + out_bytes */
@@ -139,15 +156,58 @@ static void record(job *j, const candidate *c, const char *status, const char *m
                  lntune_db_errmsg(j->db));
 }
 
+/* One backward call of c on buffer set k, as the runtime makes it (cuda_dispatch.c). */
+static int launch_backward(job *j, const candidate *c, int k) {
+    const int64_t rows = j->shape.rows, H = j->shape.H;
+    lntune_backward_kernel_args a = {.rows = rows,
+                                     .H = H,
+                                     .x_stride = H,
+                                     .dy_stride = H,
+                                     .dx_stride = H,
+                                     .x = (const void *)(uintptr_t)j->in[k],
+                                     .dy = (const void *)(uintptr_t)(j->in[k] + j->x_bytes),
+                                     .gamma = (const void *)(uintptr_t)j->gamma,
+                                     .mean = (const float *)(uintptr_t)j->mean,
+                                     .rstd = (const float *)(uintptr_t)j->rstd,
+                                     .dx = (void *)(uintptr_t)j->out[k],
+                                     .eps = 1e-5f};
+    if (j->shape.fusion == LNTUNE_FUSION_RESIDUAL) {
+        a.dresidual_out = (const void *)(uintptr_t)(j->in[k] + 2 * j->x_bytes);
+        a.dresidual_out_stride = H;
+    }
+    const int64_t grid = lntune_cuda_backward_call_grid(&c->backward, rows, H);
+    int64_t parts = lntune_cuda_backward_parts(&c->backward, grid), h = H;
+    uint64_t ws[2] = {j->ws[0], j->norm == LNTUNE_OP_LAYERNORM ? j->ws[1] : 0};
+    uint64_t out[2] = {j->dgamma, ws[1] ? j->dbeta : 0};
+    if (!c->backward.partials &&
+        (lntune_cuda_fill32_async(j->cu, ws[0], 0, (size_t)H, j->stream) ||
+         (ws[1] && lntune_cuda_fill32_async(j->cu, ws[1], 0, (size_t)H, j->stream))))
+        return LNTUNE_ERROR;
+    void *main_params[3] = {&a, &ws[0], &ws[1]};
+    void *finish_params[6] = {&ws[0], &ws[1], &parts, &h, &out[0], &out[1]};
+    if (lntune_cuda_launch_params(j->cu, c->fn, grid, c->backward.main.block,
+                                  lntune_cuda_launch_smem(&c->backward.main, H), j->stream,
+                                  main_params) ||
+        lntune_cuda_launch_params(j->cu, c->finish,
+                                  lntune_cuda_backward_finish_grid(&c->backward, H),
+                                  c->backward.finish_block, 0, j->stream, finish_params))
+        return LNTUNE_ERROR;
+    return LNTUNE_OK;
+}
+
 /* One timing sample in ns per call: c's kernel, or (c NULL) a device copy of the same bytes. */
 static double sample_ns(job *j, const candidate *c) {
-    const int ln = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM;
+    const int ln = j->norm == LNTUNE_OP_LAYERNORM;
     const int64_t rows = j->shape.rows, H = j->shape.H;
     if (lntune_cuda_event_record(j->cu, j->ev0, j->stream)) goto fail;
     for (int b = 0; b < j->batch; ++b) {
         const int k = j->next_buf++ % j->nbuf;
         if (!c) {
             if (lntune_cuda_dtod(j->cu, j->out[k], j->in[k], j->copy_bytes, j->stream)) goto fail;
+            continue;
+        }
+        if (j->backward) {
+            if (launch_backward(j, c, k)) goto fail;
             continue;
         }
         lntune_kernel_args a = {.rows = rows,
@@ -212,7 +272,7 @@ static int emit_all(job *j) {
     int rc = j->c ? LNTUNE_OK : LNTUNE_ENOMEM;
     for (size_t i = 0; i < count && !rc; ++i) {
         lntune_source src;
-        if (!strstr(list[i], "affine=fused")) continue;
+        if (!j->backward && !strstr(list[i], "affine=fused")) continue; /* one serves both */
         if (lntune_gen_emit(j->gen, "cuda", j->op, list[i], &j->shape, "lntune_norm", &src)) {
             snprintf(j->err, j->errlen, "%s", lntune_gen_errmsg(j->gen));
             rc = LNTUNE_ETEMPLATE;
@@ -264,68 +324,99 @@ static int compile_all(job *j) {
     return rc;
 }
 
+/* A candidate that did not compile, load or verify: counted and recorded. */
+static void reject(job *j, candidate *c, const char *status, const char *why) {
+    ++*(strcmp(status, LNTUNE_STATUS_WRONG) == 0 ? &j->res->wrong : &j->res->failed);
+    record(j, c, status, why);
+}
+
+/* Loads c (backward: its pair), parses its launch lines and lets it have the shared memory of
+ * rows of max_h; the message of a failure in why. */
+static int load(job *j, candidate *c, int64_t max_h, char *why, size_t size) {
+    const int bad_line = j->backward ? lntune_cuda_backward_launch_parse(c->text, &c->backward)
+                                     : lntune_cuda_launch_parse(c->text, &c->launch);
+    if (!bad_line && j->backward) c->launch = c->backward.main;
+    if (bad_line ||
+        lntune_cuda_module_load(j->cu, c->compile.out.data, "lntune_norm", &c->module, &c->fn) ||
+        (j->backward &&
+         lntune_cuda_module_function(j->cu, c->module, "lntune_norm_dgamma", &c->finish))) {
+        snprintf(why, size, "cannot load: %s",
+                 bad_line ? "no launch line" : lntune_cuda_errmsg(j->cu));
+        return LNTUNE_ERROR;
+    }
+    const int64_t smem = lntune_cuda_launch_smem(&c->launch, max_h);
+    if (smem > 48 * 1024 && lntune_cuda_set_max_smem(j->cu, c->fn, smem)) {
+        snprintf(why, size, "%lld bytes of shared memory refused: %s", (long long)smem,
+                 lntune_cuda_errmsg(j->cu));
+        return LNTUNE_ERROR;
+    }
+    return LNTUNE_OK;
+}
+
+/* The verifier and the device checker of the job's direction. */
+typedef struct {
+    lntune_verifier *v;
+    lntune_cuda_checker *checker;
+    lntune_backward_verifier *bv; /* the backward's */
+    lntune_cuda_backward_checker *bchecker;
+} verifier_set;
+
 /* Loads and verifies each compiled candidate; records the wrong and the failed. */
 static void verify_all(job *j) {
     const int64_t H = j->shape.H;
     int64_t hs[3] = {1, 17, H};
     const size_t nh = H == 1 || H == 17 ? 2 : 3;
-    lntune_verifier *v = NULL;
-    lntune_cuda_checker *checker = NULL;
-    const int64_t max_h = H > 17 ? H : 17;
-    if (lntune_verifier_create_fused(lntune_op_parse(j->op), j->shape.types, j->shape.fusion, hs,
-                                     nh, 0, &v) ||
-        lntune_cuda_checker_create(j->cu, 8 * (max_h + 16), max_h, &checker)) {
+    const int64_t max_h = H > 17 ? H : 17, max_floats = 8 * (max_h + 16);
+    verifier_set s = {0};
+    const int failed =
+        j->backward ? lntune_backward_verifier_create_fused(j->norm, j->shape.types,
+                                                            j->shape.fusion, hs, nh, 0, &s.bv) ||
+                          lntune_cuda_backward_checker_create(j->cu, max_floats, max_h, &s.bchecker)
+                    : lntune_verifier_create_fused(j->norm, j->shape.types, j->shape.fusion, hs, nh,
+                                                   0, &s.v) ||
+                          lntune_cuda_checker_create(j->cu, max_floats, max_h, &s.checker);
+    if (failed) {
         device_failed(j, "cannot prepare the verifier");
         goto done;
     }
     progress(j, "verify");
     for (size_t i = 0; i < j->n && !stopped(j); ++i, ++j->done) {
         candidate *c = &j->c[i];
+        char why[600];
         if (c->compile.rc) {
-            ++j->res->failed;
-            record(j, c, LNTUNE_STATUS_FAILED, c->compile.out.message);
+            reject(j, c, LNTUNE_STATUS_FAILED, c->compile.out.message);
             continue;
         }
         ++j->res->compiled;
-        char why[600];
-        if (lntune_cuda_launch_parse(c->text, &c->launch) ||
-            lntune_cuda_module_load(j->cu, c->compile.out.data, "lntune_norm", &c->module,
-                                    &c->fn)) {
-            snprintf(why, sizeof why, "cannot load: %s", lntune_cuda_errmsg(j->cu));
-            ++j->res->failed;
-            record(j, c, LNTUNE_STATUS_FAILED, why);
-            continue;
-        }
-        const int64_t smem = lntune_cuda_launch_smem(&c->launch, max_h);
-        if (smem > 48 * 1024 && lntune_cuda_set_max_smem(j->cu, c->fn, smem)) {
-            snprintf(why, sizeof why, "%lld bytes of shared memory refused: %s", (long long)smem,
-                     lntune_cuda_errmsg(j->cu));
-            ++j->res->failed;
-            record(j, c, LNTUNE_STATUS_FAILED, why);
+        if (load(j, c, max_h, why, sizeof why)) {
+            reject(j, c, LNTUNE_STATUS_FAILED, why);
             continue;
         }
         lntune_verify_result vr;
-        int rc = lntune_cuda_checker_run(checker, v, c->fn, &c->launch, c->affine, c->fixed_h, &vr);
+        int rc = j->backward ? lntune_cuda_backward_checker_run(s.bchecker, s.bv, c->fn, c->finish,
+                                                                &c->backward, c->fixed_h, &vr)
+                             : lntune_cuda_checker_run(s.checker, s.v, c->fn, &c->launch, c->affine,
+                                                       c->fixed_h, &vr);
         c->max_error = vr.max_error;
         if (rc == LNTUNE_ENODEVICE) {
-            ++j->res->failed;
-            record(j, c, LNTUNE_STATUS_FAILED, vr.message);
+            reject(j, c, LNTUNE_STATUS_FAILED, vr.message);
             snprintf(j->err, j->errlen,
                      "the device failed on %s (recorded as failed; a rerun goes on without it): %s",
                      c->variant, vr.message);
             break;
         }
         if (rc) {
-            ++j->res->wrong;
-            record(j, c, LNTUNE_STATUS_WRONG, vr.message);
+            reject(j, c, LNTUNE_STATUS_WRONG, vr.message);
             continue;
         }
         ++j->res->verified;
         c->ok = 1;
     }
 done:
-    lntune_cuda_checker_destroy(checker);
-    lntune_verifier_destroy(v);
+    lntune_cuda_checker_destroy(s.checker);
+    lntune_verifier_destroy(s.v);
+    lntune_cuda_backward_checker_destroy(s.bchecker);
+    lntune_backward_verifier_destroy(s.bv);
 }
 
 /* Rounds the n random floats at host to type and copies them to dev (bytes of that type). */
@@ -368,6 +459,10 @@ static void size_buffers(job *j) {
     j->y_bytes = elems * lntune_type_size(t.y);
     j->in_bytes = j->x_bytes + (fusion != LNTUNE_FUSION_NONE ? r_bytes : 0);
     j->out_bytes = j->y_bytes + (fusion == LNTUNE_FUSION_RESIDUAL_OUT ? r_bytes : 0);
+    if (j->backward) { /* x, dy (and dresidual_out) read, all of x's type; dx written */
+        j->in_bytes = j->x_bytes * (fusion == LNTUNE_FUSION_RESIDUAL ? 3 : 2);
+        j->out_bytes = j->x_bytes;
+    }
     j->bytes = (double)(j->in_bytes + j->out_bytes);
     j->copy_bytes = (j->in_bytes + j->out_bytes) / 2;
 }
@@ -387,11 +482,13 @@ static int alloc_buffers(job *j) {
     if (!host) return LNTUNE_ENOMEM;
     uint64_t state = 0x853c49e6748fea9bULL;
     int rc = LNTUNE_OK;
+    /* x, then the residual; the backward's x, dy and dresidual_out are all of x's type */
+    const size_t x_elems = j->backward ? j->in_bytes / j->x_bytes * elems : elems;
     for (int b = 0; b < j->nbuf && !rc; ++b) {
         if (lntune_cuda_alloc(j->cu, in_alloc, &j->in[b]) ||
             lntune_cuda_alloc(j->cu, out_alloc, &j->out[b]) ||
-            upload_random(j, j->in[b], elems, t.x, host, CHUNK, &state) ||
-            (j->in_bytes > j->x_bytes &&
+            upload_random(j, j->in[b], x_elems, t.x, host, CHUNK, &state) ||
+            (!j->backward && j->in_bytes > j->x_bytes &&
              upload_random(j, j->in[b] + j->x_bytes, elems, rt, host, CHUNK, &state)))
             rc = LNTUNE_ENODEVICE;
     }
@@ -401,6 +498,17 @@ static int alloc_buffers(job *j) {
          upload_random(j, j->gamma, H, t.params, host, CHUNK, &state) ||
          upload_random(j, j->beta, H, t.params, host, CHUNK, &state)))
         rc = LNTUNE_ENODEVICE;
+    if (!rc && j->backward) { /* statistics as a forward saves them (mean 0, rstd 1: finite) */
+        const size_t rows = (size_t)j->shape.rows, ws = (size_t)j->max_parts * H * 4;
+        if (lntune_cuda_alloc(j->cu, rows * 4, &j->mean) ||
+            lntune_cuda_alloc(j->cu, rows * 4, &j->rstd) ||
+            lntune_cuda_fill32(j->cu, j->mean, 0, rows) ||
+            lntune_cuda_fill32(j->cu, j->rstd, 0x3f800000u, rows) ||
+            lntune_cuda_alloc(j->cu, ws, &j->ws[0]) || lntune_cuda_alloc(j->cu, ws, &j->ws[1]) ||
+            lntune_cuda_alloc(j->cu, H * 4, &j->dgamma) ||
+            lntune_cuda_alloc(j->cu, H * 4, &j->dbeta))
+            rc = LNTUNE_ENODEVICE;
+    }
     free(host);
     if (rc) device_failed(j, "cannot allocate the timing buffers");
     return rc;
@@ -413,12 +521,19 @@ static void free_buffers(job *j) {
     }
     lntune_cuda_free(j->cu, j->gamma);
     lntune_cuda_free(j->cu, j->beta);
+    const uint64_t backward[] = {j->mean, j->rstd, j->ws[0], j->ws[1], j->dgamma, j->dbeta};
+    for (size_t i = 0; i < sizeof backward / sizeof backward[0]; ++i)
+        lntune_cuda_free(j->cu, backward[i]);
 }
 
-/* The naive kernel of the GPU: one block per row, scalar accesses, two passes over x. */
-static int is_naive(const candidate *c, int ln) {
+/* The naive kernel of the GPU: one block per row, scalar accesses, two passes over x (the
+ * backward: re-reading x and dy, dgamma/dbeta from partials). */
+static int is_naive(const job *j, const candidate *c) {
+    const char *how = j->backward                      ? "dgamma=partials"
+                      : j->norm == LNTUNE_OP_LAYERNORM ? "stats=twopass"
+                                                       : "stats=";
     return strstr(c->variant, "layout=uncached,") && strstr(c->variant, "block=256,") &&
-           strstr(c->variant, "pack=1,") && strstr(c->variant, ln ? "stats=twopass" : "stats=");
+           strstr(c->variant, "pack=1,") && strstr(c->variant, how);
 }
 
 static void store_winner(job *j, const candidate *w) {
@@ -483,7 +598,6 @@ static int from_best(void *ud, const lntune_best *b) {
 }
 
 static void tune_one(job *j) {
-    const int ln = lntune_op_parse(j->op) == LNTUNE_OP_LAYERNORM;
     candidate copy = {.variant = "device copy"}, **set = NULL;
     size_buffers(j);
     if (emit_all(j)) goto done;
@@ -491,6 +605,13 @@ static void tune_one(job *j) {
     if (j->res->from_db || compile_all(j)) goto done;
     verify_all(j);
     if (stopped(j) || j->res->verified == 0) goto done;
+    for (size_t i = 0; i < j->n; ++i) /* the backward's workspace: the most any pair uses */
+        if (j->c[i].ok && j->backward) {
+            const lntune_cuda_backward_launch *l = &j->c[i].backward;
+            const int64_t parts = lntune_cuda_backward_parts(
+                l, lntune_cuda_backward_call_grid(l, j->shape.rows, j->shape.H));
+            if (parts > j->max_parts) j->max_parts = parts;
+        }
     if (alloc_buffers(j) || lntune_cuda_stream_create(j->cu, &j->stream) ||
         lntune_cuda_event_create(j->cu, &j->ev0) || lntune_cuda_event_create(j->cu, &j->ev1)) {
         device_failed(j, "cannot prepare the timing");
@@ -512,7 +633,7 @@ static void tune_one(job *j) {
     size_t nlead = ns < TOP ? ns : TOP;
     candidate *naive = NULL;
     for (size_t i = 0; i < j->n; ++i)
-        if (j->c[i].ok && is_naive(&j->c[i], ln)) naive = &j->c[i];
+        if (j->c[i].ok && is_naive(j, &j->c[i])) naive = &j->c[i];
     candidate *group[TOP + 2];
     size_t ng = 0;
     for (size_t k = 0; k < nlead; ++k) group[ng++] = set[k];
@@ -623,7 +744,23 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
             job j = {.cfg = cfg, .gen = gen, .nv = nv, .cu = cu, .db = db, .info = info};
             j.cache = &cache;
             j.op = cfg->ops[o];
+            const lntune_direction *dir = NULL;
+            if (lntune_op_text_parse(j.op, &j.norm, &dir, NULL) != 0) {
+                rc = LNTUNE_EINVAL;
+                snprintf(err, errlen, "unknown op '%s'", j.op);
+                break;
+            }
+            j.backward = dir->suffix[0] != '\0';
             j.shape = shapes[s];
+            if (j.backward && (j.shape.types.y != j.shape.types.x ||
+                               j.shape.fusion == LNTUNE_FUSION_RESIDUAL_OUT)) {
+                rc = LNTUNE_EINVAL;
+                snprintf(err, errlen,
+                         "%s: dx has x's type (dtype x or x/x/params), and the "
+                         "backward fuses no residual_out",
+                         j.op);
+                break;
+            }
             if (j.shape.rows <= 0) j.shape.rows = lntune_tune_cuda_default_rows(j.shape.H);
             j.shape.affine = LNTUNE_AFFINE_GAMMA;
             lntune_types_format(j.shape.types, j.dtype, sizeof j.dtype);

@@ -25,8 +25,8 @@
  * kernels, and a portable backward kernel per (x, params) tuple.
  *
  * CUDA: when the database holds CUDA winners (best rows of target "cuda": every type tuple and
- * fusion; backward rows, which no CUDA path serves yet, and unknown ops or types are left out
- * with a warning), export also writes lntune_kernels.cu and lntune_kernels_cuda.h: the winners
+ * fusion; backward rows, whose shapes the generic backward pairs serve, and unknown ops or types
+ * are left out with a warning), export also writes lntune_kernels.cu and lntune_kernels_cuda.h: the winners
  * of every GPU hardware row (or of config->gpu's only), each regenerated for its row's compute
  * capability, generic kernels for every other shape, and host code that launches them with the
  * grid and shared memory their launch lines give. The generic kernels are builtin.h's: the fp32

@@ -42,6 +42,7 @@ typedef struct {
     char variant[512];
     int op_index; /* in lntune_export_ops */
     int fusion;   /* LNTUNE_FUSION_* */
+    int backward; /* a gradient pair: exported by export_cuda_backward.c */
     lntune_types types;
     int64_t H, tuned_rows, rows_lo, rows_hi;
     int affine, ok;
@@ -86,13 +87,15 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
     char base[32];
     int fusion = LNTUNE_FUSION_NONE, op = -1;
     const lntune_direction *dir = NULL;
+    lntune_op forward;
     lntune_types types;
     const char *why = NULL;
     if (lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0 &&
-        lntune_op_text_parse(base, NULL, &dir, NULL) == 0)
-        op = lntune_export_op_find(base);
-    if (dir && dir->suffix[0])
-        why = "the CUDA export has no backward kernels (nor does the CUDA runtime)";
+        lntune_op_text_parse(base, &forward, &dir, NULL) == 0)
+        op = lntune_export_op_find(lntune_op_name(forward));
+    const int backward = dir && dir->suffix[0];
+    if (backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT)
+        why = "op unknown to the CUDA export"; /* no such kernel */
     else if (op < 0 || !lntune_export_ops[op].cuda)
         why = "op unknown to the CUDA export";
     else if (lntune_types_parse(key->dtype, &types) != 0)
@@ -120,6 +123,7 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
     snprintf(w->base_op, sizeof w->base_op, "%s", base);
     w->op_index = op;
     w->fusion = fusion;
+    w->backward = backward;
     w->types = types;
     snprintf(w->variant, sizeof w->variant, "%s", b->variant ? b->variant : "");
     w->H = key->H;
@@ -430,7 +434,7 @@ static int generic_add(generic_list *l, int op, int fusion, lntune_types types) 
 }
 
 void lntune_export_put_cuda_kernel(lntune_export_buf *text, const lntune_source *src,
-                                   const char *symbol, int sm, int guard,
+                                   const char *symbol, int sm, lntune_export_guard guard,
                                    const lntune_types *types) {
     /* A GPU's kernels are device code only when compiling for its architecture (sm_90's
      * clusters do not compile for sm_80, and no other GPU runs them: see current_gpu).
@@ -448,11 +452,19 @@ void lntune_export_put_cuda_kernel(lntune_export_buf *text, const lntune_source 
     lntune_export_put(text, "%s\n", src->text);
     if (types)
         for (int i = 0; i < 4; ++i) lntune_export_put(text, "#undef LNTUNE_%c_T\n", names[i]);
-    if (guard)
+    if (guard == LNTUNE_EXPORT_GUARD_FORWARD)
         lntune_export_put(text,
                           "#else\nnamespace %s_impl {\nextern \"C\" __global__ void "
                           "%s(lntune_kernel_args) {} /* never launched here */\n}\n#endif\n\n",
                           symbol, symbol);
+    if (guard == LNTUNE_EXPORT_GUARD_BACKWARD)
+        lntune_export_put(text,
+                          "#else\nnamespace %s_impl {\n/* never launched here */\n"
+                          "extern \"C\" __global__ void %s(lntune_backward_kernel_args, float *, "
+                          "float *) {}\n"
+                          "extern \"C\" __global__ void %s_dgamma(const float *, const float *, "
+                          "int64_t, int64_t, void *, void *) {}\n}\n#endif\n\n",
+                          symbol, symbol, symbol);
 }
 
 /* Regenerates winner w for compute capability sm into text; its launch geometry and hash. */
@@ -464,7 +476,7 @@ static int emit_tuned(lntune_gen *g, int sm, cuda_winner *w, const char *symbol,
     int rc = lntune_gen_emit(g, "cuda", w->base_op, w->variant, &shape, symbol, &src);
     if (rc != LNTUNE_OK) return rc;
     if ((rc = lntune_cuda_launch_parse(src.text, &w->launch)) == LNTUNE_OK) {
-        lntune_export_put_cuda_kernel(text, &src, symbol, sm, 1, NULL);
+        lntune_export_put_cuda_kernel(text, &src, symbol, sm, LNTUNE_EXPORT_GUARD_FORWARD, NULL);
         snprintf(hash, 17, "%s", src.template_hash);
     }
     lntune_source_free(&src);
@@ -481,7 +493,8 @@ static int emit_generic(lntune_gen *g, int sm, cuda_generic *k, lntune_export_bu
                       : lntune_gen_emit(g, "cuda", k->v->op, k->v->variant, NULL, k->symbol, &src);
     if (rc != LNTUNE_OK) return rc;
     if ((rc = lntune_cuda_launch_parse(src.text, &k->launch)) == LNTUNE_OK)
-        lntune_export_put_cuda_kernel(text, &src, k->symbol, sm, 0, is_typed ? &k->types : NULL);
+        lntune_export_put_cuda_kernel(text, &src, k->symbol, sm, LNTUNE_EXPORT_UNGUARDED,
+                                      is_typed ? &k->types : NULL);
     lntune_source_free(&src);
     return rc;
 }
@@ -513,6 +526,7 @@ static void emit_winners(lntune_db *db, lntune_gen *g, const lntune_export_confi
                          lntune_export_report *r) {
     for (size_t i = 0; i < list->n; ++i) {
         cuda_winner *w = &list->w[i];
+        if (w->backward) continue; /* export_cuda_backward.c's */
         const gpu_row *gr = &gpus->v[w->gpu];
         char symbol[64], hash[17] = "", measured[17];
         snprintf(symbol, sizeof symbol, "lntune_kernels_cuda_t%zu", i);
@@ -551,7 +565,7 @@ static int collect_generics(const cuda_list *list, generic_list *gen) {
         for (int f = 0; lntune_export_ops[op].cuda && f < LNTUNE_FUSION_COUNT; ++f)
             if (generic_add(gen, (int)op, f, f32) != 0) return -1;
     for (size_t i = 0; i < list->n; ++i)
-        if (list->w[i].ok &&
+        if (list->w[i].ok && !list->w[i].backward &&
             generic_add(gen, list->w[i].op_index, list->w[i].fusion, list->w[i].types) != 0)
             return -1;
     return 0;
@@ -559,7 +573,7 @@ static int collect_generics(const cuda_list *list, generic_list *gen) {
 
 /* The header comment of lntune_kernels.cu; the architectures into archs ("90;80"). */
 static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const cuda_list *list,
-                             const generic_list *gen, const lntune_export_buf *backward, int ntuned,
+                             const generic_list *gen, const lntune_export_buf *backward,
                              char *archs, size_t archs_size) {
     lntune_export_put(out, "/*\n * generated by lntune export; do not edit.\n *\n");
     lntune_export_buf gencode = {0};
@@ -601,7 +615,9 @@ static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const
                           (long long)w->launch.smem_per_h, (long long)w->launch.max_h, w->median_ns,
                           w->gbps, w->copy_gbps, w->max_error);
     }
-    if (ntuned == 0) lntune_export_put(out, " *   (none)\n");
+    int forward = 0;
+    for (size_t i = 0; i < list->n; ++i) forward += list->w[i].ok;
+    if (forward == 0) lntune_export_put(out, " *   (none)\n");
     lntune_export_put(out, " *\n * generic kernels (op dtype fusion affine: variant), for the "
                            "shapes no winner covers:\n");
     for (size_t i = 0; i < gen->n; ++i) {
@@ -612,7 +628,9 @@ static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const
                           lntune_fusion_name(k->fusion), k->v->affine ? "affine" : "no affine",
                           k->v->variant);
     }
-    lntune_export_put(out, " *\n * generic backward pairs (op dtype fusion: variant):\n%s",
+    lntune_export_put(out,
+                      " *\n * backward pairs (tuned: GPU op dtype H rows-bucket: variant; time; "
+                      "generic: op dtype\n * fusion: variant):\n%s",
                       backward->s ? backward->s : "");
     lntune_export_put(out, " */\n#include \"lntune_kernels_cuda.h\"\n\n"
                            "#include <atomic>\n#include <cstdint>\n#include <cstdio>\n"
@@ -726,6 +744,7 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
     generic_list gen = {0};
     lntune_export_buf kernels = {0}, out = {0}, header = {0}, bwd_host = {0}, bwd_comment = {0};
     lntune_types *tuples = NULL;
+    lntune_export_cuda_pair *pairs = NULL;
     int rc = lntune_db_each_hardware(db, collect_gpu, &gpus);
     for (size_t i = 0; rc == LNTUNE_OK && !gpus.oom && i < gpus.n; ++i) {
         list.gpu = i;
@@ -759,18 +778,31 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
                      lntune_gen_errmsg(g));
             goto done;
         }
-    /* The backward: all-fp32, and the (x, params) tuple of every forward winner. */
-    if (!(tuples = calloc(list.n + 1, sizeof *tuples))) {
+    /* The backward: the tuned pairs; generic pairs for all-fp32 and every winner's (x, params). */
+    if (!(tuples = calloc(list.n + 1, sizeof *tuples)) ||
+        !(pairs = calloc(list.n + 1, sizeof *pairs))) {
         rc = LNTUNE_ENOMEM;
         snprintf(r->message, sizeof r->message, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < list.n; ++i) tuples[i + 1] = list.w[i].types;
-    if ((rc = lntune_export_cuda_backward(g, gpus.v[0].cc, tuples, list.n + 1, &kernels, &bwd_host,
-                                          &bwd_comment, r->message, sizeof r->message)) !=
-        LNTUNE_OK)
+    size_t npairs = 0;
+    for (size_t i = 0; i < list.n; ++i) {
+        const cuda_winner *w = &list.w[i];
+        tuples[i + 1] = w->types;
+        if (w->backward)
+            pairs[npairs++] = (lntune_export_cuda_pair){
+                (int)w->gpu, gpus.v[w->gpu].cc, gpus.v[w->gpu].model, w->op,      w->dtype,
+                w->base_op,  w->variant,        w->op_index,          w->fusion,  w->types,
+                w->H,        w->tuned_rows,     w->rows_lo,           w->rows_hi, w->median_ns,
+                w->gbps,     w->copy_gbps,      w->max_error};
+    }
+    lntune_export_cuda_backward_out bwd = {&kernels, &bwd_host, &bwd_comment, 0, 0};
+    if ((rc = lntune_export_cuda_backward(g, c, gpus.v[0].cc, pairs, npairs, tuples, list.n + 1,
+                                          &bwd, r->message, sizeof r->message)) != LNTUNE_OK)
         goto done;
-    put_file_comment(&out, &gpus, &list, &gen, &bwd_comment, r->cuda_tuned, archs, archs_size);
+    r->cuda_tuned += bwd.exported;
+    r->cuda_skipped += bwd.skipped;
+    put_file_comment(&out, &gpus, &list, &gen, &bwd_comment, archs, archs_size);
     lntune_export_put(&out, "%s", kernels.s ? kernels.s : "");
     put_tables(&out, &gpus, &list, &gen);
     lntune_export_put(&out, "%s\n%s", dispatch_text, bwd_host.s ? bwd_host.s : "");
@@ -791,6 +823,7 @@ done:
     if (g) lntune_gen_set_cuda_arch(g, 0);
     free(kernels.s), free(out.s), free(header.s), free(bwd_host.s), free(bwd_comment.s);
     free(tuples);
+    free(pairs);
     free(gpus.v);
     free(list.w);
     free(gen.v);

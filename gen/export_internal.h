@@ -84,25 +84,53 @@ extern const char lntune_export_types_text[];
 /* The text of include/lntune_kernel.h built into gen; NULL if missing. */
 const char *lntune_export_abi_header(void);
 
-/*
- * Appends a CUDA kernel's source, generated for compute capability sm, to text. guard: device
- * code for sm only (an empty kernel of the same name in other passes). types: the source's
- * element types are left to macros (a typed built-in); #defines of them frame it.
- */
-void lntune_export_put_cuda_kernel(lntune_export_buf *text, const lntune_source *src,
-                                   const char *symbol, int sm, int guard,
-                                   const lntune_types *types);
+/* Device code for one architecture only: other passes see empty kernels of the same names (of a
+ * forward kernel, or of a backward pair). */
+typedef enum {
+    LNTUNE_EXPORT_UNGUARDED,
+    LNTUNE_EXPORT_GUARD_FORWARD,
+    LNTUNE_EXPORT_GUARD_BACKWARD
+} lntune_export_guard;
 
 /*
- * The CUDA export's backward (export_cuda_backward.c): the built-in backward pair of each op,
- * fusion (none, dresidual_out) and (x, params) tuple of tuples (y ignored), generated for sm into
- * kernels; the table, host code and extern "C" entry points
- * lntune_kernels_cuda_<op>_backward into host (after the forward's dispatch text, whose
- * helpers it uses); the generic kernels' lines into comment. Message in msg on failure.
+ * Appends a CUDA kernel's source, generated for compute capability sm, to text, guarded to sm as
+ * guard says. types: the source's element types are left to macros (a typed built-in); #defines
+ * of them frame it.
  */
-int lntune_export_cuda_backward(lntune_gen *g, int sm, const lntune_types *tuples, size_t n,
-                                lntune_export_buf *kernels, lntune_export_buf *host,
-                                lntune_export_buf *comment, char *msg, size_t msglen);
+void lntune_export_put_cuda_kernel(lntune_export_buf *text, const lntune_source *src,
+                                   const char *symbol, int sm, lntune_export_guard guard,
+                                   const lntune_types *types);
+
+/* A tuned CUDA backward pair to export: its GPU (index in the exported GPU table, compute
+ * capability, name), key and record. */
+typedef struct lntune_export_cuda_pair {
+    int gpu, sm;
+    const char *gpu_name;
+    const char *op_text, *dtype, *base_op, *variant; /* the database's texts; base_op: no fusion */
+    int op;                                          /* 0 layernorm, 1 rmsnorm */
+    int fusion;
+    lntune_types types;
+    int64_t H, tuned_rows, rows_lo, rows_hi;
+    double median_ns, gbps, copy_gbps, max_error;
+} lntune_export_cuda_pair;
+
+/*
+ * The CUDA export's backward (export_cuda_backward.c): the tuned pairs (each regenerated for its
+ * GPU's architecture, guarded to it; one that no longer generates is left out with a warning to
+ * c and counted in *skipped, the others in *exported), then the built-in backward pair of each
+ * op, fusion (none, dresidual_out) and (x, params) tuple of tuples (y ignored), generated for sm,
+ * into kernels; the table, host code and extern "C" entry points
+ * lntune_kernels_cuda_<op>_backward into host (after the forward's dispatch text, whose helpers
+ * it uses); the kernels' lines into comment. Message in msg on failure.
+ */
+typedef struct {
+    lntune_export_buf *kernels, *host, *comment;
+    int exported, skipped;
+} lntune_export_cuda_backward_out;
+int lntune_export_cuda_backward(lntune_gen *g, const lntune_export_config *c, int sm,
+                                const lntune_export_cuda_pair *tuned, size_t ntuned,
+                                const lntune_types *tuples, size_t n,
+                                lntune_export_cuda_backward_out *out, char *msg, size_t msglen);
 /* The backward's declarations and their documentation, for lntune_kernels_cuda.h. */
 void lntune_export_cuda_backward_declare(lntune_export_buf *header);
 

@@ -216,10 +216,10 @@ typedef struct lntune_backward_args {
  * to LayerNorm; dbeta to RMSNorm; device_index or stream set), LNTUNE_EOVERFLOW, LNTUNE_ENOMEM,
  * and on a CUDA device LNTUNE_ENODEVICE (no such device, or no NVRTC to compile the built-in
  * backward for the call's types at first use) and LNTUNE_ERROR (a failed launch). On a CUDA
- * device the call is asynchronous on args.stream: a built-in pair of kernels (no CUDA backward is
- * tuned yet) whose dgamma/dbeta partials sit in scratch memory allocated and freed on that
- * stream (cuMemAllocAsync: a CUDA 11.2 or newer driver); they are summed in a fixed order, so
- * a call gives the same bits every time.
+ * device the call is asynchronous on args.stream: a pair of kernels (tuned with `lntune --target
+ * cuda --backward`, else built in) whose dgamma/dbeta partials sit in scratch memory allocated
+ * and freed on that stream (cuMemAllocAsync: a CUDA 11.2 or newer driver); with partials (the
+ * built-in's) they are summed in a fixed order, so a call gives the same bits every time.
  */
 LNTUNE_API int lntune_layernorm_backward(lntune *ctx, const lntune_backward_args *args);
 LNTUNE_API int lntune_rmsnorm_backward(lntune *ctx, const lntune_backward_args *args);

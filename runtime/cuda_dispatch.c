@@ -19,14 +19,14 @@
  * shape to the built-in. Kernels are shared by every descriptor that uses them and unloaded at
  * lntune_close.
  *
- * The backward (lntune_layernorm_backward / lntune_rmsnorm_backward on device memory) runs the
- * built-in backward pair of its op and fusion (no CUDA backward is tuned yet), compiled with
- * NVRTC for its element types at first use: kernel 1 writes dx and per-row-group fp32 partials
- * of dgamma/dbeta into a workspace, kernel 2 sums them in order into dgamma/dbeta. The
+ * The backward (lntune_layernorm_backward / lntune_rmsnorm_backward on device memory) takes the
+ * same policy: the pair tuned for the shape (its kernel and "<symbol>_dgamma", both launch lines
+ * from the artifact's source), else the built-in backward pair of its op and fusion, compiled
+ * with NVRTC for its element types at first use. Kernel 1 writes dx and per-row-group fp32
+ * partials of dgamma/dbeta into a workspace, kernel 2 sums them in order into dgamma/dbeta. The
  * workspace is allocated and freed on the call's stream (cuMemAllocAsync), so concurrent calls
- * on other streams never share it and nothing synchronizes. Its rows (parts) are capped so that
- * it stays under WORKSPACE_FLOATS per gradient; the cap depends on rows and H only, so a call
- * gives the same bits every time.
+ * on other streams never share it and nothing synchronizes. Its rows (parts) are capped by
+ * lntune_cuda_backward_call_grid, by rows and H only, so a call gives the same bits every time.
  *
  * Later calls take no lock: one registry lookup, then the launch. The calling thread's current
  * context is saved and restored around the launch, so an app on another device or context is
@@ -49,7 +49,6 @@
 #include <string.h>
 
 enum { DEFAULT_SMEM = 48 * 1024 }; /* dynamic shared memory a kernel gets without opting in */
-#define WORKSPACE_FLOATS (INT64_C(1) << 21) /* the backward's partials per gradient, at most */
 
 struct lntune_gpu_kernel {
     lntune_cuda *cu;
@@ -243,8 +242,26 @@ static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
 typedef struct {
     lntune_gpu *g;
     lntune_gpu_kernel *k;
+    int backward; /* a pair: also its second kernel and backward launch line */
     char err[768];
 } tuned_load;
+
+/* The backward pair's second kernel and launch lines of the loaded k; 0, or -1 with err. */
+static int load_pair(lntune_cuda *cu, lntune_gpu_kernel *k, const lntune_artifact *a, char *err,
+                     size_t errlen) {
+    char finish[300];
+    snprintf(finish, sizeof finish, "%s_dgamma", a->symbol);
+    if (lntune_cuda_backward_launch_parse(a->source, &k->backward) != LNTUNE_OK) {
+        snprintf(err, errlen, "its source has no backward launch line");
+    } else if (lntune_cuda_module_function(cu, k->module, finish, &k->finish) != LNTUNE_OK) {
+        snprintf(err, errlen, "no %s: %s", finish, lntune_cuda_errmsg(cu));
+    } else {
+        return 0;
+    }
+    lntune_cuda_module_unload(cu, k->module);
+    k->module = k->function = NULL;
+    return -1;
+}
 
 /* lntune_db_get_artifact's callback: the cubin, else the PTX, and the launch line. */
 static int load_tuned(void *ud, const lntune_artifact *a) {
@@ -262,13 +279,17 @@ static int load_tuned(void *ud, const lntune_artifact *a) {
     char cubin_err[300] = "no cubin";
     if (a->object && a->object_len > 0) {
         if (lntune_cuda_module_load(cu, a->object, a->symbol, &k->module, &k->function) ==
-            LNTUNE_OK)
+            LNTUNE_OK) {
+            if (l->backward) load_pair(cu, k, a, l->err, sizeof l->err);
             return 0;
+        }
         snprintf(cubin_err, sizeof cubin_err, "cubin: %s", lntune_cuda_errmsg(cu));
     }
     if (a->ptx && a->ptx[0]) {
-        if (lntune_cuda_module_load(cu, a->ptx, a->symbol, &k->module, &k->function) == LNTUNE_OK)
+        if (lntune_cuda_module_load(cu, a->ptx, a->symbol, &k->module, &k->function) == LNTUNE_OK) {
+            if (l->backward) load_pair(cu, k, a, l->err, sizeof l->err);
             return 0;
+        }
         snprintf(l->err, sizeof l->err, "%s; PTX: %s", cubin_err, lntune_cuda_errmsg(cu));
     } else {
         snprintf(l->err, sizeof l->err, "%s; no PTX", cubin_err);
@@ -278,14 +299,14 @@ static int load_tuned(void *ud, const lntune_artifact *a) {
 
 /* The tuned kernel of best, loaded unless an earlier descriptor loaded it; NULL with err. */
 static lntune_gpu_kernel *tuned_kernel(lntune *ctx, lntune_gpu *g, const lntune_best_copy *best,
-                                       char *err, size_t errlen) {
+                                       int backward, char *err, size_t errlen) {
     lntune_gpu_kernel *k = find_kernel(g, best->artifact_key);
     if (k) return k;
     if (!(k = new_kernel(g, best->artifact_key))) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    tuned_load l = {g, k, ""};
+    tuned_load l = {g, k, backward, ""};
     int rc = lntune_db_get_artifact(ctx->db, best->artifact_key, load_tuned, &l);
     if (rc != LNTUNE_OK || !k->function) {
         snprintf(err, errlen, "artifact %s: %.600s", best->artifact_key,
@@ -342,9 +363,7 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     char why[1024] = "";
     lntune_best_copy best;
     memset(&best, 0, sizeof best);
-    if (is_backward(d)) {
-        snprintf(why, sizeof why, "the CUDA backward has built-in kernels only");
-    } else if (!ctx->db) {
+    if (!ctx->db) {
         snprintf(why, sizeof why, "no tuning database");
     } else if (!g->known) {
         snprintf(why, sizeof why, "the tuning database has no record of this GPU");
@@ -353,7 +372,7 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
         snprintf(why, sizeof why, "not tuned on this GPU");
     } else {
         char err[900] = "";
-        k = tuned_kernel(ctx, g, &best, err, sizeof err);
+        k = tuned_kernel(ctx, g, &best, is_backward(d), err, sizeof err);
         if (!k) {
             snprintf(why, sizeof why, "tuned %.200s unusable: %.700s", best.variant, err);
         } else if (k->launch.max_h > 0 && d->H > k->launch.max_h) {
@@ -481,11 +500,7 @@ int lntune_gpu_run_backward(lntune *ctx, const lntune_backward_args *a, int op, 
                   a->rows, a->H, index, fn, &k);
     if (rc != LNTUNE_OK) return rc;
     const lntune_cuda_backward_launch *l = &k->backward;
-    int64_t grid = lntune_cuda_backward_grid(l, a->rows);
-    if (l->partials) { /* fewer blocks, fewer partials: the kernels stride over the rows */
-        int64_t most = WORKSPACE_FLOATS / a->H / l->parts_per_block;
-        if (grid > most) grid = most > 0 ? most : 1;
-    }
+    const int64_t grid = lntune_cuda_backward_call_grid(l, a->rows, a->H);
     const int64_t parts = lntune_cuda_backward_parts(l, grid);
     const size_t floats = (size_t)parts * (size_t)a->H;
     void *const out[2] = {a->dgamma, a->dbeta};

@@ -70,6 +70,14 @@ int64_t lntune_cuda_backward_grid(const lntune_cuda_backward_launch *l, int64_t 
     return grid < l->max_grid ? grid : l->max_grid;
 }
 
+int64_t lntune_cuda_backward_call_grid(const lntune_cuda_backward_launch *l, int64_t rows,
+                                       int64_t H) {
+    const int64_t grid = lntune_cuda_backward_grid(l, rows);
+    if (!l->partials || H < 1) return grid;
+    const int64_t most = LNTUNE_CUDA_BACKWARD_WORKSPACE_FLOATS / H / l->parts_per_block;
+    return grid <= most ? grid : most > 0 ? most : 1;
+}
+
 int64_t lntune_cuda_backward_parts(const lntune_cuda_backward_launch *l, int64_t grid) {
     return l->partials ? grid * l->parts_per_block : 1;
 }

@@ -44,6 +44,16 @@ int lntune_cuda_backward_launch_parse(const char *source, lntune_cuda_backward_l
 /* Kernel 1's blocks for rows: one per row group, at most max_grid. */
 int64_t lntune_cuda_backward_grid(const lntune_cuda_backward_launch *l, int64_t rows);
 
+/* The partials a call of the runtime (and the tuner, which times what it will run) keeps per
+ * gradient at most: kernel 1 runs fewer blocks (the kernels stride over the rows) so that
+ * parts x H stays under it. */
+#define LNTUNE_CUDA_BACKWARD_WORKSPACE_FLOATS (INT64_C(1) << 21)
+
+/* The grid a call of rows x H runs: lntune_cuda_backward_grid, capped for the workspace by rows
+ * and H only, so that a call gives the same bits every time. */
+int64_t lntune_cuda_backward_call_grid(const lntune_cuda_backward_launch *l, int64_t rows,
+                                       int64_t H);
+
 /* Workspace rows of H floats per gradient for a kernel 1 of grid blocks (kernel 2's parts):
  * grid x parts_per_block with partials (every float written by kernel 1), else 1 (zeroed by the
  * host before kernel 1). */

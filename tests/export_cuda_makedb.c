@@ -9,7 +9,9 @@
  *     H=1024 pack=8 (rows 513-4096, affine), layernorm+residual bf16 with an fp32 residual
  *     H=2048 (rows 513-4096, no affine)
  *   NVIDIA A100 (sm_80): rmsnorm H=1024 register cache (rows 65-512, affine)
- * plus an H200 row the CUDA export must leave out: a layernorm_backward winner.
+ *   layernorm_backward H=4096 shared-memory pair (rows 2049-... , with gamma)
+ * plus an H200 row the CUDA export must leave out: layernorm_backward+residual_out (no such
+ * kernel).
  *
  *   export_cuda_makedb PATH [none]   ("none": the GPU rows without winners)
  * Prints "gpu FINGERPRINT NAME" for each GPU row.
@@ -142,10 +144,15 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; rc == LNTUNE_OK && !none && i < sizeof winners / sizeof winners[0]; ++i)
         rc = put_winner(db, g, hw[winners[i].gpu], models[winners[i].gpu].sm, &winners[i]);
-    if (rc == LNTUNE_OK && !none) { /* no CUDA tuner writes this yet: a newer lntune's row */
-        const lntune_db_key k = {hw[0], "cuda", "layernorm_backward", "f32", 4096, 4096, 1};
-        const lntune_best b = {"layout=block", NULL, 1, 4096, 5000.0, 2000.0, 3000.0, 1e-7, 0};
+    if (rc == LNTUNE_OK && !none) { /* the backward's best rows: the export regenerates them */
+        static const char pair[] =
+            "layout=block,tpr=32,block=256,pack=4,cache=smem,h=runtime,dgamma=partials";
+        const lntune_db_key k = {hw[0], "cuda", "layernorm_backward", "f32", 4096, 16384, 1};
+        const lntune_best b = {pair, NULL, 1, 16384, 5000.0, 2000.0, 3000.0, 1e-7, 0};
         rc = lntune_db_set_best(db, &k, &b);
+        const lntune_db_key bad = {hw[0], "cuda", "layernorm_backward+residual_out", "f32", 4096,
+                                   16384, 1};
+        if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &bad, &b);
     }
     if (rc != LNTUNE_OK)
         fprintf(stderr, "FAIL: %s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));

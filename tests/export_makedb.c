@@ -13,7 +13,7 @@
  *   (the export regenerates the source from the variant);
  * and rows the export must leave out, each with a warning: a CPU "layernorm+gelu" and
  * "layernorm_backward+residual_out" (ops it does not know), and on a GPU row a layernorm of
- * dtype "f8" (no such type) and a "layernorm_backward" (the CUDA export has no backward).
+ * dtype "f8" (no such type) and a "layernorm_backward+residual_out" (no such kernel).
  *
  *   export_makedb PATH
  */
@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
     lntune_gpu_info_finish(&gpu);
     if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gpu, "NVRTC 13.0", &gpu_hw);
     if (rc == LNTUNE_OK) rc = put_row(db, gpu_hw, "cuda", "layernorm", "f8");
-    if (rc == LNTUNE_OK) rc = put_row(db, gpu_hw, "cuda", "layernorm_backward", "f32");
+    if (rc == LNTUNE_OK) rc = put_row(db, gpu_hw, "cuda", "layernorm_backward+residual_out", "f32");
     printf("%s: %s\n", rc == LNTUNE_OK ? "ok" : "FAIL", argv[1]);
     if (rc != LNTUNE_OK) fprintf(stderr, "%s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
     lntune_db_close(db);

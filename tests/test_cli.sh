@@ -127,7 +127,7 @@ expect 0 "ok: vec=4" verify --op rmsnorm --target cpu --backward --dtype bf16/bf
 expect 0 "layernorm_backward 16x64, one interleaved run" time --op layernorm --target cpu --backward --shape rows=16,H=64 --variant vec=4 --variant vec=8,rows=2
 expect 2 "dx and dy have x's type" --backward --shape H=64 --dtype bf16/f32/f32 --db "$nodb"
 expect 2 "dx and dy have x's type" verify --op layernorm --target cpu --backward --dtype f16/f32 --variant vec=4
-expect 2 "--backward tunes the CPU so far" --backward --shape H=64 --target cuda --db "$nodb"
+expect 1 "CUDA" --backward --shape H=64 --target cuda --device 63 --db "$nodb"
 expect 2 "unknown parameter 'stats'" emit --op layernorm --target cpu --backward --variant stats=welford
 expect 2 "unknown op 'layernorm_backward'" --shape H=64 --op layernorm_backward --db "$nodb"
 if [ -e "$nodb" ]; then

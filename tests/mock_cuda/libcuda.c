@@ -13,10 +13,15 @@
  * element types of x, y, gamma/beta and residual, which the kernel ABI does not carry. Given a
  * residual, a launch normalizes the fp32 sum x + residual and writes residual_out if given, as
  * lntune_args documents.
- * A kernel whose name says backward (liblntune's built-in backward pair) computes the float64
- * reference gradients instead: kernel 1 writes dx and adds each row's dgamma/dbeta terms into
- * workspace row (row mod grid), every row of grid zeroed first (a block per row group, the
- * built-in's layout: parts = grid); its "_dgamma" second pass sums the parts in order in fp32.
+ * A backward pair (a kernel whose name says backward, or one whose module also holds a
+ * "<name>_dgamma", as the CUDA tuner's "lntune_norm") computes the float64 reference gradients
+ * instead: kernel 1 writes dx and the dgamma/dbeta sums. The number of workspace rows (parts)
+ * is not among its parameters: given the start of an allocation it zeroes all its rows and
+ * writes the sums into row 0; given a pointer inside one (the checker's guarded buffers) it
+ * takes parts = grid (a block per row group, the built-in's layout) and adds row r's terms into
+ * row (r mod grid), so on this stand-in the checker finds the variants with several row groups
+ * per block, or atomics over several blocks, wrong. The "_dgamma" second pass sums the parts in
+ * order in fp32.
  * The types then come from $MOCK_CUDA_TYPES as x (x, dy, dx, dresidual_out) and params.
  * Only the entry points runtime/cuda_driver.c resolves exist.
  */
@@ -149,9 +154,9 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
              : strstr(name, "layernorm") ? LNTUNE_OP_LAYERNORM
                                          : -1;
     const size_t n = strlen(name);
-    fn->kind = !strstr(name, "_backward")                      ? FORWARD
-               : n > 7 && strcmp(name + n - 7, "_dgamma") == 0 ? BACKWARD_FINISH
-                                                               : BACKWARD;
+    fn->kind = n > 7 && strcmp(name + n - 7, "_dgamma") == 0 ? BACKWARD_FINISH
+               : strstr(name, "_backward")                   ? BACKWARD
+                                                             : FORWARD;
     *f = fn;
     return OK;
 }
@@ -161,6 +166,31 @@ CUresult cuFuncSetAttribute(void *f, int attr, int v) {
 }
 
 /* The kernel: the reference of every row, fp32-rounded (wrong modules add 1e-3). */
+/* The live allocations' sizes, so that kernel 1 of a backward pair knows its workspace's rows
+ * (see the header comment). Single-threaded, as every user of this stand-in is. */
+enum { MAX_ALLOCATIONS = 256 };
+static struct {
+    void *p;
+    size_t bytes;
+} allocations[MAX_ALLOCATIONS];
+
+/* Records p's size (bytes 0: p is freed). */
+static void remember(void *p, size_t bytes) {
+    for (int i = 0; i < MAX_ALLOCATIONS; ++i)
+        if (allocations[i].p == (bytes ? NULL : p)) {
+            allocations[i].p = bytes ? p : NULL;
+            allocations[i].bytes = bytes;
+            return;
+        }
+}
+
+/* The size of the allocation starting at p; 0 if p starts none. */
+static size_t allocation_bytes(const void *p) {
+    for (int i = 0; p && i < MAX_ALLOCATIONS; ++i)
+        if (allocations[i].p == p) return allocations[i].bytes;
+    return 0;
+}
+
 /* The backward's types: x (x, dy, dx, dresidual_out) and params, from $MOCK_CUDA_TYPES. */
 static int backward_types(lntune_types *t) {
     const char *types = getenv("MOCK_CUDA_TYPES");
@@ -168,17 +198,22 @@ static int backward_types(lntune_types *t) {
     return types && lntune_types_parse(types, t) != 0 ? -1 : 0;
 }
 
-/* Kernel 1 of a backward pair: dx, and the dgamma/dbeta terms of row r into workspace row
- * r mod parts (parts = gx: the built-in's one row group per block). */
-static CUresult backward_main(lntune_op op, unsigned gx, void **params) {
+/* Kernel 1 of a backward pair: dx (wrong: off by 1e-3), and the dgamma/dbeta sums into the
+ * workspaces (see the header comment). */
+static CUresult backward_main(lntune_op op, unsigned gx, int wrong, void **params) {
     const lntune_backward_kernel_args *a = params[0];
     float *ws[2] = {(float *)(uintptr_t) * (const uint64_t *)params[1],
                     (float *)(uintptr_t) * (const uint64_t *)params[2]};
     lntune_types t;
     if (backward_types(&t) != 0) return ERR_INVALID_VALUE;
     const int64_t H = a->H;
-    for (int k = 0; k < 2; ++k)
-        if (ws[k]) memset(ws[k], 0, (size_t)gx * (size_t)H * sizeof(float));
+    int64_t parts[2];
+    for (int k = 0; k < 2; ++k) {
+        const size_t whole = allocation_bytes(ws[k]) / sizeof(float) / (size_t)H;
+        parts[k] = whole ? (int64_t)whole : (int64_t)gx;
+        if (ws[k]) memset(ws[k], 0, (size_t)parts[k] * (size_t)H * sizeof(float));
+        if (whole) parts[k] = 1; /* the sums into row 0 */
+    }
     double *buf = malloc((size_t)H * 7 * sizeof *buf);
     float *xf = malloc((size_t)H * sizeof *xf);
     if (!buf || !xf) {
@@ -209,9 +244,9 @@ static CUresult backward_main(lntune_op op, unsigned gx, void **params) {
         lntune_reference_backward_row(op, x, dy, drr ? dres : NULL, g, H, mean, rstd, dx, dg, db);
         void *dxr = (unsigned char *)a->dx + r * a->dx_stride * xs;
         for (int64_t i = 0; i < H; ++i) {
-            typed_store(t.x, dxr, i, (float)dx[i]);
-            if (ws[0]) ws[0][(r % gx) * H + i] += (float)dg[i];
-            if (ws[1]) ws[1][(r % gx) * H + i] += (float)db[i];
+            typed_store(t.x, dxr, i, (float)(wrong ? dx[i] + 1e-3 : dx[i]));
+            if (ws[0]) ws[0][(r % parts[0]) * H + i] += (float)dg[i];
+            if (ws[1]) ws[1][(r % parts[1]) * H + i] += (float)db[i];
         }
     }
     free(buf), free(xf);
@@ -242,19 +277,19 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     if (!f || !params || gx == 0 || bx == 0 || bx > 1024) return ERR_INVALID_VALUE;
     const function *fn = f;
     const module *mod = fn->mod;
-    if (fn->kind != FORWARD) {
-        clock_us += 200.0;
-        return fn->kind == BACKWARD ? backward_main((lntune_op)fn->op, gx, params)
-                                    : backward_finish(params);
-    }
-    const lntune_kernel_args *a = params[0];
+    int kind = fn->kind;
+    for (int i = 0; i < mod->nfunctions && kind == FORWARD; ++i)
+        if (mod->functions[i].kind == BACKWARD_FINISH) kind = BACKWARD; /* the pair's first */
+    const char *op_env = getenv("MOCK_CUDA_OP");
+    const lntune_op which = fn->op >= 0                                ? (lntune_op)fn->op
+                            : op_env && strcmp(op_env, "rmsnorm") == 0 ? LNTUNE_OP_RMSNORM
+                                                                       : LNTUNE_OP_LAYERNORM;
     const long every = env_long("MOCK_CUDA_WRONG_EVERY");
     const int wrong = every > 0 && mod->number % every == 0;
+    if (kind == BACKWARD_FINISH) return backward_finish(params);
     clock_us += wrong ? 50.0 : 200.0 + (double)((37 * mod->number) % 101);
-    const char *op = getenv("MOCK_CUDA_OP");
-    const lntune_op which = fn->op >= 0                        ? (lntune_op)fn->op
-                            : op && strcmp(op, "rmsnorm") == 0 ? LNTUNE_OP_RMSNORM
-                                                               : LNTUNE_OP_LAYERNORM;
+    if (kind == BACKWARD) return backward_main(which, gx, wrong, params);
+    const lntune_kernel_args *a = params[0];
     lntune_types t = {0};
     const char *types = getenv("MOCK_CUDA_TYPES");
     if (types && lntune_types_parse(types, &t) != 0) return ERR_INVALID_VALUE;
@@ -297,9 +332,11 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
     void *m = aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (!m) return ERR_OUT_OF_MEMORY;
     *p = (CUdeviceptr)(uintptr_t)m;
+    remember(m, bytes);
     return OK;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
+    remember((void *)(uintptr_t)p, 0);
     free((void *)(uintptr_t)p);
     return OK;
 }
