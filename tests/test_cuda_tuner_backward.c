@@ -21,6 +21,7 @@
 #include "log_lines.h"
 #include "nvrtc.h"
 #include "reference.h"
+#include "tuner_records.h"
 #include "tuning_db.h"
 
 #include <math.h>
@@ -28,38 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct {
-    int ok, wrong;
-    double fastest_ok_ns;
-    char wrong_variants[8192];
-} census;
-
-static int count(void *ud, const lntune_measurement *m) {
-    census *c = ud;
-    if (strcmp(m->status, LNTUNE_STATUS_OK) == 0) {
-        c->ok++;
-        if (!(m->median_ns >= c->fastest_ok_ns)) c->fastest_ok_ns = m->median_ns;
-    } else if (strcmp(m->status, LNTUNE_STATUS_WRONG) == 0) {
-        c->wrong++;
-        const size_t n = strlen(c->wrong_variants);
-        snprintf(c->wrong_variants + n, sizeof c->wrong_variants - n, "%s;", m->variant);
-    }
-    return 0;
-}
-
-typedef struct {
-    char variant[256], artifact[64];
-    double median_ns;
-} best_copy;
-
-static int get_best(void *ud, const lntune_best *b) {
-    best_copy *c = ud;
-    snprintf(c->variant, sizeof c->variant, "%s", b->variant);
-    snprintf(c->artifact, sizeof c->artifact, "%s", b->artifact_key ? b->artifact_key : "");
-    c->median_ns = b->median_ns;
-    return 0;
-}
 
 static int pair_stored(void *ud, const lntune_artifact *a) {
     *(int *)ud = a->object_len > 0 && a->ptx && strstr(a->ptx, ".entry lntune_norm(") &&
@@ -108,18 +77,17 @@ static void check_tuned(const char *db, const char *op, const char *dtype, int f
     CHECK(lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK, "database opens");
     lntune_db_each_hardware(h, gpu_row, &hw);
     lntune_db_key key = {hw, "cuda", key_op, dtype, H, rows, 1};
-    census c = {0, 0, INFINITY, ""};
-    lntune_db_each_measurement(h, &key, NULL, count, &c);
+    static census c;
+    census_init(&c);
+    lntune_db_each_measurement(h, &key, NULL, census_count, &c);
     CHECK(c.ok == r.verified && c.wrong == r.wrong,
           "every pair measured is stored under %s %s: %d ok, %d wrong", key_op, dtype, c.ok,
           c.wrong);
     best_copy b = {"", "", 0};
-    char needle[300];
-    CHECK(lntune_db_get_best(h, &key, get_best, &b) == LNTUNE_OK &&
+    CHECK(lntune_db_get_best(h, &key, best_get, &b) == LNTUNE_OK &&
               strcmp(b.variant, r.variant) == 0,
           "best record holds the winner %s", b.variant);
-    snprintf(needle, sizeof needle, "%s;", b.variant);
-    CHECK(!strstr(c.wrong_variants, needle), "the winner is no wrong variant");
+    CHECK(!census_wrong(&c, b.variant), "the winner is no wrong variant");
     CHECK(b.median_ns <= c.fastest_ok_ns * 1.0101,
           "the winner (%.0f ns) is the fastest correct pair (%.0f ns) within 1%%", b.median_ns,
           c.fastest_ok_ns);
