@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu/run.sh - one prepared run on a GPU machine (the lent H200): the GPU tests, then
 # `lntune --target cuda` at H = 768, 1024, 4096, 8192, 16384 (rows 16384, then rows 1 and 8),
-# a second run that must reuse everything, and PyTorch on the same shapes; writes
-# bench/results/h200-DATE.md (and a copy under $OUT when set). Under 6 minutes on an H200.
+# a second run that must reuse everything, the backward at H = 4096 (its table in
+# $OUT/tune_backward.txt, not in the report), the export, and PyTorch on the same shapes; writes
+# bench/results/h200-DATE.md (and a copy under $OUT when set). About 8 minutes on an H200.
 #
 # Usage: bench/gpu/run.sh [BUNDLE_DIR]
 #   BUNDLE_DIR: programs packed here by bench/gpu/bundle.sh (for a machine without Lua, LLVM or
@@ -57,6 +58,12 @@ cat "$out/tune2.txt"
 "$bin/lntune" show --all --db "$db" >"$out/show.txt" 2>&1
 awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "first run %.1f s, second run %.2f s\n", b - a, c - b }' \
     | tee "$out/runs.txt"
+
+echo "== backward tune at $(( $(date +%s) - start )) s"
+timeout 150 "$bin/lntune" --target cuda --backward --db "$db" --shape rows=16384,H=4096 \
+    >"$out/tune_backward.txt" 2>&1
+echo "backward tune: exit $?" | tee -a "$out/tune_backward.txt"
+tail -4 "$out/tune_backward.txt"
 
 # The winners as static CUDA (lntune export), built with nvcc and run by examples/export_cuda.c.
 echo "== export at $(( $(date +%s) - start )) s"
