@@ -97,17 +97,8 @@ static int run_pair(lntune_cuda_backward_checker *c, const lntune_backward_kerne
     if (rc == LNTUNE_EOVERFLOW) return LNTUNE_KERNEL_EUNSUPPORTED;
     if (rc) return device_error(c, "poison the outputs");
     d->dx = (void *)(uintptr_t)dx;
-    void *main_params[3] = {d, &ws[0], &ws[1]};
-    if (lntune_cuda_launch_params(c->cu, c->main, grid, l->main.block,
-                                  lntune_cuda_launch_smem(&l->main, a->H), NULL, main_params))
+    if (lntune_cuda_backward_launch_pair(c->cu, c->main, c->finish, l, d, grid, ws, out, NULL))
         return device_error(c, "launch");
-    if (want[0] || want[1]) {
-        int64_t np = parts, H = a->H;
-        void *finish_params[6] = {&ws[0], &ws[1], &np, &H, &out[0], &out[1]};
-        if (lntune_cuda_launch_params(c->cu, c->finish, lntune_cuda_backward_finish_grid(l, H),
-                                      l->finish_block, 0, NULL, finish_params))
-            return device_error(c, "launch");
-    }
     if (lntune_cuda_sync(c->cu)) return device_error(c, "kernel");
     if ((rc = guards(c, &c->dx, dx, dxb, "dx"))) return rc;
     if (lntune_cuda_dtoh(c->cu, r->dx, dx, dxb)) return device_error(c, "copy dx back");

@@ -176,23 +176,14 @@ static int launch_backward(job *j, const candidate *c, int k) {
         a.dresidual_out_stride = H;
     }
     const int64_t grid = lntune_cuda_backward_call_grid(&c->backward, rows, H);
-    int64_t parts = lntune_cuda_backward_parts(&c->backward, grid), h = H;
-    uint64_t ws[2] = {j->ws[0], j->norm == LNTUNE_OP_LAYERNORM ? j->ws[1] : 0};
-    uint64_t out[2] = {j->dgamma, ws[1] ? j->dbeta : 0};
+    const uint64_t ws[2] = {j->ws[0], j->norm == LNTUNE_OP_LAYERNORM ? j->ws[1] : 0};
+    const uint64_t out[2] = {j->dgamma, ws[1] ? j->dbeta : 0};
     if (!c->backward.partials &&
         (lntune_cuda_fill32_async(j->cu, ws[0], 0, (size_t)H, j->stream) ||
          (ws[1] && lntune_cuda_fill32_async(j->cu, ws[1], 0, (size_t)H, j->stream))))
         return LNTUNE_ERROR;
-    void *main_params[3] = {&a, &ws[0], &ws[1]};
-    void *finish_params[6] = {&ws[0], &ws[1], &parts, &h, &out[0], &out[1]};
-    if (lntune_cuda_launch_params(j->cu, c->fn, grid, c->backward.main.block,
-                                  lntune_cuda_launch_smem(&c->backward.main, H), j->stream,
-                                  main_params) ||
-        lntune_cuda_launch_params(j->cu, c->finish,
-                                  lntune_cuda_backward_finish_grid(&c->backward, H),
-                                  c->backward.finish_block, 0, j->stream, finish_params))
-        return LNTUNE_ERROR;
-    return LNTUNE_OK;
+    return lntune_cuda_backward_launch_pair(j->cu, c->fn, c->finish, &c->backward, &a, grid, ws,
+                                            out, j->stream);
 }
 
 /* One timing sample in ns per call: c's kernel, or (c NULL) a device copy of the same bytes. */

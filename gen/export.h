@@ -26,27 +26,27 @@
  *
  * CUDA: when the database holds CUDA winners (best rows of target "cuda": every type tuple and
  * fusion; backward rows, whose shapes the generic backward pairs serve, and unknown ops or types
- * are left out with a warning), export also writes lntune_kernels.cu and lntune_kernels_cuda.h: the winners
- * of every GPU hardware row (or of config->gpu's only), each regenerated for its row's compute
- * capability, generic kernels for every other shape, and host code that launches them with the
- * grid and shared memory their launch lines give. The generic kernels are builtin.h's: the fp32
+ * are left out with a warning), export also writes lntune_kernels.cu and lntune_kernels_cuda.h: the
+ * winners of every GPU hardware row (or of config->gpu's only), each regenerated for its row's
+ * compute capability, generic kernels for every other shape, and host code that launches them with
+ * the grid and shared memory their launch lines give. The generic kernels are builtin.h's: the fp32
  * ones, and the typed built-in (element types chosen by #defines around its source) for fp32
  * with either fusion and for each (op, fusion, type tuple) a winner has. Every tuple would be
  * 400-odd kernels; a call of a tuple none of them serves is LNTUNE_EUNSUPPORTED, and its
  * message names the tuning command that adds it. The backward (export_cuda_backward.c) is the
  * runtime's built-in pair for all-fp32 and each (x, params) tuple of a winner, both fusions:
- * lntune_kernels_cuda_<op>_backward(args, types, dgamma, dbeta, stream). There is no GPU to detect at export time, so the
- * GPU is chosen at run time: on the first call on a device, its name and compute capability select
- * the GPU row (the same name and capability, else the same capability); a device matching none is
- * LNTUNE_ENODEVICE, never a crash. Entry points: lntune_kernels_cuda_layernorm/_rmsnorm(const
- * lntune_kernel_args *, cudaStream_t) on fp32 device pointers, and _v2(args, types, stream)
- * for any type tuple (lntune_kernel_args and lntune_kernels_types, not lntune_args, so that the
- * files need nothing of lntune), with LNTUNE_* codes. The file compiles with nvcc
- * -std=c++17 for the architectures of its GPU rows (each row's kernels are device code for its
- * own architecture only, so an sm_80 row and an sm_90 row's clusters share one file) and needs
- * only the CUDA runtime. With no CUDA winners no CUDA file is written (a stale one from an
- * earlier export is left alone, and CMakeLists.txt then does not name it). --cmake adds the
- * target lntune_kernels_cuda where check_language(CUDA) finds a compiler.
+ * lntune_kernels_cuda_<op>_backward(args, types, dgamma, dbeta, stream). There is no GPU to detect
+ * at export time, so the GPU is chosen at run time: on the first call on a device, its name and
+ * compute capability select the GPU row (the same name and capability, else the same capability); a
+ * device matching none is LNTUNE_ENODEVICE, never a crash. Entry points:
+ * lntune_kernels_cuda_layernorm/_rmsnorm(const lntune_kernel_args *, cudaStream_t) on fp32 device
+ * pointers, and _v2(args, types, stream) for any type tuple (lntune_kernel_args and
+ * lntune_kernels_types, not lntune_args, so that the files need nothing of lntune), with LNTUNE_*
+ * codes. The file compiles with nvcc -std=c++17 for the architectures of its GPU rows (each row's
+ * kernels are device code for its own architecture only, so an sm_80 row and an sm_90 row's
+ * clusters share one file) and needs only the CUDA runtime. With no CUDA winners no CUDA file is
+ * written (a stale one from an earlier export is left alone, and CMakeLists.txt then does not name
+ * it). --cmake adds the target lntune_kernels_cuda where check_language(CUDA) finds a compiler.
  *
  * Sources are regenerated rather than copied from the artifacts, so that each kernel gets a name
  * of its own and one translation unit holds them all. If the template changed since the winner

@@ -166,6 +166,24 @@ static const lntune_builtin_cuda_kernel *builtin_record(const lntune_desc *d) {
     return NULL;
 }
 
+/* The second kernel ("<symbol>_dgamma") and the launch lines of the backward pair k, whose
+ * first kernel is loaded from source; 0, or -1 with err (the module unloaded). */
+static int load_pair(lntune_cuda *cu, lntune_gpu_kernel *k, const char *source, const char *symbol,
+                     char *err, size_t errlen) {
+    char finish[300];
+    snprintf(finish, sizeof finish, "%s_dgamma", symbol);
+    if (lntune_cuda_backward_launch_parse(source, &k->backward) != LNTUNE_OK) {
+        snprintf(err, errlen, "%s: its source has no backward launch line", symbol);
+    } else if (lntune_cuda_module_function(cu, k->module, finish, &k->finish) != LNTUNE_OK) {
+        snprintf(err, errlen, "no %s: %s", finish, lntune_cuda_errmsg(cu));
+    } else {
+        return 0;
+    }
+    lntune_cuda_module_unload(cu, k->module);
+    k->module = k->function = NULL;
+    return -1;
+}
+
 /*
  * The built-in kernel of d for d->H, loaded on first use: its PTX, else its source compiled with
  * NVRTC for this GPU (always, for a typed one: for the call's element types). Sets *k (function
@@ -184,9 +202,7 @@ static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
     lntune_gpu_kernel *k = new_kernel(g, key);
     if (!k) return LNTUNE_ENOMEM;
     char err[1024] = "";
-    const int parsed = lntune_cuda_launch_parse(b->source, &k->launch) == LNTUNE_OK &&
-                       (!is_backward(d) ||
-                        lntune_cuda_backward_launch_parse(b->source, &k->backward) == LNTUNE_OK);
+    const int parsed = lntune_cuda_launch_parse(b->source, &k->launch) == LNTUNE_OK;
     if (!parsed)
         snprintf(err, sizeof err, "built-in %s has no launch line", b->symbol);
     else if (b->typed)
@@ -221,14 +237,7 @@ static int builtin_kernel(lntune *ctx, lntune_gpu *g, const lntune_desc *d,
             lntune_ctx_debug(ctx, "built-in %s compiled with NVRTC (%s)", key, err);
         }
     }
-    if (k->function && is_backward(d)) {
-        char finish[160];
-        snprintf(finish, sizeof finish, "%s_dgamma", b->symbol);
-        if (lntune_cuda_module_function(g->cu, k->module, finish, &k->finish) != LNTUNE_OK) {
-            snprintf(err, sizeof err, "built-in %s has no %s", b->symbol, finish);
-            k->function = NULL;
-        }
-    }
+    if (k->function && is_backward(d)) load_pair(g->cu, k, b->source, b->symbol, err, sizeof err);
     if (!k->function && !(k->message = strdup(err))) {
         free(k->key);
         free(k);
@@ -245,23 +254,6 @@ typedef struct {
     int backward; /* a pair: also its second kernel and backward launch line */
     char err[768];
 } tuned_load;
-
-/* The backward pair's second kernel and launch lines of the loaded k; 0, or -1 with err. */
-static int load_pair(lntune_cuda *cu, lntune_gpu_kernel *k, const lntune_artifact *a, char *err,
-                     size_t errlen) {
-    char finish[300];
-    snprintf(finish, sizeof finish, "%s_dgamma", a->symbol);
-    if (lntune_cuda_backward_launch_parse(a->source, &k->backward) != LNTUNE_OK) {
-        snprintf(err, errlen, "its source has no backward launch line");
-    } else if (lntune_cuda_module_function(cu, k->module, finish, &k->finish) != LNTUNE_OK) {
-        snprintf(err, errlen, "no %s: %s", finish, lntune_cuda_errmsg(cu));
-    } else {
-        return 0;
-    }
-    lntune_cuda_module_unload(cu, k->module);
-    k->module = k->function = NULL;
-    return -1;
-}
 
 /* lntune_db_get_artifact's callback: the cubin, else the PTX, and the launch line. */
 static int load_tuned(void *ud, const lntune_artifact *a) {
@@ -280,14 +272,14 @@ static int load_tuned(void *ud, const lntune_artifact *a) {
     if (a->object && a->object_len > 0) {
         if (lntune_cuda_module_load(cu, a->object, a->symbol, &k->module, &k->function) ==
             LNTUNE_OK) {
-            if (l->backward) load_pair(cu, k, a, l->err, sizeof l->err);
+            if (l->backward) load_pair(cu, k, a->source, a->symbol, l->err, sizeof l->err);
             return 0;
         }
         snprintf(cubin_err, sizeof cubin_err, "cubin: %s", lntune_cuda_errmsg(cu));
     }
     if (a->ptx && a->ptx[0]) {
         if (lntune_cuda_module_load(cu, a->ptx, a->symbol, &k->module, &k->function) == LNTUNE_OK) {
-            if (l->backward) load_pair(cu, k, a, l->err, sizeof l->err);
+            if (l->backward) load_pair(cu, k, a->source, a->symbol, l->err, sizeof l->err);
             return 0;
         }
         snprintf(l->err, sizeof l->err, "%s; PTX: %s", cubin_err, lntune_cuda_errmsg(cu));
@@ -471,25 +463,6 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types
     return LNTUNE_OK;
 }
 
-/* Kernel 1 then kernel 2 of a backward pair on stream, with workspaces ws (0: that gradient is
- * not wanted) of parts rows; out: dgamma and dbeta. */
-static int launch_backward(const lntune_gpu_kernel *k, const lntune_backward_kernel_args *kb,
-                           int64_t grid, int64_t parts, uint64_t ws[2], void *const out[2],
-                           void *stream) {
-    const lntune_cuda_backward_launch *l = &k->backward;
-    lntune_backward_kernel_args by_value = *kb;
-    void *main_params[3] = {&by_value, &ws[0], &ws[1]};
-    int rc =
-        lntune_cuda_launch_params(k->cu, k->function, grid, l->main.block,
-                                  lntune_cuda_launch_smem(&l->main, kb->H), stream, main_params);
-    if (rc != LNTUNE_OK || (!ws[0] && !ws[1])) return rc;
-    int64_t np = parts, H = kb->H;
-    uint64_t o[2] = {(uint64_t)(uintptr_t)out[0], (uint64_t)(uintptr_t)out[1]};
-    void *finish_params[6] = {&ws[0], &ws[1], &np, &H, &o[0], &o[1]};
-    return lntune_cuda_launch_params(k->cu, k->finish, lntune_cuda_backward_finish_grid(l, H),
-                                     l->finish_block, 0, stream, finish_params);
-}
-
 int lntune_gpu_run_backward(lntune *ctx, const lntune_backward_args *a, int op, lntune_types types,
                             int fusion, const lntune_backward_kernel_args *kb, const char *fn) {
     const int index = a->device_index;
@@ -503,7 +476,7 @@ int lntune_gpu_run_backward(lntune *ctx, const lntune_backward_args *a, int op, 
     const int64_t grid = lntune_cuda_backward_call_grid(l, a->rows, a->H);
     const int64_t parts = lntune_cuda_backward_parts(l, grid);
     const size_t floats = (size_t)parts * (size_t)a->H;
-    void *const out[2] = {a->dgamma, a->dbeta};
+    const uint64_t out[2] = {(uint64_t)(uintptr_t)a->dgamma, (uint64_t)(uintptr_t)a->dbeta};
     uint64_t ws[2] = {0, 0};
     void *saved = NULL;
     if ((rc = lntune_cuda_enter(k->cu, &saved)) == LNTUNE_OK) {
@@ -513,7 +486,9 @@ int lntune_gpu_run_backward(lntune *ctx, const lntune_backward_args *a, int op, 
             if (rc == LNTUNE_OK && !l->partials) /* atomics add into a zeroed row */
                 rc = lntune_cuda_fill32_async(k->cu, ws[i], 0, floats, a->stream);
         }
-        if (rc == LNTUNE_OK) rc = launch_backward(k, kb, grid, parts, ws, out, a->stream);
+        if (rc == LNTUNE_OK)
+            rc = lntune_cuda_backward_launch_pair(k->cu, k->function, k->finish, l, kb, grid, ws,
+                                                  out, a->stream);
         const char *why = rc != LNTUNE_OK ? lntune_cuda_errmsg(k->cu) : NULL;
         if (why)
             rc = lntune_ctx_fail(ctx,

@@ -86,3 +86,19 @@ int64_t lntune_cuda_backward_finish_grid(const lntune_cuda_backward_launch *l, i
     const int64_t grid = (H + l->finish_block - 1) / l->finish_block;
     return grid < INT32_MAX ? grid : INT32_MAX;
 }
+
+int lntune_cuda_backward_launch_pair(lntune_cuda *cu, void *main, void *finish,
+                                     const lntune_cuda_backward_launch *l,
+                                     const lntune_backward_kernel_args *a, int64_t grid,
+                                     const uint64_t ws[2], const uint64_t out[2], void *stream) {
+    lntune_backward_kernel_args by_value = *a; /* every parameter is passed by address */
+    uint64_t w[2] = {ws[0], ws[1]}, o[2] = {out[0], out[1]};
+    int64_t parts = lntune_cuda_backward_parts(l, grid), H = a->H;
+    void *main_params[3] = {&by_value, &w[0], &w[1]};
+    int rc = lntune_cuda_launch_params(cu, main, grid, l->main.block,
+                                       lntune_cuda_launch_smem(&l->main, H), stream, main_params);
+    if (rc != LNTUNE_OK || (!w[0] && !w[1])) return rc;
+    void *finish_params[6] = {&w[0], &w[1], &parts, &H, &o[0], &o[1]};
+    return lntune_cuda_launch_params(cu, finish, lntune_cuda_backward_finish_grid(l, H),
+                                     l->finish_block, 0, stream, finish_params);
+}

@@ -6,6 +6,9 @@
 #ifndef LNTUNE_CUDA_LAUNCH_H
 #define LNTUNE_CUDA_LAUNCH_H
 
+#include "cuda_driver.h"
+#include "lntune_kernel_backward.h"
+
 #include <stdint.h>
 
 typedef struct lntune_cuda_launch {
@@ -61,5 +64,17 @@ int64_t lntune_cuda_backward_parts(const lntune_cuda_backward_launch *l, int64_t
 
 /* Kernel 2's blocks for H columns. */
 int64_t lntune_cuda_backward_finish_grid(const lntune_cuda_backward_launch *l, int64_t H);
+
+/*
+ * Launches a backward pair on stream (the ABI of templates/cuda/norm_backward.lua): kernel 1
+ * (main) on grid blocks with args a (device addresses) and the workspaces ws[0] (dgamma) and
+ * ws[1] (dbeta), 0 for a gradient not wanted, of lntune_cuda_backward_parts(l, grid) rows; then,
+ * when either is wanted, kernel 2 (finish) summing them into out[0] / out[1]. The caller zeroes
+ * the workspaces of an atomic pair first. LNTUNE_OK, or the driver's code (lntune_cuda_errmsg).
+ */
+int lntune_cuda_backward_launch_pair(lntune_cuda *cu, void *main, void *finish,
+                                     const lntune_cuda_backward_launch *l,
+                                     const lntune_backward_kernel_args *a, int64_t grid,
+                                     const uint64_t ws[2], const uint64_t out[2], void *stream);
 
 #endif /* LNTUNE_CUDA_LAUNCH_H */

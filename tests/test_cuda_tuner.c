@@ -10,10 +10,12 @@
  *  - a device that does not exist is a clear error.
  * Exits 77 (skipped) without NVRTC.
  */
+#define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "check.h"
 #include "cuda_tuner.h"
 #include "lntune.h"
 #include "nvrtc.h"
+#include "nvrtc_check.h"
 #include "tuner_records.h"
 #include "tuning_db.h"
 
@@ -62,11 +64,8 @@ static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int
 
 int main(void) {
     lntune_nvrtc *nv = NULL;
-    if (lntune_nvrtc_open(&nv) != LNTUNE_OK) {
-        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
-        lntune_nvrtc_close(nv);
-        return 77;
-    }
+    const int skip = nvrtc_check_open(&nv); /* the tuner opens its own */
+    if (skip) return skip;
     lntune_nvrtc_close(nv);
     char dir[] = "/tmp/lntune-cuda-tuner-XXXXXX";
     if (!mkdtemp(dir)) return 1;

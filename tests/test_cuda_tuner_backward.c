@@ -14,12 +14,14 @@
  *  - a backward of an fp16 x with a bf16 y is refused with a message.
  * Exits 77 (skipped) without NVRTC.
  */
+#define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "check.h"
 #include "cuda_tuner.h"
 #include "fusion.h"
 #include "lntune.h"
 #include "log_lines.h"
 #include "nvrtc.h"
+#include "nvrtc_check.h"
 #include "reference.h"
 #include "tuner_records.h"
 #include "tuning_db.h"
@@ -153,11 +155,8 @@ static int served(const char *db, const char *log_path, int64_t rows, int64_t H,
 
 int main(void) {
     lntune_nvrtc *nv = NULL;
-    if (lntune_nvrtc_open(&nv) != LNTUNE_OK) {
-        printf("skipped: %s\n", lntune_nvrtc_errmsg(nv));
-        lntune_nvrtc_close(nv);
-        return 77;
-    }
+    const int skip = nvrtc_check_open(&nv); /* the tuner opens its own */
+    if (skip) return skip;
     lntune_nvrtc_close(nv);
     char dir[] = "/tmp/lntune-cuda-tuner-backward-XXXXXX";
     if (!mkdtemp(dir)) return 1;
