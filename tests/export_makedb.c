@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
         rc = put_tuned(db, hw, "layernorm", "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768,
                        64, 1, 1, TUNED_RUNS);
     if (rc == LNTUNE_OK)
-        rc = put_tuned(db, hw, "rmsnorm", "vec=16,acc=4,stats=wide,affine=none,threads=2", 4096,
+        rc = put_tuned(db, hw, "rmsnorm", "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096,
                        4096, 0, 2, TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "layernorm", "bf16",
@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
                              TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "rmsnorm", "f16",
-                             "vec=16,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
+                             "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
                              TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "layernorm", "f16/bf16/f32",
@@ -63,14 +63,14 @@ int main(int argc, char **argv) {
                              TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "rmsnorm+residual", "bf16/bf16/bf16/f32",
-                             "vec=16,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
+                             "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
                              TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_best(db, hw, "cpu", "layernorm_backward", "f32",
                       "vec=8,acc=2,rows=1,h=fixed,store=plain,threads=1", 768, 64, 1);
     if (rc == LNTUNE_OK)
         rc = put_best(db, hw, "cpu", "rmsnorm_backward+residual", "bf16/bf16/f32",
-                      "vec=16,acc=2,rows=1,h=runtime,store=plain,threads=2", 4096, 4096, 2);
+                      "vec=8,acc=2,rows=1,h=runtime,store=plain,threads=2", 4096, 4096, 2);
     if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm+gelu", "f32");
     if (rc == LNTUNE_OK) rc = put_row(db, hw, "cpu", "layernorm_backward+residual_out", "f32");
     lntune_gpu_info gpu = {0};

@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
                   768, 64, 1, 2, TUNED_RUNS) == 0;
     ok &= put_tuned(db, hw, "rmsnorm", "vec=4,stats=wide,affine=none,threads=1", 1000, 1, 0, 1,
                     TUNED_DECLINES) == 0;
-    ok &= put_tuned(db, hw, "layernorm", "vec=16,acc=2,stats=onepass,affine=fused,threads=2", 4096,
+    ok &= put_tuned(db, hw, "layernorm", "vec=8,acc=2,stats=onepass,affine=fused,threads=2", 4096,
                     4096, 1, 2, TUNED_RUNS) == 0;
     /* A winner whose artifact holds no shared object the loader can use. */
     lntune_artifact junk = {"junk", "",  "cc", "", "tuned_entry", NULL, 0, "not an ELF file",

@@ -14,7 +14,8 @@
 -- "sampled" shifts by the mean of the first 32 elements instead and then needs only the pass of
 -- squared deviations, unless the shift turns out far from the row's mean (see its row_stats).
 -- 16-bit inputs widen exactly to fp32; y is computed in fp32 and rounded once to its type
--- (round to nearest even, NaN stays a quiet NaN, overflow gives Inf).
+-- (round to nearest even, or ties away from zero with ties=away; NaN stays a quiet NaN, overflow
+-- gives Inf).
 --
 -- Residual (shape.fusion = "residual" or "residual_out"): the row normalized is s = x + residual,
 -- each element formed by one fp32 addition of the exactly widened inputs wherever a pass reads the
@@ -38,7 +39,7 @@ local vector_widths, thread_counts, stream = cpu.vector_widths, cpu.thread_count
 -- Every name the source declares at file scope besides the kernel, so that several kernels can
 -- share one translation unit (the engine prefixes them with the kernel's symbol).
 local FILE_SCOPE_NAMES = {
-    "vf", "vd", "LANES", "STEP", "BLOCK", "load", "store", "stream", "square", "hsum_wide",
+    "vf", "vd", "LANES", "STEP", "BLOCK", "load", "store", "stream", "square_add", "hsum_wide",
     "welford", "merge", "sum_shifted", "sum_squared_deviations", "sum_squares", "row_stats",
     "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
     "load_x", "load_p", "store_y", "stream_y", "narrow_y", "CHUNK", "rt", "load_r", "narrow_r",
@@ -71,6 +72,18 @@ function M.family(op)
                     or "blocked: fp32 lanes flushed into double; wide: double lanes",
             },
             { name = "affine", values = { "fused", "none" }, doc = "gamma/beta in the normalize pass, or none" },
+            {
+                -- fold's fp32 error grows with |mean| * rstd (as the verifier's bound does): far
+                -- below a 16-bit y's rounding, but an fp32 y would lose digits, where a
+                -- memory-bound kernel has no use for the saved operation.
+                name = "center",
+                values = function(_, shape)
+                    local y = (shape.types or {}).y
+                    return (layernorm and y and y ~= "f32") and { "subtract", "fold" } or { "subtract" }
+                end,
+                doc = "subtract: (x - mean) * rstd; fold (16-bit y): x * rstd - mean * rstd, one fused "
+                    .. "multiply-add (PyTorch's CPU form)",
+            },
             { name = "rows", values = { 1, 2, 4 }, doc = "rows whose statistics are computed together" },
             {
                 name = "h",
@@ -105,6 +118,16 @@ function M.family(op)
                 doc = "bf16 lanes in memory order, or even/odd elements of a 32-bit load in two vectors "
                     .. "(widened by a shift and a mask, narrowed by one or: no lane shuffles)",
             },
+            {
+                name = "ties",
+                values = function(_, shape)
+                    local t = shape.types or {}
+                    local all_bf16 = t.x == "bf16" and t.y == "bf16" and t.params == "bf16"
+                    return (all_bf16 and not shape.fusion) and { "even", "away" } or { "even" }
+                end,
+                doc = "bf16 y of layout=evenodd: results halfway between two bf16 (1 in 2^16) round to the even "
+                    .. "one, or away from zero (one integer add instead of four operations; the same error bound)",
+            },
             { name = "prefetch", values = { 0, 1 }, doc = "prefetch the next row (group) into L2 while normalizing" },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
@@ -122,6 +145,7 @@ function M.family(op)
                 return false, "rstore=nt needs residual_out elements of y's size (one alignment for both)"
             end
             if p.layout == "evenodd" and p.vec < 4 then return false, "layout=evenodd needs vec >= 4" end
+            if p.ties == "away" and p.layout ~= "evenodd" then return false, "ties=away is layout=evenodd's rounding" end
             if p.layout == "evenodd" and p.stats == "welford" then
                 return false, "layout=evenodd feeds two vectors per step: not Welford's per-lane counts"
             end
@@ -179,6 +203,7 @@ function M.family(op)
         end,
         source = lntune.template [==[
 @ local LN = layernorm
+@ local fold = p.center == "fold" -- y from x * rstd + shift, shift = -mean * rstd
 @ local wide = p.stats == "onepass" or p.stats == "wide"
 @ -- Calls body(r) once per row of a row group.
 @ local function rows(body) for r = 0, R - 1 do body(r) end end
@@ -292,6 +317,7 @@ static inline void {{name}}({{ct}} *p, vf v)
 @ end
 @ if S == 2 then
 
+@   if p.ties == "even" then
 /* v rounded to bf16 (nearest even) in the top half of each word. A NaN needs no case of its
  * own here: every input is bf16, so a NaN in v comes out of fp32 arithmetic, quiet, with the low
  * 16 bits of a widened bf16 payload or of the default NaN: zero, and the rounding increment
@@ -302,6 +328,17 @@ static inline vu bf16_round(vf v)
     __builtin_memcpy(&u, &v, sizeof u);
     return u + 0x7fffu + (u >> 16 & 1u);
 }
+@   else
+/* v rounded to bf16 (nearest, ties away from zero: a sign-magnitude add of half the last place)
+ * in the top half of each word. Within half a bf16 step of v, as ties to even is: the two differ
+ * only where v lies exactly halfway. NaN: as for ties to even, its low 16 bits are zero. */
+static inline vu bf16_round(vf v)
+{
+    vu u;
+    __builtin_memcpy(&u, &v, sizeof u);
+    return u + 0x8000u;
+}
+@   end
 @   if not nt then
 
 /* Stores the {{2 * V}} bf16 whose even elements are even and odd ones odd. */
@@ -333,9 +370,10 @@ static inline void stream_y2(yt *p, vf even, vf odd)
 
 {{ cv.hsum(V) }}
 
-static inline vf square(vf v)
+/* a + v * v as one expression, so that it compiles to a fused multiply-add where the ISA has one. */
+static inline vf square_add(vf a, vf v)
 {
-    return v * v;
+    return a + v * v;
 }
 @ end
 @ if wide then
@@ -354,9 +392,10 @@ static inline double hsum_wide(const vd *v)
 @
 @ -- Emits a function that adds term(r, offset) (an fp32 vector expression) over every element
 @ -- of R rows into double sums s[r], flushing the fp32 partial sums every BLOCK elements;
-@ -- scalar(r) is the same term for the one element at index i.
+@ -- scalar(r) is the same term for the one element at index i. With squared, the term's square
+@ -- is added (square_add: one fused multiply-add).
 @ -- With lin (and lin_scalar), the same loop also adds lin(r, offset) into d[r].
-@ local function reduction(name, comment, extra, term, scalar, lin, lin_scalar)
+@ local function reduction(name, comment, extra, squared, term, scalar, lin, lin_scalar)
 /* {{comment}} */
 static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double s[{{R}}]{{lin and (", double d[" .. R .. "]") or ""}})
 {
@@ -370,7 +409,11 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
         for (i = b; i < e; i += STEP) {
 @   lanes(function(r, u)
 @     for h = 0, S - 1 do
+@       if squared then
+            a{{r}}_{{u}} = square_add(a{{r}}_{{u}}, {{ term(r, u * V * S, h) }});
+@       else
             a{{r}}_{{u}} += {{ term(r, u * V * S, h) }};
+@       end
 @       if lin then
             l{{r}}_{{u}} += {{ lin(r, u * V * S, h) }};
 @       end
@@ -412,14 +455,14 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 @ end
 @ if LN and (p.stats == "twopass" or p.stats == "sampled") then
 @   if p.stats == "twopass" then
-@   reduction("sum_shifted", "s[r] += sum of x[r][i] - k[r].", ", const float k[" .. R .. "]",
+@   reduction("sum_shifted", "s[r] += sum of x[r][i] - k[r].", ", const float k[" .. R .. "]", false,
 @             function(r, o, h) return at(r, o, h) .. " - k[" .. r .. "]" end,
 @             function(r) return xs(r, "i") .. " - k[" .. r .. "]" end)
 @   end
 @   reduction("sum_squared_deviations",
 @             "s[r] += sum of (x[r][i] - m[r])^2, d[r] += sum of x[r][i] - m[r].",
-@             ", const float m[" .. R .. "]",
-@             function(r, o, h) return "square(" .. at(r, o, h) .. " - m[" .. r .. "])" end,
+@             ", const float m[" .. R .. "]", true,
+@             function(r, o, h) return at(r, o, h) .. " - m[" .. r .. "]" end,
 @             function(r) return "(" .. xs(r, "i") .. " - m[" .. r .. "]) * (" .. xs(r, "i") .. " - m[" .. r .. "])" end,
 @             function(r, o, h) return at(r, o, h) .. " - m[" .. r .. "]" end,
 @             function(r) return xs(r, "i") .. " - m[" .. r .. "]" end)
@@ -624,8 +667,8 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end)
 }
 @ else
-@   reduction("sum_squares", "s[r] += sum of x[r][i]^2.", "",
-@             function(r, o, h) return "square(" .. at(r, o, h) .. ")" end,
+@   reduction("sum_squares", "s[r] += sum of x[r][i]^2.", "", true,
+@             function(r, o, h) return at(r, o, h) end,
 @             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end)
 /* 1/sqrt(mean square + eps) of {{R}} row(s); mean is 0 for RMSNorm. */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
@@ -678,6 +721,9 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 {{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next)
 {
     (void)gamma, (void)beta, (void)mean, (void)next;
+@   if fold then
+    const float shift = -mean * rstd;
+@   end
     int64_t i = 0;
 @   if nt then
     /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
@@ -705,7 +751,7 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @ end
 @ local center = LN and "(%s - mean)" or "%s"
 @ local function out(v, g, b)
-@   local e = string.format(center, v) .. " * rstd"
+@   local e = fold and ("(" .. v .. " * rstd + shift)") or (string.format(center, v) .. " * rstd")
 @   if g then e = e .. " * " .. g end
 @   if b then e = e .. " + " .. b end
 @   return e
@@ -715,13 +761,13 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @ local G, B = vec("gamma"), vec("beta")
 @ if p.affine == "fused" then
 @   if LN then
-@     normalize("normalize_gamma_beta", "y = (x - mean) * rstd * gamma + beta",
+@     normalize("normalize_gamma_beta", "y = " .. (fold and "(x * rstd - mean * rstd)" or "(x - mean) * rstd") .. " * gamma + beta",
 @               function(v, o, h) return out(v, G(o, h), B(o, h)) end, out(xi, gi, bi))
 @   end
-@   normalize("normalize_gamma", "y = " .. string.format(center, "x") .. " * rstd * gamma",
+@   normalize("normalize_gamma", "y = " .. (fold and "(x * rstd - mean * rstd)" or (string.format(center, "x") .. " * rstd")) .. " * gamma",
 @             function(v, o, h) return out(v, G(o, h)) end, out(xi, gi))
 @ else
-@   normalize("normalize_plain", "y = " .. string.format(center, "x") .. " * rstd",
+@   normalize("normalize_plain", "y = " .. (fold and "x * rstd - mean * rstd" or (string.format(center, "x") .. " * rstd")),
 @             function(v) return out(v) end, out(xi))
 @ end
 @ local normalize_row = p.affine == "none" and "normalize_plain"
