@@ -49,6 +49,13 @@ for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
 local CTYPE = cv.CTYPE
 
+-- layout=evenodd (and its rounding knob, ties) serves calls whose x, y and gamma/beta are all
+-- bf16, without a residual.
+local function evenodd_applies(shape)
+    local t = shape.types or {}
+    return t.x == "bf16" and t.y == "bf16" and t.params == "bf16" and not shape.fusion
+end
+
 -- Rows per iteration only pays off while a row's statistics are short loops.
 local MAX_H_FOR_ROW_GROUPS = 4096
 
@@ -110,21 +117,13 @@ function M.family(op)
             },
             {
                 name = "layout",
-                values = function(_, shape)
-                    local t = shape.types or {}
-                    local all_bf16 = t.x == "bf16" and t.y == "bf16" and t.params == "bf16"
-                    return (all_bf16 and not shape.fusion) and { "linear", "evenodd" } or { "linear" }
-                end,
+                values = function(_, shape) return evenodd_applies(shape) and { "linear", "evenodd" } or { "linear" } end,
                 doc = "bf16 lanes in memory order, or even/odd elements of a 32-bit load in two vectors "
                     .. "(widened by a shift and a mask, narrowed by one or: no lane shuffles)",
             },
             {
                 name = "ties",
-                values = function(_, shape)
-                    local t = shape.types or {}
-                    local all_bf16 = t.x == "bf16" and t.y == "bf16" and t.params == "bf16"
-                    return (all_bf16 and not shape.fusion) and { "even", "away" } or { "even" }
-                end,
+                values = function(_, shape) return evenodd_applies(shape) and { "even", "away" } or { "even" } end,
                 doc = "bf16 y of layout=evenodd: results halfway between two bf16 (1 in 2^16) round to the even "
                     .. "one, or away from zero (one integer add instead of four operations; the same error bound)",
             },
