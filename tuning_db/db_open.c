@@ -232,7 +232,8 @@ static int inspect_file(lntune_db *db, int *state) {
     return LNTUNE_OK;
 }
 
-static int query_int(lntune_db *db, sqlite3 *sq, const char *sql, int64_t *out) {
+/* The n integer columns of sql's first row into out[0..n). */
+static int query_ints(lntune_db *db, sqlite3 *sq, const char *sql, int64_t *out, int n) {
     sqlite3_stmt *st = NULL;
     int src = sqlite3_prepare_v2(sq, sql, -1, &st, NULL);
     if (src == SQLITE_OK) src = sqlite3_step(st);
@@ -241,7 +242,7 @@ static int query_int(lntune_db *db, sqlite3 *sq, const char *sql, int64_t *out) 
         sqlite3_finalize(st);
         return rc;
     }
-    *out = sqlite3_column_int64(st, 0);
+    for (int i = 0; i < n; ++i) out[i] = sqlite3_column_int64(st, i);
     sqlite3_finalize(st);
     return LNTUNE_OK;
 }
@@ -252,15 +253,17 @@ static int query_int(lntune_db *db, sqlite3 *sq, const char *sql, int64_t *out) 
  * process may have created or upgraded the file in between.
  */
 static int classify(lntune_db *db, sqlite3 *sq, int *version) {
-    int64_t app, ver, objects;
-    int rc = query_int(db, sq, "PRAGMA application_id", &app);
-    if (!rc) rc = query_int(db, sq, "PRAGMA user_version", &ver);
-    if (!rc)
-        rc = query_int(db, sq,
-                       "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' "
-                       "ESCAPE '\\'",
-                       &objects);
+    /* One statement, so one read transaction: three would each see the file as it was then,
+     * and another process's migration committed in between looks like a foreign schema. */
+    int64_t v[3];
+    int rc = query_ints(db, sq,
+                        "SELECT (SELECT application_id FROM pragma_application_id), "
+                        "(SELECT user_version FROM pragma_user_version), "
+                        "(SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' "
+                        "ESCAPE '\\')",
+                        v, 3);
     if (rc) return rc;
+    const int64_t app = v[0], ver = v[1], objects = v[2];
     if (app != LNTUNE_DB_APPLICATION_ID && (app != 0 || ver != 0 || objects > 0))
         return lntune_dbi_fail(db, refuse(db),
                                "%s is the SQLite database of another application (application_id "
