@@ -316,28 +316,18 @@ static inline void {{name}}({{ct}} *p, vf v)
 @ end
 @ if S == 2 then
 
-@   if p.ties == "even" then
-/* v rounded to bf16 (nearest even) in the top half of each word. A NaN needs no case of its
- * own here: every input is bf16, so a NaN in v comes out of fp32 arithmetic, quiet, with the low
- * 16 bits of a widened bf16 payload or of the default NaN: zero, and the rounding increment
- * cannot carry out of them. */
+@   local ties_note = p.ties == "even" and "ties to even"
+@     or "ties away from zero\n * (a sign-magnitude add of half the last place; it differs from ties to even only where v\n * lies exactly halfway)"
+/* v rounded to bf16 in the top half of each word: to nearest, {{ties_note}}.
+ * A NaN needs no case of its own here: every input is bf16, so a NaN in v comes out of fp32
+ * arithmetic, quiet, with the low 16 bits of a widened bf16 payload or of the default NaN: zero,
+ * and the rounding increment cannot carry out of them. */
 static inline vu bf16_round(vf v)
 {
     vu u;
     __builtin_memcpy(&u, &v, sizeof u);
-    return u + 0x7fffu + (u >> 16 & 1u);
+    return u + {{p.ties == "even" and "0x7fffu + (u >> 16 & 1u)" or "0x8000u"}};
 }
-@   else
-/* v rounded to bf16 (nearest, ties away from zero: a sign-magnitude add of half the last place)
- * in the top half of each word. Within half a bf16 step of v, as ties to even is: the two differ
- * only where v lies exactly halfway. NaN: as for ties to even, its low 16 bits are zero. */
-static inline vu bf16_round(vf v)
-{
-    vu u;
-    __builtin_memcpy(&u, &v, sizeof u);
-    return u + 0x8000u;
-}
-@   end
 @   if not nt then
 
 /* Stores the {{2 * V}} bf16 whose even elements are even and odd ones odd. */
@@ -749,24 +739,28 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 
 @ end
 @ local center = LN and "(%s - mean)" or "%s"
+@ -- x normalized (before gamma and beta): C for the vector or scalar v.
+@ local function scaled(v) return fold and ("(" .. v .. " * rstd + shift)") or (string.format(center, v) .. " * rstd") end
 @ local function out(v, g, b)
-@   local e = fold and ("(" .. v .. " * rstd + shift)") or (string.format(center, v) .. " * rstd")
+@   local e = scaled(v)
 @   if g then e = e .. " * " .. g end
 @   if b then e = e .. " + " .. b end
 @   return e
 @ end
+@ -- The same in the normalize functions' comments.
+@ local scaled_x = fold and "(x * rstd - mean * rstd)" or (string.format(center, "x") .. " * rstd")
 @ local function vec(name) return function(o, h) return LD("load_p", name .. " + " .. o, h) end end
 @ local xi, gi, bi = fusion and "s" or X("x[i]"), P("gamma[i]"), P("beta[i]")
 @ local G, B = vec("gamma"), vec("beta")
 @ if p.affine == "fused" then
 @   if LN then
-@     normalize("normalize_gamma_beta", "y = " .. (fold and "(x * rstd - mean * rstd)" or "(x - mean) * rstd") .. " * gamma + beta",
+@     normalize("normalize_gamma_beta", "y = " .. scaled_x .. " * gamma + beta",
 @               function(v, o, h) return out(v, G(o, h), B(o, h)) end, out(xi, gi, bi))
 @   end
-@   normalize("normalize_gamma", "y = " .. (fold and "(x * rstd - mean * rstd)" or (string.format(center, "x") .. " * rstd")) .. " * gamma",
+@   normalize("normalize_gamma", "y = " .. scaled_x .. " * gamma",
 @             function(v, o, h) return out(v, G(o, h)) end, out(xi, gi))
 @ else
-@   normalize("normalize_plain", "y = " .. (fold and "x * rstd - mean * rstd" or (string.format(center, "x") .. " * rstd")),
+@   normalize("normalize_plain", "y = " .. scaled_x,
 @             function(v) return out(v) end, out(xi))
 @ end
 @ local normalize_row = p.affine == "none" and "normalize_plain"
