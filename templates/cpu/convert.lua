@@ -122,9 +122,17 @@ function M.loader(name, t, ct, V, native)
             .. (V == 4 and "    return __builtin_ia32_vcvtph2ps(h);\n"
                 or V == 8 and "    return __builtin_ia32_vcvtph2ps256(h);\n"
                 or "    return __builtin_ia32_vcvtph2ps512_mask(h, (vf){0}, (unsigned short)0xffff, 4);\n")
-    else
-        body = "    vf v = {0}; /* GCC cannot see the loop sets every lane */\n"
-            .. "    for (int j = 0; j < LANES; ++j) v[j] = f16_to_f32(p[j]);\n    return v;\n"
+    else -- f16_to_f32 on every lane at once, its branch a select: no per-lane loop
+        body = "    vh h;\n    __builtin_memcpy(&h, p, sizeof h);\n"
+            .. "    const vu w = __builtin_convertvector(h, vu);\n"
+            .. "    vu u = (w & 0x7fffu) << 13;\n"
+            .. "    vf f;\n    __builtin_memcpy(&f, &u, sizeof f);\n"
+            .. "    f *= 0x1p112f;\n"
+            .. "    __builtin_memcpy(&u, &f, sizeof u);\n"
+            .. "    const vu special = (vu)((w & 0x7c00u) == 0x7c00u); /* Inf, NaN */\n"
+            .. "    u = (u & ~special) | (((w & 0x3ffu) << 13 | 0x7f800000u) & special);\n"
+            .. "    u |= (w & 0x8000u) << 16;\n"
+            .. "    __builtin_memcpy(&f, &u, sizeof f);\n    return f;\n"
     end
     return string.format("/* %d %s at p as floats; p needs only element alignment. */\n"
         .. "__attribute__((unused)) static inline vf %s(const %s *p)\n{\n%s}\n", V, t, name, ct, body)
@@ -148,8 +156,19 @@ function M.narrower(name, t, ct, V, native)
                 or V == 8 and "    const vs h = __builtin_ia32_vcvtps2ph256(v, 0);\n"
                 or "    const vs h = __builtin_ia32_vcvtps2ph512_mask(v, 0, (vs){0}, (unsigned short)0xffff);\n")
             .. "    vh o;\n    __builtin_memcpy(&o, &h, sizeof o);\n    return o;\n"
-    else
-        body = "    vh o;\n    for (int j = 0; j < LANES; ++j) o[j] = f32_to_f16(v[j]);\n    return o;\n"
+    else -- f32_to_f16 on every lane at once: its three cases computed and selected
+        body = "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
+            .. "    const vu sign = u & 0x80000000u, a = u ^ sign;\n"
+            .. "    vf g;\n    __builtin_memcpy(&g, &a, sizeof g);\n"
+            .. "    g += 0.5f;\n"
+            .. "    vu small;\n    __builtin_memcpy(&small, &g, sizeof small);\n"
+            .. "    small -= 0x3f000000u;\n"
+            .. "    const vu normal = (a + 0xc8000fffu + (a >> 13 & 1u)) >> 13;\n"
+            .. "    const vu big = 0x7c00u | ((vu)(a > 0x7f800000u) & 0x200u); /* Inf, NaN */\n"
+            .. "    const vu is_small = (vu)(a < 0x38800000u), is_big = (vu)(a >= 0x47800000u);\n"
+            .. "    vu o = (normal & ~is_small) | (small & is_small);\n"
+            .. "    o = (o & ~is_big) | (big & is_big);\n"
+            .. "    return __builtin_convertvector(o | sign >> 16, vh);\n"
     end
     return string.format("/* v rounded to %s, as %d elements. */\n__attribute__((unused)) static inline %s %s(vf v)\n{\n%s}\n",
         t, V, M.vector_type(t, ct, V), name, body)
