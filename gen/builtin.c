@@ -88,6 +88,54 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text) {
     return LNTUNE_OK;
 }
 
+/*
+ * The forward built-ins of the tuples with fp16 or bf16 in them: the fp32 built-ins' parameters,
+ * emitted for each (x, y, gamma/beta) tuple with its types as constants, so that an untuned
+ * 16-bit call gets the same vectorized loops as an fp32 one (runtime/typed_kernel.h's generic
+ * body, which they replace there, converts and sums one element at a time). All-bf16 calls take
+ * the even/odd layout: bf16 widened by a shift or a mask, with no lane shuffles.
+ */
+int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text) {
+    *text = NULL;
+    char *table = NULL;
+    size_t len = 0, table_len = 0;
+    FILE *f = open_memstream(text, &len), *t = open_memstream(&table, &table_len);
+    int rc = f && t ? LNTUNE_OK : LNTUNE_ENOMEM;
+    for (size_t i = 0; i < lntune_builtin_variant_count && rc == LNTUNE_OK; ++i) {
+        const lntune_builtin_variant *v = &lntune_builtin_variants[i];
+        for (int tuple = 1;
+             tuple < LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT && rc == LNTUNE_OK;
+             ++tuple) { /* tuple 0 is all fp32: lntune_builtin_emit's */
+            const int x = tuple / 9, y = tuple / 3 % 3, p = tuple % 3;
+            const int evenodd = x == LNTUNE_TYPE_BF16 && y == x && p == x;
+            char symbol[160], variant[256];
+            snprintf(symbol, sizeof symbol, "%s_%s_%s_%s_%s_%s", prefix, v->op,
+                     v->affine ? "affine" : "plain", lntune_type_name(x), lntune_type_name(y),
+                     lntune_type_name(p));
+            snprintf(variant, sizeof variant, "%s%s", v->variant, evenodd ? ",layout=evenodd" : "");
+            lntune_shape shape = {0};
+            shape.types = (lntune_types){.x = (uint8_t)x, .y = (uint8_t)y, .params = (uint8_t)p};
+            lntune_source src;
+            rc = lntune_gen_emit(g, "cpu", v->op, variant, &shape, symbol, &src);
+            if (rc != LNTUNE_OK) break;
+            fprintf(f, "%s\n", src.text);
+            lntune_source_free(&src);
+            fprintf(t, "    [%d][%d][%d][%d][%d] = %s,\n", strcmp(v->op, "layernorm") != 0,
+                    v->affine, x, y, p, symbol);
+        }
+    }
+    if (t && fclose(t) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
+    if (rc == LNTUNE_OK)
+        fprintf(f, "const lntune_kernel_fn %s_typed[2][2][3][3][3] = {\n%s};\n", prefix, table);
+    free(table);
+    if (f && fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
+    if (rc != LNTUNE_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
 /* The backward built-ins: the forward's heuristic (4-lane portable vectors, 2 accumulators),
  * one row at a time. Their row sums flush fp32 lanes into double, as the forward's do. Each
  * (op, x type, params type) comes unfused and fused (dresidual_out added to dx, fusion.h's

@@ -34,6 +34,15 @@ void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size)
  */
 int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text);
 
+/*
+ * Generates the forward built-ins of every tuple but all-fp32 (lntune_builtin_emit's), each
+ * variant of lntune_builtin_variants for each (x, y, gamma/beta) type, into one translation unit
+ * (malloc'd *text), named "<prefix>_<op>_<affine|plain>_<x>_<y>_<params>", followed by the table
+ * `const lntune_kernel_fn <prefix>_typed[2][2][3][3][3]` indexed [op: 0 LayerNorm, 1 RMSNorm]
+ * [affine: 0 plain, 1 gamma][x][y][params] (LNTUNE_TYPE_*; NULL for all-fp32).
+ */
+int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text);
+
 /* The parameters of the built-in backward kernels (every type tuple of both ops). */
 extern const char lntune_builtin_backward_variant[];
 

@@ -14,11 +14,11 @@
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op */
 
 /*
- * The built-in kernel of op (LNTUNE_DESC_*) for a tuple with fp16 or bf16 in it (builtin_typed.c):
- * one function serves every affine kind. NULL for the all-fp32 tuple (lntune_builtin_kernel
- * serves it) and for an op or type out of range.
+ * The built-in kernel of op (LNTUNE_DESC_*) and affine kind (LNTUNE_DESC_GAMMA, _NO_AFFINE or
+ * _BETA_ONLY) for a tuple with fp16 or bf16 in it (builtin_typed.c). NULL for the all-fp32
+ * tuple (lntune_builtin_kernel serves it) and for an op or type out of range.
  */
-lntune_kernel_fn lntune_builtin_typed_kernel(int op, lntune_types t);
+lntune_kernel_fn lntune_builtin_typed_kernel(int op, int affine, lntune_types t);
 
 /*
  * The built-in backward kernels, generated at build time (gen/builtin.c), indexed

@@ -32,12 +32,12 @@ RESIDUAL_INLINE const void *row_of(const void *base, int64_t r, int64_t stride, 
 
 /* The unfused built-in that normalizes an fp32 row into y's and gamma/beta's types. */
 static lntune_kernel_fn inner_kernel(const lntune_kernel_args *a, int op, int yt, int pt) {
-    if (yt == LNTUNE_TYPE_F32 && pt == LNTUNE_TYPE_F32)
-        return lntune_builtin_kernel(op, a->gamma  ? LNTUNE_DESC_GAMMA
-                                         : a->beta ? LNTUNE_DESC_BETA_ONLY
-                                                   : LNTUNE_DESC_NO_AFFINE);
+    const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
+                       : a->beta ? LNTUNE_DESC_BETA_ONLY
+                                 : LNTUNE_DESC_NO_AFFINE;
+    if (yt == LNTUNE_TYPE_F32 && pt == LNTUNE_TYPE_F32) return lntune_builtin_kernel(op, affine);
     const lntune_types t = {LNTUNE_TYPE_F32, (uint8_t)yt, (uint8_t)pt, 0};
-    return lntune_builtin_typed_kernel(op, t);
+    return lntune_builtin_typed_kernel(op, affine, t);
 }
 
 RESIDUAL_INLINE int residual_norm(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end,

@@ -253,8 +253,9 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     else
         e->kernel = e->fallback =
             lntune_desc_fusion(d) != LNTUNE_FUSION_NONE ? lntune_builtin_residual_kernel(op, types)
-            : lntune_types_all_f32(types) ? lntune_builtin_kernel(op, lntune_desc_affine(d))
-                                          : lntune_builtin_typed_kernel(op, types);
+            : lntune_types_all_f32(types)
+                ? lntune_builtin_kernel(op, lntune_desc_affine(d))
+                : lntune_builtin_typed_kernel(op, lntune_desc_affine(d), types);
     char what[160];
     lntune_dispatch_describe(d, rows, what, sizeof what);
     lntune_best_copy best = {0};

@@ -62,20 +62,22 @@ int main(int argc, char **argv) {
     }
     lntune_gen *g = NULL;
     char *text = NULL;
-    char *backward = NULL;
+    char *typed = NULL, *backward = NULL;
     int rc = lntune_gen_open(argv[1], &g);
     if (rc == LNTUNE_OK) rc = lntune_builtin_emit(g, argv[2], &text);
+    if (rc == LNTUNE_OK) rc = lntune_builtin_emit_typed(g, argv[2], &typed);
     if (rc == LNTUNE_OK) rc = lntune_builtin_emit_backward(g, argv[2], &backward);
-    if (rc == LNTUNE_OK) { /* the backward kernels follow the forward ones in one file */
-        char *all = malloc(strlen(text) + strlen(backward) + 2);
+    if (rc == LNTUNE_OK) { /* the typed and backward kernels follow the fp32 ones in one file */
+        char *all = malloc(strlen(text) + strlen(typed) + strlen(backward) + 3);
         if (!all)
             rc = LNTUNE_ENOMEM;
         else {
-            sprintf(all, "%s\n%s", text, backward);
+            sprintf(all, "%s\n%s\n%s", text, typed, backward);
             free(text);
             text = all;
         }
     }
+    free(typed);
     free(backward);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune_emit_builtin: %s\n", g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
