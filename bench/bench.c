@@ -11,8 +11,12 @@
 #include "busy.h"
 #include "lntune.h"
 #include "peers.h"
+#include "dtypes.h"
+#include "half.h"
+#include "half_ref.h"
 #include "reference.h"
 #include "timing.h"
+#include "verify.h"
 
 #include <math.h>
 #include <omp.h>
@@ -60,30 +64,43 @@ static void fill_normal(float *v, int64_t n, double mean, double sd, uint64_t se
     }
 }
 
-/* The verifier's error unit (gen/verify.h) on one row; copies must be exact. */
-static double row_error(int op, const lntune_bench_problem *p, int64_t r, double *z) {
+/*
+ * The verifier's error (gen/verify.h) on one row: in its unit for fp32, against the bound of
+ * the rounding to y's type for fp16 and bf16; a NaN or Inf where the reference has none, or the
+ * reverse, is INFINITY. Copies must be exact. x is widened into xf (exactly) for the reference.
+ */
+static double row_error(int op, const lntune_bench_problem *p, int64_t r, float *xf, double *z) {
     const int64_t H = p->H;
-    const float *x = p->x + r * H, *y = p->y + r * H;
-    if (op == LNTUNE_BENCH_COPY) return memcmp(x, y, (size_t)H * sizeof(float)) ? INFINITY : 0.0;
+    const size_t es = lntune_type_size(p->type), at = (size_t)(r * H);
+    if (op == LNTUNE_BENCH_COPY)
+        return memcmp((const char *)p->x + at * es, (const char *)p->y + at * es, (size_t)H * es)
+                   ? INFINITY
+                   : 0.0;
+    for (int64_t i = 0; i < H; ++i) xf[i] = (float)lntune_ref_load(p->type, p->x, (int64_t)at + i);
     double mean, rstd, worst = 0.0;
-    lntune_reference_row(op == LNTUNE_BENCH_LAYERNORM ? LNTUNE_OP_LAYERNORM : LNTUNE_OP_RMSNORM, x,
+    lntune_reference_row(op == LNTUNE_BENCH_LAYERNORM ? LNTUNE_OP_LAYERNORM : LNTUNE_OP_RMSNORM, xf,
                          H, p->eps, z, &mean, &rstd);
     for (int64_t i = 0; i < H; ++i) {
-        const double g = p->gamma[i], b = op == LNTUNE_BENCH_LAYERNORM ? p->beta[i] : 0.0;
+        const double g = lntune_ref_load(p->type, p->gamma, i);
+        const double b = op == LNTUNE_BENCH_LAYERNORM ? lntune_ref_load(p->type, p->beta, i) : 0.0;
+        const double ref = z[i] * g + b, got = lntune_ref_load(p->type, p->y, (int64_t)at + i);
         const double unit = (fabs(mean) * rstd + fabs(z[i]) + 1.0) * fabs(g) + fabs(b);
-        const double e = fabs((double)y[i] - (z[i] * g + b)) / unit;
-        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e; /* NaN output is an error */
+        double e = 0.0;
+        if (!lntune_verify_element(p->type, ref, got, unit, &e) &&
+            !(isfinite(ref) && isfinite(got)))
+            e = INFINITY;
+        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
     }
     return worst;
 }
 
 /* The largest error over the checked rows (all of them, or evenly spaced ones and the last). */
-static double max_error(int op, const lntune_bench_problem *p, double *z) {
+static double max_error(int op, const lntune_bench_problem *p, float *xf, double *z) {
     const int64_t per = CHECK_ELEMENTS / p->H > 0 ? CHECK_ELEMENTS / p->H : 1;
     const int64_t step = p->rows <= per ? 1 : (p->rows + per - 1) / per;
-    double worst = row_error(op, p, p->rows - 1, z);
+    double worst = row_error(op, p, p->rows - 1, xf, z);
     for (int64_t r = 0; r < p->rows; r += step) {
-        const double e = row_error(op, p, r, z);
+        const double e = row_error(op, p, r, xf, z);
         if (!(e <= worst)) worst = e;
     }
     return worst;
@@ -149,28 +166,50 @@ static void progress(const lntune_bench_config *cfg, const char *what, const lnt
     cfg->progress(cfg->progress_ud, &p);
 }
 
+/* Fills v[0..n) with normal values rounded to type, and returns them widened back in wide
+ * (which may be v itself for fp32): every peer gets the same values. */
+static void fill_typed(void *v, float *wide, int64_t n, int type, double mean, double sd,
+                       uint64_t seed) {
+    fill_normal(wide, n, mean, sd, seed);
+    if (type == LNTUNE_TYPE_F32) {
+        if ((void *)wide != v) memcpy(v, wide, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        lntune_ref_store(type, v, i, wide[i]);
+        wide[i] = (float)lntune_ref_load(type, v, i);
+    }
+}
+
 static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape *shape, int threads,
                        const char *family_note[NFAMILIES], lntune_bench_records *out) {
     const int reps = cfg->reps > 7 ? cfg->reps : 7;
     const double rep_ns = (cfg->rep_ms > 50 ? cfg->rep_ms : 50) * 1e6;
     const int64_t rows = shape->rows, H = shape->H, n = rows * H;
+    const int type = cfg->type;
+    const size_t es = lntune_type_size(type);
     int rc = LNTUNE_OK;
-    float *x = NULL, *y = NULL, *gamma = NULL, *beta = NULL;
+    void *x = NULL, *y = NULL, *gamma = NULL, *beta = NULL;
+    float *gamma_f32 = malloc((size_t)H * sizeof(float)),
+          *beta_f32 = malloc((size_t)H * sizeof(float));
+    float *xf = malloc((size_t)H * sizeof(float));
     double *z = malloc((size_t)H * sizeof(double));
     candidate cand[32];
     size_t ncand = 0;
-    if (posix_memalign((void **)&x, 64, (size_t)n * sizeof(float)) ||
-        posix_memalign((void **)&y, 64, (size_t)n * sizeof(float)) ||
-        posix_memalign((void **)&gamma, 64, (size_t)H * sizeof(float)) ||
-        posix_memalign((void **)&beta, 64, (size_t)H * sizeof(float)) || !z) {
+    /* x is allocated as fp32 so that it can be drawn as fp32 and narrowed where it lies. */
+    if (posix_memalign(&x, 64, (size_t)n * sizeof(float)) ||
+        posix_memalign(&y, 64, (size_t)n * es) || posix_memalign(&gamma, 64, (size_t)H * es) ||
+        posix_memalign(&beta, 64, (size_t)H * es) || !z || !xf || !gamma_f32 || !beta_f32) {
         rc = LNTUNE_ENOMEM;
         goto done;
     }
     fill_normal(x, n, 1.0, 1.0, 0x9E3779B97F4A7C15ULL ^ (uint64_t)(rows * 131 + H));
-    fill_normal(gamma, H, 1.0, 0.1, 7);
-    fill_normal(beta, H, 0.0, 0.1, 11);
-    memset(y, 0, (size_t)n * sizeof(float));
-    const lntune_bench_problem prob = {rows, H, 1e-5f, x, gamma, beta, y, threads};
+    lntune_narrow_in_place(x, (size_t)n, type);
+    fill_typed(gamma, gamma_f32, H, type, 1.0, 0.1, 7);
+    fill_typed(beta, beta_f32, H, type, 0.0, 0.1, 11);
+    memset(y, 0, (size_t)n * es);
+    const lntune_bench_problem prob = {rows, H, 1e-5f,     type,     x,      gamma,
+                                       beta, y, gamma_f32, beta_f32, threads};
 
     for (size_t f = 0; f < NFAMILIES; ++f)
         for (size_t i = 0; i < families[f]->npeers && ncand < 32; ++i) {
@@ -180,6 +219,7 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
             lntune_bench_record *r = &c->rec;
             snprintf(r->impl, sizeof r->impl, "%s", c->peer->impl);
             snprintf(r->op, sizeof r->op, "%s", op_name(c->peer->op));
+            snprintf(r->dtype, sizeof r->dtype, "%s", lntune_type_name(type));
             r->rows = rows, r->H = H, r->threads = threads;
             r->us = r->gbps = r->max_error = -1.0;
             if (family_note[f]) {
@@ -196,13 +236,13 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
     for (size_t i = 0; i < ncand; ++i) {
         candidate *c = &cand[i];
         if (!c->live) continue;
-        memset(y, 0xff, (size_t)n * sizeof(float));
+        memset(y, 0xff, (size_t)n * es); /* NaN in every type */
         if (c->peer->run(c->state) != 0) {
             snprintf(c->rec.note, sizeof c->rec.note, "the call failed");
             c->live = 0;
             continue;
         }
-        c->rec.max_error = max_error(c->peer->op, &prob, z);
+        c->rec.max_error = max_error(c->peer->op, &prob, xf, z);
         c->rec.flagged = !(c->rec.max_error <= LNTUNE_BENCH_TOLERANCE);
         double t0 = lntune_now_ns(), calls = 0;
         do {
@@ -238,7 +278,7 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
             double med, lo, hi;
             lntune_sample_stats(c->samples, (size_t)r->reps, &med, &lo, &hi);
             r->us = med * 1e-3;
-            r->gbps = 2.0 * (double)n * sizeof(float) / med; /* bytes per ns = GB/s */
+            r->gbps = 2.0 * (double)n * (double)es / med; /* bytes per ns = GB/s */
             r->busy = c->wall_s > 0 ? c->other_s / c->wall_s : 0.0;
         }
         rc = lntune_bench_records_add(out, r);
@@ -248,13 +288,17 @@ done:
         if (cand[i].state) cand[i].peer->close(cand[i].state);
         free(cand[i].samples);
     }
-    free(x), free(y), free(gamma), free(beta), free(z);
+    free(x), free(y), free(gamma), free(beta), free(gamma_f32), free(beta_f32), free(xf), free(z);
     return rc;
 }
 
 int lntune_bench_run(const lntune_bench_config *cfg, lntune_bench_records *out, char *err,
                      size_t errlen) {
     const double t0 = lntune_now_ns();
+    if (cfg->type < 0 || cfg->type >= LNTUNE_TYPE_COUNT) {
+        snprintf(err, errlen, "unknown element type %d", cfg->type);
+        return LNTUNE_EINVAL;
+    }
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cfg->threads > 0 ? cfg->threads : cores > 0 ? cores : 1;
     char pin_note[64] = "";

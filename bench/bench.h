@@ -1,7 +1,8 @@
 /*
- * bench.h - lntune against its peers: times fp32 LayerNorm and RMSNorm forward for lntune (tuned
- * and built-in, through the public runtime API), oneDNN, PyTorch CPU, a naive two-pass C kernel,
- * and two memory copies of the same bytes, in one process at one thread count. Every
+ * bench.h - lntune against its peers: times LayerNorm and RMSNorm forward for lntune (tuned and
+ * built-in, through the public runtime API), oneDNN, PyTorch CPU, a naive two-pass C kernel, and
+ * two memory copies of the same bytes, in one process at one thread count. A run has one element
+ * type (fp32, fp16 or bf16) for x, y, gamma and beta alike, as `lntune --dtype T` tunes. Every
  * implementation is checked against the float64 reference before it is timed, and every
  * measurement says how much CPU other processes took while it ran.
  *
@@ -25,6 +26,8 @@
  * tolerance: the bench reports peers as they are, and flags wrong results, not rounding.
  */
 #define LNTUNE_BENCH_TOLERANCE (1.0 / (1 << 16))
+/* For a 16-bit y the verifier reports |y - ref| over its bound (half an ulp of y's type plus the
+ * fp32 bound) times 2^-20, so this same figure flags an output 16 bounds off. */
 
 typedef struct lntune_bench_shape {
     int64_t rows, H;
@@ -48,16 +51,18 @@ typedef struct lntune_bench_config {
     double rep_ms;            /* minimum length of one repetition; below 50 is raised to 50 */
     void (*progress)(void *ud, const lntune_bench_progress *p);
     void *progress_ud;
+    int type; /* LNTUNE_TYPE_* (runtime/dtypes.h) of x, y, gamma and beta; 0: fp32 */
 } lntune_bench_config;
 
 /* One implementation at one shape and thread count. */
 typedef struct lntune_bench_record {
     char impl[40]; /* key, e.g. "onednn"; see lntune_bench_impl_label */
     char op[16];   /* "layernorm", "rmsnorm", "copy" */
+    char dtype[8]; /* "f32", "f16", "bf16": of x, y, gamma and beta; "f32" where a line has none */
     int64_t rows, H;
     int threads;
     double us;        /* median per call in microseconds; < 0: not available (see note) */
-    double gbps;      /* x read + y written, per second */
+    double gbps;      /* x read + y written (in their type), per second */
     double max_error; /* verifier unit; < 0: not checked */
     double busy;      /* other processes' CPU in cores during the repetitions */
     int reps;
@@ -99,6 +104,8 @@ void lntune_bench_records_free(lntune_bench_records *rs);
 const lntune_bench_record *lntune_bench_find(const lntune_bench_records *rs, const char *impl,
                                              const char *op, int threads, int64_t rows, int64_t H);
 void lntune_bench_record_write(FILE *f, const lntune_bench_record *r);
+/* The element type of rs's records ("f32", "f16", "bf16"; a report holds one), "f32" if none. */
+const char *lntune_bench_records_dtype(const lntune_bench_records *rs);
 /* Parses one JSON line; LNTUNE_EINVAL if it is not a record. */
 int lntune_bench_record_parse(const char *line, lntune_bench_record *r);
 /* Appends every record line of f; other lines are ignored. */

@@ -4,7 +4,7 @@
  * records; without, it runs itself once per thread count (1 and every core: one process each,
  * so thread pools and OpenMP start fresh) and writes the markdown report and the SVG chart.
  *
- *   bench_cpu [--db PATH] [--db1 PATH] [--out PREFIX] [--shapes RxH,...] [--no-torch]
+ *   bench_cpu [--db PATH] [--db1 PATH] [--out PREFIX] [--shapes RxH,...] [--dtype T] [--no-torch]
  *   bench_cpu --threads N [...] > records.jsonl
  *   bench_cpu --report PREFIX records.jsonl...
  *   bench_cpu --has-runtime   (exit 0 if lntune itself is measured in this build)
@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
+#include "dtypes.h"
 #include "lntune.h"
 
 #include <fcntl.h>
@@ -27,7 +28,7 @@ extern char **environ;
 
 typedef struct {
     const char *db, *db1, *out, *shapes_text, *torch_script, *title;
-    int threads, no_torch, reps, report;
+    int threads, no_torch, reps, report, type;
     double rep_ms;
     lntune_bench_shape *shapes;
     size_t nshapes;
@@ -40,10 +41,12 @@ static int usage(const char *why) {
             "bench_cpu: %s\n"
             "usage: bench_cpu [--db PATH] [--db1 PATH] [--out PREFIX] [--shapes RxH,...]\n"
             "                 [--reps N] [--rep-ms MS] [--torch SCRIPT | --no-torch]\n"
+            "                 [--dtype f32|f16|bf16]\n"
             "       bench_cpu --threads N [same options]   (JSON records to stdout)\n"
             "       bench_cpu --report PREFIX FILE.jsonl...\n"
             "  --db: the tuned database for the all-cores run; --db1: for the 1-thread run\n"
-            "  (default: --db). PREFIX gets .md and .svg (default bench/results/cpu-DATE).\n",
+            "  (default: --db). PREFIX gets .md and .svg (default bench/results/cpu-DATE, or\n"
+            "  cpu-TYPE-DATE). --dtype: of x, y, gamma and beta, as tuned by lntune --dtype T.\n",
             why);
     return 2;
 }
@@ -74,16 +77,17 @@ static void show_progress(void *ud, const lntune_bench_progress *p) {
 
 /* One thread count, in this process: records to stdout. */
 static int measure(const options *o) {
-    lntune_bench_config cfg = {o->nshapes ? o->shapes : lntune_bench_default_shapes,
-                               o->nshapes ? o->nshapes : lntune_bench_default_shape_count,
-                               o->threads,
-                               o->threads == 1 && o->db1 ? o->db1 : o->db,
-                               o->no_torch ? "" : o->torch_script,
-                               NULL,
-                               o->reps,
-                               o->rep_ms,
-                               show_progress,
-                               NULL};
+    lntune_bench_config cfg = {
+        .shapes = o->nshapes ? o->shapes : lntune_bench_default_shapes,
+        .nshapes = o->nshapes ? o->nshapes : lntune_bench_default_shape_count,
+        .threads = o->threads,
+        .tuned_db = o->threads == 1 && o->db1 ? o->db1 : o->db,
+        .torch_script = o->no_torch ? "" : o->torch_script,
+        .reps = o->reps,
+        .rep_ms = o->rep_ms,
+        .progress = show_progress,
+        .type = o->type,
+    };
     lntune_bench_records rs = {0};
     char err[256] = "";
     int rc = lntune_bench_run(&cfg, &rs, err, sizeof err);
@@ -188,7 +192,10 @@ int main(int argc, char **argv) {
             o.reps = atoi(v);
         else if (strcmp(a, "--rep-ms") == 0)
             o.rep_ms = atof(v);
-        else if (strcmp(a, "--shapes") == 0) {
+        else if (strcmp(a, "--dtype") == 0) {
+            if ((o.type = lntune_type_parse(v, strlen(v))) < 0)
+                return usage("unknown --dtype (expected f32, f16 or bf16)");
+        } else if (strcmp(a, "--shapes") == 0) {
             if (parse_shapes(v, &o) != 0) return usage("bad --shapes (expected ROWSxH,...)");
         } else
             return usage("unknown option");
@@ -202,7 +209,8 @@ int main(int argc, char **argv) {
             char day[32];
             time_t now = time(NULL);
             strftime(day, sizeof day, "%Y-%m-%d", localtime(&now));
-            snprintf(prefix, sizeof prefix, "bench/results/cpu-%s", day);
+            snprintf(prefix, sizeof prefix, "bench/results/cpu-%s%s%s",
+                     o.type ? lntune_type_name(o.type) : "", o.type ? "-" : "", day);
             o.out = prefix;
         }
         lntune_bench_records rs = {0};
@@ -215,6 +223,13 @@ int main(int argc, char **argv) {
                 else
                     rc = lntune_bench_records_read(f, &rs) != LNTUNE_OK, fclose(f);
             }
+            /* One report is of one type: its tables and targets have no column for it. */
+            for (size_t i = 1; i < rs.n && rc == 0; ++i)
+                if (strcmp(rs.r[i].dtype, rs.r[0].dtype) != 0)
+                    rc = 1, fprintf(stderr,
+                                    "bench_cpu: the records mix %s and %s; report each "
+                                    "type on its own\n",
+                                    rs.r[0].dtype, rs.r[i].dtype);
         } else {
             /* Raw records stay beside the report: the report can be rewritten from them. */
             const long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -6,7 +6,9 @@ processes' CPU use measured from /proc), printing one JSON record a line for the
 Each op is timed twice: allocating its output per call, as models call it, and writing into a
 preallocated output. torch.nn.functional.layer_norm has no out= form, so the second LayerNorm
 figure is torch.ops.aten.native_layer_norm.out (which also writes mean and rstd). The RMSNorm
-formula x * rsqrt(mean(x^2) + eps) * w is timed as written, and with out= at every step.
+formula x * rsqrt(mean(x^2) + eps) * w is timed as written, and with out= at every step; for
+fp16 and bf16 (--dtype) as models write it for those types: computed in fp32 and rounded to the
+type before the weight's multiply (x.float(), then .to(dtype) * w).
 """
 import argparse
 import json
@@ -16,11 +18,15 @@ import time
 
 EPS = 1e-5
 CHECK_ELEMENTS = 1 << 24  # as bench.c: rows checked against the float64 reference
+TOLERANCE = 1.0 / (1 << 16)  # bench.h: LNTUNE_BENCH_TOLERANCE
+VERIFY_TOLERANCE = 1.0 / (1 << 20)  # gen/verify.h: LNTUNE_VERIFY_TOLERANCE
+# 16-bit types: significand bits after the leading one, and the subnormal step (gen/verify.h).
+ULP_BITS = {"f16": (10, 2.0 ** -24), "bf16": (7, 2.0 ** -133)}
 
 
 def record(impl, op, rows, H, threads, **kw):
-    r = {"impl": impl, "op": op, "rows": rows, "H": H, "threads": threads, "us": -1.0,
-         "gbps": -1.0, "max_error": -1.0, "busy": 0.0, "reps": 0, "flagged": 0, "note": ""}
+    r = {"impl": impl, "op": op, "dtype": "f32", "rows": rows, "H": H, "threads": threads,
+         "us": -1.0, "gbps": -1.0, "max_error": -1.0, "busy": 0.0, "reps": 0, "flagged": 0, "note": ""}
     r.update(kw)
     print(json.dumps(r), flush=True)
 
@@ -42,8 +48,9 @@ def other_cores(a, b):
     return max(other, 0.0) / wall if wall > 0 else 0.0
 
 
-def max_error(torch, op, x, y, w, b):
-    """The verifier's error unit (gen/verify.h) in float64 over evenly spaced rows."""
+def max_error(torch, op, x, y, w, b, dtype):
+    """The verifier's error (gen/verify.h) in float64 over evenly spaced rows: in its unit for
+    fp32; for a 16-bit y, |y - ref| over the bound of rounding to that type, times 2^-20."""
     rows, H = x.shape
     step = max(1, -(-rows // max(1, CHECK_ELEMENTS // H)))
     idx = torch.cat([torch.arange(0, rows, step), torch.tensor([rows - 1])])
@@ -59,18 +66,29 @@ def max_error(torch, op, x, y, w, b):
         z = xd * rstd
         bd = torch.zeros_like(wd)
     unit = (mean.abs() * rstd + z.abs() + 1.0) * wd.abs() + bd.abs()
-    e = ((yd - (z * wd + bd)).abs() / unit).max().item()
+    ref = z * wd + bd
+    if dtype == "f32":
+        e = ((yd - ref).abs() / unit).max().item()
+    else:
+        bits, tiny = ULP_BITS[dtype]
+        e32 = VERIFY_TOLERANCE * unit
+        _, exp = torch.frexp(ref.abs() + e32)  # a = m * 2^exp, m in [0.5, 1)
+        ulp = torch.clamp(torch.pow(2.0, (exp - 1 - bits).double()), min=tiny)
+        bound = e32 + 0.5 * ulp * (1.0 + 1.0 / 128)
+        e = ((yd - ref).abs() / bound).max().item() * VERIFY_TOLERANCE
     return e if e == e else float("inf")  # NaN output is an error
 
 
 def bench_shape(torch, rows, H, args):
     F = torch.nn.functional
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     g = torch.Generator().manual_seed(rows * 131 + H)
-    x = torch.randn(rows, H, generator=g) + 1.0
-    w = 1.0 + 0.1 * torch.randn(H, generator=g)
-    b = 0.1 * torch.randn(H, generator=g)
+    x = (torch.randn(rows, H, generator=g) + 1.0).to(dt)
+    w = (1.0 + 0.1 * torch.randn(H, generator=g)).to(dt)
+    b = (0.1 * torch.randn(H, generator=g)).to(dt)
     y = torch.empty_like(x)
-    tmp = torch.empty_like(x)
+    xf = torch.empty(rows, H)  # fp32 work space of the 16-bit RMSNorm
+    tmp = torch.empty(rows, H)
     mean = torch.empty(rows, 1)
     rstd = torch.empty(rows, 1)
     ms = torch.empty(rows, 1)
@@ -80,18 +98,33 @@ def bench_shape(torch, rows, H, args):
         return y
 
     def rms_out():
-        torch.pow(x, 2, out=tmp)
+        if dt == torch.float32:
+            torch.pow(x, 2, out=tmp)
+            torch.mean(tmp, -1, keepdim=True, out=ms)
+            ms.add_(EPS).rsqrt_()
+            torch.mul(x, ms, out=y)
+            return y.mul_(w)
+        xf.copy_(x)
+        torch.pow(xf, 2, out=tmp)
         torch.mean(tmp, -1, keepdim=True, out=ms)
         ms.add_(EPS).rsqrt_()
-        torch.mul(x, ms, out=y)
+        xf.mul_(ms)
+        y.copy_(xf)
         return y.mul_(w)
+
+    def rms():
+        if dt == torch.float32:
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+        h = x.float()
+        return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)).to(dt) * w
 
     cands = [
         ("torch", "layernorm", lambda: F.layer_norm(x, (H,), w, b, EPS),
          "F.layer_norm, allocates its output (it has no out=)"),
         ("torch_out", "layernorm", ln_out, "aten.native_layer_norm.out, preallocated y, mean, rstd"),
-        ("torch", "rmsnorm", lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w,
-         "x*rsqrt(mean(x^2)+eps)*w, allocates"),
+        ("torch", "rmsnorm", rms,
+         "x*rsqrt(mean(x^2)+eps)*w, allocates" + ("" if dt == torch.float32 else
+                                                  " (in fp32, rounded before *w)")),
         ("torch_out", "rmsnorm", rms_out, "the same formula with out= at every step"),
     ]
     rep_s = max(args.rep_ms, 50.0) / 1e3
@@ -101,9 +134,10 @@ def bench_shape(torch, rows, H, args):
         try:
             out = fn()
         except Exception as e:  # an op this torch lacks is n/a, not a failure of the bench
-            record(impl, op, rows, H, args.threads, note=f"{type(e).__name__}: {e}"[:110])
+            record(impl, op, rows, H, args.threads, dtype=args.dtype,
+                   note=f"{type(e).__name__}: {e}"[:110])
             continue
-        err = max_error(torch, op, x, out, w, b)
+        err = max_error(torch, op, x, out, w, b, args.dtype)
         del out
         t0, calls = time.perf_counter(), 0
         while time.perf_counter() - t0 < rep_s / 10:
@@ -134,10 +168,10 @@ def bench_shape(torch, rows, H, args):
         s = sorted(c["samples"])
         m = len(s)
         med = s[m // 2] if m % 2 else 0.5 * (s[m // 2 - 1] + s[m // 2])
-        record(c["impl"], c["op"], rows, H, args.threads, us=med * 1e6,
-               gbps=2.0 * rows * H * 4 / med / 1e9, max_error=c["err"],
+        record(c["impl"], c["op"], rows, H, args.threads, dtype=args.dtype, us=med * 1e6,
+               gbps=2.0 * rows * H * x.element_size() / med / 1e9, max_error=c["err"],
                busy=c["other"] / c["wall"] if c["wall"] > 0 else 0.0, reps=m,
-               flagged=int(not c["err"] <= 1.0 / (1 << 16)), note=c["note"])
+               flagged=int(not c["err"] <= TOLERANCE), note=c["note"])
 
 
 def main():
@@ -146,6 +180,8 @@ def main():
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--rep-ms", type=float, default=50.0)
     p.add_argument("--shapes", required=True, help="ROWSxH[,ROWSxH...]")
+    p.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32",
+                   help="of x, y, gamma and beta")
     args = p.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     try:
@@ -154,7 +190,7 @@ def main():
         for rows, H in shapes:
             for impl in ("torch", "torch_out"):
                 for op in ("layernorm", "rmsnorm"):
-                    record(impl, op, rows, H, args.threads,
+                    record(impl, op, rows, H, args.threads, dtype=args.dtype,
                            note=f"PyTorch not installed (bench/install-deps): {e}"[:110])
         return 0
     torch.set_num_threads(args.threads)

@@ -13,12 +13,18 @@
 
 enum { LNTUNE_BENCH_LAYERNORM = 0, LNTUNE_BENCH_RMSNORM = 1, LNTUNE_BENCH_COPY = 2 };
 
-/* One problem: y = norm(x) * gamma (+ beta), rows x H contiguous fp32. */
+/*
+ * One problem: y = norm(x) * gamma (+ beta), rows x H contiguous, x, y, gamma and beta of one
+ * element type. gamma_f32 and beta_f32 hold the same values widened to fp32, for a peer that
+ * takes its scale and shift only in fp32 (oneDNN).
+ */
 typedef struct lntune_bench_problem {
     int64_t rows, H;
     float eps;
-    const float *x, *gamma, *beta; /* beta: LayerNorm only */
-    float *y;
+    int type;                     /* LNTUNE_TYPE_* (runtime/dtypes.h) */
+    const void *x, *gamma, *beta; /* beta: LayerNorm only */
+    void *y;
+    const float *gamma_f32, *beta_f32;
     int threads;
 } lntune_bench_problem;
 

@@ -63,7 +63,8 @@ static int open_with(lntune *ctx, int op, const lntune_bench_problem *p, void **
     s->a.rows = p->rows;
     s->a.H = p->H;
     s->a.eps = p->eps;
-    s->a.dtype = LNTUNE_F32;
+    /* The public enum counts from 1 (0 is "the default"); y and gamma/beta follow dtype. */
+    s->a.dtype = (lntune_dtype)(p->type + 1);
     s->a.x = p->x;
     s->a.y = p->y;
     s->a.gamma = p->gamma;

@@ -1,6 +1,7 @@
 /*
  * peers_naive_copy.c - the floor and the ceiling: a naive two-pass LayerNorm/RMSNorm (plain
- * loops, float accumulators, as anyone would write it first) and two copies of the same bytes,
+ * loops, float accumulators, as anyone would write it first; a 16-bit type converted element by
+ * element with the runtime's conversions) and two copies of the same bytes,
  * with plain stores (memcpy) and with non-temporal stores. Built with -O3 -march=native so the
  * naive kernel gets everything a compiler gives for free. Rows are split among threads with
  * OpenMP, the runtime oneDNN uses too.
@@ -8,6 +9,7 @@
 #include "peers.h"
 
 #include "lntune.h"
+#include "typed_kernel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,73 +35,91 @@ static void close_any(void *s) {
     free(s);
 }
 
-static void naive_layernorm_row(const float *x, float *y, const float *g, const float *b, int64_t H,
-                                float eps) {
+/* The type is a constant at each call (see NAIVE_ROWS): each instance gets its own loops, and
+ * fp32 the plain ones it had. */
+static inline __attribute__((always_inline)) void naive_layernorm_row(int t, const void *x, void *y,
+                                                                      const void *g, const void *b,
+                                                                      int64_t H, float eps) {
     float sum = 0.0f;
-    for (int64_t i = 0; i < H; ++i) sum += x[i];
+    for (int64_t i = 0; i < H; ++i) sum += typed_load(t, x, i);
     const float mean = sum / (float)H;
     float sq = 0.0f;
-    for (int64_t i = 0; i < H; ++i) sq += (x[i] - mean) * (x[i] - mean);
+    for (int64_t i = 0; i < H; ++i)
+        sq += (typed_load(t, x, i) - mean) * (typed_load(t, x, i) - mean);
     const float rstd = 1.0f / sqrtf(sq / (float)H + eps);
-    for (int64_t i = 0; i < H; ++i) y[i] = (x[i] - mean) * rstd * g[i] + b[i];
+    for (int64_t i = 0; i < H; ++i)
+        typed_store(t, y, i,
+                    (typed_load(t, x, i) - mean) * rstd * typed_load(t, g, i) +
+                        typed_load(t, b, i));
 }
 
-static void naive_rmsnorm_row(const float *x, float *y, const float *g, int64_t H, float eps) {
+static inline __attribute__((always_inline)) void
+naive_rmsnorm_row(int t, const void *x, void *y, const void *g, int64_t H, float eps) {
     float sq = 0.0f;
-    for (int64_t i = 0; i < H; ++i) sq += x[i] * x[i];
+    for (int64_t i = 0; i < H; ++i) sq += typed_load(t, x, i) * typed_load(t, x, i);
     const float rstd = 1.0f / sqrtf(sq / (float)H + eps);
-    for (int64_t i = 0; i < H; ++i) y[i] = x[i] * rstd * g[i];
+    for (int64_t i = 0; i < H; ++i)
+        typed_store(t, y, i, typed_load(t, x, i) * rstd * typed_load(t, g, i));
 }
 
 /* Non-temporal stores need an aligned destination: the head up to alignment is copied plainly. */
-static void nt_copy_row(const float *x, float *y, int64_t H) {
-    int64_t i = 0;
+static void nt_copy_row(const char *x, char *y, size_t bytes) {
+    size_t i = 0;
 #if defined(__AVX512F__)
-    enum { W = 16 };
+    enum { W = 64 };
 #elif defined(__AVX__)
-    enum { W = 8 };
+    enum { W = 32 };
 #elif defined(__x86_64__)
-    enum { W = 4 };
+    enum { W = 16 };
 #else
     enum { W = 1 };
 #endif
 #if defined(__x86_64__)
-    for (; i < H && ((uintptr_t)(y + i) & (W * 4 - 1)); ++i) y[i] = x[i];
-    for (; i + W <= H; i += W) {
+    const size_t head = (W - (uintptr_t)y % W) % W;
+    memcpy(y, x, head < bytes ? head : bytes);
+    for (i = head; i + W <= bytes; i += W) {
 #if defined(__AVX512F__)
-        _mm512_stream_ps(y + i, _mm512_loadu_ps(x + i));
+        _mm512_stream_si512((void *)(y + i), _mm512_loadu_si512(x + i));
 #elif defined(__AVX__)
-        _mm256_stream_ps(y + i, _mm256_loadu_ps(x + i));
+        _mm256_stream_si256((__m256i *)(y + i), _mm256_loadu_si256((const __m256i *)(x + i)));
 #else
-        _mm_stream_ps(y + i, _mm_loadu_ps(x + i));
+        _mm_stream_si128((__m128i *)(y + i), _mm_loadu_si128((const __m128i *)(x + i)));
 #endif
     }
 #endif
-    for (; i < H; ++i) y[i] = x[i];
+    if (i < bytes) memcpy(y + i, x + i, bytes - i);
 }
+
+/* Row r of one op on type t; t is a literal at each use, so each case is its own loop. */
+#define NAIVE_ROW(t, op, p, r)                                                                     \
+    do {                                                                                           \
+        const int64_t at_ = (r) * (p)->H;                                                          \
+        const char *x_ = (const char *)(p)->x + (size_t)at_ * typed_size(t);                       \
+        char *y_ = (char *)(p)->y + (size_t)at_ * typed_size(t);                                   \
+        if ((op) == 0)                                                                             \
+            naive_layernorm_row(t, x_, y_, (p)->gamma, (p)->beta, (p)->H, (p)->eps);               \
+        else                                                                                       \
+            naive_rmsnorm_row(t, x_, y_, (p)->gamma, (p)->H, (p)->eps);                            \
+    } while (0)
 
 static int run_op(void *st, int op) {
     const lntune_bench_problem *p = &((state *)st)->p;
-    const int64_t H = p->H;
+    const size_t bytes = (size_t)p->H * typed_size(p->type);
     /* One thread runs without entering a parallel region, as a single-threaded library would. */
 #pragma omp parallel for schedule(static) num_threads(p->threads) if (p->threads > 1)
     for (int64_t r = 0; r < p->rows; ++r) {
-        const float *x = p->x + r * H;
-        float *y = p->y + r * H;
-        switch (op) {
-        case 0:
-            naive_layernorm_row(x, y, p->gamma, p->beta, H, p->eps);
-            break;
-        case 1:
-            naive_rmsnorm_row(x, y, p->gamma, H, p->eps);
-            break;
-        case 2:
-            memcpy(y, x, (size_t)H * sizeof(float));
-            break;
-        default:
-            nt_copy_row(x, y, H);
-            break;
-        }
+        const char *x = (const char *)p->x + (size_t)r * bytes;
+        char *y = (char *)p->y + (size_t)r * bytes;
+        if (op == 2)
+            memcpy(y, x, bytes);
+        else if (op == 3)
+            nt_copy_row(x, y, bytes);
+        else if (p->type == TYPED_BF16)
+            NAIVE_ROW(TYPED_BF16, op, p, r);
+        else if (p->type == TYPED_F16)
+            NAIVE_ROW(TYPED_F16, op, p, r);
+        else
+            NAIVE_ROW(TYPED_F32, op, p, r);
     }
 #if defined(__x86_64__)
     if (op == 3) _mm_sfence(); /* the streamed stores are globally visible before we return */

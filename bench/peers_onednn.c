@@ -1,10 +1,13 @@
 /*
  * peers_onednn.c - oneDNN's layer normalization primitive (C API of oneDNN 2.x), forward
- * inference with scale and shift, on the CPU engine. oneDNN 2.6 has no RMSNorm primitive, so the
- * bench reports it as n/a rather than composing one that oneDNN does not ship.
+ * inference with scale and shift, on the CPU engine. src and dst take the run's type; oneDNN 2.x
+ * takes scale and shift in fp32 only, so it gets the same values widened (gamma_f32, beta_f32).
+ * oneDNN 2.6 has no RMSNorm primitive, so the bench reports it as n/a rather than composing one
+ * that oneDNN does not ship.
  */
 #include "peers.h"
 
+#include "dtypes.h"
 #include "lntune.h"
 
 #include <dnnl.h>
@@ -57,14 +60,15 @@ static int open_layernorm(const lntune_bench_problem *p, void **out, char *note,
     const dnnl_dims_t dims = {p->rows, p->H}, wdims = {p->H};
     /* Scale and shift as two tensors: the layout PyTorch and lntune take (2.6 also has a packed
      * scaleshift, which would need a copy). */
-    dnnl_status_t st = dnnl_memory_desc_init_by_tag(&data_md, 2, dims, dnnl_f32, dnnl_ab);
+    static const dnnl_data_type_t types[] = {dnnl_f32, dnnl_f16, dnnl_bf16}; /* LNTUNE_TYPE_* */
+    dnnl_status_t st = dnnl_memory_desc_init_by_tag(&data_md, 2, dims, types[p->type], dnnl_ab);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&w_md, 1, wdims, dnnl_f32, dnnl_a);
     if (st == dnnl_success)
         st = dnnl_layer_normalization_forward_desc_init(
             &desc, dnnl_forward_inference, &data_md, NULL, p->eps, dnnl_use_scale | dnnl_use_shift);
     if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &desc, NULL, engine, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&s->prim, pd);
-    void *ptr[4] = {(void *)p->x, p->y, (void *)p->gamma, (void *)p->beta};
+    void *ptr[4] = {(void *)p->x, p->y, (void *)p->gamma_f32, (void *)p->beta_f32};
     for (int i = 0; i < 4 && st == dnnl_success; ++i)
         st = dnnl_memory_create(&s->mem[i], i < 2 ? &data_md : &w_md, engine, ptr[i]);
     const char *impl = NULL;
@@ -73,7 +77,11 @@ static int open_layernorm(const lntune_bench_problem *p, void **out, char *note,
         snprintf(note, notelen, "oneDNN %s", impl);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (st != dnnl_success) {
-        snprintf(note, notelen, "oneDNN: status %d creating the primitive", (int)st);
+        if (st == dnnl_unimplemented)
+            snprintf(note, notelen, "oneDNN %d.%d implements no %s layer normalization on this CPU",
+                     DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR, lntune_type_name(p->type));
+        else
+            snprintf(note, notelen, "oneDNN: status %d creating the primitive", (int)st);
         close_state(s);
         return LNTUNE_EUNSUPPORTED;
     }

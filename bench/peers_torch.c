@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "peers.h"
 
+#include "dtypes.h"
 #include "lntune.h"
 
 #include <stdio.h>
@@ -24,12 +25,13 @@ static const char *const torch_impls[][2] = {{"torch", "layernorm"},
                                              {"torch_out", "rmsnorm"}};
 
 static int add_absent(lntune_bench_records *out, const lntune_bench_shape *shapes, size_t nshapes,
-                      int threads, const char *why) {
+                      int threads, int type, const char *why) {
     for (size_t s = 0; s < nshapes; ++s)
         for (size_t i = 0; i < 4; ++i) {
             lntune_bench_record r = {0};
             snprintf(r.impl, sizeof r.impl, "%s", torch_impls[i][0]);
             snprintf(r.op, sizeof r.op, "%s", torch_impls[i][1]);
+            snprintf(r.dtype, sizeof r.dtype, "%s", lntune_type_name(type));
             r.rows = shapes[s].rows, r.H = shapes[s].H, r.threads = threads;
             r.us = r.gbps = r.max_error = -1.0;
             snprintf(r.note, sizeof r.note, "%s", why);
@@ -42,21 +44,23 @@ int lntune_bench_torch(const lntune_bench_config *cfg, const lntune_bench_shape 
                        size_t nshapes, int threads, lntune_bench_records *out) {
     const char *script = cfg->torch_script ? cfg->torch_script : LNTUNE_BENCH_TORCH_SCRIPT;
     const char *python = cfg->python ? cfg->python : "/usr/bin/python3";
-    if (!script[0]) return add_absent(out, shapes, nshapes, threads, "PyTorch not run");
+    if (!script[0]) return add_absent(out, shapes, nshapes, threads, cfg->type, "PyTorch not run");
     if (strchr(script, '\'') || strchr(python, '\''))
-        return add_absent(out, shapes, nshapes, threads, "script path has a quote; not run");
+        return add_absent(out, shapes, nshapes, threads, cfg->type,
+                          "script path has a quote; not run");
     size_t cap = 256 + strlen(script) + strlen(python) + 24 * nshapes, len;
     char *cmd = malloc(cap);
     if (!cmd) return LNTUNE_ENOMEM;
-    len = (size_t)snprintf(cmd, cap, "'%s' -u '%s' --threads %d --reps %d --rep-ms %g --shapes ",
-                           python, script, threads, cfg->reps, cfg->rep_ms);
+    len = (size_t)snprintf(
+        cmd, cap, "'%s' -u '%s' --threads %d --reps %d --rep-ms %g --dtype %s --shapes ", python,
+        script, threads, cfg->reps, cfg->rep_ms, lntune_type_name(cfg->type));
     for (size_t s = 0; s < nshapes; ++s)
         len += (size_t)snprintf(cmd + len, cap - len, "%s%lldx%lld", s ? "," : "",
                                 (long long)shapes[s].rows, (long long)shapes[s].H);
     fflush(NULL);
     FILE *p = popen(cmd, "r");
     free(cmd);
-    if (!p) return add_absent(out, shapes, nshapes, threads, "could not start Python");
+    if (!p) return add_absent(out, shapes, nshapes, threads, cfg->type, "could not start Python");
     size_t before = out->n;
     int rc = lntune_bench_records_read(p, out);
     int status = pclose(p);
@@ -65,7 +69,7 @@ int lntune_bench_torch(const lntune_bench_config *cfg, const lntune_bench_shape 
         char why[96];
         snprintf(why, sizeof why, "%s %s gave no result (exit %d)", python, "bench_torch.py",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        return add_absent(out, shapes, nshapes, threads, why);
+        return add_absent(out, shapes, nshapes, threads, cfg->type, why);
     }
     return LNTUNE_OK;
 }

@@ -26,6 +26,10 @@ void lntune_bench_records_free(lntune_bench_records *rs) {
     memset(rs, 0, sizeof *rs);
 }
 
+const char *lntune_bench_records_dtype(const lntune_bench_records *rs) {
+    return rs->n && rs->r[0].dtype[0] ? rs->r[0].dtype : "f32";
+}
+
 /* Notes are our own text; quotes and backslashes are dropped rather than escaped. */
 static void put_string(FILE *f, const char *s) {
     fputc('"', f);
@@ -39,6 +43,8 @@ void lntune_bench_record_write(FILE *f, const lntune_bench_record *r) {
     put_string(f, r->impl);
     fprintf(f, ", \"op\": ");
     put_string(f, r->op);
+    fprintf(f, ", \"dtype\": ");
+    put_string(f, r->dtype[0] ? r->dtype : "f32");
     fprintf(f,
             ", \"rows\": %lld, \"H\": %lld, \"threads\": %d, \"us\": %.6g, \"gbps\": %.6g, "
             "\"max_error\": %.3g, \"busy\": %.3f, \"reps\": %d, \"flagged\": %d, \"note\": ",
@@ -72,6 +78,7 @@ static const char *get_string(const char *p, char *out, size_t cap) {
 int lntune_bench_record_parse(const char *line, lntune_bench_record *r) {
     memset(r, 0, sizeof *r);
     r->us = r->gbps = r->max_error = -1.0;
+    snprintf(r->dtype, sizeof r->dtype, "f32"); /* lines written before runs had a type */
     const char *p = line;
     while (isspace((unsigned char)*p)) ++p;
     if (*p++ != '{') return LNTUNE_EINVAL;
@@ -105,6 +112,8 @@ int lntune_bench_record_parse(const char *line, lntune_bench_record *r) {
             have_impl = 1;
         } else if (strcmp(key, "op") == 0)
             snprintf(r->op, sizeof r->op, "%s", sval);
+        else if (strcmp(key, "dtype") == 0)
+            snprintf(r->dtype, sizeof r->dtype, "%s", sval);
         else if (strcmp(key, "note") == 0)
             snprintf(r->note, sizeof r->note, "%s", sval);
         else if (strcmp(key, "rows") == 0)

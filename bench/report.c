@@ -124,12 +124,20 @@ static void section(FILE *f, const lntune_bench_records *rs, int threads, const 
 
 void lntune_bench_write_markdown(FILE *f, const lntune_bench_records *rs, const char *title) {
     fprintf(f, "# %s\n\n", title ? title : "lntune benchmarks");
-    fprintf(f,
-            "fp32 forward, y = norm(x) * gamma (+ beta), rows x H contiguous. GB/s counts x read "
-            "once and y written once; the ratio is to the better of the two copies of the same "
-            "bytes (memcpy, non-temporal stores) in the same run. Median per-call time of at "
-            "least 7 interleaved repetitions of at least 50 ms each. Latency shapes: "
-            "microseconds per call.\n");
+    const char *dtype = lntune_bench_records_dtype(rs);
+    if (strcmp(dtype, "f32") == 0)
+        fprintf(f, "fp32 forward");
+    else
+        fprintf(f,
+                "%s forward: x, y, gamma and beta in %s (oneDNN takes gamma and beta in fp32 "
+                "only: it gets the same values widened); the error of a %s y is against half an "
+                "ulp of %s, scaled so that 2^-20 is the verifier's bound",
+                dtype, dtype, dtype, dtype);
+    fprintf(f, ", y = norm(x) * gamma (+ beta), rows x H contiguous. GB/s counts x read "
+               "once and y written once; the ratio is to the better of the two copies of the same "
+               "bytes (memcpy, non-temporal stores) in the same run. Median per-call time of at "
+               "least 7 interleaved repetitions of at least 50 ms each. Latency shapes: "
+               "microseconds per call.\n");
     int threads[16], nt = 0;
     for (size_t i = 0; i < rs->n; ++i) {
         int seen = 0;

@@ -4,7 +4,10 @@
 # and every core; minutes per shape), then runs bench_cpu, which measures at 1 thread and at
 # every core in one process each and writes the report.
 #   BUILD_DIR (default build), BENCH_SKIP_TUNE=1 (use the databases as they are),
-#   BENCH_ARGS (extra bench_cpu options, e.g. "--no-torch").
+#   BENCH_ARGS (extra bench_cpu options, e.g. "--no-torch"),
+#   BENCH_DTYPE=f16|bf16: x, y, gamma and beta of that type (tuned with lntune --dtype; own
+#   databases; cpu-TYPE-DATE; the shapes gain issue #6's 4096x4096),
+#   BENCH_SHAPES="RxH ..." (default: bench/bench.c's shapes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -23,24 +26,33 @@ echo "run.sh: building in $build" >&2
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLNTUNE_BUILD_BENCH=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" --target lntune bench_cpu
 
-# The shapes of bench/bench.c, for the tuner.
-shapes=(rows=4096,H=768 rows=4096,H=1024 rows=256,H=16384 rows=2048,H=4096 rows=1024,H=8192
-        rows=32768,H=4096 rows=1,H=4096 rows=8,H=4096)
+dtype=${BENCH_DTYPE:-f32}
+case $dtype in
+f32) tag= ;;
+f16 | bf16) tag=-$dtype ;;
+*) echo "run.sh: BENCH_DTYPE must be f32, f16 or bf16" >&2 && exit 2 ;;
+esac
+# The shapes of bench/bench.c (ROWSxH), or BENCH_SHAPES; 16-bit runs add issue #6's shape.
+default_shapes="4096x768 4096x1024 256x16384 2048x4096 1024x8192 32768x4096 1x4096 8x4096"
+[ -n "$tag" ] && default_shapes="$default_shapes 4096x4096"
+read -r -a shapes <<<"${BENCH_SHAPES:-$default_shapes}"
 shape_args=()
-for s in "${shapes[@]}"; do shape_args+=(--shape "$s"); done
+for s in "${shapes[@]}"; do shape_args+=(--shape "rows=${s%x*},H=${s#*x}"); done
+shape_list=$(IFS=,; echo "${shapes[*]}")
+db=$results/bench$tag.db db1=$results/bench$tag-t1.db
 mkdir -p "$results"
 if ! "$build/bench/bench_cpu" --has-runtime; then
     echo "run.sh: this tree has no lntune runtime yet: lntune tuned/built-in will be n/a; not tuning" >&2
 elif [ "${BENCH_SKIP_TUNE:-0}" != 1 ]; then
     # The runtime runs a tuned kernel at its tuned thread count, so the 1-thread run reads a
     # database tuned with --threads 1. A second run reuses every stored measurement.
-    echo "run.sh: tuning ${#shapes[@]} shapes x 2 ops at 1 thread -> $results/bench-t1.db (minutes)" >&2
-    "$build/lntune" tune "${shape_args[@]}" --threads 1 --db "$results/bench-t1.db"
-    echo "run.sh: tuning ${#shapes[@]} shapes x 2 ops at every core -> $results/bench.db (minutes)" >&2
-    "$build/lntune" tune "${shape_args[@]}" --db "$results/bench.db"
+    echo "run.sh: tuning ${#shapes[@]} shapes x 2 ops ($dtype) at 1 thread -> $db1 (minutes)" >&2
+    "$build/lntune" tune "${shape_args[@]}" --dtype "$dtype" --threads 1 --db "$db1"
+    echo "run.sh: tuning ${#shapes[@]} shapes x 2 ops ($dtype) at every core -> $db (minutes)" >&2
+    "$build/lntune" tune "${shape_args[@]}" --dtype "$dtype" --db "$db"
 fi
 
 echo "run.sh: measuring (about two minutes per thread count)" >&2
 # shellcheck disable=SC2086
-"$build/bench/bench_cpu" --db "$results/bench.db" --db1 "$results/bench-t1.db" \
-    --out "$results/cpu-$(date +%Y-%m-%d)" ${BENCH_ARGS:-}
+"$build/bench/bench_cpu" --db "$db" --db1 "$db1" --dtype "$dtype" --shapes "$shape_list" \
+    --out "$results/cpu$tag-$(date +%Y-%m-%d)" ${BENCH_ARGS:-}

@@ -806,8 +806,20 @@ static int cmd_bench(options *o) {
         fprintf(stderr, "lntune: %s\n", err);
         return EXIT_FAIL;
     }
-    lntune_bench_config cfg = {shapes, n,  o->threads,          o->db, NULL, NULL,
-                               7,      50, show_bench_progress, NULL};
+    const lntune_types t = o->types;
+    if (t.y != t.x || t.params != t.x || o->fusion) {
+        free(shapes);
+        return usage_error("%s", "lntune bench takes one --dtype for x, y, gamma and beta, and "
+                                 "no --residual");
+    }
+    lntune_bench_config cfg = {.shapes = shapes,
+                               .nshapes = n,
+                               .threads = o->threads,
+                               .tuned_db = o->db,
+                               .reps = 7,
+                               .rep_ms = 50,
+                               .progress = show_bench_progress,
+                               .type = t.x};
     lntune_bench_records rs = {0};
     int rc = lntune_bench_run(&cfg, &rs, err, sizeof err);
     if (err[0]) fprintf(stderr, "lntune: %s\n", err);
@@ -848,9 +860,10 @@ static const command commands[] = {
      "  Lists the best variants stored for this machine and its GPUs (--all: for every\n"
      "  machine).\n"},
     {"bench", cmd_bench,
-     "lntune bench [--db PATH] [--shape ...] [--threads N] [--json]\n"
+     "lntune bench [--db PATH] [--shape ...] [--threads N] [--dtype T] [--json]\n"
      "  Times the shapes tuned in the database (or --shape) against oneDNN, PyTorch, a naive\n"
-     "  kernel and the memory copy; prints a markdown table (--json: one record a line).\n"},
+     "  kernel and the memory copy; prints a markdown table (--json: one record a line).\n"
+     "  --dtype: one type for x, y, gamma and beta (f32, f16 or bf16; default f32).\n"},
     {"variants", cmd_variants,
      "lntune variants --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--shape H=N[,rows=N]]\n"
      "                [--dtype T] [--backward]\n"

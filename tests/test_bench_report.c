@@ -62,6 +62,14 @@ int main(void) {
               b.H == a.H && b.reps == 7 && strcmp(b.note, a.note) == 0,
           "round trip keeps the fields");
     CHECK(b.gbps > 4.49 && b.gbps < 4.51, "round trip keeps GB/s");
+    CHECK(strcmp(b.dtype, "f32") == 0, "a record of no type is written and read as f32");
+    free(line);
+    snprintf(a.dtype, sizeof a.dtype, "bf16");
+    f = open_memstream(&line, &len);
+    lntune_bench_record_write(f, &a);
+    fclose(f);
+    CHECK(lntune_bench_record_parse(line, &b) == LNTUNE_OK && strcmp(b.dtype, "bf16") == 0,
+          "round trip keeps the type");
     free(line);
 
     /* Python's spelling (escapes, key order) parses too; a line that is not a record does not. */
@@ -124,6 +132,27 @@ int main(void) {
     CHECK(strstr(md, "**missed:** LayerNorm 1x4096 at 1 thread <= 0.7 us: 0.91 us") != NULL &&
               strstr(md, "**met:** RMSNorm 1x4096 at 1 thread <= 0.7 us: 0.45 us") != NULL,
           "the latency target per op");
+    free(md);
+
+    /* A bf16 run: its intro names the type, and its target is issue #6's, LayerNorm 4096x4096
+     * at 0.85x the better copy (the 2048x4096 cells are not part of it). */
+    for (size_t i = 0; i < ts.n; ++i) snprintf(ts.r[i].dtype, sizeof ts.r[i].dtype, "bf16");
+    lntune_bench_record big[] = {rec("copy_nt", "copy", 10.0, 0.0, 0, ""),
+                                 rec("lntune_tuned", "layernorm", 8.2, 0.0, 0, "")};
+    for (size_t i = 0; i < 2; ++i) {
+        big[i].rows = 4096;
+        snprintf(big[i].dtype, sizeof big[i].dtype, "bf16");
+        lntune_bench_records_add(&ts, &big[i]);
+    }
+    md = render(&ts, 0);
+    CHECK(strstr(md, "bf16 forward: x, y, gamma and beta in bf16") != NULL,
+          "the intro names the type");
+    CHECK(strstr(md, "## Targets (issue #6)") != NULL &&
+              strstr(md, "**missed:** lntune tuned LayerNorm 4096x4096 >= 0.85x the better copy (1 "
+                         "of 1 shape x op x thread-count cells below): LayerNorm 4096x4096 1t "
+                         "0.82x") != NULL,
+          "a 16-bit run is judged on LayerNorm 4096x4096 alone");
+    CHECK(strstr(md, "1x4096 at 1 thread <= 0.7 us") == NULL, "no latency target for 16 bits");
     free(md);
     lntune_bench_records_free(&ts);
 
