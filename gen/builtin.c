@@ -9,6 +9,7 @@
  */
 #include "builtin.h"
 
+#include "dtypes.h"
 #include "fusion.h"
 #include "lntune.h"
 #include "nvrtc.h"
@@ -95,6 +96,24 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text) {
  * body, which they replace there, converts and sums one element at a time). All-bf16 calls take
  * the even/odd layout: bf16 widened by a shift or a mask, with no lane shuffles.
  */
+void lntune_builtin_typed_symbol(const char *prefix, size_t i, lntune_types t, char *buf,
+                                 size_t size) {
+    const lntune_builtin_variant *v = &lntune_builtin_variants[i];
+    snprintf(buf, size, "%s_%s_%s_%s_%s_%s", prefix, v->op, v->affine ? "affine" : "plain",
+             lntune_type_name(t.x), lntune_type_name(t.y), lntune_type_name(t.params));
+}
+
+int lntune_builtin_emit_typed_one(lntune_gen *g, size_t i, lntune_types t, const char *symbol,
+                                  lntune_source *src) {
+    const int evenodd = t.x == LNTUNE_TYPE_BF16 && t.y == t.x && t.params == t.x;
+    char variant[256];
+    snprintf(variant, sizeof variant, "%s%s", lntune_builtin_variants[i].variant,
+             evenodd ? ",layout=evenodd" : "");
+    lntune_shape shape = {0};
+    shape.types = (lntune_types){.x = t.x, .y = t.y, .params = t.params};
+    return lntune_gen_emit(g, "cpu", lntune_builtin_variants[i].op, variant, &shape, symbol, src);
+}
+
 int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text) {
     *text = NULL;
     char *table = NULL;
@@ -103,25 +122,20 @@ int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text) {
     int rc = f && t ? LNTUNE_OK : LNTUNE_ENOMEM;
     for (size_t i = 0; i < lntune_builtin_variant_count && rc == LNTUNE_OK; ++i) {
         const lntune_builtin_variant *v = &lntune_builtin_variants[i];
-        for (int tuple = 1;
-             tuple < LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT && rc == LNTUNE_OK;
-             ++tuple) { /* tuple 0 is all fp32: lntune_builtin_emit's */
-            const int x = tuple / 9, y = tuple / 3 % 3, p = tuple % 3;
-            const int evenodd = x == LNTUNE_TYPE_BF16 && y == x && p == x;
-            char symbol[160], variant[256];
-            snprintf(symbol, sizeof symbol, "%s_%s_%s_%s_%s_%s", prefix, v->op,
-                     v->affine ? "affine" : "plain", lntune_type_name(x), lntune_type_name(y),
-                     lntune_type_name(p));
-            snprintf(variant, sizeof variant, "%s%s", v->variant, evenodd ? ",layout=evenodd" : "");
-            lntune_shape shape = {0};
-            shape.types = (lntune_types){.x = (uint8_t)x, .y = (uint8_t)y, .params = (uint8_t)p};
+        /* tuple 0, all fp32, is lntune_builtin_emit's */
+        for (int packed = 1; packed < 64 && rc == LNTUNE_OK; ++packed) {
+            const lntune_types tt = lntune_types_unpacked(packed);
+            if (tt.x >= LNTUNE_TYPE_COUNT || tt.y >= LNTUNE_TYPE_COUNT ||
+                tt.params >= LNTUNE_TYPE_COUNT)
+                continue;
+            char symbol[160];
+            lntune_builtin_typed_symbol(prefix, i, tt, symbol, sizeof symbol);
             lntune_source src;
-            rc = lntune_gen_emit(g, "cpu", v->op, variant, &shape, symbol, &src);
-            if (rc != LNTUNE_OK) break;
+            if ((rc = lntune_builtin_emit_typed_one(g, i, tt, symbol, &src)) != LNTUNE_OK) break;
             fprintf(f, "%s\n", src.text);
             lntune_source_free(&src);
             fprintf(t, "    [%d][%d][%d][%d][%d] = %s,\n", strcmp(v->op, "layernorm") != 0,
-                    v->affine, x, y, p, symbol);
+                    v->affine, tt.x, tt.y, tt.params, symbol);
         }
     }
     if (t && fclose(t) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;

@@ -42,6 +42,11 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text);
  * [affine: 0 plain, 1 gamma][x][y][params] (LNTUNE_TYPE_*; NULL for all-fp32).
  */
 int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text);
+/* One of them: variant i of lntune_builtin_variants for tuple t (not all fp32), and its name. */
+int lntune_builtin_emit_typed_one(lntune_gen *g, size_t i, lntune_types t, const char *symbol,
+                                  lntune_source *src);
+void lntune_builtin_typed_symbol(const char *prefix, size_t i, lntune_types t, char *buf,
+                                 size_t size);
 
 /* The parameters of the built-in backward kernels (every type tuple of both ops). */
 extern const char lntune_builtin_backward_variant[];

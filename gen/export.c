@@ -7,9 +7,9 @@
  * packs as runtime/dtypes.h packs it (0 for all-fp32; the residual's type only when not x's) and
  * the rows buckets come from lntune_rows_bucket, so the exported code picks a winner exactly as
  * the runtime does: the winner of the call's bucket, else the nearest tuned bucket of the same
- * op, fusion, tuple, H and affine, else the generic kernel of the tuple (fp32: the templates'
- * built-in variants; fp16/bf16: export_typed.c's portable kernels; with a residual: the residual
- * fallback of export_typed.c around those).
+ * op, fusion, tuple, H and affine, else the generic kernel of the tuple (fp32, and the fp16/bf16
+ * tuples the winners have: the templates' built-in variants; the other tuples: export_typed.c's
+ * portable kernels; with a residual: the residual fallback of export_typed.c around those).
  */
 #include "export_internal.h"
 
@@ -366,7 +366,9 @@ static const char dispatch_text[] =
     "    }\n"
     "    lntune_kernel_fn generic = fusion       ? residual_generic[op][xt][yt][pt][rt]\n"
     "                               : types == 0 ? generic_f32[op][affine]\n"
-    "                                            : typed_generic[op][xt][yt][pt];\n"
+    "                               : affine < 2 && typed_builtin[op][affine][xt][yt][pt]\n"
+    "                                   ? typed_builtin[op][affine][xt][yt][pt]\n"
+    "                                   : typed_generic[op][xt][yt][pt];\n"
     "    int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? "
     "LNTUNE_KERNELS_MAX_THREADS : 1;\n"
     "    return run_threads(generic, &a, threads);\n"
@@ -549,9 +551,9 @@ static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cp
         lntune_export_put(b, " *   %s %s: %s\n", lntune_builtin_variants[i].op,
                           lntune_builtin_variants[i].affine ? "affine" : "no affine",
                           lntune_builtin_variants[i].variant);
-    lntune_export_put(b,
-                      " *   fp16/bf16 tuples: portable kernels, one per op and tuple, every affine "
-                      "kind\n */\n");
+    lntune_export_put(b, " *   fp16/bf16 tuples of a winner: the same variants for that tuple;"
+                         " the others,\n *   and beta without gamma: portable kernels, one per "
+                         "op and tuple\n */\n");
 }
 
 int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
@@ -634,7 +636,19 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     }
     lntune_export_put(&kernels, "%s", generic);
     free(generic);
-    lntune_export_put_typed_fallback(&kernels);
+    /* The generated generics of the winners' tuples (fused: of the fp32 sum with their y and
+     * gamma/beta types, which the residual fallback normalizes). */
+    unsigned char used[64] = {0};
+    for (size_t i = 0; i < list.n; ++i) {
+        const winner *w = &list.w[i];
+        if (!ok[i] || w->backward) continue;
+        lntune_types t = {w->fusion ? LNTUNE_TYPE_F32 : w->types.x, w->types.y, w->types.params, 0};
+        used[lntune_types_packed(t)] = lntune_types_packed(t) != 0;
+    }
+    if ((rc = lntune_export_put_typed_fallback(&kernels, g, used)) != LNTUNE_OK) {
+        snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
+        goto done;
+    }
     if ((rc = put_generic_f32(&kernels, r->message, sizeof r->message)) != LNTUNE_OK) goto done;
     lntune_export_put_residual_fallback(&kernels);
     lntune_export_put_backward_fallback(&kernels);

@@ -42,9 +42,14 @@ int lntune_export_op_find(const char *name);
 /*
  * Appends the exported portable kernels of every fp16/bf16 type tuple (export_typed.c): for each
  * op, one kernel per (x, y, params) tuple serving every affine kind, and the table
- * typed_generic[op][x][y][params] of them (NULL for all-fp32, which the fp32 generics serve).
+ * typed_generic[op][x][y][params] of them (NULL for all-fp32, which the fp32 generics serve);
+ * then, for each tuple marked in used (indexed by lntune_types_packed, residual 0), the
+ * generated generic kernels with gamma and with neither (gen/builtin.c), in the table
+ * typed_builtin[op][affine][x][y][params]. LNTUNE_OK, or the generator's code (lntune_gen_errmsg
+ * says why).
  */
-void lntune_export_put_typed_fallback(lntune_export_buf *b);
+int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
+                                     const unsigned char used[64]);
 
 /*
  * Appends the exported fallback of calls with a residual (export_typed.c), after the generic

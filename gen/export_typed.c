@@ -3,20 +3,25 @@
  * a tuple (x, y, gamma/beta) no exported winner covers, as runtime/builtin_typed.c does for
  * liblntune.
  *
- * Why fixed text rather than the templates' generic variants (as fp32 has): those are one kernel
- * per (op, tuple, affine kind), 104 kernels and 0.9 MB of C that take gcc 17 s at -O3 for every
- * app, even one calling fp32 only; and none of them takes beta without gamma. This is one small
- * portable body, instantiated per (op, tuple) with the types as constants, serving every affine
- * kind. The body is runtime/typed_kernel.h, the one builtin_typed.c includes, copied in as text
- * (it needs nothing of liblntune), so the numerics are the built-ins' to the bit.
+ * The tuples the winners have get liblntune's built-ins for them (gen/builtin.c: the templates'
+ * generic variants with the tuple's types), so an untuned H of a tuned tuple runs vectorized.
+ * Every other tuple, and beta without gamma, gets one small portable body instantiated per (op,
+ * tuple), serving every affine kind: all 104 generated kernels would be 0.9 MB of C that take gcc
+ * 17 s at -O3 for every app, even one calling fp32 only. The body is runtime/typed_kernel.h,
+ * copied in as text (it needs nothing of liblntune).
  */
 #include "export_internal.h"
 
+#include "builtin.h"
 #include "dtypes.h"
+#include "lntune.h"
+
+#include <stdlib.h>
 
 static const char *const type_enum[LNTUNE_TYPE_COUNT] = {"TYPED_F32", "TYPED_F16", "TYPED_BF16"};
 
-void lntune_export_put_typed_fallback(lntune_export_buf *b) {
+int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
+                                     const unsigned char used[64]) {
     const char *body = lntune_export_embedded("typed_kernel.h");
     lntune_export_put(b,
                       "/* ---- fp16/bf16 fallback: portable kernels for every type tuple no winner "
@@ -43,6 +48,37 @@ void lntune_export_put_typed_fallback(lntune_export_buf *b) {
                               lntune_type_name(p));
         }
     lntune_export_put(b, "};\n\n");
+
+    /* The winners' tuples: liblntune's generated built-ins, by op and affine kind. */
+    lntune_export_buf table = {0};
+    for (int packed = 1; packed < 64; ++packed) {
+        if (!used[packed]) continue;
+        const lntune_types t = lntune_types_unpacked(packed);
+        for (size_t i = 0; i < lntune_builtin_variant_count; ++i) {
+            const int op = lntune_export_op_find(lntune_builtin_variants[i].op);
+            char symbol[160];
+            lntune_builtin_typed_symbol("lntune_kernels_generic", i, t, symbol, sizeof symbol);
+            lntune_source src;
+            const int rc =
+                op < 0 ? LNTUNE_ERROR : lntune_builtin_emit_typed_one(g, i, t, symbol, &src);
+            if (rc != LNTUNE_OK) {
+                free(table.s);
+                return rc;
+            }
+            lntune_export_put(b, "%s\n", src.text);
+            lntune_source_free(&src);
+            lntune_export_put(&table, "    [%d][%d][%d][%d][%d] = %s,\n", op,
+                              lntune_builtin_variants[i].affine, t.x, t.y, t.params, symbol);
+        }
+    }
+    lntune_export_put(b,
+                      "/* [op][affine: 0 neither, 1 gamma][x][y][params]: the generated generic "
+                      "kernels of the\n * winners' tuples; NULL: typed_generic serves. */\n"
+                      "static const lntune_kernel_fn typed_builtin[%zu][2][3][3][3]%s%s%s;\n\n",
+                      lntune_export_op_count, table.s ? " = {\n" : "", table.s ? table.s : "",
+                      table.s ? "}" : "");
+    free(table.s);
+    return b->oom ? LNTUNE_ENOMEM : LNTUNE_OK;
 }
 
 /* The residual fallback's fixed part: a row of s = x + residual in fp32 (as
@@ -89,9 +125,11 @@ static const char residual_text[] =
     "                         int yt, int pt, int rt)\n"
     "{\n"
     "    const int affine = a->gamma ? 1 : a->beta ? 2 : 0;\n"
-    "    const lntune_kernel_fn inner = yt == TYPED_F32 && pt == TYPED_F32\n"
-    "                                       ? generic_f32[op][affine]\n"
-    "                                       : typed_generic[op][TYPED_F32][yt][pt];\n"
+    "    lntune_kernel_fn inner = yt == TYPED_F32 && pt == TYPED_F32\n"
+    "                                 ? generic_f32[op][affine]\n"
+    "                                 : typed_generic[op][TYPED_F32][yt][pt];\n"
+    "    if (affine < 2 && typed_builtin[op][affine][TYPED_F32][yt][pt])\n"
+    "        inner = typed_builtin[op][affine][TYPED_F32][yt][pt];\n"
     "    const int64_t H = a->H;\n"
     "    float stack[RESIDUAL_STACK_FLOATS];\n"
     "    float *s = H <= RESIDUAL_STACK_FLOATS ? stack : (float *)malloc((size_t)H * sizeof *s);\n"

@@ -4,12 +4,12 @@
  * with gamma or with neither, and the generic body below for beta without gamma, which the
  * templates have no variant of. fp32 has its own generated built-ins (builtin.c).
  *
- * The kernel ABI carries no types, so each (op, x, y, params) tuple is its own function: one
- * generic body (typed_kernel.h's typed_norm, which the exported file's fallback is too), inlined
- * with its types as constants, so that each instance's loads and stores are straight-line
- * conversions. Portable C (the runtime is built without -march). Numerics: see typed_kernel.h;
- * only the sums differ from the fp32 built-ins': all in double here, where those add fp32
- * partial sums into double.
+ * The generated ones have the fp32 built-ins' numerics (fp32 partial sums added into double),
+ * rounded once to y's type. For beta without gamma, the kernel ABI carries no types, so each (op,
+ * x, y, params) tuple is its own function: one generic body (typed_kernel.h's typed_norm, which
+ * the exported file's fallback is too), inlined with its types as constants, so that each
+ * instance's loads and stores are straight-line conversions. Portable C (the runtime is built
+ * without -march). Its sums are all in double (see typed_kernel.h).
  */
 #include "builtin.h"
 

@@ -63,6 +63,17 @@ for row in "0, 0, 0, INT64_C(768), 1," "1, 1, 10, INT64_C(4096), 1,"; do
         { echo "FAIL: no backward table row {$row ...}"; exit 1; }
 done
 
+step "the winners' fp16/bf16 tuples get the generated generic kernels (gamma, neither), the fused winner's of its fp32 sum"
+n=$(grep -c "^    \[[01]\]\[[01]\]\[[0-2]\]\[[0-2]\]\[[0-2]\] = lntune_kernels_generic_" "$dir/out/lntune_kernels.c" || true)
+test "$n" -eq 16 || { echo "FAIL: $n typed_builtin rows, want 16 (4 tuples x 2 ops x 2 affine kinds)"; exit 1; }
+for row in "[0][1][2][2][2] = lntune_kernels_generic_layernorm_affine_bf16_bf16_bf16" \
+           "[1][0][1][1][1] = lntune_kernels_generic_rmsnorm_plain_f16_f16_f16" \
+           "[0][1][1][2][0] = lntune_kernels_generic_layernorm_affine_f16_bf16_f32" \
+           "[1][1][0][2][2] = lntune_kernels_generic_rmsnorm_affine_f32_bf16_bf16"; do
+    grep -qF "    $row," "$dir/out/lntune_kernels.c" || { echo "FAIL: no typed_builtin row $row"; exit 1; }
+done
+echo "ok  : 16 typed_builtin rows"
+
 for cc in gcc clang-14; do
     if ! command -v $cc >/dev/null; then echo "FAIL: $cc not found"; exit 1; fi
     step "$cc -Werror on the exported files, then the driver against the reference"
