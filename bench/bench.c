@@ -166,15 +166,11 @@ static void progress(const lntune_bench_config *cfg, const char *what, const lnt
     cfg->progress(cfg->progress_ud, &p);
 }
 
-/* Fills v[0..n) with normal values rounded to type, and returns them widened back in wide
- * (which may be v itself for fp32): every peer gets the same values. */
+/* Fills v[0..n) with normal values rounded to type, and returns them widened back in wide: every
+ * peer gets the same values. */
 static void fill_typed(void *v, float *wide, int64_t n, int type, double mean, double sd,
                        uint64_t seed) {
     fill_normal(wide, n, mean, sd, seed);
-    if (type == LNTUNE_TYPE_F32) {
-        if ((void *)wide != v) memcpy(v, wide, (size_t)n * sizeof(float));
-        return;
-    }
     for (int64_t i = 0; i < n; ++i) {
         lntune_ref_store(type, v, i, wide[i]);
         wide[i] = (float)lntune_ref_load(type, v, i);

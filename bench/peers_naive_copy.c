@@ -35,7 +35,7 @@ static void close_any(void *s) {
     free(s);
 }
 
-/* The type is a constant at each call (see NAIVE_ROWS): each instance gets its own loops, and
+/* The type is a constant at each call (see naive_row): each instance gets its own loops, and
  * fp32 the plain ones it had. */
 static inline __attribute__((always_inline)) void naive_layernorm_row(int t, const void *x, void *y,
                                                                       const void *g, const void *b,
@@ -90,17 +90,15 @@ static void nt_copy_row(const char *x, char *y, size_t bytes) {
     if (i < bytes) memcpy(y + i, x + i, bytes - i);
 }
 
-/* Row r of one op on type t; t is a literal at each use, so each case is its own loop. */
-#define NAIVE_ROW(t, op, p, r)                                                                     \
-    do {                                                                                           \
-        const int64_t at_ = (r) * (p)->H;                                                          \
-        const char *x_ = (const char *)(p)->x + (size_t)at_ * typed_size(t);                       \
-        char *y_ = (char *)(p)->y + (size_t)at_ * typed_size(t);                                   \
-        if ((op) == 0)                                                                             \
-            naive_layernorm_row(t, x_, y_, (p)->gamma, (p)->beta, (p)->H, (p)->eps);               \
-        else                                                                                       \
-            naive_rmsnorm_row(t, x_, y_, (p)->gamma, (p)->H, (p)->eps);                            \
-    } while (0)
+/* One row of op (0 LayerNorm, 1 RMSNorm) on type t; t is a literal at each call in run_op, so each
+ * type gets its own loops. */
+static inline __attribute__((always_inline)) void
+naive_row(int t, int op, const lntune_bench_problem *p, const char *x, char *y) {
+    if (op == 0)
+        naive_layernorm_row(t, x, y, p->gamma, p->beta, p->H, p->eps);
+    else
+        naive_rmsnorm_row(t, x, y, p->gamma, p->H, p->eps);
+}
 
 static int run_op(void *st, int op) {
     const lntune_bench_problem *p = &((state *)st)->p;
@@ -115,11 +113,11 @@ static int run_op(void *st, int op) {
         else if (op == 3)
             nt_copy_row(x, y, bytes);
         else if (p->type == TYPED_BF16)
-            NAIVE_ROW(TYPED_BF16, op, p, r);
+            naive_row(TYPED_BF16, op, p, x, y);
         else if (p->type == TYPED_F16)
-            NAIVE_ROW(TYPED_F16, op, p, r);
+            naive_row(TYPED_F16, op, p, x, y);
         else
-            NAIVE_ROW(TYPED_F32, op, p, r);
+            naive_row(TYPED_F32, op, p, x, y);
     }
 #if defined(__x86_64__)
     if (op == 3) _mm_sfence(); /* the streamed stores are globally visible before we return */

@@ -110,7 +110,8 @@ int lntune_builtin_emit_typed_one(lntune_gen *g, size_t i, lntune_types t, const
     snprintf(variant, sizeof variant, "%s%s", lntune_builtin_variants[i].variant,
              evenodd ? ",layout=evenodd" : "");
     lntune_shape shape = {0};
-    shape.types = (lntune_types){.x = t.x, .y = t.y, .params = t.params};
+    shape.types = t;
+    shape.types.residual = 0;
     return lntune_gen_emit(g, "cpu", lntune_builtin_variants[i].op, variant, &shape, symbol, src);
 }
 
