@@ -5,12 +5,14 @@
  * code runs on any x86-64 or aarch64 without -march), 2 accumulators, sampled statistics for
  * LayerNorm (one pass where the shift allows, else two: 19% faster than two passes at 256 x 4096
  * on one core) and blocked fp32-into-double sums for RMSNorm (both exact to a few ulps at any
- * H), H read at run time, plain stores. Threads are the caller's business.
+ * H), H read at run time, plain stores. Threads are the caller's business. On x86-64 the same
+ * variants come a second time at 8 lanes for AVX2 (lntune_builtin_avx2), chosen at run time.
  */
 #include "builtin.h"
 
 #include "dtypes.h"
 #include "fusion.h"
+#include "hardware.h"
 #include "lntune.h"
 #include "nvrtc.h"
 
@@ -52,31 +54,60 @@ const lntune_builtin_variant lntune_builtin_cuda_backward_variants[] = {
 const size_t lntune_builtin_cuda_backward_variant_count =
     sizeof lntune_builtin_cuda_backward_variants / sizeof lntune_builtin_cuda_backward_variants[0];
 
+/* Generic: what the build host's compiler makes of plain C vectors without -march. */
+const lntune_builtin_level lntune_builtin_generic = {"generic", 4, 0, 0, 0};
+/* x86-64 with AVX2, FMA and F16C (x86-64-v3 less BMI and MOVBE, which kernels have no use for):
+ * every x86-64 CPU sold since 2013-2015. Its features are given so that the build host's own
+ * do not matter: the copy is the same wherever it is built. */
+#define AVX2_ISA                                                                                   \
+    (LNTUNE_ISA_SSE | LNTUNE_ISA_SSE2 | LNTUNE_ISA_SSE4_2 | LNTUNE_ISA_AVX | LNTUNE_ISA_AVX2 |     \
+     LNTUNE_ISA_FMA | LNTUNE_ISA_F16C)
+const lntune_builtin_level lntune_builtin_avx2 = {"avx2", 8, 1, 0, AVX2_ISA};
+const lntune_builtin_level lntune_builtin_avx2_streaming = {"avx2", 8, 1, 1, AVX2_ISA};
+
+/* base (one of the variant strings here: all have "vec=4", the forward ones
+ * "store=plain,prefetch=0") at level, with native fp16 conversions when f16 and the level has
+ * them. */
+static void level_variant(const char *base, const lntune_builtin_level *level, int f16, char *buf,
+                          size_t size) {
+    static const char plain[] = "store=plain,prefetch=0";
+    const char *native = f16 && level->native_f16 ? ",convert=native" : "";
+    char widened[256];
+    const char *vec = strstr(base, "vec=4");
+    snprintf(widened, sizeof widened, "%.*svec=%d%s", (int)(vec - base), base, level->vec, vec + 5);
+    const char *stores = level->streaming ? strstr(widened, plain) : NULL;
+    if (stores)
+        snprintf(buf, size, "%.*sstore=nt,prefetch=1%s%s", (int)(stores - widened), widened,
+                 stores + sizeof plain - 1, native);
+    else
+        snprintf(buf, size, "%s%s", widened, native);
+}
+
 void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size) {
     const lntune_builtin_variant *v = &lntune_builtin_variants[i];
     snprintf(buf, size, "%s_%s_%s", prefix, v->op, v->affine ? "affine" : "plain");
 }
 
-int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text) {
+int lntune_builtin_emit(lntune_gen *g, const lntune_builtin_level *level, const char *prefix,
+                        char **text) {
     *text = NULL;
     char *all = NULL;
     size_t len = 0;
-    for (size_t i = 0; i < lntune_builtin_variant_count; ++i) {
-        char symbol[128];
+    lntune_gen_set_isa(g, level->isa);
+    int rc = LNTUNE_OK;
+    for (size_t i = 0; i < lntune_builtin_variant_count && rc == LNTUNE_OK; ++i) {
+        char symbol[128], variant[256];
         lntune_builtin_symbol(prefix, i, symbol, sizeof symbol);
+        level_variant(lntune_builtin_variants[i].variant, level, 0, variant, sizeof variant);
         lntune_source src;
-        int rc = lntune_gen_emit(g, "cpu", lntune_builtin_variants[i].op,
-                                 lntune_builtin_variants[i].variant, NULL, symbol, &src);
-        if (rc != LNTUNE_OK) {
-            free(all);
-            return rc;
-        }
+        rc = lntune_gen_emit(g, "cpu", lntune_builtin_variants[i].op, variant, NULL, symbol, &src);
+        if (rc != LNTUNE_OK) break;
         size_t n = strlen(src.text);
         char *grown = realloc(all, len + n + 2);
         if (!grown) {
             lntune_source_free(&src);
-            free(all);
-            return LNTUNE_ENOMEM;
+            rc = LNTUNE_ENOMEM;
+            break;
         }
         all = grown;
         memcpy(all + len, src.text, n);
@@ -84,6 +115,11 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text) {
         all[len++] = '\n';
         all[len] = '\0';
         lntune_source_free(&src);
+    }
+    lntune_gen_set_isa(g, 0);
+    if (rc != LNTUNE_OK) {
+        free(all);
+        return rc;
     }
     *text = all;
     return LNTUNE_OK;
@@ -103,19 +139,26 @@ void lntune_builtin_typed_symbol(const char *prefix, size_t i, lntune_types t, c
              lntune_type_name(t.x), lntune_type_name(t.y), lntune_type_name(t.params));
 }
 
-int lntune_builtin_emit_typed_one(lntune_gen *g, size_t i, lntune_types t, const char *symbol,
-                                  lntune_source *src) {
+int lntune_builtin_emit_typed_one(lntune_gen *g, const lntune_builtin_level *level, size_t i,
+                                  lntune_types t, const char *symbol, lntune_source *src) {
     const int evenodd = t.x == LNTUNE_TYPE_BF16 && t.y == t.x && t.params == t.x;
-    char variant[256];
-    snprintf(variant, sizeof variant, "%s%s", lntune_builtin_variants[i].variant,
+    const int f16 = t.x == LNTUNE_TYPE_F16 || t.y == LNTUNE_TYPE_F16 || t.params == LNTUNE_TYPE_F16;
+    char base[256], variant[300];
+    snprintf(base, sizeof base, "%s%s", lntune_builtin_variants[i].variant,
              evenodd ? ",layout=evenodd" : "");
+    level_variant(base, level, f16, variant, sizeof variant);
     lntune_shape shape = {0};
     shape.types = t;
     shape.types.residual = 0;
-    return lntune_gen_emit(g, "cpu", lntune_builtin_variants[i].op, variant, &shape, symbol, src);
+    lntune_gen_set_isa(g, level->isa);
+    const int rc =
+        lntune_gen_emit(g, "cpu", lntune_builtin_variants[i].op, variant, &shape, symbol, src);
+    lntune_gen_set_isa(g, 0);
+    return rc;
 }
 
-int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text) {
+int lntune_builtin_emit_typed(lntune_gen *g, const lntune_builtin_level *level, const char *prefix,
+                              char **text) {
     *text = NULL;
     char *table = NULL;
     size_t len = 0, table_len = 0;
@@ -132,7 +175,8 @@ int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text) {
             char symbol[160];
             lntune_builtin_typed_symbol(prefix, i, tt, symbol, sizeof symbol);
             lntune_source src;
-            if ((rc = lntune_builtin_emit_typed_one(g, i, tt, symbol, &src)) != LNTUNE_OK) break;
+            if ((rc = lntune_builtin_emit_typed_one(g, level, i, tt, symbol, &src)) != LNTUNE_OK)
+                break;
             fprintf(f, "%s\n", src.text);
             lntune_source_free(&src);
             fprintf(t, "    [%d][%d][%d][%d][%d] = %s,\n", strcmp(v->op, "layernorm") != 0,
@@ -157,13 +201,17 @@ int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text) {
  * "residual"), the table's second index. */
 const char lntune_builtin_backward_variant[] = "vec=4,acc=2,rows=1,h=runtime,store=plain,threads=1";
 
-int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text) {
+int lntune_builtin_emit_backward(lntune_gen *g, const lntune_builtin_level *level,
+                                 const char *prefix, char **text) {
     static const char *const ops[] = {"layernorm_backward", "rmsnorm_backward"};
     *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(text, &len);
     if (!f) return LNTUNE_ENOMEM;
     int rc = LNTUNE_OK;
+    char variant[256];
+    level_variant(lntune_builtin_backward_variant, level, 0, variant, sizeof variant);
+    lntune_gen_set_isa(g, level->isa);
     char table[8192] = "";
     size_t at = 0;
     for (int op = 0; op < 2 && rc == LNTUNE_OK; ++op) {
@@ -181,8 +229,7 @@ int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text)
                         (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
                     shape.fusion = fused ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE;
                     lntune_source src;
-                    rc = lntune_gen_emit(g, "cpu", ops[op], lntune_builtin_backward_variant, &shape,
-                                         symbol, &src);
+                    rc = lntune_gen_emit(g, "cpu", ops[op], variant, &shape, symbol, &src);
                     if (rc != LNTUNE_OK) break;
                     fprintf(f, "%s\n", src.text);
                     lntune_source_free(&src);
@@ -195,6 +242,7 @@ int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text)
         }
         at += (size_t)snprintf(table + at, sizeof table - at, "    },\n");
     }
+    lntune_gen_set_isa(g, 0);
     if (rc == LNTUNE_OK && at >= sizeof table) rc = LNTUNE_ERROR; /* the table was cut short */
     if (rc == LNTUNE_OK)
         fprintf(f, "const lntune_backward_kernel_fn %s_backward[2][2][3][3] = {\n%s};\n", prefix,

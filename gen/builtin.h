@@ -29,10 +29,32 @@ extern const size_t lntune_builtin_cuda_variant_count;
 void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size);
 
 /*
- * Generates every built-in variant into one translation unit (malloc'd *text), each kernel named
- * by lntune_builtin_symbol(prefix, i). On failure *text is NULL and lntune_gen_errmsg says why.
+ * An instruction set the CPU built-ins are generated for. liblntune carries the generic copy, and
+ * on x86-64 an AVX2 copy too (compiled with -mavx2 -mfma -mf16c), and runs the best one the CPU
+ * has (runtime/builtin_isa.c). The variants are lntune_builtin_variants' with this vector width
+ * and, for tuples with fp16, native conversions where the level has them.
  */
-int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text);
+typedef struct lntune_builtin_level {
+    const char *name; /* "generic", "avx2" */
+    int vec;          /* floats per vector */
+    int native_f16;   /* convert=native (F16C) for tuples with fp16 */
+    int streaming;    /* store=nt,prefetch=1 in place of store=plain,prefetch=0 */
+    uint32_t isa;     /* LNTUNE_ISA_* features the code may use; 0: the build host's */
+} lntune_builtin_level;
+
+extern const lntune_builtin_level lntune_builtin_generic; /* what lntune export copies */
+extern const lntune_builtin_level lntune_builtin_avx2;
+/* The AVX2 forward kernels once more with non-temporal stores and the next row prefetched, for
+ * calls whose data exceed the cache (the runtime's choice, runtime/api.c). */
+extern const lntune_builtin_level lntune_builtin_avx2_streaming;
+
+/*
+ * Generates every built-in variant at level into one translation unit (malloc'd *text), each
+ * kernel named by lntune_builtin_symbol(prefix, i). On failure *text is NULL and
+ * lntune_gen_errmsg says why.
+ */
+int lntune_builtin_emit(lntune_gen *g, const lntune_builtin_level *level, const char *prefix,
+                        char **text);
 
 /*
  * Generates the forward built-ins of every tuple but all-fp32 (lntune_builtin_emit's), each
@@ -41,14 +63,16 @@ int lntune_builtin_emit(lntune_gen *g, const char *prefix, char **text);
  * `const lntune_kernel_fn <prefix>_typed[2][2][3][3][3]` indexed [op: 0 LayerNorm, 1 RMSNorm]
  * [affine: 0 plain, 1 gamma][x][y][params] (LNTUNE_TYPE_*; NULL for all-fp32).
  */
-int lntune_builtin_emit_typed(lntune_gen *g, const char *prefix, char **text);
+int lntune_builtin_emit_typed(lntune_gen *g, const lntune_builtin_level *level, const char *prefix,
+                              char **text);
 /* One of them: variant i of lntune_builtin_variants for tuple t (not all fp32), and its name. */
-int lntune_builtin_emit_typed_one(lntune_gen *g, size_t i, lntune_types t, const char *symbol,
-                                  lntune_source *src);
+int lntune_builtin_emit_typed_one(lntune_gen *g, const lntune_builtin_level *level, size_t i,
+                                  lntune_types t, const char *symbol, lntune_source *src);
 void lntune_builtin_typed_symbol(const char *prefix, size_t i, lntune_types t, char *buf,
                                  size_t size);
 
-/* The parameters of the built-in backward kernels (every type tuple of both ops). */
+/* The parameters of the built-in backward kernels (every type tuple of both ops), at the generic
+ * level (another level sets its vector width). */
 extern const char lntune_builtin_backward_variant[];
 
 /*
@@ -57,7 +81,8 @@ extern const char lntune_builtin_backward_variant[];
  * by the table `const lntune_backward_kernel_fn <prefix>_backward[2][2][3][3]` indexed [op][fused:
  * 0, or 1 for dresidual_out given][x type][params type] (LNTUNE_DESC_* op, LNTUNE_TYPE_* types).
  */
-int lntune_builtin_emit_backward(lntune_gen *g, const char *prefix, char **text);
+int lntune_builtin_emit_backward(lntune_gen *g, const lntune_builtin_level *level,
+                                 const char *prefix, char **text);
 
 /*
  * liblntune's CUDA built-ins for short rows: per op and affine kind, served for H <= max_h; the

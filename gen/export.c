@@ -630,7 +630,8 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         if (w->threads > max_threads) max_threads = w->threads;
     }
     char *generic = NULL;
-    if ((rc = lntune_builtin_emit(g, "lntune_kernels_generic", &generic)) != LNTUNE_OK) {
+    if ((rc = lntune_builtin_emit(g, &lntune_builtin_generic, "lntune_kernels_generic",
+                                  &generic)) != LNTUNE_OK) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
         goto done;
     }

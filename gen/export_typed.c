@@ -59,8 +59,9 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
             char symbol[160];
             lntune_builtin_typed_symbol("lntune_kernels_generic", i, t, symbol, sizeof symbol);
             lntune_source src;
-            const int rc =
-                op < 0 ? LNTUNE_ERROR : lntune_builtin_emit_typed_one(g, i, t, symbol, &src);
+            const int rc = op < 0 ? LNTUNE_ERROR
+                                  : lntune_builtin_emit_typed_one(g, &lntune_builtin_generic, i, t,
+                                                                  symbol, &src);
             if (rc != LNTUNE_OK) {
                 free(table.s);
                 return rc;

@@ -31,7 +31,8 @@ struct lntune_gen {
     int engine_ref; /* registry reference to the engine module table */
     char *template_dir;
     lntune_cpu_info cpu;
-    int cuda_sm; /* host.sm for CUDA templates; 0: not set */
+    uint32_t host_isa; /* cpu.isa as detected; lntune_gen_set_isa(g, 0) restores it */
+    int cuda_sm;       /* host.sm for CUDA templates; 0: not set */
     char errmsg[2048];
 };
 
@@ -186,6 +187,7 @@ int lntune_gen_open(const char *template_dir, lntune_gen **out) {
         return LNTUNE_ENOMEM;
     }
     lntune_cpu_info_get(&g->cpu);
+    g->host_isa = g->cpu.isa;
     if (!(g->L = luaL_newstate())) {
         free(g->template_dir);
         free(g);
@@ -240,6 +242,10 @@ void lntune_gen_close(lntune_gen *g) {
 
 void lntune_gen_set_cores(lntune_gen *g, int cores) {
     if (g && cores > 0) g->cpu.cores = cores;
+}
+
+void lntune_gen_set_isa(lntune_gen *g, uint32_t isa) {
+    if (g) g->cpu.isa = isa ? isa : g->host_isa;
 }
 
 int lntune_gen_set_cuda_arch(lntune_gen *g, int sm) {

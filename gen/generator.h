@@ -57,6 +57,10 @@ int lntune_gen_variants(lntune_gen *g, const char *target, const char *op,
                         const lntune_shape *shape, char ***list, size_t *count);
 void lntune_gen_free_list(char **list, size_t count);
 
+/* Generate for a CPU with these LNTUNE_ISA_* features (the variant space and the code follow
+ * them) instead of the host's; 0 restores the host's. For code built with matching -m flags. */
+void lntune_gen_set_isa(lntune_gen *g, uint32_t isa);
+
 /* Generate for a machine with this many cores (thread counts in the space stop there). */
 void lntune_gen_set_cores(lntune_gen *g, int cores);
 

@@ -231,6 +231,16 @@ LNTUNE_API int lntune_rmsnorm_backward(lntune *ctx, const lntune_backward_args *
 LNTUNE_API const char *lntune_errmsg(const lntune *ctx);
 LNTUNE_API const char *lntune_errstr(int rc); /* static text; never NULL */
 LNTUNE_API const char *lntune_version(void);
+/*
+ * The instruction set of the built-in CPU kernels, which serve every shape the database has no
+ * tuned kernel for: "avx2" (x86-64 with AVX2, FMA and F16C: 8-lane vectors, hardware fp16
+ * conversions) or "generic" (the architecture's baseline: 4-lane vectors, fp16 converted in
+ * portable C). Decided at the first call in the process; LNTUNE_BUILTIN_ISA=generic in the
+ * environment forces "generic" (any other value leaves the choice to the CPU). Static text.
+ * The "avx2" built-ins store y non-temporally in calls whose x and y bytes reach the last-level
+ * cache's size, or $LNTUNE_STREAMING_BYTES (read by lntune_open).
+ */
+LNTUNE_API const char *lntune_builtin_isa(void);
 
 #ifdef __cplusplus
 }

@@ -155,11 +155,16 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
 
     int builtin_threads =
         a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;
-    int threads = e->kernel == e->fallback ? builtin_threads : e->threads;
+    lntune_kernel_fn kernel = e->kernel;
+    int threads = e->threads;
+    if (kernel == e->fallback) {
+        threads = builtin_threads;
+        if (e->streaming && a->rows * a->H >= e->streaming_elements) kernel = e->streaming;
+    }
     lntune_pool *pool = NULL;
     if (threads > 1 && !(pool = atomic_load_explicit(&ctx->pool, memory_order_acquire)))
         pool = lntune_dispatch_pool(ctx);
-    rc = lntune_pool_run_kernel(pool, e->kernel, &ka, threads);
+    rc = lntune_pool_run_kernel(pool, kernel, &ka, threads);
     if (rc == LNTUNE_KERNEL_EUNSUPPORTED && e->kernel != e->fallback) {
         /* The tuned kernel declined these args (its checks are stricter than the key). */
         if (builtin_threads > 1 && !pool) pool = lntune_dispatch_pool(ctx);

@@ -1,7 +1,8 @@
 /*
  * builtin.c - the table of built-in kernels. The kernels themselves are generated at build time
  * by tools/emit_builtin.c from the templates (see gen/builtin.c for their parameters) into
- * lntune_builtin_kernels.c in the build directory; only their names appear here.
+ * lntune_builtin_kernels.c in the build directory, and on x86-64 into
+ * lntune_builtin_kernels_avx2.c too; only their names appear here.
  *
  * The templates have no LayerNorm variant for beta without gamma (the tuner never measures
  * one), so that case is the plain kernel followed by adding beta: one extra pass over y, for
@@ -13,16 +14,44 @@
 
 #include <stddef.h>
 
-/* Generated; names follow lntune_builtin_symbol("lntune_builtin", i). */
-int lntune_builtin_layernorm_affine(const lntune_kernel_args *a, int64_t begin, int64_t end);
-int lntune_builtin_layernorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);
-int lntune_builtin_rmsnorm_affine(const lntune_kernel_args *a, int64_t begin, int64_t end);
-int lntune_builtin_rmsnorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);
+/* Generated; names follow lntune_builtin_symbol(prefix, i) for the prefixes "lntune_builtin",
+ * "lntune_builtin_avx2" and "lntune_builtin_avx2_nt" (tools/emit_builtin.c). */
+#define DECLARE_FP32_KERNELS(prefix)                                                               \
+    int prefix##_layernorm_affine(const lntune_kernel_args *a, int64_t begin, int64_t end);        \
+    int prefix##_layernorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);         \
+    int prefix##_rmsnorm_affine(const lntune_kernel_args *a, int64_t begin, int64_t end);          \
+    int prefix##_rmsnorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);
+DECLARE_FP32_KERNELS(lntune_builtin)
+extern const lntune_backward_kernel_fn lntune_builtin_backward[2][2][3][3];
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+DECLARE_FP32_KERNELS(lntune_builtin_avx2)
+extern const lntune_backward_kernel_fn lntune_builtin_avx2_backward[2][2][3][3];
+DECLARE_FP32_KERNELS(lntune_builtin_avx2_nt)
+extern const lntune_kernel_fn lntune_builtin_avx2_nt_typed[2][2][3][3][3];
+#endif
+
+/* [level][op: LNTUNE_DESC_LAYERNORM, _RMSNORM][affine: 0 neither, 1 gamma] */
+static const lntune_kernel_fn fp32_kernels[][2][2] = {
+    {{lntune_builtin_layernorm_plain, lntune_builtin_layernorm_affine},
+     {lntune_builtin_rmsnorm_plain, lntune_builtin_rmsnorm_affine}},
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+    {{lntune_builtin_avx2_layernorm_plain, lntune_builtin_avx2_layernorm_affine},
+     {lntune_builtin_avx2_rmsnorm_plain, lntune_builtin_avx2_rmsnorm_affine}},
+#endif
+};
+
+/* [level]: the tables [op][fused][x][params] */
+static const lntune_backward_kernel_fn (*const backward_kernels[])[2][3][3] = {
+    lntune_builtin_backward,
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+    lntune_builtin_avx2_backward,
+#endif
+};
 
 static int layernorm_beta_only(const lntune_kernel_args *a, int64_t begin, int64_t end) {
     lntune_kernel_args plain = *a;
     plain.beta = NULL;
-    int rc = lntune_builtin_layernorm_plain(&plain, begin, end);
+    int rc = fp32_kernels[lntune_builtin_level()][LNTUNE_DESC_LAYERNORM][0](&plain, begin, end);
     if (rc != LNTUNE_KERNEL_OK) return rc;
     const float *beta = a->beta;
     for (int64_t r = begin; r < end; ++r) {
@@ -33,11 +62,34 @@ static int layernorm_beta_only(const lntune_kernel_args *a, int64_t begin, int64
 }
 
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine) {
-    if (op == LNTUNE_DESC_RMSNORM)
-        return affine == LNTUNE_DESC_GAMMA       ? lntune_builtin_rmsnorm_affine
-               : affine == LNTUNE_DESC_NO_AFFINE ? lntune_builtin_rmsnorm_plain
-                                                 : NULL;
-    return affine == LNTUNE_DESC_GAMMA       ? lntune_builtin_layernorm_affine
-           : affine == LNTUNE_DESC_NO_AFFINE ? lntune_builtin_layernorm_plain
-                                             : layernorm_beta_only;
+    if (op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) return NULL;
+    if (affine == LNTUNE_DESC_BETA_ONLY)
+        return op == LNTUNE_DESC_LAYERNORM ? layernorm_beta_only : NULL;
+    return fp32_kernels[lntune_builtin_level()][op][affine == LNTUNE_DESC_GAMMA];
+}
+
+lntune_kernel_fn lntune_builtin_streaming_kernel(int op, int affine, lntune_types t) {
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+    static const lntune_kernel_fn fp32[2][2] = {
+        {lntune_builtin_avx2_nt_layernorm_plain, lntune_builtin_avx2_nt_layernorm_affine},
+        {lntune_builtin_avx2_nt_rmsnorm_plain, lntune_builtin_avx2_nt_rmsnorm_affine}};
+    if (lntune_builtin_level() != LNTUNE_BUILTIN_AVX2 ||
+        (op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) ||
+        (affine != LNTUNE_DESC_GAMMA && affine != LNTUNE_DESC_NO_AFFINE) ||
+        t.x >= LNTUNE_TYPE_COUNT || t.y >= LNTUNE_TYPE_COUNT || t.params >= LNTUNE_TYPE_COUNT)
+        return NULL;
+    const int gamma = affine == LNTUNE_DESC_GAMMA;
+    return lntune_types_all_f32(t) ? fp32[op][gamma]
+                                   : lntune_builtin_avx2_nt_typed[op][gamma][t.x][t.y][t.params];
+#else
+    (void)op, (void)affine, (void)t;
+    return NULL;
+#endif
+}
+
+lntune_backward_kernel_fn lntune_builtin_backward_kernel(int op, int fused, int x, int params) {
+    if ((op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) || fused < 0 || fused > 1 ||
+        x < 0 || x >= LNTUNE_TYPE_COUNT || params < 0 || params >= LNTUNE_TYPE_COUNT)
+        return NULL;
+    return backward_kernels[lntune_builtin_level()][op][fused][x][params];
 }

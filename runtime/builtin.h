@@ -10,6 +10,10 @@
 
 #include <stddef.h>
 
+/* The copies of the CPU built-ins (builtin_isa.c): the level this process runs, decided once. */
+enum { LNTUNE_BUILTIN_GENERIC, LNTUNE_BUILTIN_AVX2 };
+int lntune_builtin_level(void);
+
 /* The built-in kernel of op for an LNTUNE_DESC_* affine kind; NULL for RMSNorm with beta only. */
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op */
 
@@ -21,11 +25,19 @@ lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op 
 lntune_kernel_fn lntune_builtin_typed_kernel(int op, int affine, lntune_types t);
 
 /*
- * The built-in backward kernels, generated at build time (gen/builtin.c), indexed
- * [LNTUNE_DESC_LAYERNORM or _RMSNORM][fused: 0, or 1 for LNTUNE_FUSION_RESIDUAL (dresidual_out
- * given)][x/dy/dx type][params type].
+ * The built-in of op, affine kind (LNTUNE_DESC_GAMMA or _NO_AFFINE) and tuple t (any, all-fp32
+ * included) with non-temporal stores and the next row prefetched: for calls whose x and y exceed
+ * the cache, where plain stores would read every line of y before writing it. NULL where the
+ * level this process runs has none (generic), for beta without gamma and out of range.
  */
-extern const lntune_backward_kernel_fn lntune_builtin_backward[2][2][3][3];
+lntune_kernel_fn lntune_builtin_streaming_kernel(int op, int affine, lntune_types t);
+
+/*
+ * The built-in backward kernel of op (LNTUNE_DESC_LAYERNORM or _RMSNORM), fused (1 for
+ * LNTUNE_FUSION_RESIDUAL: dresidual_out given), x/dy/dx type and params type (LNTUNE_TYPE_*),
+ * generated at build time (gen/builtin.c); NULL for an argument out of range.
+ */
+lntune_backward_kernel_fn lntune_builtin_backward_kernel(int op, int fused, int x, int params);
 
 /*
  * The built-in kernel of op for a call with a residual (builtin_residual.c), for any tuple t

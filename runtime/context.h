@@ -26,6 +26,7 @@ struct lntune {
     int cpu_known;            /* the database knows this CPU: hardware_id is its row */
     int64_t hardware_id;
     lntune_cpu_info cpu;
+    int64_t streaming_bytes;     /* built-in calls moving this much store non-temporally */
     int debug;                   /* LNTUNE_LOG=debug */
     _Atomic(lntune_pool *) pool; /* created on the first multi-threaded call */
     lntune_loaded *loaded;

@@ -61,9 +61,31 @@ static void find_buckets(lntune *ctx) {
     }
 }
 
+/* The bytes (x read and y written) above which a built-in call stores y non-temporally:
+ * $LNTUNE_STREAMING_BYTES, else the last-level cache, which y would leave before it is read. */
+static void streaming_threshold(lntune *ctx) {
+    const char *env = getenv("LNTUNE_STREAMING_BYTES");
+    char *end = NULL;
+    const long long set = env ? strtoll(env, &end, 10) : 0;
+    const int valid = env && *env && end && !*end && set > 0;
+    const int64_t cache = ctx->cpu.l3_bytes ? ctx->cpu.l3_bytes : ctx->cpu.l2_bytes;
+    ctx->streaming_bytes = valid ? set : cache > 0 ? cache : INT64_C(32) << 20;
+    if (env && !valid)
+        lntune_ctx_debug(ctx, "LNTUNE_STREAMING_BYTES='%s' is not a positive integer: ignored",
+                         env);
+    if (lntune_builtin_streaming_kernel(LNTUNE_DESC_LAYERNORM, LNTUNE_DESC_GAMMA,
+                                        (lntune_types){0}))
+        lntune_ctx_debug(ctx,
+                         "built-in CPU kernels: %s, non-temporal stores from %lld bytes of x and y",
+                         lntune_builtin_isa(), (long long)ctx->streaming_bytes);
+    else
+        lntune_ctx_debug(ctx, "built-in CPU kernels: %s", lntune_builtin_isa());
+}
+
 int lntune_dispatch_open(lntune *ctx, const char *db_path) {
     lntune_cpu_info_get(&ctx->cpu);
     find_buckets(ctx);
+    streaming_threshold(ctx);
     char path[4096] = "";
     if (db_path)
         snprintf(path, sizeof path, "%s", db_path);
@@ -246,16 +268,20 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     const lntune_types types = lntune_types_unpacked(lntune_desc_dtype(d));
     const int op = lntune_desc_op(d), backward = op >= LNTUNE_DESC_LAYERNORM_BACKWARD;
     if (backward)
-        e->backward = e->backward_fallback =
-            lntune_builtin_backward[op - LNTUNE_DESC_LAYERNORM_BACKWARD]
-                                   [lntune_desc_fusion(d) == LNTUNE_FUSION_RESIDUAL][types.x]
-                                   [types.params];
+        e->backward = e->backward_fallback = lntune_builtin_backward_kernel(
+            op - LNTUNE_DESC_LAYERNORM_BACKWARD, lntune_desc_fusion(d) == LNTUNE_FUSION_RESIDUAL,
+            types.x, types.params);
     else
         e->kernel = e->fallback =
             lntune_desc_fusion(d) != LNTUNE_FUSION_NONE ? lntune_builtin_residual_kernel(op, types)
             : lntune_types_all_f32(types)
                 ? lntune_builtin_kernel(op, lntune_desc_affine(d))
                 : lntune_builtin_typed_kernel(op, lntune_desc_affine(d), types);
+    if (!backward && lntune_desc_fusion(d) == LNTUNE_FUSION_NONE) {
+        e->streaming = lntune_builtin_streaming_kernel(op, lntune_desc_affine(d), types);
+        e->streaming_elements =
+            ctx->streaming_bytes / (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y));
+    }
     char what[160];
     lntune_dispatch_describe(d, rows, what, sizeof what);
     lntune_best_copy best = {0};

@@ -52,6 +52,10 @@ typedef struct lntune_entry {
     const lntune_gpu_kernel *gpu; /* CUDA entries: the kernel, tuned or built-in; else NULL */
     lntune_kernel_fn kernel;      /* tuned, or the built-in */
     lntune_kernel_fn fallback;    /* the built-in; for a tuned kernel that declines the args */
+    /* The built-in with non-temporal stores, for built-in calls of at least streaming_elements
+     * (rows x H); NULL: none (see lntune_builtin_streaming_kernel). */
+    lntune_kernel_fn streaming;
+    int64_t streaming_elements;
     lntune_backward_kernel_fn backward;          /* backward entries: tuned, or the built-in */
     lntune_backward_kernel_fn backward_fallback; /* backward entries: the built-in */
     int threads; /* the tuned thread count; 0: the built-in heuristic */

@@ -85,12 +85,43 @@ static void run_cases(lntune *ctx, const char *setting) {
     free(x), free(y), free(copy);
 }
 
+/* Whether /proc/cpuinfo's first flags line lists flag (0 where there is no such file). */
+static int cpu_has(const char *flag) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        for (char *w = strtok(strchr(line, ':'), " :\n"); w && !found; w = strtok(NULL, " \n"))
+            found = strcmp(w, flag) == 0;
+        break;
+    }
+    if (f) fclose(f);
+    return found;
+}
+
+/* The built-ins run the AVX2 copy exactly where the build has one and the CPU lists avx2, fma
+ * and f16c, unless LNTUNE_BUILTIN_ISA=generic (ctest runs the runtime tests both ways). */
+static void test_builtin_isa(void) {
+    const char *forced = getenv("LNTUNE_BUILTIN_ISA");
+    const int generic = forced && strcmp(forced, "generic") == 0;
+    const int avx2 = LNTUNE_TEST_BUILTIN_AVX2 && !generic && cpu_has("avx2") && cpu_has("fma") &&
+                     cpu_has("f16c");
+    const char *got = lntune_builtin_isa();
+    test_case(got && strcmp(got, avx2 ? "avx2" : "generic") == 0,
+              "built-in kernels: %s (build with the AVX2 copy: %d, LNTUNE_BUILTIN_ISA=%s, "
+              "cpuinfo avx2 %d fma %d f16c %d)",
+              got ? got : "(null)", LNTUNE_TEST_BUILTIN_AVX2, forced ? forced : "(unset)",
+              cpu_has("avx2"), cpu_has("fma"), cpu_has("f16c"));
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_runtime SCRATCH_DIR\n");
         return 2;
     }
     char path[4096];
+    test_builtin_isa();
 
     /* 1. No database at all. */
     snprintf(path, sizeof path, "%s/missing/none.db", argv[1]);

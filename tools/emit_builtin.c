@@ -1,14 +1,17 @@
 /*
  * emit_builtin.c - build-only tool: writes the built-in kernels' source for liblntune.
  *
- *   lntune_emit_builtin TEMPLATE_DIR PREFIX OUT.c [CUDA_OUT.c]
+ *   lntune_emit_builtin TEMPLATE_DIR PREFIX OUT.c [--avx2 OUT_AVX2.c] [--cuda CUDA_OUT.c]
  *
  * Run by CMake (add_custom_command) into the build directory, so that liblntune carries kernels
  * generated from the same templates as the tuned ones while depending on neither Lua nor gen/.
- * CUDA_OUT.c receives the CUDA built-ins: their sources, and their PTX where NVRTC can be loaded
- * at build time (without it the runtime compiles the sources with NVRTC at first use, or says
- * why it cannot). Each output is written to a temporary file and renamed, so an interrupted (or
- * doubled) build step never leaves a half-written file.
+ * OUT.c receives the generic CPU built-ins, OUT_AVX2.c the same at AVX2's width, named
+ * PREFIX_avx2_*, and its forward ones with non-temporal stores, PREFIX_avx2_nt_* (to be compiled
+ * with -mavx2 -mfma -mf16c). CUDA_OUT.c receives the CUDA
+ * built-ins: their sources, and their PTX where NVRTC can be loaded at build time (without it the
+ * runtime compiles the sources with NVRTC at first use, or says why it cannot). Each output is
+ * written to a temporary file and renamed, so an interrupted (or doubled) build step never leaves a
+ * half-written file.
  */
 #include "builtin.h"
 #include "generator.h"
@@ -55,38 +58,79 @@ static int emit_cuda(lntune_gen *g, const char *prefix, const char *path) {
     return rc;
 }
 
+/* Appends text to *all (malloc'd, or NULL) and frees it; 0 when out of memory. */
+static int append(char **all, char *text) {
+    const size_t have = *all ? strlen(*all) : 0, n = strlen(text);
+    char *grown = realloc(*all, have + n + 2);
+    if (grown) {
+        memcpy(grown + have, text, n);
+        grown[have + n] = '\n';
+        grown[have + n + 1] = '\0';
+        *all = grown;
+    }
+    free(text);
+    return grown != NULL;
+}
+
+/*
+ * The CPU built-ins of one level into one file: fp32, the typed and the backward kernels, and
+ * with streaming, the fp32 and typed forward ones once more at that level (named PREFIX_nt_*).
+ */
+static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
+                    const lntune_builtin_level *streaming, const char *prefix, const char *path) {
+    char nt_prefix[128], *all = NULL, *text = NULL;
+    snprintf(nt_prefix, sizeof nt_prefix, "%s_nt", prefix);
+    int rc = lntune_builtin_emit(g, level, prefix, &text);
+    if (rc == LNTUNE_OK && !append(&all, text)) rc = LNTUNE_ENOMEM;
+    if (rc == LNTUNE_OK) rc = lntune_builtin_emit_typed(g, level, prefix, &text);
+    if (rc == LNTUNE_OK && !append(&all, text)) rc = LNTUNE_ENOMEM;
+    if (rc == LNTUNE_OK) rc = lntune_builtin_emit_backward(g, level, prefix, &text);
+    if (rc == LNTUNE_OK && !append(&all, text)) rc = LNTUNE_ENOMEM;
+    if (rc == LNTUNE_OK && streaming) rc = lntune_builtin_emit(g, streaming, nt_prefix, &text);
+    if (rc == LNTUNE_OK && streaming && !append(&all, text)) rc = LNTUNE_ENOMEM;
+    if (rc == LNTUNE_OK && streaming)
+        rc = lntune_builtin_emit_typed(g, streaming, nt_prefix, &text);
+    if (rc == LNTUNE_OK && streaming && !append(&all, text)) rc = LNTUNE_ENOMEM;
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune_emit_builtin: %s built-ins: %s\n", level->name,
+                rc == LNTUNE_ENOMEM ? lntune_errstr(rc) : lntune_gen_errmsg(g));
+        free(all);
+        return 1;
+    }
+    const int failed = write_file(path, all);
+    free(all);
+    return failed;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: lntune_emit_builtin TEMPLATE_DIR PREFIX OUT.c [CUDA_OUT.c]\n");
+    const char *avx2 = NULL, *cuda = NULL;
+    int bad = argc < 4;
+    for (int i = 4; i < argc && !bad; i += 2) {
+        if (i + 1 < argc && strcmp(argv[i], "--avx2") == 0)
+            avx2 = argv[i + 1];
+        else if (i + 1 < argc && strcmp(argv[i], "--cuda") == 0)
+            cuda = argv[i + 1];
+        else
+            bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: lntune_emit_builtin TEMPLATE_DIR PREFIX OUT.c [--avx2 OUT_AVX2.c] "
+                        "[--cuda CUDA_OUT.c]\n");
         return 2;
     }
     lntune_gen *g = NULL;
-    char *text = NULL;
-    char *typed = NULL, *backward = NULL;
-    int rc = lntune_gen_open(argv[1], &g);
-    if (rc == LNTUNE_OK) rc = lntune_builtin_emit(g, argv[2], &text);
-    if (rc == LNTUNE_OK) rc = lntune_builtin_emit_typed(g, argv[2], &typed);
-    if (rc == LNTUNE_OK) rc = lntune_builtin_emit_backward(g, argv[2], &backward);
-    if (rc == LNTUNE_OK) { /* the typed and backward kernels follow the fp32 ones in one file */
-        char *all = malloc(strlen(text) + strlen(typed) + strlen(backward) + 3);
-        if (!all)
-            rc = LNTUNE_ENOMEM;
-        else {
-            sprintf(all, "%s\n%s\n%s", text, typed, backward);
-            free(text);
-            text = all;
-        }
-    }
-    free(typed);
-    free(backward);
-    if (rc != LNTUNE_OK) {
-        fprintf(stderr, "lntune_emit_builtin: %s\n", g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
+    if (lntune_gen_open(argv[1], &g) != LNTUNE_OK) {
+        fprintf(stderr, "lntune_emit_builtin: %s\n", g ? lntune_gen_errmsg(g) : "out of memory");
         lntune_gen_close(g);
         return 1;
     }
-    int failed = write_file(argv[3], text);
-    free(text);
-    if (!failed && argc == 5) failed = emit_cuda(g, argv[2], argv[4]);
+    char avx2_prefix[128];
+    snprintf(avx2_prefix, sizeof avx2_prefix, "%s_avx2", argv[2]);
+    int failed = emit_cpu(g, &lntune_builtin_generic, NULL, argv[2], argv[3]);
+    if (!failed && avx2)
+        failed =
+            emit_cpu(g, &lntune_builtin_avx2, &lntune_builtin_avx2_streaming, avx2_prefix, avx2);
+    if (!failed && cuda) failed = emit_cuda(g, argv[2], cuda);
     lntune_gen_close(g);
     return failed;
 }
