@@ -460,6 +460,26 @@ static const char backward_text[] =
     "}\n"
     "\n";
 
+/* Where the exported generic kernels take AVX2's width: the app's compiler flags decide (the
+ * file is meant for -march=native, as the tuned kernels were measured). */
+static const char levels_switch[] =
+    "/* The generic kernels (shapes no winner covers): 8-lane AVX2 with F16C conversions where\n"
+    " * this file is compiled for AVX2, FMA and F16C (-march=native on such a CPU), else 4-lane\n"
+    " * portable vectors; -DLNTUNE_KERNELS_NO_AVX2 forces the latter. */\n"
+    "#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && "
+    "!defined(LNTUNE_KERNELS_NO_AVX2)\n"
+    "#define LNTUNE_KERNELS_AVX2 1\n"
+    "#else\n"
+    "#define LNTUNE_KERNELS_AVX2 0\n"
+    "#endif\n\n";
+
+void lntune_export_put_levels(lntune_export_buf *b, const char *avx2, const char *generic) {
+    if (avx2)
+        lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n#else\n%s\n#endif\n", avx2, generic);
+    else
+        lntune_export_put(b, "%s\n", generic);
+}
+
 /*
  * The fp32 generic kernels of each op (the templates' built-in variants, already in the text) as
  * the table generic_f32[op][affine] (0 neither, 1 gamma, 2 beta only), with a beta-only wrapper
@@ -551,6 +571,8 @@ static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cp
         lntune_export_put(b, " *   %s %s: %s\n", lntune_builtin_variants[i].op,
                           lntune_builtin_variants[i].affine ? "affine" : "no affine",
                           lntune_builtin_variants[i].variant);
+    lntune_export_put(b, " *   (at vec=8, fp16 converted natively, where the file is compiled for "
+                         "AVX2, FMA and F16C)\n");
     lntune_export_put(b, " *   fp16/bf16 tuples of a winner: the same variants for that tuple;"
                          " the others,\n *   and beta without gamma: portable kernels, one per "
                          "op and tuple\n */\n");
@@ -629,14 +651,21 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         ++r->tuned;
         if (w->threads > max_threads) max_threads = w->threads;
     }
-    char *generic = NULL;
+    /* The generic kernels, at AVX2's width too where the file may be compiled for it. */
+    const int avx2 = strcmp(cpu.arch, "x86_64") == 0;
+    lntune_export_put(&kernels, "%s", levels_switch);
+    char *generic = NULL, *wide = NULL;
     if ((rc = lntune_builtin_emit(g, &lntune_builtin_generic, "lntune_kernels_generic",
-                                  &generic)) != LNTUNE_OK) {
+                                  &generic)) != LNTUNE_OK ||
+        (avx2 && (rc = lntune_builtin_emit(g, &lntune_builtin_avx2, "lntune_kernels_generic",
+                                           &wide)) != LNTUNE_OK)) {
+        free(generic);
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
         goto done;
     }
-    lntune_export_put(&kernels, "%s", generic);
+    lntune_export_put_levels(&kernels, wide, generic);
     free(generic);
+    free(wide);
     /* The generated generics of the winners' tuples (fused: of the fp32 sum with their y and
      * gamma/beta types, which the residual fallback normalizes). */
     unsigned char used[64] = {0};
@@ -646,7 +675,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         lntune_types t = {w->fusion ? LNTUNE_TYPE_F32 : w->types.x, w->types.y, w->types.params, 0};
         used[lntune_types_packed(t)] = lntune_types_packed(t) != 0;
     }
-    if ((rc = lntune_export_put_typed_fallback(&kernels, g, used)) != LNTUNE_OK) {
+    if ((rc = lntune_export_put_typed_fallback(&kernels, g, used, avx2)) != LNTUNE_OK) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
         goto done;
     }

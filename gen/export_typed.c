@@ -21,7 +21,7 @@
 static const char *const type_enum[LNTUNE_TYPE_COUNT] = {"TYPED_F32", "TYPED_F16", "TYPED_BF16"};
 
 int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
-                                     const unsigned char used[64]) {
+                                     const unsigned char used[64], int avx2) {
     const char *body = lntune_export_embedded("typed_kernel.h");
     lntune_export_put(b,
                       "/* ---- fp16/bf16 fallback: portable kernels for every type tuple no winner "
@@ -58,16 +58,21 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
             const int op = lntune_export_op_find(lntune_builtin_variants[i].op);
             char symbol[160];
             lntune_builtin_typed_symbol("lntune_kernels_generic", i, t, symbol, sizeof symbol);
-            lntune_source src;
-            const int rc = op < 0 ? LNTUNE_ERROR
-                                  : lntune_builtin_emit_typed_one(g, &lntune_builtin_generic, i, t,
-                                                                  symbol, &src);
+            lntune_source src, wide = {0};
+            int rc = op < 0 ? LNTUNE_ERROR
+                            : lntune_builtin_emit_typed_one(g, &lntune_builtin_generic, i, t,
+                                                            symbol, &src);
+            if (rc == LNTUNE_OK && avx2 &&
+                (rc = lntune_builtin_emit_typed_one(g, &lntune_builtin_avx2, i, t, symbol,
+                                                    &wide)) != LNTUNE_OK)
+                lntune_source_free(&src);
             if (rc != LNTUNE_OK) {
                 free(table.s);
                 return rc;
             }
-            lntune_export_put(b, "%s\n", src.text);
+            lntune_export_put_levels(b, wide.text, src.text);
             lntune_source_free(&src);
+            lntune_source_free(&wide);
             lntune_export_put(&table, "    [%d][%d][%d][%d][%d] = %s,\n", op,
                               lntune_builtin_variants[i].affine, t.x, t.y, t.params, symbol);
         }

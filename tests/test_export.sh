@@ -5,7 +5,8 @@
 # export does not serve (bf16); the export (with --cmake), which must leave each of
 # those out with a one-line warning; the files compiled with gcc and clang-14 -std=c11 -O3
 # -march=native -Wall -Wextra -Werror, and export_driver run against the float64 reference with
-# each; then the exported CMakeLists.txt used through add_subdirectory.
+# each (on x86-64 once more with gcc and -DLNTUNE_KERNELS_NO_AVX2, for the portable generic
+# kernels); then the exported CMakeLists.txt used through add_subdirectory.
 #
 #   test_export.sh LNTUNE MAKEDB SOURCE_DIR SCRATCH_DIR
 set -eu
@@ -74,17 +75,38 @@ for row in "[0][1][2][2][2] = lntune_kernels_generic_layernorm_affine_bf16_bf16_
 done
 echo "ok  : 16 typed_builtin rows"
 
-for cc in gcc clang-14; do
+# On x86-64 the generic kernels come twice, AVX2 and portable, the compiler's flags choosing.
+levels=
+if [ "$(uname -m)" = x86_64 ]; then
+    step "the generic kernels at two widths, chosen by the compiler's flags"
+    grep -q "^#if LNTUNE_KERNELS_AVX2$" "$dir/out/lntune_kernels.c" || { echo "FAIL: no AVX2 generics"; exit 1; }
+    want=0
+    for f in avx2 fma f16c; do grep -qw $f /proc/cpuinfo || want=1; done
+    want=$((1 - want))
+    got=$(gcc -std=c11 -march=native -dM -E "$dir/out/lntune_kernels.c" | awk '/define LNTUNE_KERNELS_AVX2 /{print $3}')
+    test "$got" = "$want" || { echo "FAIL: LNTUNE_KERNELS_AVX2 is '$got' under -march=native, want $want"; exit 1; }
+    got=$(gcc -std=c11 -march=native -DLNTUNE_KERNELS_NO_AVX2 -dM -E "$dir/out/lntune_kernels.c" |
+          awk '/define LNTUNE_KERNELS_AVX2 /{print $3}')
+    test "$got" = 0 || { echo "FAIL: -DLNTUNE_KERNELS_NO_AVX2 leaves LNTUNE_KERNELS_AVX2 '$got'"; exit 1; }
+    echo "ok  : LNTUNE_KERNELS_AVX2 $want under -march=native, 0 with -DLNTUNE_KERNELS_NO_AVX2"
+    levels="gcc:-DLNTUNE_KERNELS_NO_AVX2"
+fi
+
+for build in gcc clang-14 $levels; do
+    cc=${build%%:*}
+    defs=${build#"$cc"}
+    defs=${defs#:}
+    tag=$cc${defs:+_portable}
     if ! command -v $cc >/dev/null; then echo "FAIL: $cc not found"; exit 1; fi
-    step "$cc -Werror on the exported files, then the driver against the reference"
-    $cc -std=c11 -O3 -march=native -Wall -Wextra -Werror -c "$dir/out/lntune_kernels.c" \
-        -o "$dir/k_$cc.o"
+    step "$cc $defs -Werror on the exported files, then the driver against the reference"
+    $cc -std=c11 -O3 -march=native $defs -Wall -Wextra -Werror -c "$dir/out/lntune_kernels.c" \
+        -o "$dir/k_$tag.o"
     $cc -std=c11 -O2 -Wall -Wextra -Werror -I"$dir/out" -I"$src/gen" -I"$src/runtime" -I"$src/tests" \
-        "$src/tests/export_driver.c" "$src/gen/reference.c" "$dir/k_$cc.o" -pthread -lm \
-        -o "$dir/driver_$cc"
-    "$dir/driver_$cc" > "$dir/driver_$cc.log" || { grep FAIL "$dir/driver_$cc.log"; exit 1; }
-    grep "^ok  : v2" "$dir/driver_$cc.log" | head -3
-    tail -1 "$dir/driver_$cc.log"
+        "$src/tests/export_driver.c" "$src/gen/reference.c" "$dir/k_$tag.o" -pthread -lm \
+        -o "$dir/driver_$tag"
+    "$dir/driver_$tag" > "$dir/driver_$tag.log" || { grep FAIL "$dir/driver_$tag.log"; exit 1; }
+    grep "^ok  : v2" "$dir/driver_$tag.log" | head -3
+    tail -1 "$dir/driver_$tag.log"
 done
 
 step "the exported CMakeLists.txt through add_subdirectory"
