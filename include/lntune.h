@@ -23,9 +23,9 @@ extern "C" {
 #endif
 
 #define LNTUNE_VERSION_MAJOR 0
-#define LNTUNE_VERSION_MINOR 3
+#define LNTUNE_VERSION_MINOR 4
 #define LNTUNE_VERSION_PATCH 0
-#define LNTUNE_VERSION_STRING "0.3.0"
+#define LNTUNE_VERSION_STRING "0.4.0"
 
 /* Return codes. Stable: new codes are only ever appended. */
 #define LNTUNE_OK 0
@@ -238,7 +238,7 @@ LNTUNE_API const char *lntune_version(void);
  * portable C). Decided at the first call in the process; LNTUNE_BUILTIN_ISA=generic in the
  * environment forces "generic" (any other value leaves the choice to the CPU). Static text.
  * The "avx2" built-ins store y non-temporally in calls whose x and y bytes reach the last-level
- * cache's size, or $LNTUNE_STREAMING_BYTES (read by lntune_open).
+ * cache's size, or $LNTUNE_STREAMING_BYTES (read by lntune_open). New in 0.4.
  */
 LNTUNE_API const char *lntune_builtin_isa(void);
 
