@@ -5,13 +5,12 @@
  *
  * Run by CMake (add_custom_command) into the build directory, so that liblntune carries kernels
  * generated from the same templates as the tuned ones while depending on neither Lua nor gen/.
- * OUT.c receives the generic CPU built-ins, OUT_AVX2.c the same at AVX2's width, named
+ * OUT.c receives the generic CPU built-ins. OUT_AVX2.c receives the same at AVX2's width, named
  * PREFIX_avx2_*, and its forward ones with non-temporal stores, PREFIX_avx2_nt_* (to be compiled
- * with -mavx2 -mfma -mf16c). CUDA_OUT.c receives the CUDA
- * built-ins: their sources, and their PTX where NVRTC can be loaded at build time (without it the
- * runtime compiles the sources with NVRTC at first use, or says why it cannot). Each output is
- * written to a temporary file and renamed, so an interrupted (or doubled) build step never leaves a
- * half-written file.
+ * with -mavx2 -mfma -mf16c). CUDA_OUT.c receives the CUDA built-ins: their sources, and their PTX
+ * where NVRTC can be loaded at build time (without it the runtime compiles the sources with NVRTC
+ * at first use, or says why it cannot). Each output is written to a temporary file and renamed,
+ * so an interrupted (or doubled) build step never leaves a half-written file.
  */
 #include "builtin.h"
 #include "generator.h"
@@ -78,19 +77,29 @@ static int append(char **all, char *text) {
  */
 static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
                     const lntune_builtin_level *streaming, const char *prefix, const char *path) {
-    char nt_prefix[128], *all = NULL, *text = NULL;
+    typedef int (*emit_fn)(lntune_gen *, const lntune_builtin_level *, const char *, char **);
+    char nt_prefix[128];
     snprintf(nt_prefix, sizeof nt_prefix, "%s_nt", prefix);
-    int rc = lntune_builtin_emit(g, level, prefix, &text);
-    if (rc == LNTUNE_OK && !append(&all, text)) rc = LNTUNE_ENOMEM;
-    if (rc == LNTUNE_OK) rc = lntune_builtin_emit_typed(g, level, prefix, &text);
-    if (rc == LNTUNE_OK && !append(&all, text)) rc = LNTUNE_ENOMEM;
-    if (rc == LNTUNE_OK) rc = lntune_builtin_emit_backward(g, level, prefix, &text);
-    if (rc == LNTUNE_OK && !append(&all, text)) rc = LNTUNE_ENOMEM;
-    if (rc == LNTUNE_OK && streaming) rc = lntune_builtin_emit(g, streaming, nt_prefix, &text);
-    if (rc == LNTUNE_OK && streaming && !append(&all, text)) rc = LNTUNE_ENOMEM;
-    if (rc == LNTUNE_OK && streaming)
-        rc = lntune_builtin_emit_typed(g, streaming, nt_prefix, &text);
-    if (rc == LNTUNE_OK && streaming && !append(&all, text)) rc = LNTUNE_ENOMEM;
+    const struct {
+        emit_fn emit;
+        const lntune_builtin_level *level; /* NULL: skipped */
+        const char *prefix;
+    } parts[] = {
+        {lntune_builtin_emit, level, prefix},
+        {lntune_builtin_emit_typed, level, prefix},
+        {lntune_builtin_emit_backward, level, prefix},
+        {lntune_builtin_emit, streaming, nt_prefix},
+        {lntune_builtin_emit_typed, streaming, nt_prefix},
+    };
+    char *all = NULL;
+    int rc = LNTUNE_OK;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && rc == LNTUNE_OK; ++i) {
+        char *text = NULL;
+        if (parts[i].level &&
+            (rc = parts[i].emit(g, parts[i].level, parts[i].prefix, &text)) == LNTUNE_OK &&
+            !append(&all, text))
+            rc = LNTUNE_ENOMEM;
+    }
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune_emit_builtin: %s built-ins: %s\n", level->name,
                 rc == LNTUNE_ENOMEM ? lntune_errstr(rc) : lntune_gen_errmsg(g));
