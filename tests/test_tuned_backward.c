@@ -213,7 +213,7 @@ int main(int argc, char **argv) {
     CHECK(rc == LNTUNE_OK && right == calls, "%d of %d calls through the runtime are right", right,
           calls);
     for (size_t c = 0; c < ncases; ++c) {
-        char dtype[24], desc[96], served[320];
+        char dtype[24], desc[160], served[320];
         lntune_types_format(cases[c].types, dtype, sizeof dtype);
         snprintf(desc, sizeof desc, "%s %s H=%d rows=%d (bucket %d), gamma", cases[c].op_key, dtype,
                  H, ROWS, lntune_rows_bucket(ROWS));
