@@ -236,7 +236,8 @@ LNTUNE_API const char *lntune_version(void);
  * tuned kernel for: "avx2" (x86-64 with AVX2, FMA and F16C: 8-lane vectors, hardware fp16
  * conversions) or "generic" (the architecture's baseline: 4-lane vectors, fp16 converted in
  * portable C). Decided at the first call in the process; LNTUNE_BUILTIN_ISA=generic in the
- * environment forces "generic" (any other value leaves the choice to the CPU). Static text.
+ * environment forces "generic" (any other value leaves the choice to the CPU; LNTUNE_LOG=debug
+ * names a value other than "auto"). Static text.
  * The "avx2" built-ins store y non-temporally in calls whose x and y bytes reach the last-level
  * cache's size, or $LNTUNE_STREAMING_BYTES (read by lntune_open). New in 0.4.
  */

@@ -73,6 +73,10 @@ static void streaming_threshold(lntune *ctx) {
     if (env && !valid)
         lntune_ctx_debug(ctx, "LNTUNE_STREAMING_BYTES='%s' is not a positive integer: ignored",
                          env);
+    const char *isa = getenv("LNTUNE_BUILTIN_ISA");
+    if (isa && strcmp(isa, "generic") != 0 && strcmp(isa, "auto") != 0)
+        lntune_ctx_debug(ctx, "LNTUNE_BUILTIN_ISA='%s' is neither 'generic' nor 'auto': ignored",
+                         isa);
     if (lntune_builtin_streaming_kernel(LNTUNE_DESC_LAYERNORM, LNTUNE_DESC_GAMMA,
                                         (lntune_types){0}))
         lntune_ctx_debug(ctx,

@@ -41,4 +41,13 @@ echo "case: examples/basic.c with pkg-config"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc $extra "$src/examples/basic.c" $(pkg-config --cflags --libs lntune) -lm -o "$dir/basic-pc"
 "$dir/basic-pc"
+echo "case: LNTUNE_LOG=debug names the built-ins' instruction set and a bad setting of it"
+log=$(LNTUNE_LOG=debug LNTUNE_BUILTIN_ISA=avx9 LNTUNE_STREAMING_BYTES=lots "$dir/basic-pc" 2>&1 >/dev/null)
+for want in "built-in CPU kernels: " "LNTUNE_BUILTIN_ISA='avx9' is neither" \
+            "LNTUNE_STREAMING_BYTES='lots' is not a positive integer"; do
+    echo "$log" | grep -qF "$want" || { echo "FAIL: no '$want' in: $log"; exit 1; }
+done
+log=$(LNTUNE_LOG=debug LNTUNE_BUILTIN_ISA=generic "$dir/basic-pc" 2>&1 >/dev/null)
+echo "$log" | grep -qF "built-in CPU kernels: generic" || { echo "FAIL: generic not forced: $log"; exit 1; }
+echo "ok  : debug log names the built-ins and refuses bad settings"
 echo "ok  : package end to end"
