@@ -13,6 +13,8 @@
 /* The copies of the CPU built-ins (builtin_isa.c): the level this process runs, decided once. */
 enum { LNTUNE_BUILTIN_GENERIC, LNTUNE_BUILTIN_AVX2 };
 int lntune_builtin_level(void);
+/* $LNTUNE_BUILTIN_ISA when it is neither "generic" nor "auto" (so ignored); else NULL. */
+const char *lntune_builtin_isa_ignored_setting(void);
 
 /* The built-in kernel of op for an LNTUNE_DESC_* affine kind; NULL for RMSNorm with beta only. */
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op */

@@ -3,10 +3,11 @@
  * architecture's baseline (it runs on any x86-64), so its generic built-ins use 4-lane vectors
  * and portable fp16 conversions. On x86-64 it also carries the same kernels compiled for AVX2,
  * FMA and F16C (CMakeLists.txt, gen/builtin.c's lntune_builtin_avx2), run where the CPU and the
- * OS have those (__builtin_cpu_supports checks both). Decided once per process; a race between
- * first calls decides twice, alike.
+ * OS have those (tuning_db/hardware.c's detection, the one the tuning fingerprint uses). Decided
+ * once per process; a race between first calls decides twice, alike.
  */
 #include "builtin.h"
+#include "hardware.h"
 #include "lntune.h"
 
 #include <stdatomic.h>
@@ -15,14 +16,15 @@
 
 static atomic_int chosen; /* 0: not yet; else LNTUNE_BUILTIN_* + 1 */
 
+static int forced_generic(const char *setting) {
+    return setting && strcmp(setting, "generic") == 0;
+}
+
 static int detect(void) {
-    const char *forced = getenv("LNTUNE_BUILTIN_ISA");
-    if (forced && strcmp(forced, "generic") == 0) return LNTUNE_BUILTIN_GENERIC;
-#if defined(LNTUNE_HAVE_BUILTIN_AVX2) && defined(__x86_64__)
-    __builtin_cpu_init(); /* may run before the constructors, from another library's */
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
-        return LNTUNE_BUILTIN_AVX2;
+    if (forced_generic(getenv("LNTUNE_BUILTIN_ISA"))) return LNTUNE_BUILTIN_GENERIC;
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+    const uint32_t avx2 = LNTUNE_ISA_AVX2 | LNTUNE_ISA_FMA | LNTUNE_ISA_F16C;
+    if ((lntune_hw_isa() & avx2) == avx2) return LNTUNE_BUILTIN_AVX2;
 #endif
     return LNTUNE_BUILTIN_GENERIC;
 }
@@ -34,6 +36,11 @@ int lntune_builtin_level(void) {
         atomic_store_explicit(&chosen, level, memory_order_relaxed);
     }
     return level - 1;
+}
+
+const char *lntune_builtin_isa_ignored_setting(void) {
+    const char *setting = getenv("LNTUNE_BUILTIN_ISA");
+    return setting && !forced_generic(setting) && strcmp(setting, "auto") != 0 ? setting : NULL;
 }
 
 const char *lntune_builtin_isa(void) {

@@ -73,10 +73,14 @@ static void streaming_threshold(lntune *ctx) {
     if (env && !valid)
         lntune_ctx_debug(ctx, "LNTUNE_STREAMING_BYTES='%s' is not a positive integer: ignored",
                          env);
-    const char *isa = getenv("LNTUNE_BUILTIN_ISA");
-    if (isa && strcmp(isa, "generic") != 0 && strcmp(isa, "auto") != 0)
+}
+
+/* Says which built-ins this process runs, and a setting of them that was ignored. */
+static void describe_builtins(const lntune *ctx) {
+    const char *ignored = lntune_builtin_isa_ignored_setting();
+    if (ignored)
         lntune_ctx_debug(ctx, "LNTUNE_BUILTIN_ISA='%s' is neither 'generic' nor 'auto': ignored",
-                         isa);
+                         ignored);
     if (lntune_builtin_streaming_kernel(LNTUNE_DESC_LAYERNORM, LNTUNE_DESC_GAMMA,
                                         (lntune_types){0}))
         lntune_ctx_debug(ctx,
@@ -90,6 +94,7 @@ int lntune_dispatch_open(lntune *ctx, const char *db_path) {
     lntune_cpu_info_get(&ctx->cpu);
     find_buckets(ctx);
     streaming_threshold(ctx);
+    describe_builtins(ctx);
     char path[4096] = "";
     if (db_path)
         snprintf(path, sizeof path, "%s", db_path);

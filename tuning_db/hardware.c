@@ -39,7 +39,7 @@ uint64_t lntune_fnv1a(uint64_t h, const void *data, uint64_t len) {
     return h;
 }
 
-static uint32_t detect_isa(void) {
+uint32_t lntune_hw_isa(void) {
     uint32_t isa = 0;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
@@ -129,7 +129,7 @@ void lntune_cpu_info_get(lntune_cpu_info *info) {
         info->stepping = a & 0xf;
     }
 #endif
-    info->isa = detect_isa();
+    info->isa = lntune_hw_isa();
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     info->cores = n > 0 ? (int)n : 1;
     info->l1d_bytes = cache_bytes(1, 1);

@@ -37,6 +37,8 @@ typedef struct lntune_cpu_info {
 
 /* Fills info for this machine. Never fails: unknown fields stay 0 or empty. */
 void lntune_cpu_info_get(lntune_cpu_info *info);
+/* The LNTUNE_ISA_* features of this CPU (the OS's support of AVX state included): info->isa. */
+uint32_t lntune_hw_isa(void);
 
 /*
  * A CUDA device, as the tuning database keys it. The fingerprint hashes name, compute
