@@ -15,38 +15,64 @@
 #include <stddef.h>
 
 /* Generated; names follow lntune_builtin_symbol(prefix, i) for the prefixes "lntune_builtin",
- * "lntune_builtin_avx2" and "lntune_builtin_avx2_nt" (tools/emit_builtin.c). */
-#define DECLARE_FP32_KERNELS(prefix)                                                               \
+ * "lntune_builtin_avx2" and "lntune_builtin_avx2_nt" (tools/emit_builtin.c), and the typed and
+ * backward tables are "<prefix>_typed" and "<prefix>_backward". */
+#define DECLARE_COPY(prefix)                                                                       \
     int prefix##_layernorm_affine(const lntune_kernel_args *a, int64_t begin, int64_t end);        \
     int prefix##_layernorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);         \
     int prefix##_rmsnorm_affine(const lntune_kernel_args *a, int64_t begin, int64_t end);          \
-    int prefix##_rmsnorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);
-DECLARE_FP32_KERNELS(lntune_builtin)
+    int prefix##_rmsnorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);           \
+    extern const lntune_kernel_fn prefix##_typed[2][2][3][3][3];
+#define FP32_KERNELS(prefix)                                                                       \
+    {                                                                                              \
+        {prefix##_layernorm_plain, prefix##_layernorm_affine}, {                                   \
+            prefix##_rmsnorm_plain, prefix##_rmsnorm_affine                                        \
+        }                                                                                          \
+    }
+DECLARE_COPY(lntune_builtin)
 extern const lntune_backward_kernel_fn lntune_builtin_backward[2][2][3][3];
 #ifdef LNTUNE_HAVE_BUILTIN_AVX2
-DECLARE_FP32_KERNELS(lntune_builtin_avx2)
+DECLARE_COPY(lntune_builtin_avx2)
 extern const lntune_backward_kernel_fn lntune_builtin_avx2_backward[2][2][3][3];
-DECLARE_FP32_KERNELS(lntune_builtin_avx2_nt)
-extern const lntune_kernel_fn lntune_builtin_avx2_nt_typed[2][2][3][3][3];
+DECLARE_COPY(lntune_builtin_avx2_nt)
 #endif
 
-/* [level][op: LNTUNE_DESC_LAYERNORM, _RMSNORM][affine: 0 neither, 1 gamma] */
+/* [copy: LNTUNE_BUILTIN_*][op: LNTUNE_DESC_LAYERNORM, _RMSNORM][affine: 0 neither, 1 gamma] */
 static const lntune_kernel_fn fp32_kernels[][2][2] = {
-    {{lntune_builtin_layernorm_plain, lntune_builtin_layernorm_affine},
-     {lntune_builtin_rmsnorm_plain, lntune_builtin_rmsnorm_affine}},
+    FP32_KERNELS(lntune_builtin),
 #ifdef LNTUNE_HAVE_BUILTIN_AVX2
-    {{lntune_builtin_avx2_layernorm_plain, lntune_builtin_avx2_layernorm_affine},
-     {lntune_builtin_avx2_rmsnorm_plain, lntune_builtin_avx2_rmsnorm_affine}},
+    FP32_KERNELS(lntune_builtin_avx2),
+    FP32_KERNELS(lntune_builtin_avx2_nt),
+#endif
+};
+enum { COPIES = sizeof fp32_kernels / sizeof fp32_kernels[0] };
+
+/* [copy]: the tables [op][affine][x][y][params] of every tuple but all-fp32 */
+static const lntune_kernel_fn (*const generated_typed[COPIES])[2][3][3][3] = {
+    lntune_builtin_typed,
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+    lntune_builtin_avx2_typed,
+    lntune_builtin_avx2_nt_typed,
 #endif
 };
 
-/* [level]: the tables [op][fused][x][params] */
+/* [copy]: the tables [op][fused][x][params] (the streaming copy has none) */
 static const lntune_backward_kernel_fn (*const backward_kernels[])[2][3][3] = {
     lntune_builtin_backward,
 #ifdef LNTUNE_HAVE_BUILTIN_AVX2
     lntune_builtin_avx2_backward,
 #endif
 };
+
+lntune_kernel_fn lntune_builtin_generated(int copy, int op, int affine, lntune_types t) {
+    if (copy < 0 || copy >= COPIES || (op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) ||
+        (affine != LNTUNE_DESC_GAMMA && affine != LNTUNE_DESC_NO_AFFINE) ||
+        t.x >= LNTUNE_TYPE_COUNT || t.y >= LNTUNE_TYPE_COUNT || t.params >= LNTUNE_TYPE_COUNT)
+        return NULL;
+    const int gamma = affine == LNTUNE_DESC_GAMMA;
+    return lntune_types_all_f32(t) ? fp32_kernels[copy][op][gamma]
+                                   : generated_typed[copy][op][gamma][t.x][t.y][t.params];
+}
 
 static int layernorm_beta_only(const lntune_kernel_args *a, int64_t begin, int64_t end) {
     lntune_kernel_args plain = *a;
@@ -62,29 +88,15 @@ static int layernorm_beta_only(const lntune_kernel_args *a, int64_t begin, int64
 }
 
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine) {
-    if (op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) return NULL;
     if (affine == LNTUNE_DESC_BETA_ONLY)
         return op == LNTUNE_DESC_LAYERNORM ? layernorm_beta_only : NULL;
-    return fp32_kernels[lntune_builtin_level()][op][affine == LNTUNE_DESC_GAMMA];
+    return lntune_builtin_generated(lntune_builtin_level(), op, affine, (lntune_types){0});
 }
 
 lntune_kernel_fn lntune_builtin_streaming_kernel(int op, int affine, lntune_types t) {
-#ifdef LNTUNE_HAVE_BUILTIN_AVX2
-    static const lntune_kernel_fn fp32[2][2] = {
-        {lntune_builtin_avx2_nt_layernorm_plain, lntune_builtin_avx2_nt_layernorm_affine},
-        {lntune_builtin_avx2_nt_rmsnorm_plain, lntune_builtin_avx2_nt_rmsnorm_affine}};
-    if (lntune_builtin_level() != LNTUNE_BUILTIN_AVX2 ||
-        (op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) ||
-        (affine != LNTUNE_DESC_GAMMA && affine != LNTUNE_DESC_NO_AFFINE) ||
-        t.x >= LNTUNE_TYPE_COUNT || t.y >= LNTUNE_TYPE_COUNT || t.params >= LNTUNE_TYPE_COUNT)
-        return NULL;
-    const int gamma = affine == LNTUNE_DESC_GAMMA;
-    return lntune_types_all_f32(t) ? fp32[op][gamma]
-                                   : lntune_builtin_avx2_nt_typed[op][gamma][t.x][t.y][t.params];
-#else
-    (void)op, (void)affine, (void)t;
-    return NULL;
-#endif
+    return lntune_builtin_level() == LNTUNE_BUILTIN_AVX2
+               ? lntune_builtin_generated(LNTUNE_BUILTIN_AVX2_NT, op, affine, t)
+               : NULL;
 }
 
 lntune_backward_kernel_fn lntune_builtin_backward_kernel(int op, int fused, int x, int params) {

@@ -10,11 +10,20 @@
 
 #include <stddef.h>
 
-/* The copies of the CPU built-ins (builtin_isa.c): the level this process runs, decided once. */
-enum { LNTUNE_BUILTIN_GENERIC, LNTUNE_BUILTIN_AVX2 };
+/* The copies of the CPU built-ins: the generic one, the AVX2 one, and the AVX2 forward kernels
+ * with non-temporal stores (which serve large calls of the AVX2 level). */
+enum { LNTUNE_BUILTIN_GENERIC, LNTUNE_BUILTIN_AVX2, LNTUNE_BUILTIN_AVX2_NT };
+/* The level this process runs (builtin_isa.c): LNTUNE_BUILTIN_GENERIC or _AVX2, decided once. */
 int lntune_builtin_level(void);
 /* $LNTUNE_BUILTIN_ISA when it is neither "generic" nor "auto" (so ignored); else NULL. */
 const char *lntune_builtin_isa_ignored_setting(void);
+
+/*
+ * The generated forward kernel of copy (LNTUNE_BUILTIN_*), op (LNTUNE_DESC_LAYERNORM or _RMSNORM),
+ * affine kind (LNTUNE_DESC_GAMMA or _NO_AFFINE) and tuple t, all-fp32 included (builtin.c). NULL
+ * for beta without gamma (no template variant), a copy this build lacks, or out of range.
+ */
+lntune_kernel_fn lntune_builtin_generated(int copy, int op, int affine, lntune_types t);
 
 /* The built-in kernel of op for an LNTUNE_DESC_* affine kind; NULL for RMSNorm with beta only. */
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op */
