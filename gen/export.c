@@ -653,7 +653,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     }
     /* The generic kernels, at AVX2's width too where the file may be compiled for it. */
     const int avx2 = strcmp(cpu.arch, "x86_64") == 0;
-    lntune_export_put(&kernels, "%s", levels_switch);
+    if (avx2) lntune_export_put(&kernels, "%s", levels_switch);
     char *generic = NULL, *wide = NULL;
     if ((rc = lntune_builtin_emit(g, &lntune_builtin_generic, "lntune_kernels_generic",
                                   &generic)) != LNTUNE_OK ||

@@ -85,7 +85,8 @@ static void run_cases(lntune *ctx, const char *setting) {
     free(x), free(y), free(copy);
 }
 
-/* Whether /proc/cpuinfo's first flags line lists flag (0 where there is no such file). */
+/* Whether /proc/cpuinfo's first flags line lists flag (0 where there is no such file). Read here
+ * rather than through tuning_db/hardware.c, which is the detection under test. */
 static int cpu_has(const char *flag) {
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[8192];
