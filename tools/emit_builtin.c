@@ -57,20 +57,6 @@ static int emit_cuda(lntune_gen *g, const char *prefix, const char *path) {
     return rc;
 }
 
-/* Appends text to *all (malloc'd, or NULL) and frees it; 0 when out of memory. */
-static int append(char **all, char *text) {
-    const size_t have = *all ? strlen(*all) : 0, n = strlen(text);
-    char *grown = realloc(*all, have + n + 2);
-    if (grown) {
-        memcpy(grown + have, text, n);
-        grown[have + n] = '\n';
-        grown[have + n + 1] = '\0';
-        *all = grown;
-    }
-    free(text);
-    return grown != NULL;
-}
-
 /*
  * The CPU built-ins of one level into one file: fp32, the typed and the backward kernels, and
  * with streaming, the fp32 and typed forward ones once more at that level (named PREFIX_nt_*).
@@ -92,14 +78,17 @@ static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
         {lntune_builtin_emit_typed, streaming, nt_prefix},
     };
     char *all = NULL;
-    int rc = LNTUNE_OK;
+    size_t len = 0;
+    FILE *f = open_memstream(&all, &len);
+    int rc = f ? LNTUNE_OK : LNTUNE_ENOMEM;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0] && rc == LNTUNE_OK; ++i) {
         char *text = NULL;
         if (parts[i].level &&
-            (rc = parts[i].emit(g, parts[i].level, parts[i].prefix, &text)) == LNTUNE_OK &&
-            !append(&all, text))
-            rc = LNTUNE_ENOMEM;
+            (rc = parts[i].emit(g, parts[i].level, parts[i].prefix, &text)) == LNTUNE_OK)
+            fprintf(f, "%s\n", text);
+        free(text);
     }
+    if (f && fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune_emit_builtin: %s built-ins: %s\n", level->name,
                 rc == LNTUNE_ENOMEM ? lntune_errstr(rc) : lntune_gen_errmsg(g));
