@@ -88,14 +88,14 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
 }
 
 /* The residual fallback's fixed part: a row of s = x + residual in fp32 (as
- * runtime/builtin_residual.c forms it), rounded once into residual_out if given, then normalized
- * by the unfused generic kernel of an fp32 x with the call's y and gamma/beta types. Only the
- * element loops are instantiated per type (9 sums, 3 stores); the row loop is one function, so
- * the fallback adds little to an app's compile time. */
+ * runtime/builtin_residual_body.h forms it), rounded once into residual_out if given, then
+ * normalized by the unfused generic kernel of an fp32 x with the call's y and gamma/beta types.
+ * Only the element loops are instantiated per type (9 sums, 3 stores); the row loop is one
+ * function, so the fallback adds little to an app's compile time. */
 static const char residual_text[] =
     "/* ---- residual add fallback: s = x + residual in fp32 a row at a time, rounded into\n"
-    " * residual_out if given, then the unfused generic kernel on s (runtime/builtin_residual.c) "
-    "---- */\n"
+    " * residual_out if given, then the unfused generic kernel on s\n"
+    " * (runtime/builtin_residual_body.h) ---- */\n"
     "enum { RESIDUAL_STACK_FLOATS = 4096 };\n"
     "typedef void (*residual_sum_fn)(float *s, const void *x, const void *r, int64_t H);\n"
     "typedef void (*residual_store_fn)(void *out, const float *s, int64_t H);\n"

@@ -52,10 +52,14 @@ lntune_backward_kernel_fn lntune_builtin_backward_kernel(int op, int fused, int 
 
 /*
  * The built-in kernel of op for a call with a residual (builtin_residual.c), for any tuple t
- * (its residual type included); one function serves every affine kind and both fusions
- * (residual_out written when given). NULL for an op or type out of range.
+ * (its residual type included), of the level this process runs; one function serves every
+ * affine kind and both fusions (residual_out written when given). NULL for an op or type out of
+ * range.
  */
 lntune_kernel_fn lntune_builtin_residual_kernel(int op, lntune_types t);
+/* The same with non-temporal stores (residual_out and y), for calls whose bytes exceed the cache;
+ * NULL where the level this process runs has none (generic) and out of range. */
+lntune_kernel_fn lntune_builtin_residual_streaming_kernel(int op, lntune_types t);
 
 /*
  * The CUDA built-ins (generated at build time by tools/emit_builtin.c into

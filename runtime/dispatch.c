@@ -286,10 +286,17 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
             : lntune_types_all_f32(types)
                 ? lntune_builtin_kernel(op, lntune_desc_affine(d))
                 : lntune_builtin_typed_kernel(op, lntune_desc_affine(d), types);
-    if (!backward && lntune_desc_fusion(d) == LNTUNE_FUSION_NONE) {
-        e->streaming = lntune_builtin_streaming_kernel(op, lntune_desc_affine(d), types);
-        e->streaming_elements =
-            ctx->streaming_bytes / (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y));
+    if (!backward) {
+        const int fusion = lntune_desc_fusion(d);
+        const size_t rs = lntune_type_size(lntune_types_residual(types));
+        const size_t bytes = lntune_type_size(types.x) + lntune_type_size(types.y) +
+                             (fusion == LNTUNE_FUSION_RESIDUAL       ? rs
+                              : fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 2 * rs
+                                                                     : 0);
+        e->streaming = fusion == LNTUNE_FUSION_NONE
+                           ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(d), types)
+                           : lntune_builtin_residual_streaming_kernel(op, types);
+        e->streaming_elements = ctx->streaming_bytes / (int64_t)bytes;
     }
     char what[160];
     lntune_dispatch_describe(d, rows, what, sizeof what);

@@ -1,7 +1,7 @@
 /*
  * typed_kernel.h - fp16 (IEEE binary16) and bf16 to and from fp32 on the 16-bit patterns, and
  * the portable kernel body of every (op, x, y, gamma/beta) type tuple: what serves a call no one
- * tuned. liblntune includes it (builtin_typed.c, builtin_residual.c, half.h); `lntune export`
+ * tuned. liblntune includes it (builtin_typed.c, builtin_residual_body.h, half.h); `lntune export`
  * copies its text into the exported file (gen/export_typed.c), which compiles on its own: so
  * only <math.h>, <stdint.h>, <string.h> and lntune_kernel.h's types, nothing of liblntune.
  *
