@@ -2,9 +2,10 @@
  * bench_residual.c - lntune's fused residual LayerNorm against a residual add followed by
  * LayerNorm, in one process run (issue #6: >= 1.3x at rows=4096, H=4096).
  *
- *   bench_residual [--db PATH] [--rows N] [--H N] [--reps N] [--rep-ms MS]
+ *   bench_residual [--db PATH] [--rows N] [--H N] [--reps N] [--rep-ms MS] [--dtypes f32,bf16,f16]
  *
- * For fp32 and bf16 (x, y, gamma/beta and residual all of that type), with residual_out (Pre-LN)
+ * For fp32, bf16 and fp16 (x, y, gamma/beta and residual all of that type; --dtypes picks),
+ * with residual_out (Pre-LN)
  * and without (Post-LN), it times interleaved (a round runs each candidate for at least rep-ms,
  * in a fresh order each round; the figure is the median over reps rounds):
  *  (a) lntune_layernorm with residual (and residual_out) through the runtime on the database;
@@ -20,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "busy.h"
+#include "dtypes.h"
 #include "half_ref.h"
 #include "lntune.h"
 #include "reference.h"
@@ -45,7 +47,7 @@ typedef struct {
 } candidate;
 
 typedef struct {
-    int bf16, out;
+    int type, out; /* type: LNTUNE_TYPE_* of every tensor */
     int64_t rows, H, n;
     size_t es; /* element size */
     void *x, *r, *y, *ro, *s, *gamma, *beta, *ca, *cb;
@@ -70,7 +72,7 @@ static double randn(void) {
 }
 
 static int type_of(const config *c) {
-    return c->bf16 ? LNTUNE_TYPE_BF16 : LNTUNE_TYPE_F32;
+    return c->type;
 }
 
 static void fill(const config *c, void *p, int64_t n, double offset, double spread) {
@@ -82,7 +84,7 @@ static void poison(const config *c, void *p) {
     const uint32_t bits = lntune_verify_poison(type_of(c));
     const uint16_t b16 = (uint16_t)bits;
     for (int64_t i = 0; i < c->n; ++i)
-        memcpy((char *)p + (size_t)i * c->es, c->bf16 ? (const void *)&b16 : &bits, c->es);
+        memcpy((char *)p + (size_t)i * c->es, c->es == 2 ? (const void *)&b16 : &bits, c->es);
 }
 
 /* The memory copy of the fused call's bytes, split over threads. */
@@ -120,7 +122,7 @@ static void copy_bytes(const config *c, int threads) {
 static lntune_args ln_args(const config *c, const void *x) {
     lntune_args a = {0};
     a.rows = c->rows, a.H = c->H, a.x = x, a.y = c->y, a.gamma = c->gamma, a.beta = c->beta;
-    a.dtype = c->bf16 ? LNTUNE_BF16 : LNTUNE_F32;
+    a.dtype = (lntune_dtype)(c->type + 1);
     return a;
 }
 
@@ -212,7 +214,7 @@ static void *alloc(size_t bytes) {
 /* One configuration: check, time interleaved, print a result line. Returns 0 when all right. */
 static int bench_config(config *c, int reps, double rep_ms, int cores) {
     c->n = c->rows * c->H;
-    c->es = c->bf16 ? 2 : 4;
+    c->es = lntune_type_size(c->type);
     c->bytes = (double)c->n * (double)c->es * (c->out ? 4.0 : 3.0);
     const size_t nb = (size_t)c->n * c->es;
     c->x = alloc(nb), c->r = alloc(nb), c->y = alloc(nb), c->ro = alloc(nb), c->s = alloc(nb);
@@ -232,7 +234,7 @@ static int bench_config(config *c, int reps, double rep_ms, int cores) {
     k[nk++] = (candidate){.kind = FUSED, .name = "fused"};
     for (int nt = 0; nt < 2; ++nt)
         for (int all = 0; all < 2 && (all == 0 || cores > 1); ++all) {
-            candidate p = {.kind = PAIR, .add = {c->bf16, nt, all ? cores : 1}};
+            candidate p = {.kind = PAIR, .add = {c->type, nt, all ? cores : 1}};
             snprintf(p.name, sizeof p.name, "add(%s,%dt)+layernorm", nt ? "nt" : "plain",
                      p.add.threads);
             k[nk++] = p;
@@ -286,7 +288,7 @@ static int bench_config(config *c, int reps, double rep_ms, int cores) {
     const double busy = lntune_busy_other_cores(&b0, &b1);
     printf("\n%s %s, %lldx%lld, fused moves %.1f MB; %d reps of >= %.0f ms; other processes: "
            "%.2f cores\n",
-           c->bf16 ? "bf16" : "fp32",
+           lntune_type_name(c->type),
            c->out ? "Pre-LN (residual_out)" : "Post-LN (no residual_out)", (long long)c->rows,
            (long long)c->H, c->bytes * 1e-6, reps, rep_ms, busy);
     for (int i = 0; i < nk; ++i)
@@ -295,7 +297,7 @@ static int bench_config(config *c, int reps, double rep_ms, int cores) {
                k[i].name, k[i].median_ms, k[i].ms[0], k[i].ms[reps - 1],
                c->bytes / (k[i].median_ms * 1e6), err[i]);
     printf("RESULT | %s | %s | %.3f | %.3f (%s) | %.2fx | %.2f | %.2f (%s) | %.2f |\n",
-           c->bf16 ? "bf16" : "fp32", c->out ? "yes" : "no", k[0].median_ms, k[best_pair].median_ms,
+           lntune_type_name(c->type), c->out ? "yes" : "no", k[0].median_ms, k[best_pair].median_ms,
            k[best_pair].name, k[best_pair].median_ms / k[0].median_ms,
            c->bytes / (k[0].median_ms * 1e6), c->bytes / (k[best_copy].median_ms * 1e6),
            k[best_copy].name, busy);
@@ -305,7 +307,7 @@ static int bench_config(config *c, int reps, double rep_ms, int cores) {
 }
 
 int main(int argc, char **argv) {
-    const char *db = NULL;
+    const char *db = NULL, *dtypes = "f32,bf16,f16";
     int64_t rows = 4096, H = 4096;
     int reps = 7;
     double rep_ms = 50;
@@ -322,6 +324,22 @@ int main(int argc, char **argv) {
             reps = atoi(v), ++i;
         else if (strcmp(argv[i], "--rep-ms") == 0)
             rep_ms = atof(v), ++i;
+        else if (strcmp(argv[i], "--dtypes") == 0)
+            dtypes = v, ++i;
+    }
+    int types[LNTUNE_TYPE_COUNT], ntypes = 0;
+    for (const char *p = dtypes; *p;) {
+        const size_t len = strcspn(p, ",");
+        int t = 0;
+        while (t < LNTUNE_TYPE_COUNT &&
+               !(strlen(lntune_type_name(t)) == len && strncmp(p, lntune_type_name(t), len) == 0))
+            ++t;
+        if (t == LNTUNE_TYPE_COUNT || ntypes == LNTUNE_TYPE_COUNT) {
+            fprintf(stderr, "bench_residual: --dtypes takes f32, bf16 and f16, comma-separated\n");
+            return 2;
+        }
+        types[ntypes++] = t;
+        p += len + (p[len] == ',');
     }
     if (reps < 7) reps = 7;
     if (reps > MAX_REPS) reps = MAX_REPS;
@@ -340,12 +358,12 @@ int main(int argc, char **argv) {
     printf("RESULT | dtype | residual_out | fused ms | add+LN ms (best) | (b)/(a) | fused GB/s | "
            "copy GB/s (best) | busy cores |\n");
     int rc = 0;
-    for (int bf16 = 0; bf16 < 2; ++bf16)
+    for (int k = 0; k < ntypes; ++k)
         for (int out = 1; out >= 0; --out) {
-            config c = {.bf16 = bf16, .out = out, .rows = rows, .H = H, .ctx = ctx};
+            config c = {.type = types[k], .out = out, .rows = rows, .H = H, .ctx = ctx};
             if (bench_config(&c, reps, rep_ms, cores)) {
                 printf("%s %s: a result disagrees with the reference or a call failed\n",
-                       bf16 ? "bf16" : "fp32", out ? "Pre-LN" : "Post-LN");
+                       lntune_type_name(types[k]), out ? "Pre-LN" : "Post-LN");
                 rc = 1;
             }
             fflush(stdout);

@@ -19,5 +19,6 @@ if [ "${BENCH_SKIP_TUNE:-0}" != 1 ]; then
   done
 fi
 echo "loadavg before: $(cat /proc/loadavg)"
-LNTUNE_LOG=debug ./build/bench/bench_residual --db "$db" --rows 4096 --H 4096 --reps 7 --rep-ms 50
+LNTUNE_LOG=debug ./build/bench/bench_residual --db "$db" --rows 4096 --H 4096 --reps 7 --rep-ms 50 \
+  --dtypes f32,bf16
 echo "loadavg after: $(cat /proc/loadavg)"

@@ -5,6 +5,9 @@
  */
 #include "residual_add.h"
 
+#include "dtypes.h"
+#include "typed_kernel.h"
+
 #include <immintrin.h>
 #include <pthread.h>
 #include <string.h>
@@ -53,6 +56,25 @@ static void add_bf16(const uint16_t *x, const uint16_t *r, uint16_t *s, int64_t 
     _mm_sfence();
 }
 
+/* fp16 through F16C where the compiler targets it (-march=native), else the runtime's portable
+ * conversions; both round to nearest even. */
+static void add_f16(const uint16_t *x, const uint16_t *r, uint16_t *s, int64_t n, int nt) {
+    int64_t i = 0;
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_add_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
+                                       _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + i))));
+        const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+        if (nt)
+            _mm_stream_si128((__m128i *)(s + i), h);
+        else
+            _mm_storeu_si128((__m128i *)(s + i), h);
+    }
+#endif
+    for (; i < n; ++i) s[i] = lntune_f32_to_f16(lntune_f16_to_f32(x[i]) + lntune_f16_to_f32(r[i]));
+    if (nt) _mm_sfence();
+}
+
 typedef struct {
     const residual_add_variant *v;
     const void *x, *r;
@@ -62,11 +84,13 @@ typedef struct {
 
 static void *run_part(void *arg) {
     const part *p = arg;
-    const int64_t size = p->v->bf16 ? 2 : 4, n = p->end - p->begin;
+    const int64_t size = (int64_t)lntune_type_size(p->v->type), n = p->end - p->begin;
     const char *x = (const char *)p->x + p->begin * size, *r = (const char *)p->r + p->begin * size;
     char *s = (char *)p->s + p->begin * size;
-    if (p->v->bf16)
+    if (p->v->type == LNTUNE_TYPE_BF16)
         add_bf16((const uint16_t *)x, (const uint16_t *)r, (uint16_t *)s, n, p->v->nt);
+    else if (p->v->type == LNTUNE_TYPE_F16)
+        add_f16((const uint16_t *)x, (const uint16_t *)r, (uint16_t *)s, n, p->v->nt);
     else
         add_f32((const float *)x, (const float *)r, (float *)s, n, p->v->nt);
     return NULL;
