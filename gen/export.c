@@ -680,7 +680,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         goto done;
     }
     if ((rc = put_generic_f32(&kernels, r->message, sizeof r->message)) != LNTUNE_OK) goto done;
-    lntune_export_put_residual_fallback(&kernels);
+    lntune_export_put_residual_fallback(&kernels, avx2);
     lntune_export_put_backward_fallback(&kernels);
     r->skipped += list.skipped;
     if (cpu.cores > max_threads) max_threads = cpu.cores;

@@ -65,7 +65,7 @@ void lntune_export_put_levels(lntune_export_buf *b, const char *avx2, const char
  * kernels it calls: per op, one kernel per (x, y, params, residual) tuple serving every affine
  * kind and both fusions, and the table residual_generic[op][x][y][params][residual].
  */
-void lntune_export_put_residual_fallback(lntune_export_buf *b);
+void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2);
 
 /*
  * Appends the exported backward fallback (export_typed.c): per op, one portable kernel per

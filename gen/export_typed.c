@@ -103,7 +103,9 @@ static const char residual_text[] =
     "#define RESIDUAL_SUM(X, R)                                                              \\\n"
     "    static void residual_sum_##X##_##R(float *s, const void *x, const void *r, int64_t H) \\\n"
     "    {                                                                                   \\\n"
-    "        for (int64_t i = 0; i < H; ++i)                                                 \\\n"
+    "        int64_t i = 0;                                                                  \\\n"
+    "        RESIDUAL_SUM8(X, R)                                                             \\\n"
+    "        for (; i < H; ++i)                                                              \\\n"
     "            s[i] = typed_load(TYPED_##X, x, i) + typed_load(TYPED_##R, r, i);           \\\n"
     "    }\n"
     "#define RESIDUAL_SUMS(X) RESIDUAL_SUM(X, F32) RESIDUAL_SUM(X, F16) RESIDUAL_SUM(X, BF16)\n"
@@ -111,7 +113,9 @@ static const char residual_text[] =
     "#define RESIDUAL_STORE(R)                                                               \\\n"
     "    static void residual_store_##R(void *out, const float *s, int64_t H)                \\\n"
     "    {                                                                                   \\\n"
-    "        for (int64_t i = 0; i < H; ++i) typed_store(TYPED_##R, out, i, s[i]);           \\\n"
+    "        int64_t i = 0;                                                                  \\\n"
+    "        RESIDUAL_STORE8(R)                                                              \\\n"
+    "        for (; i < H; ++i) typed_store(TYPED_##R, out, i, s[i]);                        \\\n"
     "    }\n"
     "RESIDUAL_STORE(F32)\nRESIDUAL_STORE(F16)\nRESIDUAL_STORE(BF16)\n"
     "static const residual_sum_fn residual_sums[3][3] = {\n"
@@ -163,8 +167,29 @@ static const char residual_text[] =
     "    return rc;\n"
     "}\n\n";
 
-void lntune_export_put_residual_fallback(lntune_export_buf *b) {
+/* The residual fallback's element loops take 8 elements at a time where the file is compiled for
+ * AVX2 and F16C: runtime/typed_vector.h, as liblntune's AVX2 residual built-ins do. */
+static const char residual_vector_macros[] =
+    "#define RESIDUAL_SUM8(X, R)                                                             \\\n"
+    "    for (; i + 8 <= H; i += 8)                                                          \\\n"
+    "        _mm256_storeu_ps(s + i,                                                         \\\n"
+    "                         _mm256_add_ps(typed_load8(TYPED_##X, (const char *)x + i *      \\\n"
+    "                                                   typed_size(TYPED_##X)),               \\\n"
+    "                                       typed_load8(TYPED_##R, (const char *)r + i *      \\\n"
+    "                                                   typed_size(TYPED_##R))));\n"
+    "#define RESIDUAL_STORE8(R)                                                              \\\n"
+    "    for (; i + 8 <= H; i += 8)                                                          \\\n"
+    "        typed_store8(TYPED_##R, (char *)out + i * typed_size(TYPED_##R),                \\\n"
+    "                     _mm256_loadu_ps(s + i), 0);\n";
+
+void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2) {
     enum { N = LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT };
+    const char *vector = avx2 ? lntune_export_embedded("typed_vector.h") : NULL;
+    if (vector)
+        lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n%s#else\n", vector,
+                          residual_vector_macros);
+    lntune_export_put(b, "#define RESIDUAL_SUM8(X, R)\n#define RESIDUAL_STORE8(R)\n%s",
+                      vector ? "#endif\n" : "");
     lntune_export_put(b, "%s", residual_text);
     /* The kernel ABI carries no types: one small function per (op, x, y, params, residual). */
     for (size_t op = 0; op < lntune_export_op_count; ++op)

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 
 #ifdef RESIDUAL_VECTOR
-#include <immintrin.h>
+#include "typed_vector.h"
 #endif
 
 /* Rows are summed into a buffer of up to BLOCK_FLOATS (16 KiB: in L1 while the inner kernel
@@ -61,46 +61,6 @@ static lntune_kernel_fn inner_kernel(const lntune_kernel_args *a, int copy, int 
                                     t);
 }
 
-#ifdef RESIDUAL_VECTOR
-/* 8 elements of type at p (element alignment only) as floats: exact, as typed_load. */
-RESIDUAL_INLINE __m256 load8(int type, const void *p) {
-    if (type == TYPED_F32) return _mm256_loadu_ps(p);
-    const __m128i h = _mm_loadu_si128(p);
-    if (type == TYPED_F16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-/* v rounded to bf16 as lntune_f32_to_bf16 does (to nearest even; a NaN quiet, its sign kept). */
-RESIDUAL_INLINE __m128i bf16_round8(__m256 v) {
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                           _mm256_set1_epi32(0x7f800000));
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
-    const __m256i quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
-    const __m256i h = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quiet, nan), 16);
-    return _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
-/* 8 floats stored as type at p; nt: non-temporal, p then aligned to the vector's bytes. F16C's
- * conversion rounds as lntune_f32_to_f16 does, NaNs included (quiet, sign and top payload kept). */
-RESIDUAL_INLINE void store8(int type, void *p, __m256 v, int nt) {
-    if (type == TYPED_F32) {
-        if (nt)
-            _mm256_stream_ps(p, v);
-        else
-            _mm256_storeu_ps(p, v);
-        return;
-    }
-    const __m128i h =
-        type == TYPED_F16 ? _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : bf16_round8(v);
-    if (nt)
-        _mm_stream_si128(p, h);
-    else
-        _mm_storeu_si128(p, h);
-}
-#endif
-
 /* s = x + residual in fp32; out (optional) = s rounded to rt; nt: out stored non-temporally. */
 RESIDUAL_INLINE void sum_row(int xt, int rt, const void *x, const void *res, float *s, void *out,
                              int64_t H, int nt) {
@@ -114,10 +74,10 @@ RESIDUAL_INLINE void sum_row(int xt, int rt, const void *x, const void *res, flo
             typed_store(rt, out, i, s[i]);
         }
     for (; i + 8 <= H; i += 8) {
-        const __m256 v = _mm256_add_ps(load8(xt, (const char *)x + i * typed_size(xt)),
-                                       load8(rt, (const char *)res + i * typed_size(rt)));
+        const __m256 v = _mm256_add_ps(typed_load8(xt, (const char *)x + i * typed_size(xt)),
+                                       typed_load8(rt, (const char *)res + i * typed_size(rt)));
         _mm256_storeu_ps(s + i, v);
-        if (out) store8(rt, (char *)out + i * typed_size(rt), v, nt);
+        if (out) typed_store8(rt, (char *)out + i * typed_size(rt), v, nt);
     }
 #else
     (void)nt;
