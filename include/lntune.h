@@ -238,8 +238,9 @@ LNTUNE_API const char *lntune_version(void);
  * portable C). Decided at the first call in the process; LNTUNE_BUILTIN_ISA=generic in the
  * environment forces "generic" (any other value leaves the choice to the CPU; LNTUNE_LOG=debug
  * names a value other than "auto"). Static text.
- * The "avx2" built-ins store y non-temporally in calls whose x and y bytes reach the last-level
- * cache's size, or $LNTUNE_STREAMING_BYTES (read by lntune_open). New in 0.4.
+ * The "avx2" built-ins store y (and residual_out) non-temporally in calls whose bytes (x, y, and
+ * residual and residual_out when given) reach the last-level cache's size, or
+ * $LNTUNE_STREAMING_BYTES (read by lntune_open). New in 0.4.
  */
 LNTUNE_API const char *lntune_builtin_isa(void);
 
