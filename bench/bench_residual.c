@@ -330,11 +330,8 @@ int main(int argc, char **argv) {
     int types[LNTUNE_TYPE_COUNT], ntypes = 0;
     for (const char *p = dtypes; *p;) {
         const size_t len = strcspn(p, ",");
-        int t = 0;
-        while (t < LNTUNE_TYPE_COUNT &&
-               !(strlen(lntune_type_name(t)) == len && strncmp(p, lntune_type_name(t), len) == 0))
-            ++t;
-        if (t == LNTUNE_TYPE_COUNT || ntypes == LNTUNE_TYPE_COUNT) {
+        const int t = lntune_type_parse(p, len);
+        if (t < 0 || ntypes == LNTUNE_TYPE_COUNT) {
             fprintf(stderr, "bench_residual: --dtypes takes f32, bf16 and f16, comma-separated\n");
             return 2;
         }

@@ -7,6 +7,9 @@
 
 #include "dtypes.h"
 #include "typed_kernel.h"
+#if defined(__AVX2__) && defined(__F16C__)
+#include "typed_vector.h"
+#endif
 
 #include <immintrin.h>
 #include <pthread.h>
@@ -56,20 +59,15 @@ static void add_bf16(const uint16_t *x, const uint16_t *r, uint16_t *s, int64_t 
     _mm_sfence();
 }
 
-/* fp16 through F16C where the compiler targets it (-march=native), else the runtime's portable
- * conversions; both round to nearest even. */
+/* fp16 through runtime/typed_vector.h (F16C) where the compiler targets AVX2 and F16C
+ * (-march=native), else the runtime's portable conversions; both round to nearest even. */
 static void add_f16(const uint16_t *x, const uint16_t *r, uint16_t *s, int64_t n, int nt) {
     int64_t i = 0;
-#ifdef __F16C__
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_add_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
-                                       _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + i))));
-        const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
-        if (nt)
-            _mm_stream_si128((__m128i *)(s + i), h);
-        else
-            _mm_storeu_si128((__m128i *)(s + i), h);
-    }
+#if defined(__AVX2__) && defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+        typed_store8(TYPED_F16, s + i,
+                     _mm256_add_ps(typed_load8(TYPED_F16, x + i), typed_load8(TYPED_F16, r + i)),
+                     nt);
 #endif
     for (; i < n; ++i) s[i] = lntune_f32_to_f16(lntune_f16_to_f32(x[i]) + lntune_f16_to_f32(r[i]));
     if (nt) _mm_sfence();

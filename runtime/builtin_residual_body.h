@@ -5,11 +5,11 @@
  * builtin_residual_avx2.c (compiled for AVX2 + FMA + F16C: the AVX2 copy and the one with
  * non-temporal stores), as the generated built-ins come in those copies (builtin.h).
  *
- * Row by row: s = x + residual is formed in fp32 (each widened exactly, one fp32 addition) into a
- * row buffer, rounded once into residual_out if given, and the row buffer is normalized by the
- * generated built-in of the same copy for an fp32 x and the call's y and gamma/beta types. So
- * the numerics are exactly those of the unfused built-ins applied to s. The row buffer stays in
- * L1/L2; memory is read and written once, as the tuned kernels do.
+ * A block of rows at a time: s = x + residual is formed in fp32 (each widened exactly, one fp32
+ * addition) into a buffer, rounded once into residual_out if given, and the buffer is normalized
+ * by the generated built-in of the same copy for an fp32 x and the call's y and gamma/beta
+ * types. So the numerics are exactly those of the unfused built-ins applied to s. The buffer
+ * stays in L1; memory is read and written once, as the tuned kernels do.
  *
  * The including file defines RESIDUAL_VECTOR where it is compiled for AVX2 + F16C (then the sum
  * and residual_out loops are vector code), and expands RESIDUAL_COPY once per copy. The kernel
@@ -61,6 +61,13 @@ static lntune_kernel_fn inner_kernel(const lntune_kernel_args *a, int copy, int 
                                     t);
 }
 
+/* Element i of sum_row, in scalar code. */
+RESIDUAL_INLINE void sum_element(int xt, int rt, const void *x, const void *res, float *s,
+                                 void *out, int64_t i) {
+    s[i] = typed_load(xt, x, i) + typed_load(rt, res, i);
+    if (out) typed_store(rt, out, i, s[i]);
+}
+
 /* s = x + residual in fp32; out (optional) = s rounded to rt; nt: out stored non-temporally. */
 RESIDUAL_INLINE void sum_row(int xt, int rt, const void *x, const void *res, float *s, void *out,
                              int64_t H, int nt) {
@@ -69,10 +76,8 @@ RESIDUAL_INLINE void sum_row(int xt, int rt, const void *x, const void *res, flo
     /* Non-temporal stores need aligned addresses: scalars until out is aligned. */
     const uintptr_t align = rt == TYPED_F32 ? 31 : 15;
     if (out && nt)
-        for (; i < H && (((uintptr_t)out + i * typed_size(rt)) & align) != 0; ++i) {
-            s[i] = typed_load(xt, x, i) + typed_load(rt, res, i);
-            typed_store(rt, out, i, s[i]);
-        }
+        for (; i < H && (((uintptr_t)out + i * typed_size(rt)) & align) != 0; ++i)
+            sum_element(xt, rt, x, res, s, out, i);
     for (; i + 8 <= H; i += 8) {
         const __m256 v = _mm256_add_ps(typed_load8(xt, (const char *)x + i * typed_size(xt)),
                                        typed_load8(rt, (const char *)res + i * typed_size(rt)));
@@ -82,10 +87,7 @@ RESIDUAL_INLINE void sum_row(int xt, int rt, const void *x, const void *res, flo
 #else
     (void)nt;
 #endif
-    for (; i < H; ++i) {
-        s[i] = typed_load(xt, x, i) + typed_load(rt, res, i);
-        if (out) typed_store(rt, out, i, s[i]);
-    }
+    for (; i < H; ++i) sum_element(xt, rt, x, res, s, out, i);
 }
 
 RESIDUAL_INLINE int residual_norm(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end,
@@ -94,8 +96,8 @@ RESIDUAL_INLINE int residual_norm(const lntune_kernel_args *a, int64_t row_begin
     const int64_t H = a->H;
     const lntune_kernel_fn inner = inner_kernel(a, copy, op, yt, pt);
     if (!inner) return LNTUNE_KERNEL_EUNSUPPORTED;
-    /* A block of rows at a time, so that the inner kernel's per-call cost (its closing fence in
-     * the non-temporal copy) is paid once a block, not once a row. */
+    /* Short rows share one inner call (its setup, and in the non-temporal copy its closing
+     * fence) a block; a row of BLOCK_FLOATS or more is a block of its own. */
     int64_t block = H < BLOCK_FLOATS ? BLOCK_FLOATS / H : 1;
     if (block > row_end - row_begin) block = row_end - row_begin;
     float stack[BLOCK_FLOATS] __attribute__((aligned(64)));

@@ -33,6 +33,14 @@ static inline void lntune_types_set_residual(lntune_types *t, int type) {
     t->residual = (uint8_t)(type == t->x ? 0 : type + 1);
 }
 
+/* 1 when every type is in range and the residual type is stored canonically (as the function
+ * above stores it): the tuples a call can have. */
+static inline int lntune_types_canonical(lntune_types t) {
+    const int rt = lntune_types_residual(t);
+    return t.x < LNTUNE_TYPE_COUNT && t.y < LNTUNE_TYPE_COUNT && t.params < LNTUNE_TYPE_COUNT &&
+           rt < LNTUNE_TYPE_COUNT && !(t.residual && rt == t.x);
+}
+
 static inline int lntune_types_packed(lntune_types t) {
     return t.x | t.y << 2 | t.params << 4 | t.residual << 6;
 }

@@ -53,10 +53,8 @@ static void copy_args_move_the_counted_bytes(void) {
     int cases = 0, bad = 0;
     for (int packed = 0; packed < 256; ++packed) {
         const lntune_types t = lntune_types_unpacked(packed);
+        if (!lntune_types_canonical(t)) continue;
         const int rt = lntune_types_residual(t);
-        if (t.x >= LNTUNE_TYPE_COUNT || t.y >= LNTUNE_TYPE_COUNT || t.params >= LNTUNE_TYPE_COUNT ||
-            rt >= LNTUNE_TYPE_COUNT || (t.residual && rt == t.x))
-            continue;
         for (int f = 0; f < LNTUNE_FUSION_COUNT; ++f) {
             if (f == LNTUNE_FUSION_NONE && t.residual) continue; /* no residual, no type of it */
             for (int op = 0; op < 2; ++op) {
