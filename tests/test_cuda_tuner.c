@@ -16,6 +16,7 @@
 #include "lntune.h"
 #include "nvrtc.h"
 #include "nvrtc_check.h"
+#include "scratch_dir.h"
 #include "tuner_records.h"
 #include "tuning_db.h"
 
@@ -67,8 +68,8 @@ int main(void) {
     const int skip = nvrtc_check_open(&nv); /* the tuner opens its own */
     if (skip) return skip;
     lntune_nvrtc_close(nv);
-    char dir[] = "/tmp/lntune-cuda-tuner-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    char dir[4096];
+    if (scratch_dir_make(dir, sizeof dir, "cuda-tuner")) return 1;
     char db[4200], err[1024] = "";
     snprintf(db, sizeof db, "%s/tune.db", dir);
     setenv("MOCK_CUDA_WRONG_EVERY", "3", 1);
@@ -143,5 +144,6 @@ int main(void) {
 
     lntune_tune_result none = tune(db, "layernorm", 64, 1024, 3, &rc, err);
     CHECK(rc != LNTUNE_OK && err[0] && !none.variant[0], "device 3 refused: rc %d, '%s'", rc, err);
+    scratch_dir_finish(dir, check_failures);
     return CHECK_SUMMARY();
 }

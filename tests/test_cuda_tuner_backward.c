@@ -23,6 +23,7 @@
 #include "nvrtc.h"
 #include "nvrtc_check.h"
 #include "reference.h"
+#include "scratch_dir.h"
 #include "tuner_records.h"
 #include "tuning_db.h"
 
@@ -158,8 +159,8 @@ int main(void) {
     const int skip = nvrtc_check_open(&nv); /* the tuner opens its own */
     if (skip) return skip;
     lntune_nvrtc_close(nv);
-    char dir[] = "/tmp/lntune-cuda-tuner-backward-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    char dir[4096];
+    if (scratch_dir_make(dir, sizeof dir, "cuda-tuner-backward")) return 1;
     char db[4200], log_path[4200], err[1024] = "";
     snprintf(db, sizeof db, "%s/tune.db", dir);
     snprintf(log_path, sizeof log_path, "%s/lntune.log", dir);
@@ -180,6 +181,6 @@ int main(void) {
     lntune_tune_result r = tune(db, "layernorm_backward", "f16/bf16/f16", 0, 8, 64, &rc, err);
     CHECK(rc == LNTUNE_EINVAL && strstr(err, "x's type") && !r.variant[0],
           "an fp16 x with a bf16 dx is refused: rc %d, %s", rc, err);
-    unlink(log_path);
+    scratch_dir_finish(dir, check_failures);
     return CHECK_SUMMARY();
 }

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "lntune.h"
+#include "scratch_dir.h"
 #include "tune_once.h"
 #include "tuner.h"
 #include "tuning_db.h"
@@ -106,8 +107,8 @@ static int count_backward(void *ud, const lntune_measurement *m) {
 }
 
 int main(void) {
-    char dir[] = "/tmp/lntune-sandbox-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    char dir[4096];
+    if (scratch_dir_make(dir, sizeof dir, "sandbox")) return 1;
     char db[4200], tpl[4200];
     snprintf(db, sizeof db, "%s/tune.db", dir);
     snprintf(tpl, sizeof tpl, "%s/templates/sandbox", LNTUNE_TEST_SOURCE_DIR);
@@ -172,9 +173,7 @@ int main(void) {
               "backward quality=%s stored saying '%s': %s", backward_expected[i].quality,
               backward_expected[i].says, b.message[i]);
 
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    scratch_dir_finish(dir, failures);
     printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
     return failures ? 1 : 0;
 }

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "lntune.h"
+#include "scratch_dir.h"
 #include "tune_once.h"
 #include "tuner.h"
 #include "tuning_db.h"
@@ -48,8 +49,8 @@ static int best_artifact(void *ud, const lntune_best *b) {
 }
 
 int main(void) {
-    char dir[] = "/tmp/lntune-tuner-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    char dir[4096];
+    if (scratch_dir_make(dir, sizeof dir, "tuner")) return 1;
     char db[4200], tpl[4200];
     snprintf(db, sizeof db, "%s/tune.db", dir);
     setenv("XDG_CACHE_HOME", dir, 1); /* the JIT's object cache */
@@ -156,8 +157,6 @@ int main(void) {
           "backward with y's type unlike x's: %s", err);
     free(none);
 
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    scratch_dir_finish(dir, check_failures);
     return CHECK_SUMMARY();
 }

@@ -19,6 +19,7 @@
 #include "dtypes.h"
 #include "fusion.h"
 #include "lntune.h"
+#include "scratch_dir.h"
 #include "problem.h"
 #include "tune_once.h"
 
@@ -112,8 +113,8 @@ int main(void) {
     copy_args_move_the_counted_bytes();
     a_one_thread_copy_is_a_finalist();
 
-    char dir[] = "/tmp/lntune-tuner-copy-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    char dir[4096];
+    if (scratch_dir_make(dir, sizeof dir, "tuner-copy")) return 1;
     char db[4200];
     snprintf(db, sizeof db, "%s/tune.db", dir);
     setenv("XDG_CACHE_HOME", dir, 1); /* the JIT's object cache */
@@ -134,8 +135,6 @@ int main(void) {
     CHECK(r.copy_gbps > 0 && r.gbps / r.copy_gbps <= 1.5,
           "the fused kernel: %.2f GB/s, %.2fx the copy (at most 1.5x)", r.gbps,
           r.copy_gbps > 0 ? r.gbps / r.copy_gbps : 0.0);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+    scratch_dir_finish(dir, check_failures);
     return CHECK_SUMMARY();
 }

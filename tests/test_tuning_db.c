@@ -6,13 +6,13 @@
  */
 #define _GNU_SOURCE
 #include "lntune.h"
+#include "scratch_dir.h"
 #include "tuning_db.h"
 
 #include <sqlite3.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -926,11 +926,6 @@ static void processes_create_one_file_together(void) {
     CHECK(failed == 0);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 int main(void) {
     static const struct {
         const char *name;
@@ -961,12 +956,7 @@ int main(void) {
         {"processes creating one new file together all open it",
          processes_create_one_file_together},
     };
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/lntune-test-db-XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (scratch_dir_make(tmpdir, sizeof tmpdir, "test-db")) return 1;
     for (size_t i = 0; i < sizeof shared_blob; ++i) shared_blob[i] = (unsigned char)(i * 7);
     unsetenv("LNTUNE_DB");
     int failed_cases = 0;
@@ -977,10 +967,7 @@ int main(void) {
         printf("  %s\n", failures == before ? "ok" : "FAIL");
         failed_cases += failures != before;
     }
-    if (failures == 0)
-        nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    else
-        printf("files kept in %s\n", tmpdir);
+    scratch_dir_finish(tmpdir, failures);
     printf("%d of %zu cases failed\n", failed_cases, sizeof cases / sizeof cases[0]);
     return failures != 0;
 }
