@@ -364,11 +364,12 @@ static const char dispatch_text[] =
     "        int rc = run_threads(e->fn, &a, e->threads);\n"
     "        if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;\n"
     "    }\n"
-    "    lntune_kernel_fn generic = fusion       ? residual_generic[op][xt][yt][pt][rt]\n"
-    "                               : types == 0 ? generic_f32[op][affine]\n"
-    "                               : affine < 2 && typed_builtin[op][affine][xt][yt][pt]\n"
-    "                                   ? typed_builtin[op][affine][xt][yt][pt]\n"
-    "                                   : typed_generic[op][xt][yt][pt];\n"
+    "    /* (the residual fallback decides on streaming itself, since it streams residual_out) */\n"
+    "    lntune_kernel_fn generic =\n"
+    "        fusion ? residual_generic[op][xt][yt][pt][rt]\n"
+    "               : unfused_generic(op, affine, xt, yt, pt,\n"
+    "                                 streaming_call(&a, (int64_t)(typed_size(xt) + "
+    "typed_size(yt))));\n"
     "    int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? "
     "LNTUNE_KERNELS_MAX_THREADS : 1;\n"
     "    return run_threads(generic, &a, threads);\n"
@@ -461,17 +462,40 @@ static const char backward_text[] =
     "\n";
 
 /* Where the exported generic kernels take AVX2's width: the app's compiler flags decide (the
- * file is meant for -march=native, as the tuned kernels were measured). */
-static const char levels_switch[] =
-    "/* The generic kernels (shapes no winner covers): 8-lane AVX2 with F16C conversions where\n"
-    " * this file is compiled for AVX2, FMA and F16C (-march=native on such a CPU), else 4-lane\n"
-    " * portable vectors; -DLNTUNE_KERNELS_NO_AVX2 forces the latter. */\n"
-    "#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && "
-    "!defined(LNTUNE_KERNELS_NO_AVX2)\n"
-    "#define LNTUNE_KERNELS_AVX2 1\n"
-    "#else\n"
-    "#define LNTUNE_KERNELS_AVX2 0\n"
-    "#endif\n\n";
+ * file is meant for -march=native, as the tuned kernels were measured); and from which size of
+ * call they store non-temporally (that copy exists only at AVX2's width). */
+static void put_levels_switch(lntune_export_buf *b, int64_t streaming_bytes) {
+    lntune_export_put(
+        b,
+        "/* The generic kernels (shapes no winner covers): 8-lane AVX2 with F16C conversions "
+        "where\n"
+        " * this file is compiled for AVX2, FMA and F16C (-march=native on such a CPU), else "
+        "4-lane\n"
+        " * portable vectors; -DLNTUNE_KERNELS_NO_AVX2 forces the latter. */\n"
+        "#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && "
+        "!defined(LNTUNE_KERNELS_NO_AVX2)\n"
+        "#define LNTUNE_KERNELS_AVX2 1\n"
+        "#else\n"
+        "#define LNTUNE_KERNELS_AVX2 0\n"
+        "#endif\n\n"
+        "/* A generic call whose tensors (x, y, residual and residual_out) reach this many bytes\n"
+        " * takes the AVX2 copy that stores non-temporally and prefetches the next row: its "
+        "output\n"
+        " * would leave the cache before anyone read it. The default is the last-level cache of\n"
+        " * the machine this file was exported on; -DLNTUNE_KERNELS_STREAMING_BYTES=N sets\n"
+        " * another. */\n"
+        "#ifndef LNTUNE_KERNELS_STREAMING_BYTES\n"
+        "#define LNTUNE_KERNELS_STREAMING_BYTES %lld\n"
+        "#endif\n\n"
+        "/* Whether a call of a->rows x a->H elements, element_bytes in all its tensors, streams. "
+        "*/\n"
+        "static int streaming_call(const lntune_kernel_args *a, int64_t element_bytes)\n"
+        "{\n"
+        "    return LNTUNE_KERNELS_AVX2 &&\n"
+        "           a->rows * a->H >= (int64_t)(LNTUNE_KERNELS_STREAMING_BYTES) / element_bytes;\n"
+        "}\n\n",
+        (long long)streaming_bytes);
+}
 
 void lntune_export_put_levels(lntune_export_buf *b, const char *avx2, const char *generic) {
     if (avx2)
@@ -485,7 +509,7 @@ void lntune_export_put_levels(lntune_export_buf *b, const char *avx2, const char
  * the table generic_f32[op][affine] (0 neither, 1 gamma, 2 beta only), with a beta-only wrapper
  * for the ops that take beta, and op_takes_beta[op].
  */
-static int put_generic_f32(lntune_export_buf *b, char *msg, size_t msglen) {
+static int put_generic_f32(lntune_export_buf *b, int avx2, char *msg, size_t msglen) {
     char plain[LNTUNE_EXPORT_MAX_OPS][128], affine[LNTUNE_EXPORT_MAX_OPS][128];
     if (lntune_export_op_count > LNTUNE_EXPORT_MAX_OPS) {
         snprintf(msg, msglen, "more ops than LNTUNE_EXPORT_MAX_OPS");
@@ -527,12 +551,46 @@ static int put_generic_f32(lntune_export_buf *b, char *msg, size_t msglen) {
                      lntune_export_ops[op].name);
         lntune_export_put(b, "    {%s, %s, %s},\n", plain[op], affine[op], beta_only);
     }
+    lntune_export_put(b, "};\n\n/* [op][affine: 0 neither, 1 gamma]: generic_f32's copy with "
+                         "non-temporal stores;\n * NULL: none. */\n"
+                         "static const lntune_kernel_fn streaming_f32[][2] = {\n");
+    if (avx2) lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n");
+    for (size_t op = 0; avx2 && op < lntune_export_op_count; ++op) {
+        char streaming[2][128];
+        for (int k = 0; k < 2; ++k) /* the generic's name with "streaming" for "generic" */
+            snprintf(streaming[k], sizeof streaming[k], "lntune_kernels_streaming%s",
+                     (k ? affine[op] : plain[op]) + strlen("lntune_kernels_generic"));
+        lntune_export_put(b, "    {%s, %s},\n", streaming[0], streaming[1]);
+    }
+    if (avx2) lntune_export_put(b, "#else\n");
+    for (size_t op = 0; op < lntune_export_op_count; ++op)
+        lntune_export_put(b, "    {NULL, NULL},\n");
+    if (avx2) lntune_export_put(b, "#endif\n");
     lntune_export_put(b, "};\n\nstatic const int op_takes_beta[] = {");
     for (size_t op = 0; op < lntune_export_op_count; ++op)
         lntune_export_put(b, "%s%d", op ? ", " : "", lntune_export_ops[op].takes_beta);
     lntune_export_put(b, "};\n\n");
     return LNTUNE_OK;
 }
+
+/* The generic kernel of an unfused call no winner serves, from the tables before it. */
+static const char unfused_generic_text[] =
+    "/* The generic kernel of an unfused call of op and tuple (affine: 0 neither, 1 gamma, 2 beta\n"
+    " * only); streams: the copy with non-temporal stores where there is one. */\n"
+    "static lntune_kernel_fn unfused_generic(int op, int affine, int xt, int yt, int pt, int "
+    "streams)\n"
+    "{\n"
+    "    if (!(xt | yt | pt)) {\n"
+    "        if (streams && affine < 2 && streaming_f32[op][affine]) return "
+    "streaming_f32[op][affine];\n"
+    "        return generic_f32[op][affine];\n"
+    "    }\n"
+    "    if (affine == 2) return typed_generic[op][xt][yt][pt];\n"
+    "    if (streams && typed_streaming[op][affine][xt][yt][pt])\n"
+    "        return typed_streaming[op][affine][xt][yt][pt];\n"
+    "    if (typed_builtin[op][affine][xt][yt][pt]) return typed_builtin[op][affine][xt][yt][pt];\n"
+    "    return typed_generic[op][xt][yt][pt];\n"
+    "}\n\n";
 
 static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cpu,
                                  const winner_list *l, const int *ok, const char *db_note) {
@@ -572,7 +630,8 @@ static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cp
                           lntune_builtin_variants[i].affine ? "affine" : "no affine",
                           lntune_builtin_variants[i].variant);
     lntune_export_put(b, " *   (at vec=8, fp16 converted natively, where the file is compiled for "
-                         "AVX2, FMA and F16C)\n");
+                         "AVX2, FMA and F16C;\n *   there, from LNTUNE_KERNELS_STREAMING_BYTES, "
+                         "with store=nt,prefetch=1)\n");
     lntune_export_put(b, " *   fp16/bf16 tuples of a winner: the same variants for that tuple;"
                          " the others,\n *   and beta without gamma: portable kernels, one per "
                          "op and tuple\n */\n");
@@ -651,21 +710,27 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         ++r->tuned;
         if (w->threads > max_threads) max_threads = w->threads;
     }
-    /* The generic kernels, at AVX2's width too where the file may be compiled for it. */
+    /* The generic kernels, at AVX2's width too where the file may be compiled for it, and there
+     * once more with non-temporal stores for large calls. */
     const int avx2 = strcmp(cpu.arch, "x86_64") == 0;
-    if (avx2) lntune_export_put(&kernels, "%s", levels_switch);
-    char *generic = NULL, *wide = NULL;
+    put_levels_switch(&kernels, lntune_cpu_last_level_cache(&cpu));
+    char *generic = NULL, *wide = NULL, *streaming = NULL;
     if ((rc = lntune_builtin_emit(g, &lntune_builtin_generic, "lntune_kernels_generic",
                                   &generic)) != LNTUNE_OK ||
         (avx2 && (rc = lntune_builtin_emit(g, &lntune_builtin_avx2, "lntune_kernels_generic",
-                                           &wide)) != LNTUNE_OK)) {
+                                           &wide)) != LNTUNE_OK) ||
+        (avx2 && (rc = lntune_builtin_emit(g, &lntune_builtin_avx2_streaming,
+                                           "lntune_kernels_streaming", &streaming)) != LNTUNE_OK)) {
         free(generic);
+        free(wide);
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
         goto done;
     }
     lntune_export_put_levels(&kernels, wide, generic);
+    if (streaming) lntune_export_put(&kernels, "#if LNTUNE_KERNELS_AVX2\n%s\n#endif\n", streaming);
     free(generic);
     free(wide);
+    free(streaming);
     /* The generated generics of the winners' tuples (fused: of the fp32 sum with their y and
      * gamma/beta types, which the residual fallback normalizes). */
     unsigned char used[64] = {0};
@@ -679,7 +744,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
         goto done;
     }
-    if ((rc = put_generic_f32(&kernels, r->message, sizeof r->message)) != LNTUNE_OK) goto done;
+    if ((rc = put_generic_f32(&kernels, avx2, r->message, sizeof r->message)) != LNTUNE_OK)
+        goto done;
+    lntune_export_put(&kernels, "%s", unfused_generic_text);
     lntune_export_put_residual_fallback(&kernels, avx2);
     lntune_export_put_backward_fallback(&kernels);
     r->skipped += list.skipped;

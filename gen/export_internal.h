@@ -46,8 +46,9 @@ int lntune_export_op_find(const char *name);
  * then, for each tuple marked in used (indexed by lntune_types_packed, residual 0), the
  * generated generic kernels with gamma and with neither (gen/builtin.c), in the table
  * typed_builtin[op][affine][x][y][params]; with avx2, each of those twice, as
- * lntune_export_put_levels writes them. LNTUNE_OK, or the generator's code (lntune_gen_errmsg
- * says why).
+ * lntune_export_put_levels writes them, and a third time at AVX2's width with non-temporal
+ * stores, in the table typed_streaming (all NULL without avx2). LNTUNE_OK, or the generator's
+ * code (lntune_gen_errmsg says why).
  */
 int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
                                      const unsigned char used[64], int avx2);
@@ -62,8 +63,10 @@ void lntune_export_put_levels(lntune_export_buf *b, const char *avx2, const char
 
 /*
  * Appends the exported fallback of calls with a residual (export_typed.c), after the generic
- * kernels it calls: per op, one kernel per (x, y, params, residual) tuple serving every affine
- * kind and both fusions, and the table residual_generic[op][x][y][params][residual].
+ * kernels it calls (through unfused_generic): per op, one kernel per (x, y, params, residual)
+ * tuple serving every affine kind and both fusions, and the table
+ * residual_generic[op][x][y][params][residual]. A call past LNTUNE_KERNELS_STREAMING_BYTES
+ * stores residual_out non-temporally (with avx2, where the file is compiled for AVX2).
  */
 void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2);
 

@@ -49,8 +49,9 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
         }
     lntune_export_put(b, "};\n\n");
 
-    /* The winners' tuples: liblntune's generated built-ins, by op and affine kind. */
-    lntune_export_buf table = {0};
+    /* The winners' tuples: liblntune's generated built-ins, by op and affine kind (with avx2, the
+     * copy with non-temporal stores too). */
+    lntune_export_buf table = {0}, streaming_table = {0};
     for (int packed = 1; packed < 64; ++packed) {
         if (!used[packed]) continue;
         const lntune_types t = lntune_types_unpacked(packed);
@@ -58,23 +59,37 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
             const int op = lntune_export_op_find(lntune_builtin_variants[i].op);
             char symbol[160];
             lntune_builtin_typed_symbol("lntune_kernels_generic", i, t, symbol, sizeof symbol);
-            lntune_source src, wide = {0};
+            char streaming_symbol[160];
+            lntune_builtin_typed_symbol("lntune_kernels_streaming", i, t, streaming_symbol,
+                                        sizeof streaming_symbol);
+            lntune_source src = {0}, wide = {0}, streaming = {0};
             int rc = op < 0 ? LNTUNE_ERROR
                             : lntune_builtin_emit_typed_one(g, &lntune_builtin_generic, i, t,
                                                             symbol, &src);
             if (rc == LNTUNE_OK && avx2 &&
                 (rc = lntune_builtin_emit_typed_one(g, &lntune_builtin_avx2, i, t, symbol,
-                                                    &wide)) != LNTUNE_OK)
-                lntune_source_free(&src);
-            if (rc != LNTUNE_OK) {
-                free(table.s);
-                return rc;
+                                                    &wide)) == LNTUNE_OK)
+                rc = lntune_builtin_emit_typed_one(g, &lntune_builtin_avx2_streaming, i, t,
+                                                   streaming_symbol, &streaming);
+            if (rc == LNTUNE_OK) {
+                lntune_export_put_levels(b, wide.text, src.text);
+                if (streaming.text)
+                    lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n#endif\n", streaming.text);
             }
-            lntune_export_put_levels(b, wide.text, src.text);
             lntune_source_free(&src);
             lntune_source_free(&wide);
-            lntune_export_put(&table, "    [%d][%d][%d][%d][%d] = %s,\n", op,
-                              lntune_builtin_variants[i].affine, t.x, t.y, t.params, symbol);
+            lntune_source_free(&streaming);
+            if (rc != LNTUNE_OK) {
+                free(table.s);
+                free(streaming_table.s);
+                return rc;
+            }
+            const int affine = lntune_builtin_variants[i].affine;
+            lntune_export_put(&table, "    [%d][%d][%d][%d][%d] = %s,\n", op, affine, t.x, t.y,
+                              t.params, symbol);
+            if (avx2)
+                lntune_export_put(&streaming_table, "    [%d][%d][%d][%d][%d] = %s,\n", op, affine,
+                                  t.x, t.y, t.params, streaming_symbol);
         }
     }
     lntune_export_put(b,
@@ -84,6 +99,15 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
                       lntune_export_op_count, table.s ? " = {\n" : "", table.s ? table.s : "",
                       table.s ? "}" : "");
     free(table.s);
+    lntune_export_put(b,
+                      "/* typed_builtin's copies with non-temporal stores; NULL: none. */\n"
+                      "static const lntune_kernel_fn typed_streaming[%zu][2][3][3][3]",
+                      lntune_export_op_count);
+    if (streaming_table.s)
+        lntune_export_put(b, "\n#if LNTUNE_KERNELS_AVX2\n    = {\n%s}\n#endif\n",
+                          streaming_table.s);
+    lntune_export_put(b, ";\n\n");
+    free(streaming_table.s);
     return b->oom ? LNTUNE_ENOMEM : LNTUNE_OK;
 }
 
@@ -98,7 +122,7 @@ static const char residual_text[] =
     " * (runtime/builtin_residual_body.h) ---- */\n"
     "enum { RESIDUAL_STACK_FLOATS = 4096 };\n"
     "typedef void (*residual_sum_fn)(float *s, const void *x, const void *r, int64_t H);\n"
-    "typedef void (*residual_store_fn)(void *out, const float *s, int64_t H);\n"
+    "typedef void (*residual_store_fn)(void *out, const float *s, int64_t H, int nt);\n"
     "\n"
     "#define RESIDUAL_SUM(X, R)                                                              \\\n"
     "    static void residual_sum_##X##_##R(float *s, const void *x, const void *r, int64_t H) \\\n"
@@ -111,10 +135,11 @@ static const char residual_text[] =
     "#define RESIDUAL_SUMS(X) RESIDUAL_SUM(X, F32) RESIDUAL_SUM(X, F16) RESIDUAL_SUM(X, BF16)\n"
     "RESIDUAL_SUMS(F32)\nRESIDUAL_SUMS(F16)\nRESIDUAL_SUMS(BF16)\n"
     "#define RESIDUAL_STORE(R)                                                               \\\n"
-    "    static void residual_store_##R(void *out, const float *s, int64_t H)                \\\n"
+    "    static void residual_store_##R(void *out, const float *s, int64_t H, int nt)        \\\n"
     "    {                                                                                   \\\n"
     "        int64_t i = 0;                                                                  \\\n"
     "        RESIDUAL_STORE8(R)                                                              \\\n"
+    "        (void)nt;                                                                       \\\n"
     "        for (; i < H; ++i) typed_store(TYPED_##R, out, i, s[i]);                        \\\n"
     "    }\n"
     "RESIDUAL_STORE(F32)\nRESIDUAL_STORE(F16)\nRESIDUAL_STORE(BF16)\n"
@@ -135,11 +160,10 @@ static const char residual_text[] =
     "                         int yt, int pt, int rt)\n"
     "{\n"
     "    const int affine = a->gamma ? 1 : a->beta ? 2 : 0;\n"
-    "    lntune_kernel_fn inner = yt == TYPED_F32 && pt == TYPED_F32\n"
-    "                                 ? generic_f32[op][affine]\n"
-    "                                 : typed_generic[op][TYPED_F32][yt][pt];\n"
-    "    if (affine < 2 && typed_builtin[op][affine][TYPED_F32][yt][pt])\n"
-    "        inner = typed_builtin[op][affine][TYPED_F32][yt][pt];\n"
+    "    const int64_t residual_bytes = (int64_t)typed_size(rt) * (a->residual_out ? 2 : 1);\n"
+    "    const int streams =\n"
+    "        streaming_call(a, (int64_t)(typed_size(xt) + typed_size(yt)) + residual_bytes);\n"
+    "    const lntune_kernel_fn inner = unfused_generic(op, affine, TYPED_F32, yt, pt, streams);\n"
     "    const int64_t H = a->H;\n"
     "    float stack[RESIDUAL_STACK_FLOATS];\n"
     "    float *s = H <= RESIDUAL_STACK_FLOATS ? stack : (float *)malloc((size_t)H * sizeof *s);\n"
@@ -157,12 +181,14 @@ static const char residual_text[] =
     "        if (a->residual_out)\n"
     "            residual_stores[rt]((void *)residual_row(a->residual_out, r, "
     "a->residual_out_stride, rt),\n"
-    "                                s, H);\n"
+    "                                s, H, streams);\n"
     "        one.y = (void *)residual_row(a->y, r, a->y_stride, yt);\n"
     "        one.mean = a->mean ? a->mean + r : NULL;\n"
     "        one.rstd = a->rstd ? a->rstd + r : NULL;\n"
     "        rc = inner(&one, 0, 1);\n"
     "    }\n"
+    "    if (streams && a->residual_out) RESIDUAL_FENCE(); /* residual_out's stores, as the "
+    "inner's */\n"
     "    if (s != stack) free(s);\n"
     "    return rc;\n"
     "}\n\n";
@@ -177,10 +203,16 @@ static const char residual_vector_macros[] =
     "                                                   typed_size(TYPED_##X)),               \\\n"
     "                                       typed_load8(TYPED_##R, (const char *)r + i *      \\\n"
     "                                                   typed_size(TYPED_##R))));\n"
+    "/* nt: non-temporal stores, which need out aligned to the vector: scalars until it is */\n"
     "#define RESIDUAL_STORE8(R)                                                              \\\n"
+    "    const uintptr_t align = 8 * typed_size(TYPED_##R) - 1;                              \\\n"
+    "    if (nt)                                                                             \\\n"
+    "        for (; i < H && (((uintptr_t)out + i * typed_size(TYPED_##R)) & align) != 0; ++i) \\\n"
+    "            typed_store(TYPED_##R, out, i, s[i]);                                       \\\n"
     "    for (; i + 8 <= H; i += 8)                                                          \\\n"
     "        typed_store8(TYPED_##R, (char *)out + i * typed_size(TYPED_##R),                \\\n"
-    "                     _mm256_loadu_ps(s + i), 0);\n";
+    "                     _mm256_loadu_ps(s + i), nt);\n"
+    "#define RESIDUAL_FENCE() _mm_sfence()\n";
 
 void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2) {
     enum { N = LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT };
@@ -188,7 +220,9 @@ void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2) {
     if (vector)
         lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n%s#else\n", vector,
                           residual_vector_macros);
-    lntune_export_put(b, "#define RESIDUAL_SUM8(X, R)\n#define RESIDUAL_STORE8(R)\n%s",
+    lntune_export_put(b,
+                      "#define RESIDUAL_SUM8(X, R)\n#define RESIDUAL_STORE8(R)\n"
+                      "#define RESIDUAL_FENCE() ((void)0)\n%s",
                       vector ? "#endif\n" : "");
     lntune_export_put(b, "%s", residual_text);
     /* The kernel ABI carries no types: one small function per (op, x, y, params, residual). */

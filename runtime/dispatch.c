@@ -68,8 +68,7 @@ static void streaming_threshold(lntune *ctx) {
     char *end = NULL;
     const long long set = env ? strtoll(env, &end, 10) : 0;
     const int valid = env && *env && end && !*end && set > 0;
-    const int64_t cache = ctx->cpu.l3_bytes ? ctx->cpu.l3_bytes : ctx->cpu.l2_bytes;
-    ctx->streaming_bytes = valid ? set : cache > 0 ? cache : INT64_C(32) << 20;
+    ctx->streaming_bytes = valid ? set : lntune_cpu_last_level_cache(&ctx->cpu);
     if (env && !valid)
         lntune_ctx_debug(ctx, "LNTUNE_STREAMING_BYTES='%s' is not a positive integer: ignored",
                          env);

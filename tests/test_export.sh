@@ -5,8 +5,9 @@
 # export does not serve (bf16); the export (with --cmake), which must leave each of
 # those out with a one-line warning; the files compiled with gcc and clang-14 -std=c11 -O3
 # -march=native -Wall -Wextra -Werror, and export_driver run against the float64 reference with
-# each (on x86-64 once more with gcc and -DLNTUNE_KERNELS_NO_AVX2, for the portable generic
-# kernels); then the exported CMakeLists.txt used through add_subdirectory.
+# each (on x86-64 twice more with gcc: -DLNTUNE_KERNELS_NO_AVX2, for the portable generic
+# kernels, and -DLNTUNE_KERNELS_STREAMING_BYTES=1, so that every generic call takes the copy with
+# non-temporal stores); then the exported CMakeLists.txt used through add_subdirectory.
 #
 #   test_export.sh LNTUNE MAKEDB SOURCE_DIR SCRATCH_DIR
 set -eu
@@ -89,14 +90,24 @@ if [ "$(uname -m)" = x86_64 ]; then
           awk '/define LNTUNE_KERNELS_AVX2 /{print $3}')
     test "$got" = 0 || { echo "FAIL: -DLNTUNE_KERNELS_NO_AVX2 leaves LNTUNE_KERNELS_AVX2 '$got'"; exit 1; }
     echo "ok  : LNTUNE_KERNELS_AVX2 $want under -march=native, 0 with -DLNTUNE_KERNELS_NO_AVX2"
-    levels="gcc:-DLNTUNE_KERNELS_NO_AVX2"
+    levels="gcc:-DLNTUNE_KERNELS_NO_AVX2 gcc:-DLNTUNE_KERNELS_STREAMING_BYTES=1"
+    step "the generic kernels' copies with non-temporal stores, from the last-level cache's bytes"
+    n=$(grep -c "^int lntune_kernels_streaming_" "$dir/out/lntune_kernels.c" || true)
+    test "$n" -eq 20 || { echo "FAIL: $n streaming kernels, want 20 (fp32 and 4 tuples x 2 ops x 2 affine kinds)"; exit 1; }
+    grep -q "^#define LNTUNE_KERNELS_STREAMING_BYTES [1-9][0-9]*$" "$dir/out/lntune_kernels.c" ||
+        { echo "FAIL: no default LNTUNE_KERNELS_STREAMING_BYTES"; exit 1; }
+    echo "ok  : $n streaming kernels"
 fi
 
 for build in gcc clang-14 $levels; do
     cc=${build%%:*}
     defs=${build#"$cc"}
     defs=${defs#:}
-    tag=$cc${defs:+_portable}
+    case $defs in
+    *NO_AVX2*) tag=${cc}_portable ;;
+    *STREAMING*) tag=${cc}_streaming ;;
+    *) tag=$cc ;;
+    esac
     if ! command -v $cc >/dev/null; then echo "FAIL: $cc not found"; exit 1; fi
     step "$cc $defs -Werror on the exported files, then the driver against the reference"
     $cc -std=c11 -O3 -march=native $defs -Wall -Wextra -Werror -c "$dir/out/lntune_kernels.c" \

@@ -108,6 +108,12 @@ static int64_t cache_bytes(int level, int data) {
     return 0;
 }
 
+int64_t lntune_cpu_last_level_cache(const lntune_cpu_info *info) {
+    return info->l3_bytes > 0   ? info->l3_bytes
+           : info->l2_bytes > 0 ? info->l2_bytes
+                                : INT64_C(32) << 20;
+}
+
 void lntune_cpu_info_get(lntune_cpu_info *info) {
     memset(info, 0, sizeof *info);
 #if defined(__x86_64__)

@@ -37,6 +37,9 @@ typedef struct lntune_cpu_info {
 
 /* Fills info for this machine. Never fails: unknown fields stay 0 or empty. */
 void lntune_cpu_info_get(lntune_cpu_info *info);
+/* The last-level cache in bytes (L3, else L2; 32 MiB where neither is known): the size past which
+ * a kernel's output leaves the cache before anyone reads it. */
+int64_t lntune_cpu_last_level_cache(const lntune_cpu_info *info);
 /* The LNTUNE_ISA_* features of this CPU (the OS's support of AVX state included): info->isa. */
 uint32_t lntune_hw_isa(void);
 
