@@ -19,11 +19,15 @@
  *    recomputed, with gamma and without, with dresidual_out and without; dx, dgamma and dbeta
  *    against the float64 reference gradients within gen/verify_backward.h's bounds, dx poisoned
  *    and every element checked, nothing written between its rows.
+ * 5. Concurrent callers (alone with the argument "concurrent", which test_export.sh runs under
+ *    ThreadSanitizer): threads calling at once, each on its own tensors, a tuned multi-threaded
+ *    shape and an untuned one, so that calls share the pool or find it busy; every output checked.
  */
 #include "half_ref.h"
 #include "lntune_kernels.h"
 #include "testutil.h"
 
+#include <pthread.h>
 #include <string.h>
 
 static void test_fp32(void) {
@@ -542,10 +546,72 @@ static void test_backward(void) {
               "a NULL dx is declined");
 }
 
-int main(void) {
+/* ---- 5. concurrent callers ---- */
+
+enum { CALLERS = 4, CALLS = 12 };
+
+typedef struct {
+    int64_t H, rows;
+    float *x, *y, *g, *b;
+    int bad_calls;
+    double worst;
+} caller;
+
+static void *call_repeatedly(void *p) {
+    caller *c = p;
+    for (int k = 0; k < CALLS; ++k) {
+        for (int64_t i = 0; i < c->rows * c->H; ++i) c->y[i] = NAN;
+        lntune_kernel_args a;
+        memset(&a, 0, sizeof a);
+        a.rows = c->rows, a.H = c->H, a.x = c->x, a.y = c->y, a.gamma = c->g, a.beta = c->b;
+        const int rc = lntune_kernels_layernorm(&a);
+        const double err = rc ? INFINITY
+                              : test_error(LNTUNE_OP_LAYERNORM, c->x, c->H, c->y, c->H, c->rows,
+                                           c->H, c->g, c->b, 1e-5, NULL, NULL);
+        c->bad_calls += !(err <= TOLERANCE);
+        if (!(err <= c->worst)) c->worst = err;
+    }
+    return NULL;
+}
+
+static void test_concurrent(void) {
+    /* H=768 rows=4096 is export_makedb's two-thread winner; H=1000 rows=600 an untuned shape large
+     * enough for the generic kernels' pool. */
+    caller c[CALLERS];
+    pthread_t t[CALLERS];
+    for (int i = 0; i < CALLERS; ++i) {
+        memset(&c[i], 0, sizeof c[i]);
+        c[i].H = i % 2 ? 1000 : 768, c[i].rows = i % 2 ? 600 : 4096;
+        const int64_t n = c[i].rows * c[i].H;
+        c[i].x = malloc((size_t)n * 4), c[i].y = malloc((size_t)n * 4);
+        c[i].g = malloc((size_t)c[i].H * 4), c[i].b = malloc((size_t)c[i].H * 4);
+        test_fill(c[i].x, n, 3.0, 1.0);
+        test_fill(c[i].g, c[i].H, 1.0, 0.2);
+        test_fill(c[i].b, c[i].H, 0.0, 0.5);
+    }
+    int started = 0;
+    for (int i = 0; i < CALLERS; ++i)
+        started += pthread_create(&t[i], NULL, call_repeatedly, &c[i]) == 0;
+    test_case(started == CALLERS, "%d caller threads started", started);
+    for (int i = 0; i < started; ++i) pthread_join(t[i], NULL);
+    for (int i = 0; i < started; ++i)
+        test_case(c[i].bad_calls == 0,
+                  "concurrent caller %d, layernorm H=%lld rows=%lld: %d of %d calls wrong, worst "
+                  "%.3g of tolerance",
+                  i, (long long)c[i].H, (long long)c[i].rows, c[i].bad_calls, CALLS,
+                  c[i].worst / TOLERANCE);
+    for (int i = 0; i < CALLERS; ++i) free(c[i].x), free(c[i].y), free(c[i].g), free(c[i].b);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "concurrent") == 0) {
+        test_concurrent();
+        return test_summary();
+    }
     test_fp32();
     test_tuples();
     test_fused();
     test_backward();
+    test_concurrent();
     return test_summary();
 }

@@ -7,11 +7,12 @@
 # -march=native -Wall -Wextra -Werror, and export_driver run against the float64 reference with
 # each (on x86-64 twice more with gcc: -DLNTUNE_KERNELS_NO_AVX2, for the portable generic
 # kernels, and -DLNTUNE_KERNELS_STREAMING_BYTES=1, so that every generic call takes the copy with
-# non-temporal stores); then the exported CMakeLists.txt used through add_subdirectory.
+# non-temporal stores); with TSAN 1, the driver's concurrent callers under ThreadSanitizer (the
+# exported thread pool); then the exported CMakeLists.txt used through add_subdirectory.
 #
-#   test_export.sh LNTUNE MAKEDB SOURCE_DIR SCRATCH_DIR
+#   test_export.sh LNTUNE MAKEDB SOURCE_DIR SCRATCH_DIR [TSAN]
 set -eu
-lntune=$1 makedb=$2 src=$3 dir=$4/export
+lntune=$1 makedb=$2 src=$3 dir=$4/export tsan=${5:-0}
 rm -rf "$dir"
 mkdir -p "$dir/out"
 step() { echo "case: $*"; }
@@ -119,6 +120,17 @@ for build in gcc clang-14 $levels; do
     grep "^ok  : v2" "$dir/driver_$tag.log" | head -3
     tail -1 "$dir/driver_$tag.log"
 done
+
+if [ "$tsan" = 1 ]; then
+    step "concurrent callers under ThreadSanitizer (the exported pool)"
+    gcc -std=c11 -O1 -g -march=native -fsanitize=thread -c "$dir/out/lntune_kernels.c" -o "$dir/k_tsan.o"
+    gcc -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -I"$dir/out" -I"$src/gen" \
+        -I"$src/runtime" -I"$src/tests" "$src/tests/export_driver.c" "$src/gen/reference.c" \
+        "$dir/k_tsan.o" -pthread -lm -o "$dir/driver_tsan"
+    "$dir/driver_tsan" concurrent > "$dir/driver_tsan.log" 2>&1 ||
+        { grep -E "FAIL|WARNING: ThreadSanitizer" "$dir/driver_tsan.log"; exit 1; }
+    tail -1 "$dir/driver_tsan.log"
+fi
 
 step "the exported CMakeLists.txt through add_subdirectory"
 mkdir -p "$dir/app"
