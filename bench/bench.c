@@ -44,7 +44,8 @@ int lntune_bench_is_latency(int64_t rows, int64_t H) {
 #define CHECK_ELEMENTS (INT64_C(1) << 24)
 
 static const lntune_bench_family *const families[] = {
-    &lntune_bench_lntune_family, &lntune_bench_onednn_family, &lntune_bench_naive_copy_family};
+    &lntune_bench_lntune_family, &lntune_bench_export_family, &lntune_bench_onednn_family,
+    &lntune_bench_naive_copy_family};
 enum { NFAMILIES = sizeof families / sizeof families[0] };
 
 /* xorshift64* and Box-Muller: reproducible normal data without libc's rand state. */

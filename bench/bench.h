@@ -51,7 +51,8 @@ typedef struct lntune_bench_config {
     double rep_ms;            /* minimum length of one repetition; below 50 is raised to 50 */
     void (*progress)(void *ud, const lntune_bench_progress *p);
     void *progress_ud;
-    int type; /* LNTUNE_TYPE_* (runtime/dtypes.h) of x, y, gamma and beta; 0: fp32 */
+    int type;               /* LNTUNE_TYPE_* (runtime/dtypes.h) of x, y, gamma and beta; 0: fp32 */
+    const char *export_lib; /* lntune export's kernels built as a shared object; NULL: n/a */
 } lntune_bench_config;
 
 /* One implementation at one shape and thread count. */

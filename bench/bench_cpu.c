@@ -4,7 +4,8 @@
  * records; without, it runs itself once per thread count (1 and every core: one process each,
  * so thread pools and OpenMP start fresh) and writes the markdown report and the SVG chart.
  *
- *   bench_cpu [--db PATH] [--db1 PATH] [--out PREFIX] [--shapes RxH,...] [--dtype T] [--no-torch]
+ *   bench_cpu [--db PATH] [--db1 PATH] [--export SO] [--export1 SO] [--out PREFIX]
+ *             [--shapes RxH,...] [--dtype T] [--no-torch]
  *   bench_cpu --threads N [...] > records.jsonl
  *   bench_cpu --report PREFIX records.jsonl...
  *   bench_cpu --has-runtime   (exit 0 if lntune itself is measured in this build)
@@ -27,7 +28,7 @@
 extern char **environ;
 
 typedef struct {
-    const char *db, *db1, *out, *shapes_text, *torch_script, *title;
+    const char *db, *db1, *export_lib, *export_lib1, *out, *shapes_text, *torch_script, *title;
     int threads, no_torch, reps, report, type;
     double rep_ms;
     lntune_bench_shape *shapes;
@@ -39,13 +40,17 @@ typedef struct {
 static int usage(const char *why) {
     fprintf(stderr,
             "bench_cpu: %s\n"
-            "usage: bench_cpu [--db PATH] [--db1 PATH] [--out PREFIX] [--shapes RxH,...]\n"
+            "usage: bench_cpu [--db PATH] [--db1 PATH] [--export SO] [--export1 SO]\n"
+            "                 [--out PREFIX] [--shapes RxH,...]\n"
             "                 [--reps N] [--rep-ms MS] [--torch SCRIPT | --no-torch]\n"
             "                 [--dtype f32|f16|bf16]\n"
             "       bench_cpu --threads N [same options]   (JSON records to stdout)\n"
             "       bench_cpu --report PREFIX FILE.jsonl...\n"
             "  --db: the tuned database for the all-cores run; --db1: for the 1-thread run\n"
-            "  (default: --db). PREFIX gets .md and .svg (default bench/results/cpu-DATE, or\n"
+            "  (default: --db). --export, --export1: lntune export's lntune_kernels.c of those\n"
+            "  databases built as shared objects (bench/run.sh builds them; default: n/a;\n"
+            "  --export1's default: --export).\n"
+            "  PREFIX gets .md and .svg (default bench/results/cpu-DATE, or\n"
             "  cpu-TYPE-DATE). --dtype: of x, y, gamma and beta, as tuned by lntune --dtype T.\n",
             why);
     return 2;
@@ -87,6 +92,7 @@ static int measure(const options *o) {
         .rep_ms = o->rep_ms,
         .progress = show_progress,
         .type = o->type,
+        .export_lib = o->threads == 1 && o->export_lib1 ? o->export_lib1 : o->export_lib,
     };
     lntune_bench_records rs = {0};
     char err[256] = "";
@@ -182,6 +188,10 @@ int main(int argc, char **argv) {
             o.db = v;
         else if (strcmp(a, "--db1") == 0)
             o.db1 = v;
+        else if (strcmp(a, "--export") == 0)
+            o.export_lib = v;
+        else if (strcmp(a, "--export1") == 0)
+            o.export_lib1 = v;
         else if (strcmp(a, "--out") == 0)
             o.out = v;
         else if (strcmp(a, "--torch") == 0)

@@ -51,6 +51,7 @@ typedef struct lntune_bench_family {
 extern const lntune_bench_family lntune_bench_naive_copy_family;
 extern const lntune_bench_family lntune_bench_onednn_family;
 extern const lntune_bench_family lntune_bench_lntune_family; /* empty without the runtime */
+extern const lntune_bench_family lntune_bench_export_family; /* config's export_lib */
 
 /*
  * Runs the PyTorch script at cfg's threads on shapes and appends its records. A missing

@@ -9,14 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const impl_order[] = {"lntune_tuned", "lntune_builtin", "onednn",
-                                         "torch",        "torch_out",      "naive",
-                                         "copy_memcpy",  "copy_nt"};
+static const char *const impl_order[] = {"lntune_tuned", "lntune_builtin", "lntune_export",
+                                         "onednn",       "torch",          "torch_out",
+                                         "naive",        "copy_memcpy",    "copy_nt"};
 enum { NIMPL = sizeof impl_order / sizeof impl_order[0] };
 
 const char *lntune_bench_impl_label(const char *impl) {
     static const char *const labels[][2] = {{"lntune_tuned", "lntune tuned"},
                                             {"lntune_builtin", "lntune built-in"},
+                                            {"lntune_export", "lntune export"},
                                             {"onednn", "oneDNN"},
                                             {"torch", "PyTorch"},
                                             {"torch_out", "PyTorch out="},

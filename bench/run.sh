@@ -2,12 +2,14 @@
 # bench/run.sh - reproduces bench/results/cpu-DATE.md and .svg from a fresh clone: installs the
 # bench dependencies if missing, builds, tunes the bench shapes into bench databases (1 thread
 # and every core; minutes per shape), then runs bench_cpu, which measures at 1 thread and at
-# every core in one process each and writes the report.
+# every core in one process each and writes the report. lntune export's output for each database,
+# built at -O3 -march=native as an app would, is measured beside them ("lntune export").
 #   BUILD_DIR (default build), BENCH_SKIP_TUNE=1 (use the databases as they are),
 #   BENCH_ARGS (extra bench_cpu options, e.g. "--no-torch"),
 #   BENCH_DTYPE=f16|bf16: x, y, gamma and beta of that type (tuned with lntune --dtype; own
 #   databases; cpu-TYPE-DATE; the shapes gain issue #6's 4096x4096),
-#   BENCH_SHAPES="RxH ..." (default: bench/bench.c's shapes).
+#   BENCH_SHAPES="RxH ..." (default: bench/bench.c's shapes),
+#   BENCH_OUT=PREFIX (default bench/results/cpu[-TYPE]-DATE: PREFIX.md, .svg, -t*.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -52,7 +54,22 @@ elif [ "${BENCH_SKIP_TUNE:-0}" != 1 ]; then
     "$build/lntune" tune "${shape_args[@]}" --dtype "$dtype" --db "$db"
 fi
 
+export_args=()
+if [ -e "$db" ] && [ -e "$db1" ]; then
+    for which in all t1; do
+        from=$db out=$build/bench-export$tag-$which
+        [ "$which" = t1 ] && from=$db1
+        echo "run.sh: lntune export of $from, built as $out/liblntune_kernels.so" >&2
+        rm -rf "$out" && mkdir -p "$out"
+        "$build/lntune" export --db "$from" --out "$out" 2>"$out/warnings" || { cat "$out/warnings" >&2; exit 1; }
+        cc -std=c11 -O3 -march=native -fPIC -shared -o "$out/liblntune_kernels.so" \
+            "$out/lntune_kernels.c" -pthread -lm
+    done
+    export_args=(--export "$build/bench-export$tag-all/liblntune_kernels.so"
+        --export1 "$build/bench-export$tag-t1/liblntune_kernels.so")
+fi
+
 echo "run.sh: measuring (about two minutes per thread count)" >&2
 # shellcheck disable=SC2086
-"$build/bench/bench_cpu" --db "$db" --db1 "$db1" --dtype "$dtype" --shapes "$shape_list" \
-    --out "$results/cpu$tag-$(date +%Y-%m-%d)" ${BENCH_ARGS:-}
+"$build/bench/bench_cpu" --db "$db" --db1 "$db1" "${export_args[@]}" --dtype "$dtype" \
+    --shapes "$shape_list" --out "${BENCH_OUT:-$results/cpu$tag-$(date +%Y-%m-%d)}" ${BENCH_ARGS:-}
