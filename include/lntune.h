@@ -51,7 +51,7 @@ typedef enum lntune_dtype {
     LNTUNE_DTYPE_DEFAULT = 0,
     LNTUNE_F32 = 1,
     LNTUNE_F16 = 2, /* IEEE binary16 */
-    LNTUNE_BF16 = 3 /* bfloat16; the output rounds to nearest even */
+    LNTUNE_BF16 = 3 /* bfloat16; the output rounds to nearest (ties: see lntune_layernorm) */
 } lntune_dtype;
 
 typedef enum lntune_device_kind {
@@ -146,7 +146,9 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  * The CPU serves fp32, fp16 and bf16 for x, y, gamma/beta and residual in any combination (dtype,
  * y_dtype, param_dtype, residual_dtype), with or without residual and residual_out: inputs
  * convert exactly to fp32, y is computed in fp32 and rounded once to its
- * type (to nearest even; overflow gives Inf, NaN stays NaN). Each pointer needs only the
+ * type (to nearest, ties to even; overflow gives Inf, NaN stays NaN). One exception: a tuned
+ * all-bf16 kernel may round ties away from zero (variant ties=away), which differs only where
+ * the fp32 result lies exactly halfway between two bf16 values, within the same error bound. Each pointer needs only the
  * alignment of its element type. CUDA serves all of these too: the tuned kernel of the shape
  * on that GPU (lntune --target cuda [--dtype ...] [--residual]), else a built-in; the built-ins
  * of fp16/bf16 and residual calls are compiled with NVRTC at first use (LNTUNE_ENODEVICE
