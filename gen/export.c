@@ -778,7 +778,14 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     lntune_export_put(&out, "#include <math.h>\n#include <pthread.h>\n#include <stdatomic.h>\n"
                             "#include <stddef.h>\n"
                             "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
-    lntune_export_put(&out, "#define LNTUNE_KERNELS_MAX_THREADS %d\n\n", max_threads);
+    lntune_export_put(&out,
+                      "/* The threads a call may use: every core of the machine this file was "
+                      "exported on, and\n * every winner's count. -DLNTUNE_KERNELS_MAX_THREADS=N "
+                      "(N >= 1) caps it, for an app whose\n * own threads keep the cores busy; 1 "
+                      "starts no thread. */\n"
+                      "#ifndef LNTUNE_KERNELS_MAX_THREADS\n#define LNTUNE_KERNELS_MAX_THREADS "
+                      "%d\n#endif\n\n",
+                      max_threads);
     lntune_export_put(&out, "%s\n", kernels.s ? kernels.s : "");
     lntune_export_put(&out,
                       "typedef struct {\n    int op; /* index in op_takes_beta */\n"

@@ -117,6 +117,10 @@ typedef struct lntune lntune; /* opaque; one per process or device */
  * this machine is not an error: every shape then runs a built-in kernel, and LNTUNE_LOG=debug
  * says why on stderr (and, once per shape, which kernel serves it). Fails only when out of
  * resources (LNTUNE_ENOMEM) or given out == NULL (LNTUNE_EINVAL); *out is NULL on failure.
+ * A CPU call runs on up to every core (tuned kernels on the threads they were tuned with), the
+ * handle's pool starting on its first multi-threaded call; $LNTUNE_NUM_THREADS=N (read here)
+ * caps that at N, for an app whose own threads keep the cores busy (1: no pool at all). New in
+ * 0.4.
  */
 LNTUNE_API int lntune_open(const char *db_path, lntune **out);
 LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */

@@ -154,7 +154,7 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
 
     int builtin_threads =
-        a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;
+        a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->max_threads : 1;
     lntune_kernel_fn kernel = e->kernel;
     int threads = e->threads;
     if (kernel == e->fallback) {

@@ -108,7 +108,7 @@ static int run(lntune *ctx, const lntune_backward_args *a, int op) {
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
 
     const int builtin_threads =
-        a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->cpu.cores : 1;
+        a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->max_threads : 1;
     const int tuned = e->backward != e->backward_fallback;
     int threads = tuned ? e->threads : builtin_threads;
     lntune_pool *pool = NULL;

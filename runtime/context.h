@@ -27,6 +27,7 @@ struct lntune {
     int64_t hardware_id;
     lntune_cpu_info cpu;
     int64_t streaming_bytes;     /* built-in calls moving this much store non-temporally */
+    int max_threads;             /* threads a CPU call may use: $LNTUNE_NUM_THREADS, else cores */
     int debug;                   /* LNTUNE_LOG=debug */
     _Atomic(lntune_pool *) pool; /* created on the first multi-threaded call */
     lntune_loaded *loaded;

@@ -74,6 +74,19 @@ static void streaming_threshold(lntune *ctx) {
                          env);
 }
 
+/* The threads a CPU call may use: $LNTUNE_NUM_THREADS (for an app that runs threads of its own),
+ * at most the cores; else every core. */
+static void thread_limit(lntune *ctx) {
+    const char *env = getenv("LNTUNE_NUM_THREADS");
+    char *end = NULL;
+    const long long set = env ? strtoll(env, &end, 10) : 0;
+    const int valid = env && *env && end && !*end && set > 0;
+    const int cores = ctx->cpu.cores > 0 ? ctx->cpu.cores : 1;
+    ctx->max_threads = valid && set < cores ? (int)set : cores;
+    if (env && !valid)
+        lntune_ctx_debug(ctx, "LNTUNE_NUM_THREADS='%s' is not a positive integer: ignored", env);
+}
+
 /* Says which built-ins this process runs, and a setting of them that was ignored. */
 static void describe_builtins(const lntune *ctx) {
     const char *ignored = lntune_builtin_isa_ignored_setting();
@@ -93,6 +106,7 @@ int lntune_dispatch_open(lntune *ctx, const char *db_path) {
     lntune_cpu_info_get(&ctx->cpu);
     find_buckets(ctx);
     streaming_threshold(ctx);
+    thread_limit(ctx);
     describe_builtins(ctx);
     char path[4096] = "";
     if (db_path)
@@ -153,7 +167,7 @@ void lntune_dispatch_close(lntune *ctx) {
 lntune_pool *lntune_dispatch_pool(lntune *ctx) {
     pthread_mutex_lock(&ctx->lock);
     lntune_pool *pool = atomic_load_explicit(&ctx->pool, memory_order_acquire);
-    if (!pool && ctx->cpu.cores > 1 && lntune_pool_create(ctx->cpu.cores, &pool) == LNTUNE_OK)
+    if (!pool && ctx->max_threads > 1 && lntune_pool_create(ctx->max_threads, &pool) == LNTUNE_OK)
         atomic_store_explicit(&ctx->pool, pool, memory_order_release);
     pthread_mutex_unlock(&ctx->lock);
     return pool;

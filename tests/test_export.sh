@@ -7,7 +7,7 @@
 # -march=native -Wall -Wextra -Werror, and export_driver run against the float64 reference with
 # each (on x86-64 twice more with gcc: -DLNTUNE_KERNELS_NO_AVX2, for the portable generic
 # kernels, and -DLNTUNE_KERNELS_STREAMING_BYTES=1, so that every generic call takes the copy with
-# non-temporal stores); with TSAN 1, the driver's concurrent callers under ThreadSanitizer (the
+# non-temporal stores), and with -DLNTUNE_KERNELS_MAX_THREADS=1 (no thread started); with TSAN 1, the driver's concurrent callers under ThreadSanitizer (the
 # exported thread pool); then the exported CMakeLists.txt used through add_subdirectory.
 #
 #   test_export.sh LNTUNE MAKEDB SOURCE_DIR SCRATCH_DIR [TSAN]
@@ -100,20 +100,21 @@ if [ "$(uname -m)" = x86_64 ]; then
     echo "ok  : $n streaming kernels"
 fi
 
-for build in gcc clang-14 $levels; do
+for build in gcc clang-14 $levels gcc:-DLNTUNE_KERNELS_MAX_THREADS=1; do
     cc=${build%%:*}
     defs=${build#"$cc"}
     defs=${defs#:}
     case $defs in
     *NO_AVX2*) tag=${cc}_portable ;;
     *STREAMING*) tag=${cc}_streaming ;;
+    *MAX_THREADS*) tag=${cc}_one_thread ;;
     *) tag=$cc ;;
     esac
     if ! command -v $cc >/dev/null; then echo "FAIL: $cc not found"; exit 1; fi
     step "$cc $defs -Werror on the exported files, then the driver against the reference"
     $cc -std=c11 -O3 -march=native $defs -Wall -Wextra -Werror -c "$dir/out/lntune_kernels.c" \
         -o "$dir/k_$tag.o"
-    $cc -std=c11 -O2 -Wall -Wextra -Werror -I"$dir/out" -I"$src/gen" -I"$src/runtime" -I"$src/tests" \
+    $cc -std=c11 -O2 $defs -Wall -Wextra -Werror -I"$dir/out" -I"$src/gen" -I"$src/runtime" -I"$src/tests" \
         "$src/tests/export_driver.c" "$src/gen/reference.c" "$dir/k_$tag.o" -pthread -lm \
         -o "$dir/driver_$tag"
     "$dir/driver_$tag" > "$dir/driver_$tag.log" || { grep FAIL "$dir/driver_$tag.log"; exit 1; }
