@@ -10,7 +10,7 @@
 -- partial sums stay of the order of the deviations even when the mean is large (1000 + randn),
 -- and a constant row gives a variance of exactly 0. fp32 partial sums are flushed into double
 -- every BLOCK elements, so no long fp32 accumulation chain ever forms (H = 65536 at mean 1000
--- would otherwise lose three digits). "onepass" and "wide" accumulate in double lanes.
+-- would otherwise lose three digits): 64 additions per accumulator lane, in either layout. "onepass" and "wide" accumulate in double lanes.
 -- "sampled" shifts by the mean of the first 32 elements instead and then needs only the pass of
 -- squared deviations, unless the shift turns out far from the row's mean (see its row_stats).
 -- 16-bit inputs widen exactly to fp32; y is computed in fp32 and rounded once to its type
@@ -23,12 +23,12 @@
 -- buffer: the kernel ABI has no scratch memory). The normalize pass, the last, also writes
 -- residual_out = s rounded once to the residual type, so that residual_out may be residual itself.
 --
--- Layout. With x, y and gamma/beta all bf16 (and no residual), layout=evenodd reads 2V elements
--- as V 32-bit words: the even elements are the words shifted up 16 bits, the odd ones the words
--- masked, and the rounded results merge back by a shift and an or. Every operation of a
--- normalization is per element (and sums do not care about order), so the kernel never puts
--- lanes back in memory order; the widening load of the linear layout costs a lane shuffle per V
--- elements.
+-- Layout. With x, y and gamma/beta all bf16 (and the residual, if any), layout=evenodd reads 2V
+-- elements as V 32-bit words: the even elements are the words shifted up 16 bits, the odd ones
+-- the words masked, and the rounded results (y, residual_out) merge back by a shift and an or.
+-- Every operation of a normalization is per element (and sums do not care about order), so the
+-- kernel never puts lanes back in memory order; the widening load of the linear layout costs a
+-- lane shuffle per V elements.
 
 local M = {}
 
@@ -44,16 +44,18 @@ local FILE_SCOPE_NAMES = {
     "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
     "load_x", "load_p", "store_y", "stream_y", "narrow_y", "CHUNK", "rt", "load_r", "narrow_r",
     "store_r", "stream_r", "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
+    "bf16_round_even", "store_r2", "stream_r2",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
 local CTYPE = cv.CTYPE
 
--- layout=evenodd (and its rounding knob, ties) serves calls whose x, y and gamma/beta are all
--- bf16, without a residual.
+-- layout=evenodd (and its rounding knob, ties, which is y's: residual_out always rounds ties to
+-- even) serves calls whose x, y, gamma/beta and residual (when fused) are all bf16.
 local function evenodd_applies(shape)
     local t = shape.types or {}
-    return t.x == "bf16" and t.y == "bf16" and t.params == "bf16" and not shape.fusion
+    return t.x == "bf16" and t.y == "bf16" and t.params == "bf16"
+        and (not shape.fusion or (t.residual or t.x) == "bf16")
 end
 
 -- Rows per iteration only pays off while a row's statistics are short loops.
@@ -222,8 +224,9 @@ typedef double vd;
 @   end
 @ end
 
-/* {{V}} lanes; {{A}} accumulators per row; fp32 partial sums flushed to double every BLOCK. */
-enum { LANES = {{V}}, STEP = {{V * A * S}}, BLOCK = {{V * A * S * 64}} };
+/* {{V}} lanes; {{A}} accumulators per row; fp32 partial sums flushed to double every BLOCK, after
+ * 64 additions to each lane (a step adds {{S}} vector(s) to each accumulator). */
+enum { LANES = {{V}}, STEP = {{V * A * S}}, BLOCK = {{V * A * 64}} };
 
 @ -- C expressions converting one element: X/P widen x/gamma to float, Y narrows to y's type.
 @ -- The conversions are marked unused: which of them a variant calls depends on its tails.
@@ -306,7 +309,7 @@ static inline void {{name}}({{ct}} *p, vf v)
 @ if S == 1 then
 {{ cv.narrower("narrow_y", types.y, "yt", V, native) }}
 @ end
-@ if res_out then
+@ if res_out and S == 1 then
 @   -- residual_out: plain stores (it is read again soon, by the next layer).
 {{ cv.narrower("narrow_r", types.residual, "rt", V, native) }}
 {{ cv.storer("store_r", types.residual, "rt", V, "narrow_r") }}
@@ -328,6 +331,38 @@ static inline vu bf16_round(vf v)
     __builtin_memcpy(&u, &v, sizeof u);
     return u + {{p.ties == "even" and "0x7fffu + (u >> 16 & 1u)" or "0x8000u"}};
 }
+@   if res_out then
+
+/* residual_out's rounding: to nearest, ties to even, whatever y's ties; NaNs as bf16_round's (s
+ * is the fp32 sum of two widened bf16). */
+static inline vu bf16_round_even(vf v)
+{
+    vu u;
+    __builtin_memcpy(&u, &v, sizeof u);
+    return u + 0x7fffu + (u >> 16 & 1u);
+}
+
+/* Stores the {{2 * V}} bf16 of residual_out whose even elements are even and odd ones odd. */
+static inline void store_r2(rt *p, vf even, vf odd)
+{
+    const vu w = bf16_round_even(even) >> 16 | (bf16_round_even(odd) & 0xffff0000u);
+    __builtin_memcpy(p, &w, sizeof w);
+}
+@     if nt_r then
+
+static inline void stream_r2(rt *p, vf even, vf odd)
+{
+    const vu w = bf16_round_even(even) >> 16 | (bf16_round_even(odd) & 0xffff0000u);
+#if defined(__clang__)
+    __builtin_nontemporal_store(w, (vu *)p);
+#else
+    vf f;
+    __builtin_memcpy(&f, &w, sizeof f);
+    {{nt.gcc}}((float *)p, f);
+#endif
+}
+@     end
+@   end
 @   if not nt then
 
 /* Stores the {{2 * V}} bf16 whose even elements are even and odd ones odd. */
@@ -432,10 +467,10 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 
 @ end
 @ -- The row's element(s) at i + o (vector) or i (scalar): x, or the fp32 sum x + residual.
-@ -- (h: which of a step's S vectors; layout=evenodd is never fused)
+@ -- (h: which of a step's S vectors)
 @ local function at(r, o, h)
 @   local v = LD("load_x", "x[" .. r .. "] + i + " .. o, h)
-@   return fusion and "(" .. v .. " + load_r(res[" .. r .. "] + i + " .. o .. "))" or v
+@   return fusion and "(" .. v .. " + " .. LD("load_r", "res[" .. r .. "] + i + " .. o, h) .. ")" or v
 @ end
 @ local function xs(r, i)
 @   local v = X("x[" .. r .. "][" .. i .. "]")
@@ -685,9 +720,23 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   -- One output vector at offset o, written by store (store_y or stream_y).
 @   local function vstep(store, u)
 @     local o = u * V * S
-@     if S == 2 then
+@     if S == 2 and not fusion then
         {{store}}2(y + i + {{o}}, {{ expr(LD("load_x", "x + i + " .. o, 0), "i + " .. o, 0) }},
             {{ expr(LD("load_x", "x + i + " .. o, 1), "i + " .. o, 1) }});
+@     elseif S == 2 then
+        {
+            const vf s0 = bf16_even(x + i + {{o}}) + bf16_even(res + i + {{o}});
+            const vf s1 = bf16_odd(x + i + {{o}}) + bf16_odd(res + i + {{o}});
+@       if res_out and nt_r then
+            if (r_nt)
+                stream_r2(res_out + i + {{o}}, s0, s1);
+            else
+                store_r2(res_out + i + {{o}}, s0, s1);
+@       elseif res_out then
+            store_r2(res_out + i + {{o}}, s0, s1);
+@       end
+            {{store}}2(y + i + {{o}}, {{ expr("s0", "i + " .. o, 0) }}, {{ expr("s1", "i + " .. o, 1) }});
+        }
 @     elseif not fusion then
         {{store}}(y + i + {{o}}, {{ expr("load_x(x + i + " .. o .. ")", "i + " .. o) }});
 @     else
@@ -720,7 +769,7 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @   end
 @   if res_out and nt_r then
     /* residual_out's elements have y's size: aligned too unless the two are offset differently */
-    const int r_nt = ((uintptr_t)(res_out + i) & {{V * YB - 1}}) == 0;
+    const int r_nt = ((uintptr_t)(res_out + i) & {{V * YB * S - 1}}) == 0;
 @   end
     for (; i + STEP <= H; i += STEP) {
 @   if p.prefetch == 1 then
