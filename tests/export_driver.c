@@ -27,7 +27,6 @@
 #include "lntune_kernels.h"
 #include "testutil.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -604,16 +603,6 @@ static void test_concurrent(void) {
     for (int i = 0; i < CALLERS; ++i) free(c[i].x), free(c[i].y), free(c[i].g), free(c[i].b);
 }
 
-/* The threads of this process (/proc/self/task), -1 where it cannot tell. */
-static int thread_count(void) {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "concurrent") == 0) {
         test_concurrent();
@@ -626,10 +615,8 @@ int main(int argc, char **argv) {
     test_concurrent();
 #if defined(LNTUNE_KERNELS_MAX_THREADS) && LNTUNE_KERNELS_MAX_THREADS == 1
     /* test_concurrent's callers are joined: any thread left is the exported pool's. */
-    const int n = thread_count();
+    const int n = test_thread_count();
     test_case(n == 1, "-DLNTUNE_KERNELS_MAX_THREADS=1: %d thread(s) in the process (want 1)", n);
-#else
-    (void)thread_count;
 #endif
     return test_summary();
 }

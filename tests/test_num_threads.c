@@ -9,20 +9,10 @@
 #include "lntune.h"
 #include "testutil.h"
 
-#include <dirent.h>
 #include <string.h>
 #include <unistd.h>
 
 enum { ROWS = 600, H = 1024 }; /* 614400 elements: past the 2^18 where built-ins go parallel */
-
-static int thread_count(void) {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
 
 /* Opens a handle with LNTUNE_NUM_THREADS as given (NULL: unset), runs one large LayerNorm forward
  * and backward; returns the threads the process gained, or -1 if a result was wrong. */
@@ -31,7 +21,7 @@ static int threads_started(const char *setting) {
         setenv("LNTUNE_NUM_THREADS", setting, 1);
     else
         unsetenv("LNTUNE_NUM_THREADS");
-    const int before = thread_count();
+    const int before = test_thread_count();
     lntune *ctx = NULL;
     if (lntune_open(NULL, &ctx) != LNTUNE_OK) return -1;
     float *x = malloc(sizeof(float) * ROWS * H), *y = malloc(sizeof(float) * ROWS * H);
@@ -52,7 +42,7 @@ static int threads_started(const char *setting) {
     for (int64_t i = 0; i < (int64_t)ROWS * H; ++i) dx[i] = NAN;
     ok = ok && lntune_layernorm_backward(ctx, &b) == LNTUNE_OK;
     for (int64_t i = 0; ok && i < (int64_t)ROWS * H; ++i) ok = isfinite(dx[i]);
-    const int gained = thread_count() - before;
+    const int gained = test_thread_count() - before;
     lntune_close(ctx);
     free(x), free(y), free(dy), free(dx), free(g), free(dg);
     return ok ? gained : -1;

@@ -304,6 +304,28 @@ static inline void {{name}}({{ct}} *p, vf v)
 #endif
 }
 @ end
+@ -- Emits name(p, even, odd) for layout=evenodd: the 2V bf16 whose even elements are even and
+@ -- odd ones odd, each rounded by round (bf16_round or bf16_round_even), merged into V words and
+@ -- stored at p (a ct pointer), non-temporally with nontemporal (p aligned).
+@ local function pair_storer(name, ct, round, nontemporal)
+
+/* Stores the {{2 * V}} bf16 whose even elements are even and odd ones odd ({{round}}). */
+static inline void {{name}}({{ct}} *p, vf even, vf odd)
+{
+    const vu w = {{round}}(even) >> 16 | ({{round}}(odd) & 0xffff0000u);
+@   if nontemporal then
+#if defined(__clang__)
+    __builtin_nontemporal_store(w, (vu *)p);
+#else
+    vf f;
+    __builtin_memcpy(&f, &w, sizeof f);
+    {{nt.gcc}}((float *)p, f);
+#endif
+@   else
+    __builtin_memcpy(p, &w, sizeof w);
+@   end
+}
+@ end
 @ -- The V results of v in y's type, in vy (a vector of y elements), then stored.
 @ local vy = cv.vector_type(types.y, "yt", V)
 @ if S == 1 then
@@ -341,50 +363,11 @@ static inline vu bf16_round_even(vf v)
     __builtin_memcpy(&u, &v, sizeof u);
     return u + 0x7fffu + (u >> 16 & 1u);
 }
-
-/* Stores the {{2 * V}} bf16 of residual_out whose even elements are even and odd ones odd. */
-static inline void store_r2(rt *p, vf even, vf odd)
-{
-    const vu w = bf16_round_even(even) >> 16 | (bf16_round_even(odd) & 0xffff0000u);
-    __builtin_memcpy(p, &w, sizeof w);
-}
-@     if nt_r then
-
-static inline void stream_r2(rt *p, vf even, vf odd)
-{
-    const vu w = bf16_round_even(even) >> 16 | (bf16_round_even(odd) & 0xffff0000u);
-#if defined(__clang__)
-    __builtin_nontemporal_store(w, (vu *)p);
-#else
-    vf f;
-    __builtin_memcpy(&f, &w, sizeof f);
-    {{nt.gcc}}((float *)p, f);
-#endif
-}
-@     end
+@     pair_storer("store_r2", "rt", "bf16_round_even", false)
+@     if nt_r then pair_storer("stream_r2", "rt", "bf16_round_even", true) end
 @   end
-@   if not nt then
-
-/* Stores the {{2 * V}} bf16 whose even elements are even and odd ones odd. */
-static inline void store_y2(yt *p, vf even, vf odd)
-{
-    const vu w = bf16_round(even) >> 16 | (bf16_round(odd) & 0xffff0000u);
-    __builtin_memcpy(p, &w, sizeof w);
-}
-@   else
-
-static inline void stream_y2(yt *p, vf even, vf odd)
-{
-    const vu w = bf16_round(even) >> 16 | (bf16_round(odd) & 0xffff0000u);
-#if defined(__clang__)
-    __builtin_nontemporal_store(w, (vu *)p);
-#else
-    vf f;
-    __builtin_memcpy(&f, &w, sizeof f);
-    {{nt.gcc}}((float *)p, f);
-#endif
-}
-@   end
+@   if not nt then pair_storer("store_y2", "yt", "bf16_round", false)
+@   else pair_storer("stream_y2", "yt", "bf16_round", true) end
 @ elseif not nt then
 {{ cv.storer("store_y", types.y, "yt", V, "narrow_y") }}
 @ else
