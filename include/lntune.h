@@ -152,15 +152,14 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  * convert exactly to fp32, y is computed in fp32 and rounded once to its
  * type (to nearest, ties to even; overflow gives Inf, NaN stays NaN). One exception: a tuned
  * all-bf16 kernel may round ties away from zero (variant ties=away), which differs only where
- * the fp32 result lies exactly halfway between two bf16 values, within the same error bound. Each pointer needs only the
- * alignment of its element type. CUDA serves all of these too: the tuned kernel of the shape
- * on that GPU (lntune --target cuda [--dtype ...] [--residual]), else a built-in; the built-ins
- * of fp16/bf16 and residual calls are compiled with NVRTC at first use (LNTUNE_ENODEVICE
- * where NVRTC cannot be loaded).
- * CUDA: the first call on a device_index opens it and the first call of each shape loads its
- * kernel (tuned for this GPU in the database, else built in), both under a lock; later calls
- * are one lookup and one kernel launch. Arguments are checked as on the CPU before any driver
- * call; rows == 0 returns LNTUNE_OK without touching the driver.
+ * the fp32 result lies exactly halfway between two bf16 values, within the same error bound. Each
+ * pointer needs only the alignment of its element type. CUDA serves all of these too: the tuned
+ * kernel of the shape on that GPU (lntune --target cuda [--dtype ...] [--residual]), else a
+ * built-in; the built-ins of fp16/bf16 and residual calls are compiled with NVRTC at first use
+ * (LNTUNE_ENODEVICE where NVRTC cannot be loaded). CUDA: the first call on a device_index opens it
+ * and the first call of each shape loads its kernel (tuned for this GPU in the database, else built
+ * in), both under a lock; later calls are one lookup and one kernel launch. Arguments are checked
+ * as on the CPU before any driver call; rows == 0 returns LNTUNE_OK without touching the driver.
  */
 LNTUNE_API int lntune_layernorm(lntune *ctx, const lntune_args *args);
 LNTUNE_API int lntune_rmsnorm(lntune *ctx, const lntune_args *args);

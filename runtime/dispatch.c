@@ -61,30 +61,32 @@ static void find_buckets(lntune *ctx) {
     }
 }
 
+/* The value of the environment variable name if it is a positive integer, else 0 (and, when set,
+ * a debug line saying it was ignored). */
+static long long env_positive(const lntune *ctx, const char *name) {
+    const char *env = getenv(name);
+    char *end = NULL;
+    const long long set = env ? strtoll(env, &end, 10) : 0;
+    if (env && !(*env && end && !*end && set > 0)) {
+        lntune_ctx_debug(ctx, "%s='%s' is not a positive integer: ignored", name, env);
+        return 0;
+    }
+    return set;
+}
+
 /* The bytes (x read and y written) above which a built-in call stores y non-temporally:
  * $LNTUNE_STREAMING_BYTES, else the last-level cache, which y would leave before it is read. */
 static void streaming_threshold(lntune *ctx) {
-    const char *env = getenv("LNTUNE_STREAMING_BYTES");
-    char *end = NULL;
-    const long long set = env ? strtoll(env, &end, 10) : 0;
-    const int valid = env && *env && end && !*end && set > 0;
-    ctx->streaming_bytes = valid ? set : lntune_cpu_last_level_cache(&ctx->cpu);
-    if (env && !valid)
-        lntune_ctx_debug(ctx, "LNTUNE_STREAMING_BYTES='%s' is not a positive integer: ignored",
-                         env);
+    const long long set = env_positive(ctx, "LNTUNE_STREAMING_BYTES");
+    ctx->streaming_bytes = set ? set : lntune_cpu_last_level_cache(&ctx->cpu);
 }
 
 /* The threads a CPU call may use: $LNTUNE_NUM_THREADS (for an app that runs threads of its own),
  * at most the cores; else every core. */
 static void thread_limit(lntune *ctx) {
-    const char *env = getenv("LNTUNE_NUM_THREADS");
-    char *end = NULL;
-    const long long set = env ? strtoll(env, &end, 10) : 0;
-    const int valid = env && *env && end && !*end && set > 0;
+    const long long set = env_positive(ctx, "LNTUNE_NUM_THREADS");
     const int cores = ctx->cpu.cores > 0 ? ctx->cpu.cores : 1;
-    ctx->max_threads = valid && set < cores ? (int)set : cores;
-    if (env && !valid)
-        lntune_ctx_debug(ctx, "LNTUNE_NUM_THREADS='%s' is not a positive integer: ignored", env);
+    ctx->max_threads = set && set < cores ? (int)set : cores;
 }
 
 /* Says which built-ins this process runs, and a setting of them that was ignored. */
