@@ -10,7 +10,8 @@
 -- partial sums stay of the order of the deviations even when the mean is large (1000 + randn),
 -- and a constant row gives a variance of exactly 0. fp32 partial sums are flushed into double
 -- every BLOCK elements, so no long fp32 accumulation chain ever forms (H = 65536 at mean 1000
--- would otherwise lose three digits): 64 additions per accumulator lane, in either layout. "onepass" and "wide" accumulate in double lanes.
+-- would otherwise lose three digits): 64 additions per accumulator lane, in either layout.
+-- "onepass" and "wide" accumulate in double lanes.
 -- "sampled" shifts by the mean of the first 32 elements instead and then needs only the pass of
 -- squared deviations, unless the shift turns out far from the row's mean (see its row_stats).
 -- 16-bit inputs widen exactly to fp32; y is computed in fp32 and rounded once to its type
@@ -340,29 +341,25 @@ static inline void {{name}}({{ct}} *p, vf even, vf odd)
 @   end
 @ end
 @ if S == 2 then
+@   -- Emits name(v): v rounded to bf16 in the top half of each word, ties as given.
+@   local function rounder(name, ties)
+@     local ties_note = ties == "even" and "ties to even"
+@       or "ties away from zero\n * (a sign-magnitude add of half the last place; it differs from ties to even only where v\n * lies exactly halfway)"
 
-@   local ties_note = p.ties == "even" and "ties to even"
-@     or "ties away from zero\n * (a sign-magnitude add of half the last place; it differs from ties to even only where v\n * lies exactly halfway)"
 /* v rounded to bf16 in the top half of each word: to nearest, {{ties_note}}.
- * A NaN needs no case of its own here: every input is bf16, so a NaN in v comes out of fp32
- * arithmetic, quiet, with the low 16 bits of a widened bf16 payload or of the default NaN: zero,
- * and the rounding increment cannot carry out of them. */
-static inline vu bf16_round(vf v)
+ * A NaN needs no case of its own here: every input is bf16 (s = x + residual is the fp32 sum of
+ * two widened bf16), so a NaN in v comes out of fp32 arithmetic, quiet, with the low 16 bits of
+ * a widened bf16 payload or of the default NaN: zero, and the increment cannot carry out of them. */
+static inline vu {{name}}(vf v)
 {
     vu u;
     __builtin_memcpy(&u, &v, sizeof u);
-    return u + {{p.ties == "even" and "0x7fffu + (u >> 16 & 1u)" or "0x8000u"}};
+    return u + {{ties == "even" and "0x7fffu + (u >> 16 & 1u)" or "0x8000u"}};
 }
+@   end
+@   rounder("bf16_round", p.ties)
 @   if res_out then
-
-/* residual_out's rounding: to nearest, ties to even, whatever y's ties; NaNs as bf16_round's (s
- * is the fp32 sum of two widened bf16). */
-static inline vu bf16_round_even(vf v)
-{
-    vu u;
-    __builtin_memcpy(&u, &v, sizeof u);
-    return u + 0x7fffu + (u >> 16 & 1u);
-}
+@     rounder("bf16_round_even", "even") -- residual_out's, whatever y's ties
 @     pair_storer("store_r2", "rt", "bf16_round_even", false)
 @     if nt_r then pair_storer("stream_r2", "rt", "bf16_round_even", true) end
 @   end
