@@ -7,12 +7,15 @@
 # -march=native -Wall -Wextra -Werror, and export_driver run against the float64 reference with
 # each (on x86-64 twice more with gcc: -DLNTUNE_KERNELS_NO_AVX2, for the portable generic
 # kernels, and -DLNTUNE_KERNELS_STREAMING_BYTES=1, so that every generic call takes the copy with
-# non-temporal stores), and with -DLNTUNE_KERNELS_MAX_THREADS=1 (no thread started); with TSAN 1, the driver's concurrent callers under ThreadSanitizer (the
-# exported thread pool); then the exported CMakeLists.txt used through add_subdirectory.
+# non-temporal stores), and with -DLNTUNE_KERNELS_MAX_THREADS=1 (no thread started); with TSAN
+# 1, the driver's concurrent callers under ThreadSanitizer (the exported thread pool); then the
+# exported CMakeLists.txt used through add_subdirectory. With SANITIZE 1 (the sanitizer build,
+# whose plain run has done all that) the files and the driver are built once, with gcc
+# -fsanitize=address,undefined, instead.
 #
-#   test_export.sh LNTUNE MAKEDB SOURCE_DIR SCRATCH_DIR [TSAN]
+#   test_export.sh LNTUNE MAKEDB SOURCE_DIR SCRATCH_DIR [TSAN [SANITIZE]]
 set -eu
-lntune=$1 makedb=$2 src=$3 dir=$4/export tsan=${5:-0}
+lntune=$1 makedb=$2 src=$3 dir=$4/export tsan=${5:-0} sanitize=${6:-0}
 rm -rf "$dir"
 mkdir -p "$dir/out"
 step() { echo "case: $*"; }
@@ -100,11 +103,16 @@ if [ "$(uname -m)" = x86_64 ]; then
     echo "ok  : $n streaming kernels"
 fi
 
-for build in gcc clang-14 $levels gcc:-DLNTUNE_KERNELS_MAX_THREADS=1; do
+builds="gcc clang-14 $levels gcc:-DLNTUNE_KERNELS_MAX_THREADS=1"
+if [ "$sanitize" = 1 ]; then
+    builds="gcc:-fsanitize=address,undefined:-fno-sanitize-recover=all" tsan=0
+fi
+for build in $builds; do
     cc=${build%%:*}
     defs=${build#"$cc"}
-    defs=${defs#:}
+    defs=$(echo "${defs#:}" | tr : ' ')
     case $defs in
+    *sanitize*) tag=${cc}_sanitize ;;
     *NO_AVX2*) tag=${cc}_portable ;;
     *STREAMING*) tag=${cc}_streaming ;;
     *MAX_THREADS*) tag=${cc}_one_thread ;;
@@ -132,6 +140,8 @@ if [ "$tsan" = 1 ]; then
         { grep -E "FAIL|WARNING: ThreadSanitizer" "$dir/driver_tsan.log"; exit 1; }
     tail -1 "$dir/driver_tsan.log"
 fi
+
+if [ "$sanitize" = 1 ]; then echo "ok  : export end to end (sanitizer build)"; exit 0; fi
 
 step "the exported CMakeLists.txt through add_subdirectory"
 mkdir -p "$dir/app"

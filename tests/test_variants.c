@@ -2,12 +2,14 @@
  * test_variants.c - every variant in the CPU space compiles with -Wall -Wextra -Werror under the
  * compiler named on the command line, and passes the verifier's adversarial suite.
  *
- *   test_variants COMPILER [quick | dtypes | residual]
+ *   test_variants COMPILER [quick | third | dtypes | residual]
  *
  * Variants that read H at run time are verified at every H of the standard list, on 1 thread
  * and on every thread count of the space; fixed-H variants at the H they were generated for
- * (all of H = 4096; every 5th of H = 1, 17, 4097). "quick" takes every 7th variant of each list
- * (for sanitizer builds). "dtypes" verifies, for every fp16/bf16 type tuple and op, a sample
+ * (all of H = 4096; every 5th of H = 1, 17, 4097). "third" keeps the code variants whose hash
+ * is 0 modulo 3, and fails unless every knob value of the list is among them (the second
+ * compiler's run, which CI's time allows no more); "quick" does the same modulo 7 (sanitizer
+ * builds). "dtypes" verifies, for every fp16/bf16 type tuple and op, a sample
  * of its runtime-H and H = 4096 variants (every 401st, from an offset that moves with the tuple,
  * so that the tuples together cover the knobs). "residual" does the same for the fused residual
  * add: both ops x both fusions (residual; residual and residual_out) x a spread of type tuples, the
@@ -30,6 +32,39 @@ typedef struct {
     int failures, variants, runs;
 } tally;
 
+/* How check_space thins a list: every stride-th variant from offset, or by hash modulo stride. */
+typedef struct {
+    int stride, offset, by_hash;
+} sample;
+
+/* FNV-1a: a hash that spreads the variants of a Cartesian space over the residues. */
+static unsigned long fnv1a(const char *s) {
+    unsigned long h = 2166136261ul;
+    for (; *s; ++s) h = ((h ^ (unsigned char)*s) * 16777619ul) & 0xfffffffful;
+    return h;
+}
+
+/* 1 if every "knob=value" of the variant occurs in some kept variant (each kept, a string). */
+static int knob_values_covered(const char *variant, const char (*kept)[256], size_t nkept,
+                               char *missing, size_t size) {
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", variant);
+    for (char *save = NULL, *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        size_t len = strlen(kv), k = 0;
+        for (; k < nkept; ++k) {
+            const char *at = strstr(kept[k], kv);
+            /* a whole item: "vec=1" must not match inside "vec=16" */
+            if (at && (at == kept[k] || at[-1] == ',') && (at[len] == ',' || at[len] == '\0'))
+                break;
+        }
+        if (k == nkept) {
+            snprintf(missing, size, "%s", kv);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -48,7 +83,7 @@ static void code_part(const char *variant, char *out, size_t size) {
  * and verifies each at every thread count the list gives it.
  */
 static void check_space(lntune_gen *g, const char *compiler, const char *op, lntune_shape shape,
-                        const char *want_h, int stride, int offset, tally *t) {
+                        const char *want_h, sample pick, tally *t) {
     char op_key[48]; /* "layernorm+residual_out": the fusion named in every line */
     lntune_fusion_op_key(op, shape.fusion, op_key, sizeof op_key);
     char **list;
@@ -66,8 +101,9 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
     for (size_t i = 0; i < n; ++i) {
         char code[256], symbol[32];
         if (!strstr(list[i], want_h)) continue;
-        if (kept++ % (size_t)stride != (size_t)offset % (size_t)stride) continue;
         code_part(list[i], code, sizeof code);
+        const size_t stride = (size_t)pick.stride, offset = (size_t)pick.offset % stride;
+        if ((pick.by_hash ? fnv1a(code) % stride : kept++ % stride) != offset) continue;
         size_t c = 0;
         while (c < ncode && strcmp(codes[c], code) != 0) ++c;
         code_of[i] = c + 1;
@@ -82,6 +118,17 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
         }
         texts[ncode] = srcs[ncode].text;
         ncode++;
+    }
+    /* A hashed sample must still hold every value of every knob the list has. */
+    for (size_t i = 0; pick.by_hash && i < n; ++i) {
+        char code[256], missing[64];
+        if (!strstr(list[i], want_h)) continue;
+        code_part(list[i], code, sizeof code);
+        if (!knob_values_covered(code, (const char(*)[256])codes, ncode, missing, sizeof missing)) {
+            printf("FAIL %s: no sampled variant has %s\n", op_key, missing);
+            t->failures++;
+            break;
+        }
     }
     const char *const werror[] = {"-Wall", "-Wextra", "-Werror", NULL};
     lntune_library *lib = NULL;
@@ -143,13 +190,15 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_variants COMPILER [quick | dtypes | residual]\n");
+        fprintf(stderr, "usage: test_variants COMPILER [quick | third | dtypes | residual]\n");
         return 2;
     }
     const char *compiler = argv[1];
-    int stride = argc > 2 && strcmp(argv[2], "quick") == 0 ? 7 : 1;
-    const int dtypes = argc > 2 && strcmp(argv[2], "dtypes") == 0;
-    const int residual = argc > 2 && strcmp(argv[2], "residual") == 0;
+    const char *mode = argc > 2 ? argv[2] : "";
+    const int stride = strcmp(mode, "quick") == 0 ? 7 : strcmp(mode, "third") == 0 ? 3 : 1;
+    const int by_hash = stride > 1;
+    const int dtypes = strcmp(mode, "dtypes") == 0;
+    const int residual = strcmp(mode, "residual") == 0;
     lntune_gen *g = NULL;
     if (lntune_gen_open(NULL, &g) != LNTUNE_OK) {
         printf("FAIL opening the generator: %s\n", lntune_gen_errmsg(g));
@@ -160,11 +209,11 @@ int main(int argc, char **argv) {
     /* H=4096 is the shape of the promise: all of it. Other fixed H are sampled. */
     const int64_t sampled[] = {1, 17, 4097};
     for (int o = 0; o < 2 && !dtypes && !residual; ++o) {
-        check_space(g, compiler, ops[o], (lntune_shape){0}, "h=runtime", stride, 0, &t);
-        check_space(g, compiler, ops[o], (lntune_shape){.H = 4096}, "h=fixed", stride, 0, &t);
+        const sample all = {stride, 0, by_hash}, fifth = {stride * 5, 0, by_hash};
+        check_space(g, compiler, ops[o], (lntune_shape){0}, "h=runtime", all, &t);
+        check_space(g, compiler, ops[o], (lntune_shape){.H = 4096}, "h=fixed", all, &t);
         for (size_t f = 0; f < sizeof sampled / sizeof sampled[0]; ++f)
-            check_space(g, compiler, ops[o], (lntune_shape){.H = sampled[f]}, "h=fixed", stride * 5,
-                        0, &t);
+            check_space(g, compiler, ops[o], (lntune_shape){.H = sampled[f]}, "h=fixed", fifth, &t);
     }
     for (int packed = 1; dtypes && packed < 64; ++packed) {
         const lntune_types types = lntune_types_unpacked(packed);
@@ -172,10 +221,10 @@ int main(int argc, char **argv) {
             types.params >= LNTUNE_TYPE_COUNT)
             continue;
         for (int o = 0; o < 2; ++o) {
-            check_space(g, compiler, ops[o], (lntune_shape){.types = types}, "h=runtime", 401,
-                        packed * 17, &t);
+            check_space(g, compiler, ops[o], (lntune_shape){.types = types}, "h=runtime",
+                        (sample){401, packed * 17, 0}, &t);
             check_space(g, compiler, ops[o], (lntune_shape){.H = 4096, .types = types}, "h=fixed",
-                        401, packed * 17 + 5, &t);
+                        (sample){401, packed * 17 + 5, 0}, &t);
         }
     }
     /* x/y/params/residual: same-type tuples, and the residual wider, narrower or other than x. */
@@ -193,10 +242,10 @@ int main(int argc, char **argv) {
             for (int f = LNTUNE_FUSION_RESIDUAL; f < LNTUNE_FUSION_COUNT; ++f) {
                 const int offset = (int)k * 97 + o * 31 + f * 13; /* moves over the knobs */
                 check_space(g, compiler, ops[o], (lntune_shape){.types = types, .fusion = f},
-                            "h=runtime", 701, offset, &t);
+                            "h=runtime", (sample){701, offset, 0}, &t);
                 check_space(g, compiler, ops[o],
-                            (lntune_shape){.H = 4096, .types = types, .fusion = f}, "h=fixed", 701,
-                            offset + 5, &t);
+                            (lntune_shape){.H = 4096, .types = types, .fusion = f}, "h=fixed",
+                            (sample){701, offset + 5, 0}, &t);
             }
     }
     lntune_gen_close(g);
