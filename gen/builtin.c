@@ -195,6 +195,60 @@ int lntune_builtin_emit_typed(lntune_gen *g, const lntune_builtin_level *level, 
     return rc;
 }
 
+/*
+ * The fused Add & Norm built-ins of the all-bf16 tuple (x, residual, y and gamma/beta bf16), the
+ * fp32 built-ins' parameters in the even/odd layout. The runtime's residual built-in for other
+ * tuples sums x + residual into an fp32 row and normalizes that with the unfused built-in
+ * (runtime/builtin_residual_body.h); for all-bf16 that path narrows y and residual_out with lane
+ * shuffles and was slower than a separate add and LayerNorm. The streaming level stores y
+ * non-temporally and residual_out plainly (rstore=plain): on a Zen 3, non-temporal residual_out
+ * was 2-9% faster at H = 1024-4096 but 1.4-1.6x slower at H = 768 and 776.
+ */
+static const int fused_bf16_fusions[] = {LNTUNE_FUSION_RESIDUAL, LNTUNE_FUSION_RESIDUAL_OUT};
+
+int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *level,
+                                   const char *prefix, char **text) {
+    *text = NULL;
+    char *table = NULL;
+    size_t len = 0, table_len = 0;
+    FILE *f = open_memstream(text, &len), *t = open_memstream(&table, &table_len);
+    int rc = f && t ? LNTUNE_OK : LNTUNE_ENOMEM;
+    lntune_shape shape = {0};
+    shape.types = (lntune_types){LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, 0};
+    lntune_gen_set_isa(g, level->isa);
+    for (size_t i = 0; i < lntune_builtin_variant_count && rc == LNTUNE_OK; ++i) {
+        const lntune_builtin_variant *v = &lntune_builtin_variants[i];
+        fprintf(t, "    [%d][%d] = {", strcmp(v->op, "layernorm") != 0, v->affine);
+        for (size_t k = 0; k < 2 && rc == LNTUNE_OK; ++k) {
+            const int fusion = fused_bf16_fusions[k];
+            char base[300], variant[320], symbol[160];
+            snprintf(base, sizeof base, "%s,layout=evenodd", v->variant);
+            level_variant(base, level, 0, variant, sizeof variant);
+            snprintf(symbol, sizeof symbol, "%s_%s_%s_bf16_%s", prefix, v->op,
+                     v->affine ? "affine" : "plain", lntune_fusion_name(fusion));
+            shape.fusion = fusion;
+            lntune_source src;
+            if ((rc = lntune_gen_emit(g, "cpu", v->op, variant, &shape, symbol, &src)) != LNTUNE_OK)
+                break;
+            fprintf(f, "%s\n", src.text);
+            lntune_source_free(&src);
+            fprintf(t, "%s%s", k ? ", " : "", symbol);
+        }
+        fprintf(t, "},\n");
+    }
+    lntune_gen_set_isa(g, 0);
+    if (t && fclose(t) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
+    if (rc == LNTUNE_OK)
+        fprintf(f, "const lntune_kernel_fn %s_fused_bf16[2][2][2] = {\n%s};\n", prefix, table);
+    free(table);
+    if (f && fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
+    if (rc != LNTUNE_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
 /* The backward built-ins: the forward's heuristic (4-lane portable vectors, 2 accumulators),
  * one row at a time. Their row sums flush fp32 lanes into double, as the forward's do. Each
  * (op, x type, params type) comes unfused and fused (dresidual_out added to dx, fusion.h's

@@ -71,6 +71,16 @@ int lntune_builtin_emit_typed_one(lntune_gen *g, const lntune_builtin_level *lev
 void lntune_builtin_typed_symbol(const char *prefix, size_t i, lntune_types t, char *buf,
                                  size_t size);
 
+/*
+ * Generates the fused Add & Norm built-ins of the all-bf16 tuple (x, residual, y, gamma/beta), each
+ * variant of lntune_builtin_variants in layout=evenodd for fusion residual and residual_out, into
+ * one translation unit (malloc'd *text), named "<prefix>_<op>_<affine|plain>_bf16_<fusion>",
+ * followed by the table `const lntune_kernel_fn <prefix>_fused_bf16[2][2][2]` indexed [op][affine:
+ * 0 plain, 1 gamma][0 residual, 1 residual_out].
+ */
+int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *level,
+                                   const char *prefix, char **text);
+
 /* The parameters of the built-in backward kernels (every type tuple of both ops), at the generic
  * level (another level sets its vector width). */
 extern const char lntune_builtin_backward_variant[];

@@ -10,6 +10,7 @@
  */
 #include "builtin.h"
 
+#include "fusion.h"
 #include "registry.h"
 
 #include <stddef.h>
@@ -22,7 +23,8 @@
     int prefix##_layernorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);         \
     int prefix##_rmsnorm_affine(const lntune_kernel_args *a, int64_t begin, int64_t end);          \
     int prefix##_rmsnorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);           \
-    extern const lntune_kernel_fn prefix##_typed[2][2][3][3][3];
+    extern const lntune_kernel_fn prefix##_typed[2][2][3][3][3];                                   \
+    extern const lntune_kernel_fn prefix##_fused_bf16[2][2][2];
 #define FP32_KERNELS(prefix)                                                                       \
     {                                                                                              \
         {prefix##_layernorm_plain, prefix##_layernorm_affine}, {                                   \
@@ -56,6 +58,15 @@ static const lntune_kernel_fn (*const generated_typed[COPIES])[2][3][3][3] = {
 #endif
 };
 
+/* [copy]: the tables [op][affine][0 residual, 1 residual_out] of the all-bf16 Add & Norm */
+static const lntune_kernel_fn (*const generated_fused_bf16[COPIES])[2][2] = {
+    lntune_builtin_fused_bf16,
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+    lntune_builtin_avx2_fused_bf16,
+    lntune_builtin_avx2_nt_fused_bf16,
+#endif
+};
+
 /* [copy]: the tables [op][fused][x][params] (the streaming copy has none) */
 static const lntune_backward_kernel_fn (*const backward_kernels[])[2][3][3] = {
     lntune_builtin_backward,
@@ -72,6 +83,15 @@ lntune_kernel_fn lntune_builtin_generated(int copy, int op, int affine, lntune_t
     const int gamma = affine == LNTUNE_DESC_GAMMA;
     return lntune_types_all_f32(t) ? fp32_kernels[copy][op][gamma]
                                    : generated_typed[copy][op][gamma][t.x][t.y][t.params];
+}
+
+lntune_kernel_fn lntune_builtin_fused_bf16_kernel(int copy, int op, int affine, int fusion) {
+    if (copy < 0 || copy >= COPIES || (op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) ||
+        (affine != LNTUNE_DESC_GAMMA && affine != LNTUNE_DESC_NO_AFFINE) ||
+        (fusion != LNTUNE_FUSION_RESIDUAL && fusion != LNTUNE_FUSION_RESIDUAL_OUT))
+        return NULL;
+    return generated_fused_bf16[copy][op][affine == LNTUNE_DESC_GAMMA]
+                               [fusion == LNTUNE_FUSION_RESIDUAL_OUT];
 }
 
 static int layernorm_beta_only(const lntune_kernel_args *a, int64_t begin, int64_t end) {

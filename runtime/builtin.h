@@ -25,6 +25,14 @@ const char *lntune_builtin_isa_ignored_setting(void);
  */
 lntune_kernel_fn lntune_builtin_generated(int copy, int op, int affine, lntune_types t);
 
+/*
+ * The generated fused Add & Norm kernel of copy, op, affine kind (LNTUNE_DESC_GAMMA or
+ * _NO_AFFINE) and fusion (LNTUNE_FUSION_RESIDUAL or _RESIDUAL_OUT) for x, residual, y and
+ * gamma/beta all bf16, in the even/odd layout; NULL out of range. The residual built-ins call it
+ * for that tuple (builtin_residual_body.h).
+ */
+lntune_kernel_fn lntune_builtin_fused_bf16_kernel(int copy, int op, int affine, int fusion);
+
 /* The built-in kernel of op for an LNTUNE_DESC_* affine kind; NULL for RMSNorm with beta only. */
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op */
 

@@ -9,7 +9,8 @@
  * addition) into a buffer, rounded once into residual_out if given, and the buffer is normalized
  * by the generated built-in of the same copy for an fp32 x and the call's y and gamma/beta
  * types. So the numerics are exactly those of the unfused built-ins applied to s. The buffer
- * stays in L1; memory is read and written once, as the tuned kernels do.
+ * stays in L1; memory is read and written once, as the tuned kernels do. The all-bf16 tuple
+ * (with gamma and beta, or neither) has generated fused kernels instead (gen/builtin.c).
  *
  * The including file defines RESIDUAL_VECTOR where it is compiled for AVX2 + F16C (then the sum
  * and residual_out loops are vector code), and expands RESIDUAL_COPY once per copy. The kernel
@@ -19,6 +20,7 @@
 #include "builtin.h"
 
 #include "dtypes.h"
+#include "fusion.h"
 #include "registry.h"
 #include "typed_kernel.h"
 
@@ -93,6 +95,14 @@ RESIDUAL_INLINE void sum_row(int xt, int rt, const void *x, const void *res, flo
 RESIDUAL_INLINE int residual_norm(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end,
                                   int copy, int op, int xt, int yt, int pt, int rt) {
     if (!a->residual) return LNTUNE_KERNEL_EUNSUPPORTED;
+    /* All bf16, with gamma or neither: the generated fused kernel, which never leaves the even/odd
+     * layout (the path below narrows y and residual_out with lane shuffles). */
+    if (xt == LNTUNE_TYPE_BF16 && yt == xt && pt == xt && rt == xt && (a->gamma || !a->beta)) {
+        const lntune_kernel_fn fused = lntune_builtin_fused_bf16_kernel(
+            copy, op, a->gamma ? LNTUNE_DESC_GAMMA : LNTUNE_DESC_NO_AFFINE,
+            a->residual_out ? LNTUNE_FUSION_RESIDUAL_OUT : LNTUNE_FUSION_RESIDUAL);
+        if (fused) return fused(a, row_begin, row_end);
+    }
     const int64_t H = a->H;
     const lntune_kernel_fn inner = inner_kernel(a, copy, op, yt, pt);
     if (!inner) return LNTUNE_KERNEL_EUNSUPPORTED;

@@ -58,8 +58,9 @@ static int emit_cuda(lntune_gen *g, const char *prefix, const char *path) {
 }
 
 /*
- * The CPU built-ins of one level into one file: fp32, the typed and the backward kernels, and
- * with streaming, the fp32 and typed forward ones once more at that level (named PREFIX_nt_*).
+ * The CPU built-ins of one level into one file: fp32, the typed, the fused all-bf16 and the
+ * backward kernels, and with streaming, the forward ones once more at that level (named
+ * PREFIX_nt_*).
  */
 static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
                     const lntune_builtin_level *streaming, const char *prefix, const char *path) {
@@ -73,9 +74,11 @@ static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
     } parts[] = {
         {lntune_builtin_emit, level, prefix},
         {lntune_builtin_emit_typed, level, prefix},
+        {lntune_builtin_emit_fused_bf16, level, prefix},
         {lntune_builtin_emit_backward, level, prefix},
         {lntune_builtin_emit, streaming, nt_prefix},
         {lntune_builtin_emit_typed, streaming, nt_prefix},
+        {lntune_builtin_emit_fused_bf16, streaming, nt_prefix},
     };
     char *all = NULL;
     size_t len = 0;
