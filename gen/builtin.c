@@ -157,6 +157,25 @@ int lntune_builtin_emit_typed_one(lntune_gen *g, const lntune_builtin_level *lev
     return rc;
 }
 
+/*
+ * Closes an emitter's two streams: t (the table's entries, into *table) and f (the kernels, into
+ * *text), after appending "const lntune_kernel_fn <prefix><declarator> = {<entries>};" to the
+ * kernels. Returns rc, or LNTUNE_ENOMEM where a stream failed; on failure *text is NULL.
+ */
+static int close_with_table(FILE *f, char **text, FILE *t, char **table, const char *prefix,
+                            const char *declarator, int rc) {
+    if (t && fclose(t) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
+    if (rc == LNTUNE_OK)
+        fprintf(f, "const lntune_kernel_fn %s%s = {\n%s};\n", prefix, declarator, *table);
+    free(*table);
+    if (f && fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
+    if (rc != LNTUNE_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
 int lntune_builtin_emit_typed(lntune_gen *g, const lntune_builtin_level *level, const char *prefix,
                               char **text) {
     *text = NULL;
@@ -183,16 +202,7 @@ int lntune_builtin_emit_typed(lntune_gen *g, const lntune_builtin_level *level, 
                     v->affine, tt.x, tt.y, tt.params, symbol);
         }
     }
-    if (t && fclose(t) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
-    if (rc == LNTUNE_OK)
-        fprintf(f, "const lntune_kernel_fn %s_typed[2][2][3][3][3] = {\n%s};\n", prefix, table);
-    free(table);
-    if (f && fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
-    if (rc != LNTUNE_OK) {
-        free(*text);
-        *text = NULL;
-    }
-    return rc;
+    return close_with_table(f, text, t, &table, prefix, "_typed[2][2][3][3][3]", rc);
 }
 
 /*
@@ -237,16 +247,7 @@ int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *le
         fprintf(t, "},\n");
     }
     lntune_gen_set_isa(g, 0);
-    if (t && fclose(t) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
-    if (rc == LNTUNE_OK)
-        fprintf(f, "const lntune_kernel_fn %s_fused_bf16[2][2][2] = {\n%s};\n", prefix, table);
-    free(table);
-    if (f && fclose(f) != 0 && rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
-    if (rc != LNTUNE_OK) {
-        free(*text);
-        *text = NULL;
-    }
-    return rc;
+    return close_with_table(f, text, t, &table, prefix, "_fused_bf16[2][2][2]", rc);
 }
 
 /* The backward built-ins: the forward's heuristic (4-lane portable vectors, 2 accumulators),
