@@ -228,12 +228,13 @@ int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *le
     lntune_gen_set_isa(g, level->isa);
     for (size_t i = 0; i < lntune_builtin_variant_count && rc == LNTUNE_OK; ++i) {
         const lntune_builtin_variant *v = &lntune_builtin_variants[i];
+        char base[300], variant[320];
+        snprintf(base, sizeof base, "%s,layout=evenodd", v->variant);
+        level_variant(base, level, 0, variant, sizeof variant);
         fprintf(t, "    [%d][%d] = {", strcmp(v->op, "layernorm") != 0, v->affine);
         for (size_t k = 0; k < 2 && rc == LNTUNE_OK; ++k) {
             const int fusion = fused_bf16_fusions[k];
-            char base[300], variant[320], symbol[160];
-            snprintf(base, sizeof base, "%s,layout=evenodd", v->variant);
-            level_variant(base, level, 0, variant, sizeof variant);
+            char symbol[160];
             snprintf(symbol, sizeof symbol, "%s_%s_%s_bf16_%s", prefix, v->op,
                      v->affine ? "affine" : "plain", lntune_fusion_name(fusion));
             shape.fusion = fusion;

@@ -28,6 +28,7 @@
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "generator.h"
+#include "knob_coverage.h"
 #include "lntune.h"
 #include "nvrtc.h"
 #include "nvrtc_check.h"
@@ -37,7 +38,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_JOBS = 18 * 4 + 18 + 6 + 2 * 4, MAX_ITEMS = 64 };
+enum { MAX_JOBS = 18 * 4 + 18 + 6 + 2 * 4 };
 
 static const char *const ops[] = {"layernorm_backward", "rmsnorm_backward"};
 
@@ -59,39 +60,12 @@ static size_t nsamples;
 static device_suite dev; /* the GPU the samples also run on, when there is one */
 
 /* Every "name=value" item of the lists sampled, and whether a sample had it. */
-static struct {
-    char item[48];
-    int seen;
-} items[MAX_ITEMS];
-static size_t nitems;
+static knob_coverage coverage;
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Calls fn on each "name=value" item of variant. */
-static void each_item(const char *variant, void (*fn)(const char *item)) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", variant);
-    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save))
-        fn(it);
-}
-
-static void note_item(const char *item) {
-    for (size_t i = 0; i < nitems; ++i)
-        if (strcmp(items[i].item, item) == 0) return;
-    if (nitems == MAX_ITEMS) {
-        EXPECT(0, "more than %d knob values", MAX_ITEMS);
-        return;
-    }
-    snprintf(items[nitems++].item, sizeof items[0].item, "%s", item);
-}
-
-static void see_item(const char *item) {
-    for (size_t i = 0; i < nitems; ++i)
-        if (strcmp(items[i].item, item) == 0) items[i].seen = 1;
 }
 
 /* Checks the launch lines of src against variant: what a host launcher will rely on. */
@@ -145,7 +119,7 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
     check_launch(src.text, variant, s->what);
     EXPECT((strstr(src.text, "drr + i") != NULL) == (shape->fusion != LNTUNE_FUSION_NONE),
            "%s: dresidual_out %s", s->what, shape->fusion ? "is not added" : "is read");
-    each_item(variant, see_item);
+    knob_coverage_add(&coverage, variant, 1);
     s->job.source = src.text; /* freed after the compile */
     src.text = NULL;
     lntune_source_free(&src);
@@ -174,7 +148,7 @@ static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape,
         EXPECT(same, "%s: %zu variants, %zu for fp32", op, *n, nref);
         lntune_gen_free_list(ref, nref);
     }
-    for (size_t i = 0; i < *n; ++i) each_item(list[i], note_item);
+    for (size_t i = 0; i < *n; ++i) knob_coverage_add(&coverage, list[i], 0);
     return list;
 }
 
@@ -294,8 +268,9 @@ int main(void) {
         collect_sm80(g);
     }
     lntune_gen_close(g);
-    for (size_t i = 0; i < nitems; ++i)
-        EXPECT(items[i].seen, "knob value %s is in no sample", items[i].item);
+    EXPECT(!coverage.overflow, "more than %d knob values", KNOB_COVERAGE_MAX);
+    for (size_t i = 0; i < coverage.n; ++i)
+        EXPECT(coverage.items[i].seen, "knob value %s is in no sample", coverage.items[i].item);
 
     device_open(&dev);
     const double t0 = now_s();
@@ -304,7 +279,7 @@ int main(void) {
     printf("%zu backward variants compiled for sm_90 and %zu for sm_80 (those for the GPU run on "
            "it, if any) in %.1f s wall (NVRTC %.1f "
            "s); %zu knob values covered\n",
-           n90, n80, now_s() - t0, ms / 1e3, nitems);
+           n90, n80, now_s() - t0, ms / 1e3, coverage.n);
     EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
     device_close(&dev);
     lntune_nvrtc_close(nv);
