@@ -3,7 +3,8 @@
 -- cpu/norm_backward.lua): each function's C text is here once.
 --
 -- native: fp16 vectors of 4, 8 or 16 lanes convert with F16C / AVX-512 (vcvtph2ps, vcvtps2ph)
--- rather than lane by lane in portable C; the template's knob decides and checks the ISA.
+-- rather than lane by lane in portable C, and bf16 vectors narrow with AVX512-BF16; the
+-- template's knob decides and checks the ISA.
 local M = {}
 
 -- C element type of each tensor type; 16-bit types are carried as their bits.
@@ -145,6 +146,30 @@ function M.loader(name, t, ct, V, native)
         .. "__attribute__((unused)) static inline vf %s(const %s *p)\n{\n%s}\n", V, t, name, ct, body)
 end
 
+-- native bf16: AVX512-BF16's instructions round to nearest even and keep a NaN a quiet NaN, as the
+-- portable code does, but flush fp32 subnormals (below 2^-126) to zero. Inline assembly, since
+-- gcc's and clang's builtins differ; where the file is compiled without the ISA, the portable
+-- code instead.
+local BF16_NATIVE_IF = "#if defined(__AVX512BF16__) && defined(__AVX512VL__)\n"
+
+-- A function name(vf even, vf odd) of layout=evenodd returning the 2V bf16 whose even elements
+-- are even and odd ones odd as V words, rounded by AVX512-BF16 (ties to even): vcvtne2ps2bf16
+-- puts even's V results below odd's, and a shuffle interleaves them. round: the portable
+-- rounder (ties to even) where the ISA is not compiled for.
+function M.bf16_pair_packer(name, round, V)
+    local lanes = {}
+    for i = 0, V - 1 do lanes[#lanes + 1] = i .. ", " .. (V + i) end
+    return string.format("\n/* The %d bf16 of even and odd, rounded to nearest even, as %d words. */\n"
+        .. "static inline vu %s(vf even, vf odd)\n{\n" .. BF16_NATIVE_IF
+        .. "    typedef uint16_t vw __attribute__((vector_size(%d)));\n"
+        .. "    vw h;\n"
+        .. '    __asm__("vcvtne2ps2bf16 %%2, %%1, %%0" : "=v"(h) : "v"(odd), "v"(even));\n'
+        .. "    const vw i = __builtin_shufflevector(h, h, %s);\n"
+        .. "    vu w;\n    __builtin_memcpy(&w, &i, sizeof w);\n    return w;\n"
+        .. "#else\n    return %s(even) >> 16 | (%s(odd) & 0xffff0000u);\n#endif\n}\n",
+        2 * V, V, name, 4 * V, table.concat(lanes, ", "), round, round)
+end
+
 -- A function name(vf v) returning v rounded to t (nearest even; a NaN stays a quiet NaN) as
 -- V elements of type t: M.vector_type(t, ct, V).
 function M.narrower(name, t, ct, V, native)
@@ -158,6 +183,11 @@ function M.narrower(name, t, ct, V, native)
             .. "    const vu nan = (vu)(v != v); /* the NaN lanes */\n"
             .. "    const vu r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);\n"
             .. "    return __builtin_convertvector(r, vh);\n"
+        if native then
+            body = BF16_NATIVE_IF .. "    vs h;\n"
+                .. '    __asm__("vcvtneps2bf16 %1, %0" : "=v"(h) : "v"(v));\n'
+                .. "    vh o;\n    __builtin_memcpy(&o, &h, sizeof o);\n    return o;\n#else\n" .. body .. "#endif\n"
+        end
     elseif native then
         body = (V == 4 and "    const vs h = __builtin_ia32_vcvtps2ph(v, 0);\n"
                 or V == 8 and "    const vs h = __builtin_ia32_vcvtps2ph256(v, 0);\n"

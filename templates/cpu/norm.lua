@@ -45,7 +45,7 @@ local FILE_SCOPE_NAMES = {
     "normalize_gamma_beta", "normalize_gamma", "normalize_plain", "normalize_fn", "xt", "yt", "pt",
     "load_x", "load_p", "store_y", "stream_y", "narrow_y", "CHUNK", "rt", "load_r", "narrow_r",
     "store_r", "stream_r", "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
-    "bf16_round_even", "store_r2", "stream_r2",
+    "bf16_round_even", "store_r2", "stream_r2", "bf16_pack", "bf16_pack_even",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
@@ -114,9 +114,13 @@ function M.family(op)
                     local t = shape.types or {}
                     local f16 = t.x == "f16" or t.y == "f16" or t.params == "f16"
                         or (shape.fusion and t.residual == "f16")
-                    return (f16 and host.isa.f16c) and { "portable", "native" } or { "portable" }
+                    -- bf16 widens by a shift either way: only its narrowing has an instruction
+                    local bf16_out = t.y == "bf16" or (shape.fusion == "residual_out" and (t.residual or t.x) == "bf16")
+                    local bf16 = bf16_out and host.isa.avx512bf16 and host.isa.avx512vl
+                    return ((f16 and host.isa.f16c) or bf16) and { "portable", "native" } or { "portable" }
                 end,
-                doc = "fp16 conversions in portable C, or native (F16C / AVX-512 vcvtph2ps, vcvtps2ph)",
+                doc = "16-bit conversions in portable C, or native: fp16 by F16C / AVX-512 (vcvtph2ps, vcvtps2ph), "
+                    .. "bf16 narrowed by AVX512-BF16 (vcvtneps2bf16, vcvtne2ps2bf16; ties to even)",
             },
             {
                 name = "layout",
@@ -148,6 +152,9 @@ function M.family(op)
             end
             if p.layout == "evenodd" and p.vec < 4 then return false, "layout=evenodd needs vec >= 4" end
             if p.ties == "away" and p.layout ~= "evenodd" then return false, "ties=away is layout=evenodd's rounding" end
+            if p.ties == "away" and p.convert == "native" then
+                return false, "convert=native rounds bf16 ties to even (AVX512-BF16)"
+            end
             if p.layout == "evenodd" and p.stats == "welford" then
                 return false, "layout=evenodd feeds two vectors per step: not Welford's per-lane counts"
             end
@@ -306,14 +313,14 @@ static inline void {{name}}({{ct}} *p, vf v)
 }
 @ end
 @ -- Emits name(p, even, odd) for layout=evenodd: the 2V bf16 whose even elements are even and
-@ -- odd ones odd, each rounded by round (bf16_round or bf16_round_even), merged into V words and
+@ -- odd ones odd, rounded and merged into V words by pack (bf16_pack or bf16_pack_even) and
 @ -- stored at p (a ct pointer), non-temporally with nontemporal (p aligned).
-@ local function pair_storer(name, ct, round, nontemporal)
+@ local function pair_storer(name, ct, pack, nontemporal)
 
-/* Stores the {{2 * V}} bf16 whose even elements are even and odd ones odd ({{round}}). */
+/* Stores the {{2 * V}} bf16 whose even elements are even and odd ones odd ({{pack}}). */
 static inline void {{name}}({{ct}} *p, vf even, vf odd)
 {
-    const vu w = {{round}}(even) >> 16 | ({{round}}(odd) & 0xffff0000u);
+    const vu w = {{pack}}(even, odd);
 @   if nontemporal then
 #if defined(__clang__)
     __builtin_nontemporal_store(w, (vu *)p);
@@ -357,14 +364,35 @@ static inline vu {{name}}(vf v)
     return u + {{ties == "even" and "0x7fffu + (u >> 16 & 1u)" or "0x8000u"}};
 }
 @   end
-@   rounder("bf16_round", p.ties)
-@   if res_out then
-@     rounder("bf16_round_even", "even") -- residual_out's, whatever y's ties
-@     pair_storer("store_r2", "rt", "bf16_round_even", false)
-@     if nt_r then pair_storer("stream_r2", "rt", "bf16_round_even", true) end
+@   -- Emits name(even, odd): the 2V bf16 rounded by round, as V words (even ones in the low halves).
+@   local function packer(name, round)
+
+static inline vu {{name}}(vf even, vf odd)
+{
+    return {{round}}(even) >> 16 | ({{round}}(odd) & 0xffff0000u);
+}
 @   end
-@   if not nt then pair_storer("store_y2", "yt", "bf16_round", false)
-@   else pair_storer("stream_y2", "yt", "bf16_round", true) end
+@   -- y's packing: its ties (bf16_pack), or AVX512-BF16's, which rounds ties to even as
+@   -- residual_out's does (bf16_pack_even)
+@   local pack_y = native and "bf16_pack_even" or "bf16_pack"
+@   if not native then
+@     rounder("bf16_round", p.ties)
+@     packer("bf16_pack", "bf16_round")
+@   end
+@   if res_out or native then
+@     rounder("bf16_round_even", "even") -- residual_out's, whatever y's ties
+@     if native then
+{{ cv.bf16_pair_packer("bf16_pack_even", "bf16_round_even", V) }}
+@     else
+@       packer("bf16_pack_even", "bf16_round_even")
+@     end
+@   end
+@   if res_out then
+@     pair_storer("store_r2", "rt", "bf16_pack_even", false)
+@     if nt_r then pair_storer("stream_r2", "rt", "bf16_pack_even", true) end
+@   end
+@   if not nt then pair_storer("store_y2", "yt", pack_y, false)
+@   else pair_storer("stream_y2", "yt", pack_y, true) end
 @ elseif not nt then
 {{ cv.storer("store_y", types.y, "yt", V, "narrow_y") }}
 @ else
