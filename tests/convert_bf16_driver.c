@@ -104,7 +104,7 @@ int main(void) {
     printf("bf16 narrowing of %d lanes%s: every check agrees%s\n", BATCH,
            BATCH > LANES ? " (even/odd)" : "",
            NATIVE_CODE ? (flushed ? " (subnormals flushed to zero, as documented)"
-                                         : " (no subnormal reached: the test is broken)")
-                              : "");
+                                  : " (no subnormal reached: the test is broken)")
+                       : "");
     return NATIVE_CODE && !flushed;
 }

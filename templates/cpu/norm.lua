@@ -357,7 +357,7 @@ static inline void {{name}}({{ct}} *p, vf even, vf odd)
  * A NaN needs no case of its own here: every input is bf16 (s = x + residual is the fp32 sum of
  * two widened bf16), so a NaN in v comes out of fp32 arithmetic, quiet, with the low 16 bits of
  * a widened bf16 payload or of the default NaN: zero, and the increment cannot carry out of them. */
-static inline vu {{name}}(vf v)
+{{native and "__attribute__((unused)) " or ""}}static inline vu {{name}}(vf v)
 {
     vu u;
     __builtin_memcpy(&u, &v, sizeof u);
