@@ -150,24 +150,21 @@ end
 -- portable code does, but flush fp32 subnormals (below 2^-126) to zero. Inline assembly, since
 -- gcc's and clang's builtins differ; where the file is compiled without the ISA, the portable
 -- code instead.
-local BF16_NATIVE_IF = "#if defined(__AVX512BF16__) && defined(__AVX512VL__)\n"
+M.BF16_NATIVE_IF = "#if defined(__AVX512BF16__) && defined(__AVX512VL__)"
 
--- A function name(vf even, vf odd) of layout=evenodd returning the 2V bf16 whose even elements
--- are even and odd ones odd as V words, rounded by AVX512-BF16 (ties to even): vcvtne2ps2bf16
--- puts even's V results below odd's, and a shuffle interleaves them. round: the portable
--- rounder (ties to even) where the ISA is not compiled for.
-function M.bf16_pair_packer(name, round, V)
+-- The C text, between M.BF16_NATIVE_IF and "#else", that returns from a function
+-- (vf even, vf odd) of layout=evenodd the 2V bf16 whose even elements are even and odd ones odd
+-- as V words, rounded by AVX512-BF16 (ties to even): vcvtne2ps2bf16 puts even's V results below
+-- odd's, and a shuffle interleaves them.
+function M.bf16_pack_native(V)
     local lanes = {}
     for i = 0, V - 1 do lanes[#lanes + 1] = i .. ", " .. (V + i) end
-    return string.format("\n/* The %d bf16 of even and odd, rounded to nearest even, as %d words. */\n"
-        .. "static inline vu %s(vf even, vf odd)\n{\n" .. BF16_NATIVE_IF
-        .. "    typedef uint16_t vw __attribute__((vector_size(%d)));\n"
+    return string.format("    typedef uint16_t vw __attribute__((vector_size(%d)));\n"
         .. "    vw h;\n"
         .. '    __asm__("vcvtne2ps2bf16 %%2, %%1, %%0" : "=v"(h) : "v"(odd), "v"(even));\n'
         .. "    const vw i = __builtin_shufflevector(h, h, %s);\n"
-        .. "    vu w;\n    __builtin_memcpy(&w, &i, sizeof w);\n    return w;\n"
-        .. "#else\n    return %s(even) >> 16 | (%s(odd) & 0xffff0000u);\n#endif\n}\n",
-        2 * V, V, name, 4 * V, table.concat(lanes, ", "), round, round)
+        .. "    vu w;\n    __builtin_memcpy(&w, &i, sizeof w);\n    return w;",
+        4 * V, table.concat(lanes, ", "))
 end
 
 -- A function name(vf v) returning v rounded to t (nearest even; a NaN stays a quiet NaN) as
@@ -184,7 +181,7 @@ function M.narrower(name, t, ct, V, native)
             .. "    const vu r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);\n"
             .. "    return __builtin_convertvector(r, vh);\n"
         if native then
-            body = BF16_NATIVE_IF .. "    vs h;\n"
+            body = M.BF16_NATIVE_IF .. "\n    vs h;\n"
                 .. '    __asm__("vcvtneps2bf16 %1, %0" : "=v"(h) : "v"(v));\n'
                 .. "    vh o;\n    __builtin_memcpy(&o, &h, sizeof o);\n    return o;\n#else\n" .. body .. "#endif\n"
         end

@@ -364,12 +364,21 @@ static inline void {{name}}({{ct}} *p, vf even, vf odd)
     return u + {{ties == "even" and "0x7fffu + (u >> 16 & 1u)" or "0x8000u"}};
 }
 @   end
-@   -- Emits name(even, odd): the 2V bf16 rounded by round, as V words (even ones in the low halves).
-@   local function packer(name, round)
+@   -- Emits name(even, odd): the 2V bf16 rounded by round, as V words (even ones in the low
+@   -- halves); with native, by AVX512-BF16 where the file is compiled for it (round: ties to even).
+@   local function packer(name, round, with_native)
 
 static inline vu {{name}}(vf even, vf odd)
 {
+@     if with_native then
+{{cv.BF16_NATIVE_IF}}
+{{cv.bf16_pack_native(V)}}
+#else
+@     end
     return {{round}}(even) >> 16 | ({{round}}(odd) & 0xffff0000u);
+@     if with_native then
+#endif
+@     end
 }
 @   end
 @   -- y's packing: its ties (bf16_pack), or AVX512-BF16's, which rounds ties to even as
@@ -381,11 +390,7 @@ static inline vu {{name}}(vf even, vf odd)
 @   end
 @   if res_out or native then
 @     rounder("bf16_round_even", "even") -- residual_out's, whatever y's ties
-@     if native then
-{{ cv.bf16_pair_packer("bf16_pack_even", "bf16_round_even", V) }}
-@     else
-@       packer("bf16_pack_even", "bf16_round_even")
-@     end
+@     packer("bf16_pack_even", "bf16_round_even", native)
 @   end
 @   if res_out then
 @     pair_storer("store_r2", "rt", "bf16_pack_even", false)
