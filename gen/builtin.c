@@ -77,7 +77,7 @@ static void level_variant(const char *base, const lntune_builtin_level *level, i
     snprintf(widened, sizeof widened, "%.*svec=%d%s", (int)(vec - base), base, level->vec, vec + 5);
     const char *stores = level->streaming ? strstr(widened, plain) : NULL;
     if (stores)
-        snprintf(buf, size, "%.*sstore=nt,prefetch=1%s%s", (int)(stores - widened), widened,
+        snprintf(buf, size, "%.*sstore=nt,prefetch=2%s%s", (int)(stores - widened), widened,
                  stores + sizeof plain - 1, native);
     else
         snprintf(buf, size, "%s%s", widened, native);

@@ -652,7 +652,7 @@ static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cp
                           lntune_builtin_variants[i].variant);
     lntune_export_put(b, " *   (at vec=8, fp16 converted natively, where the file is compiled for "
                          "AVX2, FMA and F16C;\n *   there, from LNTUNE_KERNELS_STREAMING_BYTES, "
-                         "with store=nt,prefetch=1)\n");
+                         "with store=nt,prefetch=2)\n");
     lntune_export_put(b, " *   fp16/bf16 tuples of a winner: the same variants for that tuple;"
                          " the others,\n *   and beta without gamma: portable kernels, one per "
                          "op and tuple\n */\n");

@@ -29,8 +29,9 @@ int main(void) {
         {"layernorm", "vec=8,acc=2,stats=twopass,rows=2"},
         {"layernorm", "vec=8,acc=4,stats=welford,store=nt"},
         {"layernorm", "vec=1,stats=onepass,rows=4,prefetch=1"},
+        {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=2"},
         {"rmsnorm", "vec=4,acc=2,stats=blocked,rows=2"},
-        {"rmsnorm", "vec=8,stats=wide"},
+        {"rmsnorm", "vec=8,stats=wide,prefetch=2"},
     };
     const size_t nv = sizeof variants / sizeof variants[0];
     size_t xbytes = (size_t)((ROWS - 1) * X_STRIDE + H) * sizeof(float);

@@ -134,7 +134,12 @@ function M.family(op)
                 doc = "bf16 y of layout=evenodd: results halfway between two bf16 (1 in 2^16) round to the even "
                     .. "one, or away from zero (one integer add instead of four operations; the same error bound)",
             },
-            { name = "prefetch", values = { 0, 1 }, doc = "prefetch the next row (group) into L2 while normalizing" },
+            {
+                name = "prefetch",
+                values = { 0, 1, 2 },
+                doc = "1: prefetch the next row (group) into L2 while normalizing; 2 (rows=1): its first half "
+                    .. "during the statistics pass, its second half while normalizing",
+            },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
         valid = function(p, host, shape)
@@ -161,6 +166,9 @@ function M.family(op)
             if p.convert == "native" and p.vec == 16 and not host.isa.avx512f then
                 return false, "16-lane fp16 conversions need AVX-512"
             end
+            -- A row group's statistics pass already streams R rows: R more prefetched streams
+            -- there made rows=2 and rows=4 1-2% slower, where rows=1 gained 4-12% (Zen 4).
+            if p.prefetch == 2 and p.rows > 1 then return false, "prefetch=2 is for rows=1" end
             if p.rows > 1 and shape.H and shape.H > MAX_H_FOR_ROW_GROUPS then
                 return false, "rows > 1 is for H <= " .. MAX_H_FOR_ROW_GROUPS
             end
@@ -214,6 +222,7 @@ function M.family(op)
 @ local LN = layernorm
 @ local fold = p.center == "fold" -- y from x * rstd + shift, shift = -mean * rstd
 @ local wide = p.stats == "onepass" or p.stats == "wide"
+@ local STEP_BYTES = V * A * S * XB -- bytes of a row of x per step of the vector loops
 @ -- Calls body(r) once per row of a row group.
 @ local function rows(body) for r = 0, R - 1 do body(r) end end
 @ -- Calls body(r, u) once per row and accumulator.
@@ -255,6 +264,10 @@ typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.re
 @ local RP = fusion and (", const rt *const res[" .. R .. "]") or ""
 @ local RA = fusion and ", res" or ""
 @ -- The normalize functions' residual (and residual_out) row parameters.
+@ -- prefetch=2: the statistics' first pass takes ahead, the elements from x's row to the next
+@ -- one (0 for the last: the row itself), and prefetches the first half of that row.
+@ local split = p.prefetch == 2
+@ local PF = split and ", int64_t ahead" or ""
 @ local NP = fusion and ("const rt *res, " .. (res_out and "rt *res_out, " or "")) or ""
 {{ cv.scalar_functions(used, V, native) }}
 {{ cv.loader("load_x", types.x, "xt", V, native) }}
@@ -427,14 +440,24 @@ static inline double hsum_wide(const vd *v)
 }
 @ end
 @
+@ -- Emits, in a statistics loop over i by STEP, the prefetch of the first half of the next row:
+@ -- half a step's bytes per step, so that the pass ends where normalize's prefetches begin.
+@ local function prefetch_half()
+@   rows(function(r)
+@     for o = 0, math.max(STEP_BYTES // 2, 64) - 1, 64 do
+            __builtin_prefetch(x[{{r}}] + ahead + i / 2 + {{o // XB}}, 0, 2);
+@     end
+@   end)
+@ end
 @ -- Emits a function that adds term(r, offset) (an fp32 vector expression) over every element
 @ -- of R rows into double sums s[r], flushing the fp32 partial sums every BLOCK elements;
 @ -- scalar(r) is the same term for the one element at index i. With squared, the term's square
 @ -- is added (square_add: one fused multiply-add).
-@ -- With lin (and lin_scalar), the same loop also adds lin(r, offset) into d[r].
-@ local function reduction(name, comment, extra, squared, term, scalar, lin, lin_scalar)
+@ -- With lin (and lin_scalar), the same loop also adds lin(r, offset) into d[r]. With ahead
+@ -- (prefetch=2's first pass), it also prefetches the first half of the next row.
+@ local function reduction(name, comment, extra, squared, term, scalar, lin, lin_scalar, ahead)
 /* {{comment}} */
-static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double s[{{R}}]{{lin and (", double d[" .. R .. "]") or ""}})
+static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double s[{{R}}]{{lin and (", double d[" .. R .. "]") or ""}}{{ahead and PF or ""}})
 {
     const int64_t nstep = H / STEP * STEP;
     int64_t i = 0;
@@ -444,6 +467,7 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
         vf a{{r}}_{{u}} = {0}{{lin and (", l" .. r .. "_" .. u .. " = {0}") or ""}};
 @   end)
         for (i = b; i < e; i += STEP) {
+@   if ahead then prefetch_half() end
 @   lanes(function(r, u)
 @     for h = 0, S - 1 do
 @       if squared then
@@ -494,7 +518,7 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 @   if p.stats == "twopass" then
 @   reduction("sum_shifted", "s[r] += sum of x[r][i] - k[r].", ", const float k[" .. R .. "]", false,
 @             function(r, o, h) return at(r, o, h) .. " - k[" .. r .. "]" end,
-@             function(r) return xs(r, "i") .. " - k[" .. r .. "]" end)
+@             function(r) return xs(r, "i") .. " - k[" .. r .. "]" end, nil, nil, split)
 @   end
 @   reduction("sum_squared_deviations",
 @             "s[r] += sum of (x[r][i] - m[r])^2, d[r] += sum of x[r][i] - m[r].",
@@ -502,7 +526,7 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 @             function(r, o, h) return at(r, o, h) .. " - m[" .. r .. "]" end,
 @             function(r) return "(" .. xs(r, "i") .. " - m[" .. r .. "]) * (" .. xs(r, "i") .. " - m[" .. r .. "])" end,
 @             function(r, o, h) return at(r, o, h) .. " - m[" .. r .. "]" end,
-@             function(r) return xs(r, "i") .. " - m[" .. r .. "]" end)
+@             function(r) return xs(r, "i") .. " - m[" .. r .. "]" end, split and p.stats == "sampled")
 @   if p.stats == "twopass" then
 /*
  * Mean and 1/sqrt(var + eps) of {{R}} row(s): a pass for the mean, one for deviations from it.
@@ -511,12 +535,12 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
  * the first pass lost, with partial sums of the order of the spread only (corrected two-pass).
  */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
-                      float rstd[{{R}}])
+                      float rstd[{{R}}]{{PF}})
 {
     float k[{{R}}], m[{{R}}];
     double s[{{R}}] = {0}, ss[{{R}}] = {0}, d[{{R}}] = {0};
     for (int r = 0; r < {{R}}; ++r) k[r] = {{xs("r", 0)}};
-    sum_shifted(x{{RA}}, H, k, s);
+    sum_shifted(x{{RA}}, H, k, s{{split and ", ahead" or ""}});
     for (int r = 0; r < {{R}}; ++r) m[r] = (float)(k[r] + s[r] / (double)H);
     sum_squared_deviations(x{{RA}}, H, m, ss, d);
 @   else
@@ -529,7 +553,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
  * pass from their corrected means, as twopass does.
  */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
-                      float rstd[{{R}}])
+                      float rstd[{{R}}]{{PF}})
 {
     enum { SAMPLE = 32 };
     float m[{{R}}];
@@ -540,7 +564,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
         for (int64_t i = 0; i < n; ++i) t += {{xs("r", "i")}};
         m[r] = (float)(t / (double)n);
     }
-    sum_squared_deviations(x{{RA}}, H, m, ss, d);
+    sum_squared_deviations(x{{RA}}, H, m, ss, d{{split and ", ahead" or ""}});
     int far = 0;
     for (int r = 0; r < {{R}}; ++r) {
         const double c = d[r] / (double)H;
@@ -551,7 +575,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
             m[r] = (float)((double)m[r] + d[r] / (double)H);
             ss[r] = d[r] = 0.0;
         }
-        sum_squared_deviations(x{{RA}}, H, m, ss, d);
+        sum_squared_deviations(x{{RA}}, H, m, ss, d{{split and ", 0" or ""}});
     }
 @   end
     for (int r = 0; r < {{R}}; ++r) {
@@ -589,7 +613,7 @@ static inline void merge(double *n, double *mean, double *m2, double nb, vf mb, 
 
 /* Mean and 1/sqrt(var + eps) of {{R}} row(s) by per-lane Welford over blocks of BLOCK. */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
-                      float rstd[{{R}}])
+                      float rstd[{{R}}]{{PF}})
 {
     const int64_t nstep = H / STEP * STEP;
     double n[{{R}}] = {0}, mu[{{R}}] = {0}, m2[{{R}}] = {0};
@@ -604,6 +628,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end)
         float count = 0.0f;
         for (int64_t i = b; i < e; i += STEP) {
+@   if split then prefetch_half() end
             count += 1.0f;
             const float inv_n = 1.0f / count;
 @   lanes(function(r, u)
@@ -634,7 +659,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @ elseif wide then
 /* {{LN and "Mean and" or "Mean square and"}} 1/sqrt(... + eps) of {{R}} row(s), accumulated in double lanes. */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
-                      float rstd[{{R}}])
+                      float rstd[{{R}}]{{PF}})
 {
     const int64_t nstep = H / STEP * STEP;
 @   if LN then
@@ -648,6 +673,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end)
     int64_t i = 0;
     for (; i < nstep; i += STEP) {
+@   if split then prefetch_half() end
 @   lanes(function(r, u) for h = 0, S - 1 do
 @     if V > 1 then
         {
@@ -706,13 +732,13 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @ else
 @   reduction("sum_squares", "s[r] += sum of x[r][i]^2.", "", true,
 @             function(r, o, h) return at(r, o, h) end,
-@             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end)
+@             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end, nil, nil, split)
 /* 1/sqrt(mean square + eps) of {{R}} row(s); mean is 0 for RMSNorm. */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
-                      float rstd[{{R}}])
+                      float rstd[{{R}}]{{PF}})
 {
     double s[{{R}}] = {0};
-    sum_squares(x{{RA}}, H, s);
+    sum_squares(x{{RA}}, H, s{{split and ", ahead" or ""}});
     for (int r = 0; r < {{R}}; ++r) {
         mean[r] = 0.0f;
         rstd[r] = (float)(1.0 / __builtin_sqrt(s[r] / (double)H + (double)eps));
@@ -721,7 +747,8 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @ end
 @
 @ -- Emits a function writing one output row: expr(v, o) is the output vector for input vector
-@ -- v at offset o, scalar the output for element i. next is the row to prefetch.
+@ -- v at offset o, scalar the output for element i. next is the row to prefetch (prefetch=2:
+@ -- the second half of it, at half the pace of the loop).
 @ local function normalize(name, comment, expr, scalar)
 @   -- One output element i; with a residual, s = x + residual first (and residual_out = s).
 @   local function step()
@@ -786,8 +813,12 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @   end
     for (; i + STEP <= H; i += STEP) {
 @   if p.prefetch == 1 then
-@     for o = 0, math.max(V * A * S * XB, 64) - 1, 64 do
+@     for o = 0, math.max(STEP_BYTES, 64) - 1, 64 do
         __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
+@     end
+@   elseif split then -- next is the second half of the next row: half a step's bytes per step
+@     for o = 0, math.max(STEP_BYTES // 2, 64) - 1, 64 do
+        __builtin_prefetch(next + i / 2 + {{o // XB}}, 0, 2);
 @     end
 @   end
 @   for u = 0, A - 1 do
@@ -925,8 +956,8 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 @ if fusion then
         const rt *rrow = res + r * a->residual_stride;
 @ end
-        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd);
-        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, next);
+        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{split and ", next - row" or ""}});
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}});
         if (a->mean) a->mean[r] = mean;
         if (a->rstd) a->rstd[r] = rstd;
     }
