@@ -212,7 +212,8 @@ int lntune_builtin_emit_typed(lntune_gen *g, const lntune_builtin_level *level, 
  * (runtime/builtin_residual_body.h); for all-bf16 that path narrows y and residual_out with lane
  * shuffles and was slower than a separate add and LayerNorm. The streaming level stores y
  * non-temporally and residual_out plainly (rstore=plain): on a Zen 3, non-temporal residual_out
- * was 2-9% faster at H = 1024-4096 but 1.4-1.6x slower at H = 768 and 776.
+ * was 2-9% faster at H = 1024-4096 but 1.4-1.6x slower at H = 768 and 776. It prefetches the
+ * next rows of x and of the residual (prefetch=2, rprefetch=1).
  */
 static const int fused_bf16_fusions[] = {LNTUNE_FUSION_RESIDUAL, LNTUNE_FUSION_RESIDUAL_OUT};
 
@@ -231,6 +232,8 @@ int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *le
         char base[300], variant[320];
         snprintf(base, sizeof base, "%s,layout=evenodd", v->variant);
         level_variant(base, level, 0, variant, sizeof variant);
+        if (level->streaming) /* the residual's next row too: 10-58% for bf16 Add & Norm (Zen 4) */
+            snprintf(variant + strlen(variant), sizeof variant - strlen(variant), ",rprefetch=1");
         fprintf(t, "    [%d][%d] = {", strcmp(v->op, "layernorm") != 0, v->affine);
         for (size_t k = 0; k < 2 && rc == LNTUNE_OK; ++k) {
             const int fusion = fused_bf16_fusions[k];

@@ -7,10 +7,13 @@
  *   prefetch=1: every line of row r + 1 while row r is normalized (after its statistics);
  *   prefetch=2: the first half of row r + 1's lines during row r's statistics, the second half
  *               while row r is normalized;
- * and never a line outside x (a prefetch does not fault, but the pointer must be valid C).
+ * the same of the residual's rows in a fused call with rprefetch=1 (none with rprefetch=0); and
+ * never a line outside x and the residual
+ * (a prefetch does not fault, but the pointer must be valid C).
  */
 #include "build.h"
 #include "dtypes.h"
+#include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
 
@@ -54,9 +57,15 @@ static const char postlude[] = "\nint prefetch_log(const lntune_kernel_args *a, 
 
 typedef struct {
     const char *op, *variant;
-    int bf16;  /* all-bf16 (the variant's layout may be evenodd) */
-    int group; /* the variant's rows: the first group's rows are never prefetched */
+    int bf16;   /* all-bf16 (the variant's layout may be evenodd) */
+    int group;  /* the variant's rows: the first group's rows are never prefetched */
+    int fusion; /* LNTUNE_FUSION_*: residual rows to prefetch too */
 } prefetch_case;
+
+/* The buffers of a run: rows of STRIDE elements (residual and residual_out NULL unless fused). */
+typedef struct {
+    unsigned char *x, *y, *residual, *residual_out, *params;
+} buffers;
 
 /* The row of base (rows of H elements of elem bytes, STRIDE apart) that p lies in, or -1. */
 static int row_of(uintptr_t p, uintptr_t base, size_t elem) {
@@ -81,10 +90,10 @@ static void fill(unsigned char *p, size_t n, int bf16) {
 }
 
 /* Compiles c's variant with the logging prelude and runs it over ROWS rows; the log to log. */
-static int run_logged(const prefetch_case *c, lntune_gen *g, const unsigned char *x,
-                      unsigned char *y, const unsigned char *params, uintptr_t *log) {
+static int run_logged(const prefetch_case *c, lntune_gen *g, const buffers *b, uintptr_t *log) {
     lntune_shape shape = {0};
     shape.H = H;
+    shape.fusion = c->fusion;
     if (c->bf16)
         shape.types = (lntune_types){LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, 0};
     lntune_source src;
@@ -114,11 +123,13 @@ static int run_logged(const prefetch_case *c, lntune_gen *g, const unsigned char
     lntune_kernel_args a = {0};
     a.rows = ROWS;
     a.H = H;
-    a.x_stride = a.y_stride = STRIDE;
-    a.x = x;
-    a.y = y;
-    a.gamma = params;
-    a.beta = strcmp(c->op, "layernorm") == 0 ? params + H * elem : NULL;
+    a.x_stride = a.y_stride = a.residual_stride = a.residual_out_stride = STRIDE;
+    a.x = b->x;
+    a.y = b->y;
+    a.residual = b->residual;
+    a.residual_out = b->residual_out;
+    a.gamma = b->params;
+    a.beta = strcmp(c->op, "layernorm") == 0 ? b->params + H * elem : NULL;
     a.eps = 1e-5f;
     int count = -1;
     if (kernel && get_log && kernel(&a, 0, ROWS) == LNTUNE_KERNEL_OK) {
@@ -130,54 +141,22 @@ static int run_logged(const prefetch_case *c, lntune_gen *g, const unsigned char
     return count;
 }
 
-static void check_case(const prefetch_case *c, lntune_gen *g) {
-    const int mode = strstr(c->variant, "prefetch=2")   ? 2
-                     : strstr(c->variant, "prefetch=1") ? 1
-                                                        : 0;
-    const int nt = strstr(c->variant, "store=nt") != NULL;
-    const size_t elem = c->bf16 ? 2 : 4, n = (size_t)(ROWS - 1) * STRIDE + H;
-    unsigned char *x = calloc(n, elem), *y = calloc(n, elem), *params = calloc(2 * H, elem);
-    uintptr_t *log = calloc(LOG, sizeof *log);
-    if (!x || !y || !params || !log) {
-        CHECK(0, "out of memory");
-        goto done;
-    }
-    fill(x, n, c->bf16);
-    fill(params, 2 * H, c->bf16);
-    const int count = run_logged(c, g, x, y, params, log);
-    if (count < 0) goto done;
-    if (mode == 0) {
-        int prefetches = 0;
-        for (int k = 0; k < count; ++k) prefetches += !(log[k] & 1);
-        CHECK(prefetches == 0, "%s %s: no prefetch (%d logged)", c->op, c->variant, prefetches);
-        goto done;
-    }
-    /* first_store[r]: the log index of the first store to y's row r (the end of its statistics) */
-    int first_store[ROWS], outside = 0, early = 0, phase = 0;
-    for (int r = 0; r < ROWS; ++r) first_store[r] = count;
-    for (int k = 0; k < count; ++k) {
-        if (!(log[k] & 1)) continue;
-        const int r = row_of(log[k] - 1, (uintptr_t)y, elem);
-        if (r >= 0 && k < first_store[r]) first_store[r] = k;
-    }
-    if (nt)
-        CHECK(first_store[0] < count, "%s %s: the stores of y are logged (the compiler is clang)",
-              c->op, c->variant);
+/*
+ * The checks of one prefetched tensor (x or the residual, rows of elem bytes from base) in the
+ * log of count entries; first_store[r]: the log index of the first store to y's row r.
+ */
+static void check_rows(const prefetch_case *c, const char *name, uintptr_t base, size_t elem,
+                       const uintptr_t *log, int count, const int *first_store, int mode, int nt) {
     const uintptr_t line = LINE;
-    int covered[ROWS] = {0}, lines[ROWS] = {0};
+    int early = 0, phase = 0;
     for (int t = 0; t < ROWS; ++t) {
-        const uintptr_t start = (uintptr_t)x + (size_t)t * STRIDE * elem, end = start + H * elem;
+        const uintptr_t start = base + (size_t)t * STRIDE * elem, end = start + H * elem;
         const uintptr_t half = start + (H / 2) * elem;
-        lines[t] = (int)((end - 1) / line - start / line + 1);
-        unsigned char *seen = calloc((size_t)lines[t], 1);
+        const int lines = (int)((end - 1) / line - start / line + 1);
+        unsigned char *seen = calloc((size_t)lines, 1);
+        int covered = 0;
         for (int k = 0; seen && k < count; ++k) {
-            if (log[k] & 1) continue;
-            const int r = row_of(log[k], (uintptr_t)x, elem);
-            if (r < 0) {
-                outside += t == 0;
-                continue;
-            }
-            if (r != t) continue;
+            if ((log[k] & 1) || row_of(log[k], base, elem) != t) continue;
             early += t < c->group;
             seen[log[k] / line - start / line] = 1;
             /* A row t below the last is prefetched by row t - 1 alone: its statistics take the
@@ -194,44 +173,111 @@ static void check_case(const prefetch_case *c, lntune_gen *g) {
             else if (log[k] >= half + line)
                 phase += during_stats;
         }
-        for (int i = 0; seen && i < lines[t]; ++i) covered[t] += seen[i];
+        for (int i = 0; seen && i < lines; ++i) covered += seen[i];
         free(seen);
+        /* Loops stop a vector step short of the end and start after a scalar peel to y's
+         * alignment (row groups: in each chunk of the row): a few lines may go unprefetched. */
+        if (t >= c->group)
+            CHECK(covered >= lines - lines / 16,
+                  "%s %s: %d of %s's row %d's %d lines are prefetched", c->op, c->variant, covered,
+                  name, t, lines);
     }
-    CHECK(outside == 0, "%s %s: no prefetch outside x's rows (%d were)", c->op, c->variant,
-          outside);
-    CHECK(early == 0, "%s %s: no prefetch of the first row group (%d were)", c->op, c->variant,
-          early);
-    /* Loops stop a vector step short of the end and start after a scalar peel to y's alignment
-     * (row groups: in each chunk of the row): a few lines may go unprefetched. */
-    for (int t = c->group; t < ROWS; ++t)
-        CHECK(covered[t] >= lines[t] - lines[t] / 16,
-              "%s %s: %d of row %d's %d lines are prefetched", c->op, c->variant, covered[t], t,
-              lines[t]);
+    CHECK(early == 0, "%s %s: no prefetch of %s's first row group (%d were)", c->op, c->variant,
+          name, early);
     if (nt && c->group == 1)
-        CHECK(phase == 0, "%s %s: each prefetch in its phase (%s; %d were not)", c->op, c->variant,
+        CHECK(phase == 0, "%s %s: each prefetch of %s in its phase (%s; %d were not)", c->op,
+              c->variant, name,
               mode == 2 ? "first half during the statistics, second while normalizing"
                         : "all while normalizing",
               phase);
+}
+
+static void check_case(const prefetch_case *c, lntune_gen *g) {
+    const int mode = strstr(c->variant, "prefetch=2")   ? 2
+                     : strstr(c->variant, "prefetch=1") ? 1
+                                                        : 0;
+    const int nt = strstr(c->variant, "store=nt") != NULL;
+    const size_t elem = c->bf16 ? 2 : 4, n = (size_t)(ROWS - 1) * STRIDE + H;
+    buffers b = {calloc(n, elem), calloc(n, elem), NULL, NULL, calloc(2 * H, elem)};
+    if (c->fusion != LNTUNE_FUSION_NONE) b.residual = calloc(n, elem);
+    if (c->fusion == LNTUNE_FUSION_RESIDUAL_OUT) b.residual_out = calloc(n, elem);
+    uintptr_t *log = calloc(LOG, sizeof *log);
+    if (!b.x || !b.y || !b.params || !log || (c->fusion && !b.residual) ||
+        (c->fusion == LNTUNE_FUSION_RESIDUAL_OUT && !b.residual_out)) {
+        CHECK(0, "out of memory");
+        goto done;
+    }
+    fill(b.x, n, c->bf16);
+    if (b.residual) fill(b.residual, n, c->bf16);
+    fill(b.params, 2 * H, c->bf16);
+    const int count = run_logged(c, g, &b, log);
+    if (count < 0) goto done;
+    int prefetches = 0, outside = 0, first_store[ROWS];
+    for (int r = 0; r < ROWS; ++r) first_store[r] = count;
+    for (int k = 0; k < count; ++k) {
+        if (log[k] & 1) {
+            const int r = row_of(log[k] - 1, (uintptr_t)b.y, elem);
+            if (r >= 0 && k < first_store[r]) first_store[r] = k;
+            continue;
+        }
+        prefetches++;
+        outside += row_of(log[k], (uintptr_t)b.x, elem) < 0 &&
+                   (!b.residual || row_of(log[k], (uintptr_t)b.residual, elem) < 0);
+    }
+    if (mode == 0) {
+        CHECK(prefetches == 0, "%s %s: no prefetch (%d logged)", c->op, c->variant, prefetches);
+        goto done;
+    }
+    if (nt)
+        CHECK(first_store[0] < count, "%s %s: the stores of y are logged (the compiler is clang)",
+              c->op, c->variant);
+    CHECK(outside == 0, "%s %s: no prefetch outside the rows of x%s (%d were)", c->op, c->variant,
+          b.residual ? " and the residual" : "", outside);
+    check_rows(c, "x", (uintptr_t)b.x, elem, log, count, first_store, mode, nt);
+    if (b.residual && strstr(c->variant, "rprefetch=1")) {
+        check_rows(c, "the residual", (uintptr_t)b.residual, elem, log, count, first_store, mode,
+                   nt);
+    } else if (b.residual) {
+        int of_residual = 0;
+        for (int k = 0; k < count; ++k)
+            of_residual += !(log[k] & 1) && row_of(log[k], (uintptr_t)b.residual, elem) >= 0;
+        CHECK(of_residual == 0, "%s %s: no prefetch of the residual (%d were)", c->op, c->variant,
+              of_residual);
+    }
 done:
-    free(x);
-    free(y);
-    free(params);
+    free(b.x);
+    free(b.y);
+    free(b.residual);
+    free(b.residual_out);
+    free(b.params);
     free(log);
 }
 
 int main(void) {
     static const prefetch_case cases[] = {
-        {"layernorm", "vec=4,acc=4,stats=sampled,store=nt,prefetch=2", 0, 1},
-        {"layernorm", "vec=16,acc=2,stats=twopass,store=nt,prefetch=2", 0, 1},
-        {"layernorm", "vec=8,acc=1,stats=welford,store=nt,prefetch=2", 0, 1},
-        {"layernorm", "vec=8,acc=2,stats=onepass,store=nt,prefetch=2", 0, 1},
-        {"layernorm", "vec=1,acc=2,stats=sampled,prefetch=2", 0, 1},
-        {"layernorm", "vec=16,acc=2,stats=sampled,store=nt,layout=evenodd,prefetch=2", 1, 1},
-        {"rmsnorm", "vec=4,acc=4,stats=blocked,store=nt,prefetch=2", 0, 1},
-        {"rmsnorm", "vec=8,acc=2,stats=wide,store=nt,prefetch=2", 0, 1},
-        {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=1", 0, 1},
-        {"layernorm", "vec=8,acc=2,stats=sampled,rows=2,store=nt,prefetch=1", 0, 2},
-        {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=0", 0, 1},
+        {"layernorm", "vec=4,acc=4,stats=sampled,store=nt,prefetch=2", 0, 1, 0},
+        {"layernorm", "vec=16,acc=2,stats=twopass,store=nt,prefetch=2", 0, 1, 0},
+        {"layernorm", "vec=8,acc=1,stats=welford,store=nt,prefetch=2", 0, 1, 0},
+        {"layernorm", "vec=8,acc=2,stats=onepass,store=nt,prefetch=2", 0, 1, 0},
+        {"layernorm", "vec=1,acc=2,stats=sampled,prefetch=2", 0, 1, 0},
+        {"layernorm", "vec=16,acc=2,stats=sampled,store=nt,layout=evenodd,prefetch=2", 1, 1, 0},
+        {"rmsnorm", "vec=4,acc=4,stats=blocked,store=nt,prefetch=2", 0, 1, 0},
+        {"rmsnorm", "vec=8,acc=2,stats=wide,store=nt,prefetch=2", 0, 1, 0},
+        {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=1", 0, 1, 0},
+        {"layernorm", "vec=8,acc=2,stats=sampled,rows=2,store=nt,prefetch=1", 0, 2, 0},
+        {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=0", 0, 1, 0},
+        {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=2", 0, 1,
+         LNTUNE_FUSION_RESIDUAL},
+        {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=2,rprefetch=1", 0, 1,
+         LNTUNE_FUSION_RESIDUAL},
+        {"layernorm", "vec=16,acc=1,stats=twopass,store=nt,rstore=nt,prefetch=2,rprefetch=1", 0, 1,
+         LNTUNE_FUSION_RESIDUAL_OUT},
+        {"layernorm", "vec=16,acc=2,stats=sampled,store=nt,layout=evenodd,prefetch=2,rprefetch=1",
+         1, 1, LNTUNE_FUSION_RESIDUAL_OUT},
+        {"rmsnorm", "vec=4,acc=4,stats=wide,store=nt,prefetch=1,rprefetch=1", 0, 1,
+         LNTUNE_FUSION_RESIDUAL},
+        {"rmsnorm", "vec=8,acc=2,stats=blocked,rows=2,store=nt,prefetch=1,rprefetch=1", 0, 2,
+         LNTUNE_FUSION_RESIDUAL_OUT},
     };
     lntune_gen *g = NULL;
     if (lntune_gen_open(NULL, &g) != LNTUNE_OK) {

@@ -137,8 +137,15 @@ function M.family(op)
             {
                 name = "prefetch",
                 values = { 0, 1, 2 },
-                doc = "1: prefetch the next row (group) into L2 while normalizing; 2 (rows=1): its first half "
-                    .. "during the statistics pass, its second half while normalizing",
+                doc = "1: prefetch the next row (group) of x into L2 while normalizing; 2 (rows=1): its first "
+                    .. "half during the statistics pass, its second half while normalizing",
+            },
+            {
+                -- bf16 Add & Norm gained 10-58% from it, fp32 Post-LN lost 9-17% with prefetch=1
+                -- (Zen 4): a knob, not a rule.
+                name = "rprefetch",
+                values = function(_, shape) return shape.fusion and { 0, 1 } or { 0 } end,
+                doc = "fused calls: 1 prefetches the residual's next row as prefetch does x's",
             },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
@@ -169,6 +176,7 @@ function M.family(op)
             -- A row group's statistics pass already streams R rows: R more prefetched streams
             -- there made rows=2 and rows=4 1-2% slower, where rows=1 gained 4-12% (Zen 4).
             if p.prefetch == 2 and p.rows > 1 then return false, "prefetch=2 is for rows=1" end
+            if p.rprefetch == 1 and p.prefetch == 0 then return false, "rprefetch=1 follows prefetch (1 or 2)" end
             if p.rows > 1 and shape.H and shape.H > MAX_H_FOR_ROW_GROUPS then
                 return false, "rows > 1 is for H <= " .. MAX_H_FOR_ROW_GROUPS
             end
@@ -223,6 +231,10 @@ function M.family(op)
 @ local fold = p.center == "fold" -- y from x * rstd + shift, shift = -mean * rstd
 @ local wide = p.stats == "onepass" or p.stats == "wide"
 @ local STEP_BYTES = V * A * S * XB -- bytes of a row of x per step of the vector loops
+@ -- The same of the residual (fused calls), whose rows rprefetch=1 prefetches alongside x's.
+@ local RB = fusion and ((types.residual or types.x) == "f32" and 4 or 2)
+@ local STEP_RBYTES = fusion and V * A * S * RB
+@ local rpf = p.rprefetch == 1
 @ -- Calls body(r) once per row of a row group.
 @ local function rows(body) for r = 0, R - 1 do body(r) end end
 @ -- Calls body(r, u) once per row and accumulator.
@@ -265,9 +277,13 @@ typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.re
 @ local RA = fusion and ", res" or ""
 @ -- The normalize functions' residual (and residual_out) row parameters.
 @ -- prefetch=2: the statistics' first pass takes ahead, the elements from x's row to the next
-@ -- one (0 for the last: the row itself), and prefetches the first half of that row.
+@ -- one (0 for the last: the row itself), and prefetches the first half of that row (rahead:
+@ -- the same of the residual's rows).
 @ local split = p.prefetch == 2
-@ local PF = split and ", int64_t ahead" or ""
+@ local PF = split and (", int64_t ahead" .. (rpf and ", int64_t rahead" or "")) or ""
+@ -- row_stats' arguments to its first pass (PA), and to a pass that prefetches nothing (P0)
+@ local PA = split and (", ahead" .. (rpf and ", rahead" or "")) or ""
+@ local P0 = split and (", 0" .. (rpf and ", 0" or "")) or ""
 @ local NP = fusion and ("const rt *res, " .. (res_out and "rt *res_out, " or "")) or ""
 {{ cv.scalar_functions(used, V, native) }}
 {{ cv.loader("load_x", types.x, "xt", V, native) }}
@@ -447,6 +463,11 @@ static inline double hsum_wide(const vd *v)
 @     for o = 0, math.max(STEP_BYTES // 2, 64) - 1, 64 do
             __builtin_prefetch(x[{{r}}] + ahead + i / 2 + {{o // XB}}, 0, 2);
 @     end
+@     if rpf then
+@       for o = 0, math.max(STEP_RBYTES // 2, 64) - 1, 64 do
+            __builtin_prefetch(res[{{r}}] + rahead + i / 2 + {{o // RB}}, 0, 2);
+@       end
+@     end
 @   end)
 @ end
 @ -- Emits a function that adds term(r, offset) (an fp32 vector expression) over every element
@@ -540,7 +561,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
     float k[{{R}}], m[{{R}}];
     double s[{{R}}] = {0}, ss[{{R}}] = {0}, d[{{R}}] = {0};
     for (int r = 0; r < {{R}}; ++r) k[r] = {{xs("r", 0)}};
-    sum_shifted(x{{RA}}, H, k, s{{split and ", ahead" or ""}});
+    sum_shifted(x{{RA}}, H, k, s{{PA}});
     for (int r = 0; r < {{R}}; ++r) m[r] = (float)(k[r] + s[r] / (double)H);
     sum_squared_deviations(x{{RA}}, H, m, ss, d);
 @   else
@@ -564,7 +585,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
         for (int64_t i = 0; i < n; ++i) t += {{xs("r", "i")}};
         m[r] = (float)(t / (double)n);
     }
-    sum_squared_deviations(x{{RA}}, H, m, ss, d{{split and ", ahead" or ""}});
+    sum_squared_deviations(x{{RA}}, H, m, ss, d{{PA}});
     int far = 0;
     for (int r = 0; r < {{R}}; ++r) {
         const double c = d[r] / (double)H;
@@ -575,7 +596,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
             m[r] = (float)((double)m[r] + d[r] / (double)H);
             ss[r] = d[r] = 0.0;
         }
-        sum_squared_deviations(x{{RA}}, H, m, ss, d{{split and ", 0" or ""}});
+        sum_squared_deviations(x{{RA}}, H, m, ss, d{{P0}});
     }
 @   end
     for (int r = 0; r < {{R}}; ++r) {
@@ -738,7 +759,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
                       float rstd[{{R}}]{{PF}})
 {
     double s[{{R}}] = {0};
-    sum_squares(x{{RA}}, H, s{{split and ", ahead" or ""}});
+    sum_squares(x{{RA}}, H, s{{PA}});
     for (int r = 0; r < {{R}}; ++r) {
         mean[r] = 0.0f;
         rstd[r] = (float)(1.0 / __builtin_sqrt(s[r] / (double)H + (double)eps));
@@ -748,7 +769,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @
 @ -- Emits a function writing one output row: expr(v, o) is the output vector for input vector
 @ -- v at offset o, scalar the output for element i. next is the row to prefetch (prefetch=2:
-@ -- the second half of it, at half the pace of the loop).
+@ -- the second half of it, at half the pace of the loop), rnext the residual's (fused calls).
 @ local function normalize(name, comment, expr, scalar)
 @   -- One output element i; with a residual, s = x + residual first (and residual_out = s).
 @   local function step()
@@ -796,9 +817,9 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end
 /* {{comment}} */
 static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
-{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next)
+{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next{{fusion and ", const rt *rnext" or ""}})
 {
-    (void)gamma, (void)beta, (void)mean, (void)next;
+    (void)gamma, (void)beta, (void)mean, (void)next{{fusion and ", (void)rnext" or ""}};
 @   if fold then
     const float shift = -mean * rstd;
 @   end
@@ -816,9 +837,19 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @     for o = 0, math.max(STEP_BYTES, 64) - 1, 64 do
         __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
 @     end
+@     if rpf then
+@       for o = 0, math.max(STEP_RBYTES, 64) - 1, 64 do
+        __builtin_prefetch(rnext + i + {{o // RB}}, 0, 2);
+@       end
+@     end
 @   elseif split then -- next is the second half of the next row: half a step's bytes per step
 @     for o = 0, math.max(STEP_BYTES // 2, 64) - 1, 64 do
         __builtin_prefetch(next + i / 2 + {{o // XB}}, 0, 2);
+@     end
+@     if rpf then
+@       for o = 0, math.max(STEP_RBYTES // 2, 64) - 1, 64 do
+        __builtin_prefetch(rnext + i / 2 + {{o // RB}}, 0, 2);
+@       end
 @     end
 @   end
 @   for u = 0, A - 1 do
@@ -859,7 +890,7 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @ local normalize_row = p.affine == "none" and "normalize_plain"
 @   or LN and "beta ? normalize_gamma_beta : normalize_gamma" or "normalize_gamma"
 typedef void normalize_fn(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
-                          float rstd, int64_t H, const xt *next);
+                          float rstd, int64_t H, const xt *next{{fusion and ", const rt *rnext" or ""}});
 @ if R > 1 then
 enum { CHUNK = 1024 }; /* elements of a row group's normalize step */
 @ end
@@ -924,8 +955,11 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
             for (int j = 0; j < {{R}}; ++j) {
                 /* the same row of the next group: its reads overlap this group's stores */
                 const xt *next = r + j + {{R}} < row_end ? rows[j] + {{R}} * a->x_stride : rows[j];
+@ if fusion then
+                const rt *rnext = r + j + {{R}} < row_end ? rrows[j] + {{R}} * a->residual_stride : rrows[j];
+@ end
                 normalize(rows[j] + c, {{GN}}y + (r + j) * a->y_stride + c, g, b, mean[j], rstd[j], n,
-                          next + c);
+                          next + c{{fusion and ", rnext + c" or ""}});
             }
         }
         for (int j = 0; j < {{R}}; ++j) {
@@ -944,7 +978,7 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         for (int j = 0; j < {{R}}; ++j) rrows[j] = rrow;
 @ end
         row_stats(rows{{GA}}, H, a->eps, mean, rstd);
-        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row);
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row{{fusion and ", rrow" or ""}});
         if (a->mean) a->mean[r] = mean[0];
         if (a->rstd) a->rstd[r] = rstd[0];
     }
@@ -955,9 +989,10 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         float mean, rstd;
 @ if fusion then
         const rt *rrow = res + r * a->residual_stride;
+        const rt *rnext = r + 1 < row_end ? rrow + a->residual_stride : rrow;
 @ end
-        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{split and ", next - row" or ""}});
-        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}});
+        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{split and (", next - row" .. (rpf and ", rnext - rrow" or "")) or ""}});
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}}{{fusion and (split and ", rnext + H / 2" or ", rnext") or ""}});
         if (a->mean) a->mean[r] = mean;
         if (a->rstd) a->rstd[r] = rstd;
     }
