@@ -275,7 +275,6 @@ typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.re
 @ -- The statistics functions' residual rows: a parameter (RP) and its argument (RA).
 @ local RP = fusion and (", const rt *const res[" .. R .. "]") or ""
 @ local RA = fusion and ", res" or ""
-@ -- The normalize functions' residual (and residual_out) row parameters.
 @ -- prefetch=2: the statistics' first pass takes ahead, the elements from x's row to the next
 @ -- one (0 for the last: the row itself), and prefetches the first half of that row (rahead:
 @ -- the same of the residual's rows).
@@ -284,6 +283,7 @@ typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.re
 @ -- row_stats' arguments to its first pass (PA), and to a pass that prefetches nothing (P0)
 @ local PA = split and (", ahead" .. (rpf and ", rahead" or "")) or ""
 @ local P0 = split and (", 0" .. (rpf and ", 0" or "")) or ""
+@ -- The normalize functions' residual (and residual_out) row parameters.
 @ local NP = fusion and ("const rt *res, " .. (res_out and "rt *res_out, " or "")) or ""
 {{ cv.scalar_functions(used, V, native) }}
 {{ cv.loader("load_x", types.x, "xt", V, native) }}
