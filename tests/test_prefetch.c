@@ -15,6 +15,7 @@
 #include "dtypes.h"
 #include "fusion.h"
 #include "generator.h"
+#include "half_ref.h"
 #include "lntune.h"
 
 #include "check.h"
@@ -24,33 +25,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ROWS = 4, H = 3997, STRIDE = 4040, LOG = 1 << 16, LINE = 64, STEP_PREFETCHES = 4 };
+enum { ROWS = 4, H = 3997, STRIDE = 4040, LINE = 64, STEP_PREFETCHES = 4 };
+#define LOG 65536 /* entries of the kernel's log (spelled once for the prelude's C text) */
+#define STR(x) #x
+#define XSTR(x) STR(x)
 
 /*
  * Put before the generated source: a log of every prefetch (its address) and every non-temporal
  * store (its address + 1: y's are aligned), in program order, and prefetch_log(a) copying the
- * log to a->y and emptying it. Non-temporal stores are clang's builtin (the default compiler's
- * path): the first store to a row of y marks the end of that row's statistics.
+ * log to a->y, emptying it and returning how many entries were made (past LOG, the first LOG).
+ * Non-temporal stores are clang's builtin (the default compiler's path): the first store to a
+ * row of y marks the end of that row's statistics.
  */
+/* clang-format off */
 static const char prelude[] =
     "#include <stdint.h>\n"
     "#include <string.h>\n"
-    "static uintptr_t log_addr[65536];\n"
+    "#define LOG " XSTR(LOG) "\n"
+    "static uintptr_t log_addr[LOG];\n"
     "static int64_t log_count;\n"
-    "#define __builtin_prefetch(p, rw, locality) \\\n"
-    "    (log_addr[log_count++ & 65535] = (uintptr_t)(const void *)(p))\n"
+    "#define LOG_ENTRY(v) \\\n"
+    "    (log_count < LOG ? (void)(log_addr[log_count] = (v)) : (void)0, ++log_count)\n"
+    "#define __builtin_prefetch(p, rw, locality) LOG_ENTRY((uintptr_t)(const void *)(p))\n"
     "#define __builtin_nontemporal_store(v, p) \\\n"
-    "    (log_addr[log_count++ & 65535] = (uintptr_t)(const void *)(p) + 1, \\\n"
-    "     __builtin_nontemporal_store(v, p))\n"
+    "    (LOG_ENTRY((uintptr_t)(const void *)(p) + 1), __builtin_nontemporal_store(v, p))\n"
     "struct lntune_kernel_args;\n"
     "int prefetch_log(const struct lntune_kernel_args *a, int64_t b, int64_t e);\n";
+/* clang-format on */
 
 /* After the generated source: the accessor, a kernel-shaped function the library exports. */
 static const char postlude[] = "\nint prefetch_log(const lntune_kernel_args *a, int64_t b, "
                                "int64_t e)\n{\n"
                                "    (void)b, (void)e;\n"
-                               "    int64_t n = log_count < 65536 ? log_count : 65536;\n"
-                               "    memcpy(a->y, log_addr, (size_t)n * sizeof log_addr[0]);\n"
+                               "    const int64_t n = log_count;\n"
+                               "    memcpy(a->y, log_addr, (size_t)(n < LOG ? n : LOG) * "
+                               "sizeof log_addr[0]);\n"
                                "    log_count = 0;\n"
                                "    return (int)n;\n"
                                "}\n";
@@ -76,17 +85,9 @@ static int row_of(uintptr_t p, uintptr_t base, size_t elem) {
 
 /* Fills n elements at p with 1 + (i % 7) / 8, fp32 or bf16 (exact in both). */
 static void fill(unsigned char *p, size_t n, int bf16) {
-    for (size_t i = 0; i < n; ++i) {
-        const float v = 1.0f + (float)(i % 7) / 8.0f;
-        uint32_t u;
-        memcpy(&u, &v, sizeof u);
-        if (bf16) {
-            const uint16_t h = (uint16_t)(u >> 16);
-            memcpy(p + i * 2, &h, 2);
-        } else {
-            memcpy(p + i * 4, &u, 4);
-        }
-    }
+    for (size_t i = 0; i < n; ++i)
+        lntune_ref_store(bf16 ? LNTUNE_TYPE_BF16 : LNTUNE_TYPE_F32, p, (int64_t)i,
+                         1.0f + (float)(i % 7) / 8.0f);
 }
 
 /* Compiles c's variant with the logging prelude and runs it over ROWS rows; the log to log. */
@@ -136,9 +137,10 @@ static int run_logged(const prefetch_case *c, lntune_gen *g, const buffers *b, u
         a.y = log;
         count = get_log(&a, 0, 0);
     }
-    CHECK(count >= 0, "%s %s: runs over %d rows and gives its log", c->op, c->variant, ROWS);
+    CHECK(count >= 0 && count <= LOG, "%s %s: runs over %d rows and logs %d entries (room: %d)",
+          c->op, c->variant, ROWS, count, LOG);
     lntune_library_close(lib);
-    return count;
+    return count <= LOG ? count : -1;
 }
 
 /*

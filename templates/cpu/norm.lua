@@ -456,18 +456,20 @@ static inline double hsum_wide(const vd *v)
 }
 @ end
 @
+@ -- Emits the prefetches of one step of a vector loop: bytes of the row at ptr (a C pointer to
+@ -- elements of elem bytes) from element index on, a line each, at least one line (indent: the
+@ -- loop body's).
+@ local function prefetch_lines(indent, ptr, index, bytes, elem)
+@   for o = 0, math.max(bytes, 64) - 1, 64 do
+{{indent}}__builtin_prefetch({{ptr}} + {{index}} + {{o // elem}}, 0, 2);
+@   end
+@ end
 @ -- Emits, in a statistics loop over i by STEP, the prefetch of the first half of the next row:
 @ -- half a step's bytes per step, so that the pass ends where normalize's prefetches begin.
 @ local function prefetch_half()
 @   rows(function(r)
-@     for o = 0, math.max(STEP_BYTES // 2, 64) - 1, 64 do
-            __builtin_prefetch(x[{{r}}] + ahead + i / 2 + {{o // XB}}, 0, 2);
-@     end
-@     if rpf then
-@       for o = 0, math.max(STEP_RBYTES // 2, 64) - 1, 64 do
-            __builtin_prefetch(res[{{r}}] + rahead + i / 2 + {{o // RB}}, 0, 2);
-@       end
-@     end
+@     prefetch_lines("            ", "x[" .. r .. "]", "ahead + i / 2", STEP_BYTES // 2, XB)
+@     if rpf then prefetch_lines("            ", "res[" .. r .. "]", "rahead + i / 2", STEP_RBYTES // 2, RB) end
 @   end)
 @ end
 @ -- Emits a function that adds term(r, offset) (an fp32 vector expression) over every element
@@ -769,7 +771,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @
 @ -- Emits a function writing one output row: expr(v, o) is the output vector for input vector
 @ -- v at offset o, scalar the output for element i. next is the row to prefetch (prefetch=2:
-@ -- the second half of it, at half the pace of the loop), rnext the residual's (fused calls).
+@ -- the second half of it, at half the pace of the loop), rnext the residual's (rprefetch=1).
 @ local function normalize(name, comment, expr, scalar)
 @   -- One output element i; with a residual, s = x + residual first (and residual_out = s).
 @   local function step()
@@ -817,9 +819,9 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end
 /* {{comment}} */
 static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
-{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next{{fusion and ", const rt *rnext" or ""}})
+{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}})
 {
-    (void)gamma, (void)beta, (void)mean, (void)next{{fusion and ", (void)rnext" or ""}};
+    (void)gamma, (void)beta, (void)mean, (void)next;
 @   if fold then
     const float shift = -mean * rstd;
 @   end
@@ -833,24 +835,11 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
     const int r_nt = ((uintptr_t)(res_out + i) & {{V * YB * S - 1}}) == 0;
 @   end
     for (; i + STEP <= H; i += STEP) {
-@   if p.prefetch == 1 then
-@     for o = 0, math.max(STEP_BYTES, 64) - 1, 64 do
-        __builtin_prefetch(next + i + {{o // XB}}, 0, 2);
-@     end
-@     if rpf then
-@       for o = 0, math.max(STEP_RBYTES, 64) - 1, 64 do
-        __builtin_prefetch(rnext + i + {{o // RB}}, 0, 2);
-@       end
-@     end
-@   elseif split then -- next is the second half of the next row: half a step's bytes per step
-@     for o = 0, math.max(STEP_BYTES // 2, 64) - 1, 64 do
-        __builtin_prefetch(next + i / 2 + {{o // XB}}, 0, 2);
-@     end
-@     if rpf then
-@       for o = 0, math.max(STEP_RBYTES // 2, 64) - 1, 64 do
-        __builtin_prefetch(rnext + i / 2 + {{o // RB}}, 0, 2);
-@       end
-@     end
+@   if p.prefetch > 0 then
+@     -- split: next is the second half of the next row, half a step's bytes per step
+@     local index, share = split and "i / 2" or "i", split and 2 or 1
+@     prefetch_lines("        ", "next", index, STEP_BYTES // share, XB)
+@     if rpf then prefetch_lines("        ", "rnext", index, STEP_RBYTES // share, RB) end
 @   end
 @   for u = 0, A - 1 do
 @     vstep(nt and "stream_y" or "store_y", u)
@@ -890,7 +879,7 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @ local normalize_row = p.affine == "none" and "normalize_plain"
 @   or LN and "beta ? normalize_gamma_beta : normalize_gamma" or "normalize_gamma"
 typedef void normalize_fn(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
-                          float rstd, int64_t H, const xt *next{{fusion and ", const rt *rnext" or ""}});
+                          float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}});
 @ if R > 1 then
 enum { CHUNK = 1024 }; /* elements of a row group's normalize step */
 @ end
@@ -955,11 +944,11 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
             for (int j = 0; j < {{R}}; ++j) {
                 /* the same row of the next group: its reads overlap this group's stores */
                 const xt *next = r + j + {{R}} < row_end ? rows[j] + {{R}} * a->x_stride : rows[j];
-@ if fusion then
+@ if rpf then
                 const rt *rnext = r + j + {{R}} < row_end ? rrows[j] + {{R}} * a->residual_stride : rrows[j];
 @ end
                 normalize(rows[j] + c, {{GN}}y + (r + j) * a->y_stride + c, g, b, mean[j], rstd[j], n,
-                          next + c{{fusion and ", rnext + c" or ""}});
+                          next + c{{rpf and ", rnext + c" or ""}});
             }
         }
         for (int j = 0; j < {{R}}; ++j) {
@@ -978,7 +967,7 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         for (int j = 0; j < {{R}}; ++j) rrows[j] = rrow;
 @ end
         row_stats(rows{{GA}}, H, a->eps, mean, rstd);
-        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row{{fusion and ", rrow" or ""}});
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row{{rpf and ", rrow" or ""}});
         if (a->mean) a->mean[r] = mean[0];
         if (a->rstd) a->rstd[r] = rstd[0];
     }
@@ -989,10 +978,12 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         float mean, rstd;
 @ if fusion then
         const rt *rrow = res + r * a->residual_stride;
+@ end
+@ if rpf then
         const rt *rnext = r + 1 < row_end ? rrow + a->residual_stride : rrow;
 @ end
         row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{split and (", next - row" .. (rpf and ", rnext - rrow" or "")) or ""}});
-        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}}{{fusion and (split and ", rnext + H / 2" or ", rnext") or ""}});
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}}{{rpf and (split and ", rnext + H / 2" or ", rnext") or ""}});
         if (a->mean) a->mean[r] = mean;
         if (a->rstd) a->rstd[r] = rstd;
     }
