@@ -41,19 +41,24 @@ done
 args=()
 for v in "${variants[@]}"; do args+=(--variant "$v"); done
 "$lntune" time --op "$op" --target cpu --shape "$shape" --seconds "${SECONDS_TIMED:-20}" "${args[@]}" | tee "$work/time.txt"
-# The time lines, in the order of the runs: "TIMEus GBPS RATIOx VARIANT".
-mapfile -t us < <(awk '/us /{sub(/us$/, "", $1); print $1}' "$work/time.txt")
-lo=${us[0]} hi=${us[0]}
-for k in $(seq 0 $((runs - 1))); do
-    lo=$(awk -v a="$lo" -v b="${us[$k]}" 'BEGIN{print (b < a ? b : a)}')
-    hi=$(awk -v a="$hi" -v b="${us[$k]}" 'BEGIN{print (b > a ? b : a)}')
-done
-awk -v lo="$lo" -v hi="$hi" -v n="$runs" \
-    'BEGIN{printf "measure winners (%d runs): the slowest is %.1f%% slower than the fastest\n", n, (hi / lo - 1) * 100}'
-if [ "${SKIP_EXHAUSTIVE:-0}" != 1 ]; then
-    ex=${us[$runs]}
+# The time lines, in the order of the runs: "TIMEus SCOREus GBPS RATIOx VARIANT". Both figures
+# are compared: the tuner chooses by score (gen/timing.h), the median is the table's time.
+spread() { # COLUMN LABEL
+    mapfile -t us < <(awk -v c="$1" '/us /{sub(/us$/, "", $c); print $c}' "$work/time.txt")
+    lo=${us[0]} hi=${us[0]}
     for k in $(seq 0 $((runs - 1))); do
-        awk -v t="${us[$k]}" -v ex="$ex" -v k=$((k + 1)) \
-            'BEGIN{printf "measure run %d: %+.1f%% against the exhaustive winner\n", k, (t / ex - 1) * 100}'
+        lo=$(awk -v a="$lo" -v b="${us[$k]}" 'BEGIN{print (b < a ? b : a)}')
+        hi=$(awk -v a="$hi" -v b="${us[$k]}" 'BEGIN{print (b > a ? b : a)}')
     done
-fi
+    awk -v lo="$lo" -v hi="$hi" -v n="$runs" -v what="$2" \
+        'BEGIN{printf "measure winners (%d runs), %s: the slowest is %.1f%% slower than the fastest\n", n, what, (hi / lo - 1) * 100}'
+    if [ "${SKIP_EXHAUSTIVE:-0}" != 1 ]; then
+        ex=${us[$runs]}
+        for k in $(seq 0 $((runs - 1))); do
+            awk -v t="${us[$k]}" -v ex="$ex" -v k=$((k + 1)) -v what="$2" \
+                'BEGIN{printf "measure run %d, %s: %+.1f%% against the exhaustive winner\n", k, what, (t / ex - 1) * 100}'
+        done
+    fi
+}
+spread 1 "median"
+spread 2 "score"

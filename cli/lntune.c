@@ -441,17 +441,20 @@ static int cmd_time(options *o) {
         char op_key[48];
         lntune_fusion_op_key(op, shape.fusion, op_key, sizeof op_key);
         printf("%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
-               "%.1f us, %.2f GB/s\n%10s %8s %7s  %s\n",
+               "%.1f us, %.2f GB/s\n%10s %10s %8s %7s  %s\n",
                op_key, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
-               copy_ns * 1e-3, prob.bytes / copy_ns, "time", "GB/s", "/copy", "variant");
+               copy_ns * 1e-3, prob.bytes / copy_ns, "time", "score", "GB/s", "/copy", "variant");
+        double slo = INFINITY, shi = 0.0;
         for (int i = 0; i < o->nvariants; ++i) {
-            printf("%8.1fus %8.2f %6.2fx  %s\n", t[i].median_ns * 1e-3, prob.bytes / t[i].median_ns,
-                   copy_ns / t[i].median_ns, o->variants[i]);
+            printf("%8.1fus %8.1fus %8.2f %6.2fx  %s\n", t[i].median_ns * 1e-3,
+                   t[i].score_ns * 1e-3, prob.bytes / t[i].median_ns, copy_ns / t[i].median_ns,
+                   o->variants[i]);
             lo = fmin(lo, t[i].median_ns), hi = fmax(hi, t[i].median_ns);
+            slo = fmin(slo, t[i].score_ns), shi = fmax(shi, t[i].score_ns);
         }
         if (o->nvariants > 1)
-            printf("spread: the slowest is %.1f%% slower than the fastest\n",
-                   (hi / lo - 1.0) * 100.0);
+            printf("spread: the slowest is %.1f%% slower than the fastest (score: %.1f%%)\n",
+                   (hi / lo - 1.0) * 100.0, (shi / slo - 1.0) * 100.0);
     }
     lntune_problem_free(&prob);
     lntune_pool_destroy(pool);
@@ -886,9 +889,10 @@ static const command commands[] = {
      "            [--dtype T] [--backward] [--seconds N]\n"
      "  Verifies the variants (up to 16), then times them in one interleaved run with the three\n"
      "  fastest of every copy variant (timed alone first) on rows x H (rows default as for tune):\n"
-     "  time, GB/s, ratio to the better copy. The run lasts about N seconds (default 3, at least\n"
-     "  15 rounds). Each time is the median of the per-round ratios to the fastest copy, times\n"
-     "  that copy's median, which cancels the drift of a shared machine's bandwidth.\n"
+     "  time, score, GB/s, ratio to the better copy. The run lasts about N seconds (default 3, at\n"
+     "  least 15 rounds). Each time is the median of the per-round ratios to the fastest copy,\n"
+     "  times that copy's median, which cancels the drift of a shared machine's bandwidth; the\n"
+     "  score is the mean of their middle 80% on that scale, by which the tuner chooses.\n"
      "  Bytes: x read and y written; backward: x and dy (--residual: and dresidual_out) read, dx\n"
      "  written (gamma, the statistics and the dgamma/dbeta partials do not grow with rows x H\n"
      "  and are left out).\n"},

@@ -20,7 +20,8 @@ int lntune_space_create(char *const *variants, size_t n, lntune_space **out);
 void lntune_space_destroy(lntune_space *s); /* NULL is a no-op */
 size_t lntune_space_size(const lntune_space *s);
 const char *lntune_space_variant(const lntune_space *s, size_t i);
-/* Sum of the value ranks of variant i: 0 for the naive variant; smaller is simpler. */
+/* Sum of the value ranks of variant i: 0 for the naive variant; smaller is simpler. Templates list
+ * a knob's values in the order a tie should prefer them. */
 int lntune_space_complexity(const lntune_space *s, size_t i);
 
 /* About how many variants lntune_search evaluates at this rigor (for a progress bar). */

@@ -51,27 +51,44 @@ static int run(lntune_pool *pool, const lntune_timed *c, const lntune_kernel_arg
     return lntune_pool_run_kernel(pool, c->fn, c->args ? c->args : args, c->threads);
 }
 
+/* The mean of sorted[0..n) without its lowest and highest tenth (none of them when n < 10). */
+static double trimmed_mean(const double *sorted, size_t n) {
+    const size_t cut = n / 10;
+    double sum = 0.0;
+    for (size_t k = cut; k < n - cut; ++k) sum += sorted[k];
+    return sum / (double)(n - 2 * cut);
+}
+
 void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t stride, int rounds) {
     size_t ref = n;
     for (size_t i = 0; i < n && ref == n; ++i)
         if (c[i].reference && !c[i].failed) ref = i;
     /* Ratios first: the stats below sort each candidate's samples out of round order. */
-    double *ratio = ref < n ? malloc(sizeof(double) * n) : NULL;
+    double *ratio = ref < n ? malloc(sizeof(double) * 2 * n) : NULL; /* median, score */
     double *per_round = ratio ? malloc(sizeof(double) * (size_t)rounds) : NULL;
     for (size_t i = 0; per_round && i < n; ++i) {
         if (i == ref || c[i].failed) continue;
         for (int r = 0; r < rounds; ++r)
             per_round[r] = samples[i * stride + (size_t)r] / samples[ref * stride + (size_t)r];
         double lo, hi;
-        lntune_sample_stats(per_round, (size_t)rounds, &ratio[i], &lo, &hi);
+        lntune_sample_stats(per_round, (size_t)rounds, &ratio[2 * i], &lo, &hi);
+        ratio[2 * i + 1] = trimmed_mean(per_round, (size_t)rounds);
     }
     for (size_t i = 0; i < n; ++i) {
         if (c[i].failed) continue;
         lntune_sample_stats(samples + i * stride, (size_t)rounds, &c[i].median_ns, &c[i].min_ns,
                             &c[i].max_ns);
+        c[i].score_ns = trimmed_mean(samples + i * stride, (size_t)rounds);
     }
-    for (size_t i = 0; per_round && i < n; ++i)
-        if (i != ref && !c[i].failed) c[i].median_ns = ratio[i] * c[ref].median_ns;
+    for (size_t i = 0; per_round && i < n; ++i) {
+        if (c[i].failed) continue;
+        if (i == ref) {
+            c[i].score_ns = c[i].median_ns; /* its ratio is 1 in every round */
+            continue;
+        }
+        c[i].median_ns = ratio[2 * i] * c[ref].median_ns;
+        c[i].score_ns = ratio[2 * i + 1] * c[ref].median_ns;
+    }
     free(per_round);
     free(ratio);
 }

@@ -39,6 +39,11 @@ typedef struct lntune_timed {
     int threads;
     /* out */
     double median_ns, min_ns, max_ns;
+    /* The mean of the middle 80% of the per-round figures (ratios, as the median's), on the same
+     * scale as median_ns: what a stream of calls costs. A shared host slows a kernel's core for
+     * seconds at a time; the median scores a variant by the phase most rounds saw, this by all
+     * of them (the tuner ranks its retimed leaders by it: tuner.c). */
+    double score_ns;
     int failed;    /* the kernel returned an error code */
     int reference; /* the drift reference (see above); the first one that did not fail counts */
     /* The candidate's own problem (same x and y buffers, another shape: a copy of the same
@@ -61,7 +66,8 @@ void lntune_sample_stats(double *samples, size_t n, double *median, double *min,
 /*
  * The figures of c[0..n) from samples (candidate i's round r at samples[i * stride + r], for
  * rounds >= 1 rounds; the order within each candidate's row is lost): median, min and max of
- * each candidate that did not fail, the median by the reference when there is one (above).
+ * each candidate that did not fail, the median (and score) by the reference when there is one
+ * (above).
  */
 void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t stride, int rounds);
 

@@ -456,14 +456,14 @@ static size_t keep_fastest_copies(job *j, lntune_timed *copies, size_t n) {
     return lntune_tune_copy_finalists(copies, n, LNTUNE_COPY_FINALISTS);
 }
 
-/* Among the retimed leaders, the fastest, or the simplest within NOISE of it. */
+/* Among the retimed leaders, the best score, or the simplest within NOISE of it. */
 static size_t choose(const job *j, const size_t *top, const lntune_timed *t, size_t n) {
     size_t best = 0;
     for (size_t k = 1; k < n; ++k)
-        if (t[best].failed || (!t[k].failed && t[k].median_ns < t[best].median_ns)) best = k;
+        if (t[best].failed || (!t[k].failed && t[k].score_ns < t[best].score_ns)) best = k;
     size_t pick = best;
     for (size_t k = 0; k < n; ++k) {
-        if (t[k].failed || t[k].median_ns > t[best].median_ns * (1.0 + NOISE)) continue;
+        if (t[k].failed || t[k].score_ns > t[best].score_ns * (1.0 + NOISE)) continue;
         int ck = lntune_space_complexity(j->space, top[k]);
         int cp = lntune_space_complexity(j->space, top[pick]);
         if (ck < cp || (ck == cp && strcmp(lntune_space_variant(j->space, top[k]),
@@ -511,15 +511,15 @@ static void record_retimed(job *j, const size_t *v, const lntune_timed *group,
     }
 }
 
-/* The indices of the (at most) max fastest of t[0..n) that did not fail, fastest first. */
-static size_t fastest_timed(const lntune_timed *t, size_t n, size_t *out, size_t max) {
+/* The indices of the (at most) max best scores of t[0..n) that did not fail, best first. */
+static size_t best_scored(const lntune_timed *t, size_t n, size_t *out, size_t max) {
     size_t m = 0;
     for (size_t k = 0; k < n; ++k) {
         if (t[k].failed) continue;
         size_t at = m < max ? m++ : max;
-        if (at == max && !(t[k].median_ns < t[out[max - 1]].median_ns)) continue;
+        if (at == max && !(t[k].score_ns < t[out[max - 1]].score_ns)) continue;
         if (at == max) at = max - 1;
-        while (at > 0 && t[k].median_ns < t[out[at - 1]].median_ns) {
+        while (at > 0 && t[k].score_ns < t[out[at - 1]].score_ns) {
             out[at] = out[at - 1];
             --at;
         }
@@ -622,8 +622,11 @@ static void tune_one(job *j) {
     /*
      * The leaders with the copies in one long interleaved run: many variants lie within a few
      * percent of each other, and the short batches of the search rank them only roughly. Then
-     * the fastest FINALISTS again, alone with the copies: with fewer kernels per round the
-     * figures follow the machine's drift closely, and they decide.
+     * the best FINALISTS again, alone with the copies: with fewer kernels per round the figures
+     * follow the machine's drift closely, and they decide. Both rank by score (timing.h), not
+     * the median: on a shared 2-vCPU host, phases of about a second slowed row-at-a-time
+     * LayerNorms by 25-35% against 15% for rows=4 ones, the copy hardly at all, and the median
+     * saw them in some runs only, so three runs chose three winners 8.5% apart.
      */
     progress(j, "retime");
     lntune_timed group[TOP + LNTUNE_COPY_FINALISTS];
@@ -632,7 +635,7 @@ static void tune_one(job *j) {
     if (stopped(j)) goto done;
     record_retimed(j, top, group, outs, nlead);
     size_t fin[FINALISTS];
-    const size_t nfin = fastest_timed(group, nlead, fin, FINALISTS);
+    const size_t nfin = best_scored(group, nlead, fin, FINALISTS);
     for (size_t k = 0; k < nfin; ++k) fin[k] = top[fin[k]];
     if (nfin == 0) goto done;
     const size_t nf = retime(j, fin, nfin, copies, nfinal, group, outs);

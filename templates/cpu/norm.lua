@@ -135,8 +135,11 @@ function M.family(op)
                     .. "one, or away from zero (one integer add instead of four operations; the same error bound)",
             },
             {
+                -- 2 before 1: the tuner's tie-break prefers a knob's earlier values, and at rows=1
+                -- prefetch=2 ran 1-6% ahead of prefetch=1 in every interleaved run (8 of 8, Zen 4),
+                -- while a 2.5 s final retime sometimes saw the two within 1% and took prefetch=1.
                 name = "prefetch",
-                values = { 0, 1, 2 },
+                values = { 0, 2, 1 },
                 doc = "1: prefetch the next row (group) of x into L2 while normalizing; 2 (rows=1): its first "
                     .. "half during the statistics pass, its second half while normalizing",
             },
