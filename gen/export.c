@@ -768,6 +768,18 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     if ((rc = put_generic_f32(&kernels, avx2, r->message, sizeof r->message)) != LNTUNE_OK)
         goto done;
     lntune_export_put(&kernels, "%s", unfused_generic_text);
+    int fused_bf16 = 0;
+    for (size_t i = 0; i < list.n; ++i) {
+        const winner *w = &list.w[i];
+        const int b = LNTUNE_TYPE_BF16;
+        fused_bf16 |= ok[i] && !w->backward && w->fusion != LNTUNE_FUSION_NONE && w->types.x == b &&
+                      w->types.y == b && w->types.params == b &&
+                      lntune_types_residual(w->types) == b;
+    }
+    if ((rc = lntune_export_put_fused_bf16(&kernels, g, fused_bf16, avx2)) != LNTUNE_OK) {
+        snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
+        goto done;
+    }
     lntune_export_put_residual_fallback(&kernels, avx2);
     lntune_export_put_backward_fallback(&kernels);
     r->skipped += list.skipped;

@@ -62,9 +62,18 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
 void lntune_export_put_levels(lntune_export_buf *b, const char *avx2, const char *generic);
 
 /*
+ * Appends fused_bf16_generic(op, affine, out, streams) (export_typed.c), which the residual
+ * fallback asks first: with used (some winner is an all-bf16 fused call), liblntune's fused
+ * all-bf16 built-ins at the file's level (their streaming copy for streams); else it returns
+ * NULL. Their 24 kernels are left out of files that have no use for them. LNTUNE_ENOMEM or a
+ * generator error.
+ */
+int lntune_export_put_fused_bf16(lntune_export_buf *b, lntune_gen *g, int used, int avx2);
+
+/*
  * Appends the exported fallback of calls with a residual (export_typed.c), after the generic
- * kernels it calls (through unfused_generic): per op, one kernel per (x, y, params, residual)
- * tuple serving every affine kind and both fusions, and the table
+ * kernels it calls (through unfused_generic and fused_bf16_generic): per op, one kernel per (x, y,
+ * params, residual) tuple serving every affine kind and both fusions, and the table
  * residual_generic[op][x][y][params][residual]. A call past LNTUNE_KERNELS_STREAMING_BYTES
  * stores residual_out non-temporally (with avx2, where the file is compiled for AVX2).
  */

@@ -117,7 +117,8 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
  * Only the element loops are instantiated per type (9 sums, 3 stores); the row loop is one
  * function, so the fallback adds little to an app's compile time. */
 static const char residual_text[] =
-    "/* ---- residual add fallback: s = x + residual in fp32 a row at a time, rounded into\n"
+    "/* ---- residual add fallback: all-bf16 calls with gamma or neither take the fused kernel\n"
+    " * where there is one; others s = x + residual in fp32 a row at a time, rounded into\n"
     " * residual_out if given, then the unfused generic kernel on s\n"
     " * (runtime/builtin_residual_body.h) ---- */\n"
     "enum { RESIDUAL_STACK_FLOATS = 4096 };\n"
@@ -163,6 +164,11 @@ static const char residual_text[] =
     "    const int64_t residual_bytes = (int64_t)typed_size(rt) * (a->residual_out ? 2 : 1);\n"
     "    const int streams =\n"
     "        streaming_call(a, (int64_t)(typed_size(xt) + typed_size(yt)) + residual_bytes);\n"
+    "    if (xt == TYPED_BF16 && yt == xt && pt == xt && rt == xt && affine < 2) {\n"
+    "        const int out = a->residual_out != NULL;\n"
+    "        const lntune_kernel_fn fused = fused_bf16_generic(op, affine, out, streams);\n"
+    "        if (fused) return fused(a, begin, end);\n"
+    "    }\n"
     "    const lntune_kernel_fn inner = unfused_generic(op, affine, TYPED_F32, yt, pt, streams);\n"
     "    const int64_t H = a->H;\n"
     "    float stack[RESIDUAL_STACK_FLOATS];\n"
@@ -213,6 +219,57 @@ static const char residual_vector_macros[] =
     "        typed_store8(TYPED_##R, (char *)out + i * typed_size(TYPED_##R),                \\\n"
     "                     _mm256_loadu_ps(s + i), nt);\n"
     "#define RESIDUAL_FENCE() _mm_sfence()\n";
+
+/* The fused Add & Norm built-ins of all-bf16 calls (gen/builtin.c) with the level's text: the
+ * AVX2 and streaming copies where the file is compiled for AVX2, else the generic one. */
+static int put_fused_bf16_levels(lntune_export_buf *b, lntune_gen *g, int avx2) {
+    char *generic = NULL, *wide = NULL, *streaming = NULL;
+    int rc = lntune_builtin_emit_fused_bf16(g, &lntune_builtin_generic, "lntune_kernels_generic",
+                                            &generic);
+    if (rc == LNTUNE_OK && avx2 &&
+        (rc = lntune_builtin_emit_fused_bf16(g, &lntune_builtin_avx2, "lntune_kernels_generic",
+                                             &wide)) == LNTUNE_OK)
+        rc = lntune_builtin_emit_fused_bf16(g, &lntune_builtin_avx2_streaming,
+                                            "lntune_kernels_streaming", &streaming);
+    if (rc == LNTUNE_OK && avx2)
+        lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n%s\n#else\n%s\n#endif\n", wide,
+                          streaming, generic);
+    else if (rc == LNTUNE_OK)
+        lntune_export_put(b, "%s\n", generic);
+    free(generic);
+    free(wide);
+    free(streaming);
+    return rc;
+}
+
+int lntune_export_put_fused_bf16(lntune_export_buf *b, lntune_gen *g, int used, int avx2) {
+    /* The built-ins' table is [0 layernorm, 1 rmsnorm][affine][residual_out]: the export's op
+     * indices must be those. */
+    used = used && lntune_export_op_find("layernorm") == 0 && lntune_export_op_find("rmsnorm") == 1;
+    if (used) {
+        lntune_export_put(b, "/* ---- all-bf16 Add & Norm: liblntune's fused built-ins (a winner "
+                             "is all-bf16 fused) ---- */\n");
+        int rc = put_fused_bf16_levels(b, g, avx2);
+        if (rc != LNTUNE_OK) return rc;
+    }
+    lntune_export_put(b,
+                      "/* The fused kernel of an all-bf16 call of op (affine: 0 neither, 1 gamma; "
+                      "out: whether\n * residual_out is written), or NULL: then the fp32 row "
+                      "path. */\n"
+                      "static lntune_kernel_fn fused_bf16_generic(int op, int affine, int out, int "
+                      "streams)\n{\n");
+    if (!used)
+        lntune_export_put(b, "    (void)op, (void)affine, (void)out, (void)streams;\n"
+                             "    return NULL; /* no winner is all-bf16 fused */\n}\n\n");
+    else
+        lntune_export_put(b,
+                          "%s    return lntune_kernels_generic_fused_bf16[op][affine][out];\n}\n\n",
+                          avx2 ? "#if LNTUNE_KERNELS_AVX2\n    if (streams) return "
+                                 "lntune_kernels_streaming_fused_bf16[op][affine][out];\n"
+                                 "#endif\n    (void)streams;\n"
+                               : "    (void)streams;\n");
+    return LNTUNE_OK;
+}
 
 void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2) {
     enum { N = LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT };

@@ -328,6 +328,8 @@ static void test_fused(void) {
     } cases[] = {
         {{LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32}, 0, 2, LNTUNE_TYPE_F32, 768, 40},
         {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16}, 1, 1, LNTUNE_TYPE_F32, 4096, 600},
+        /* all bf16: at untuned H, the fused all-bf16 built-ins (fused_bf16_generic) */
+        {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16}, 0, 2, LNTUNE_TYPE_BF16, 1024, 40},
         /* no winner: the residual fallback, a residual type other than x's */
         {{LNTUNE_TYPE_F16, LNTUNE_TYPE_F32, LNTUNE_TYPE_BF16}, 0, 2, LNTUNE_TYPE_BF16, 0, 0},
     };

@@ -5,9 +5,10 @@
  *   layernorm bf16 H=768 (fixed H, rows 9-64, gamma), rmsnorm f16 H=4096 (2 threads, rows
  *   513-4096, no gamma) and layernorm f16/bf16/f32 (x/y/params) H=1001 (fixed odd H, rows 9-64,
  *   gamma);
- *   Add & Norm: layernorm+residual_out f32 H=768 (fixed H, rows 9-64, gamma) and
+ *   Add & Norm: layernorm+residual_out f32 H=768 (fixed H, rows 9-64, gamma),
  *   rmsnorm+residual bf16/bf16/bf16/f32 (an fp32 residual) H=4096 (2 threads, rows 513-4096,
- *   no gamma);
+ *   no gamma) and layernorm+residual_out bf16 H=1024 (all bf16, which brings the fused
+ *   all-bf16 built-ins into the export; rows 9-64, gamma);
  *   backward: layernorm_backward f32 H=768 (fixed H, rows 9-64) and
  *   rmsnorm_backward+residual bf16/bf16/f32 H=4096 (2 threads, rows 513-4096), best rows only
  *   (the export regenerates the source from the variant);
@@ -60,6 +61,10 @@ int main(int argc, char **argv) {
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "layernorm+residual_out", "f32",
                              "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 768, 64, 1, 1,
+                             TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "layernorm+residual_out", "bf16",
+                             "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1024, 64, 1, 1,
                              TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "rmsnorm+residual", "bf16/bf16/bf16/f32",
