@@ -41,8 +41,8 @@ typedef struct lntune_timed {
     double median_ns, min_ns, max_ns;
     /* The mean of the middle 80% of the per-round figures (ratios, as the median's), on the same
      * scale as median_ns: what a stream of calls costs. A shared host slows a kernel's core for
-     * seconds at a time; the median scores a variant by the phase most rounds saw, this by all
-     * of them (the tuner ranks its retimed leaders by it: tuner.c). */
+     * a second or so at a time; the median scores a variant by the phase most rounds saw, this
+     * by all of them (the tuner ranks its retimed leaders by it: lntune_tune_choose). */
     double score_ns;
     int failed;    /* the kernel returned an error code */
     int reference; /* the drift reference (see above); the first one that did not fail counts */

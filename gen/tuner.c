@@ -456,21 +456,30 @@ static size_t keep_fastest_copies(job *j, lntune_timed *copies, size_t n) {
     return lntune_tune_copy_finalists(copies, n, LNTUNE_COPY_FINALISTS);
 }
 
-/* Among the retimed leaders, the best score, or the simplest within NOISE of it. */
-static size_t choose(const job *j, const size_t *top, const lntune_timed *t, size_t n) {
+size_t lntune_tune_choose(const lntune_timed *t, size_t n, const int *complexity,
+                          const char *const *variant, double noise) {
     size_t best = 0;
     for (size_t k = 1; k < n; ++k)
         if (t[best].failed || (!t[k].failed && t[k].score_ns < t[best].score_ns)) best = k;
     size_t pick = best;
     for (size_t k = 0; k < n; ++k) {
-        if (t[k].failed || t[k].score_ns > t[best].score_ns * (1.0 + NOISE)) continue;
-        int ck = lntune_space_complexity(j->space, top[k]);
-        int cp = lntune_space_complexity(j->space, top[pick]);
-        if (ck < cp || (ck == cp && strcmp(lntune_space_variant(j->space, top[k]),
-                                           lntune_space_variant(j->space, top[pick])) < 0))
+        if (t[k].failed || t[k].score_ns > t[best].score_ns * (1.0 + noise)) continue;
+        if (complexity[k] < complexity[pick] ||
+            (complexity[k] == complexity[pick] && strcmp(variant[k], variant[pick]) < 0))
             pick = k;
     }
     return pick;
+}
+
+/* Among the retimed leaders top[0..n) (n <= FINALISTS), lntune_tune_choose's. */
+static size_t choose(const job *j, const size_t *top, const lntune_timed *t, size_t n) {
+    int complexity[FINALISTS];
+    const char *variant[FINALISTS];
+    for (size_t k = 0; k < n; ++k) {
+        complexity[k] = lntune_space_complexity(j->space, top[k]);
+        variant[k] = lntune_space_variant(j->space, top[k]);
+    }
+    return lntune_tune_choose(t, n, complexity, variant, NOISE);
 }
 
 /*

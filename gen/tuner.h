@@ -88,6 +88,14 @@ struct lntune_best;
 void lntune_tune_result_from_best(lntune_tune_result *r, const struct lntune_best *b);
 
 /*
+ * The winner among n re-timed finalists t[0..n) (at least one not failed): the best score_ns, or
+ * the simplest (lowest complexity, then first variant name) of those within noise (a fraction)
+ * of it. The score, not the median: timing.h.
+ */
+size_t lntune_tune_choose(const lntune_timed *t, size_t n, const int *complexity,
+                          const char *const *variant, double noise);
+
+/*
  * Sorts copies[0..n) (timed alone, interleaved) fastest first and moves the fastest one-thread
  * copy up to second place; returns how many of the first max are finalists (not failed), to be
  * re-timed with the leaders. Among copies alone the pool's workers spin between back-to-back

@@ -8,7 +8,9 @@
  *    cache instead of the compiler;
  *  - the backward likewise: a planted wrong backward variant is recorded wrong and never chosen,
  *    its rows keyed by the op text "layernorm_backward"; unknown op texts and backward type
- *    tuples whose y differs from x are refused.
+ *    tuples whose y differs from x are refused;
+ *  - the choice among re-timed finalists (lntune_tune_choose): by score, not median; within the
+ *    noise the simplest, then the first name; never a failed one.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -48,7 +50,29 @@ static int best_artifact(void *ud, const lntune_best *b) {
     return 0;
 }
 
+static void the_choice_goes_by_score(void) {
+    const int plain[3] = {0, 0, 0};
+    const char *const names[3] = {"a", "b", "c"};
+    /* 0 has the best median but a slow phase in its score; 2 failed with the best figures */
+    const lntune_timed phases[3] = {{.median_ns = 100, .score_ns = 130},
+                                    {.median_ns = 104, .score_ns = 110},
+                                    {.median_ns = 1, .score_ns = 1, .failed = 1}};
+    size_t k = lntune_tune_choose(phases, 3, plain, names, 0.01);
+    CHECK(k == 1, "the better score wins over the better median, a failed one never (chose %zu)",
+          k);
+    /* Within 1% of the best (100): 1 and 2 are simpler than 0; of those, 2's name is first. */
+    const int complexity[3] = {3, 1, 1};
+    const char *const tied_names[3] = {"b", "c", "a"};
+    const lntune_timed tie[3] = {{.score_ns = 100}, {.score_ns = 100.8}, {.score_ns = 100.5}};
+    k = lntune_tune_choose(tie, 3, complexity, tied_names, 0.01);
+    CHECK(k == 2, "within the noise: the simplest, then the first name (chose %zu)", k);
+    const lntune_timed apart[2] = {{.score_ns = 100}, {.score_ns = 102}};
+    k = lntune_tune_choose(apart, 2, (const int[]){3, 0}, names, 0.01);
+    CHECK(k == 0, "2%% slower is not a tie, however simple (chose %zu)", k);
+}
+
 int main(void) {
+    the_choice_goes_by_score();
     char dir[4096];
     if (scratch_dir_make(dir, sizeof dir, "tuner")) return 1;
     char db[4200], tpl[4200];
