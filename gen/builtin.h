@@ -38,7 +38,7 @@ typedef struct lntune_builtin_level {
     const char *name; /* "generic", "avx2" */
     int vec;          /* floats per vector */
     int native_f16;   /* convert=native (F16C) for tuples with fp16 */
-    int streaming;    /* store=nt,prefetch=1 in place of store=plain,prefetch=0 */
+    int streaming;    /* store=nt,prefetch=2 in place of store=plain,prefetch=0 */
     uint32_t isa;     /* LNTUNE_ISA_* features the code may use; 0: the build host's */
 } lntune_builtin_level;
 
