@@ -753,13 +753,18 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     free(wide);
     free(streaming);
     /* The generated generics of the winners' tuples (fused: of the fp32 sum with their y and
-     * gamma/beta types, which the residual fallback normalizes). */
+     * gamma/beta types, which the residual fallback normalizes), and whether a winner is an
+     * all-bf16 fused call (then the fused all-bf16 built-ins come too). */
     unsigned char used[64] = {0};
+    int fused_bf16 = 0;
     for (size_t i = 0; i < list.n; ++i) {
         const winner *w = &list.w[i];
         if (!ok[i] || w->backward) continue;
         lntune_types t = {w->fusion ? LNTUNE_TYPE_F32 : w->types.x, w->types.y, w->types.params, 0};
         used[lntune_types_packed(t)] = lntune_types_packed(t) != 0;
+        const int b = LNTUNE_TYPE_BF16;
+        fused_bf16 |= w->fusion != LNTUNE_FUSION_NONE && w->types.x == b && w->types.y == b &&
+                      w->types.params == b && lntune_types_residual(w->types) == b;
     }
     if ((rc = lntune_export_put_typed_fallback(&kernels, g, used, avx2)) != LNTUNE_OK) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
@@ -768,14 +773,6 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     if ((rc = put_generic_f32(&kernels, avx2, r->message, sizeof r->message)) != LNTUNE_OK)
         goto done;
     lntune_export_put(&kernels, "%s", unfused_generic_text);
-    int fused_bf16 = 0;
-    for (size_t i = 0; i < list.n; ++i) {
-        const winner *w = &list.w[i];
-        const int b = LNTUNE_TYPE_BF16;
-        fused_bf16 |= ok[i] && !w->backward && w->fusion != LNTUNE_FUSION_NONE && w->types.x == b &&
-                      w->types.y == b && w->types.params == b &&
-                      lntune_types_residual(w->types) == b;
-    }
     if ((rc = lntune_export_put_fused_bf16(&kernels, g, fused_bf16, avx2)) != LNTUNE_OK) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
         goto done;

@@ -231,11 +231,10 @@ static int put_fused_bf16_levels(lntune_export_buf *b, lntune_gen *g, int avx2) 
                                              &wide)) == LNTUNE_OK)
         rc = lntune_builtin_emit_fused_bf16(g, &lntune_builtin_avx2_streaming,
                                             "lntune_kernels_streaming", &streaming);
-    if (rc == LNTUNE_OK && avx2)
-        lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n%s\n#else\n%s\n#endif\n", wide,
-                          streaming, generic);
-    else if (rc == LNTUNE_OK)
-        lntune_export_put(b, "%s\n", generic);
+    if (rc == LNTUNE_OK) { /* as the typed fallback's: the level's copy, then the streaming one */
+        lntune_export_put_levels(b, wide, generic);
+        if (streaming) lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n#endif\n", streaming);
+    }
     free(generic);
     free(wide);
     free(streaming);

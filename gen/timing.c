@@ -78,7 +78,7 @@ void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t st
         if (c[i].failed) continue;
         lntune_sample_stats(samples + i * stride, (size_t)rounds, &c[i].median_ns, &c[i].min_ns,
                             &c[i].max_ns);
-        c[i].score_ns = trimmed_mean(samples + i * stride, (size_t)rounds);
+        if (!per_round) c[i].score_ns = trimmed_mean(samples + i * stride, (size_t)rounds);
     }
     for (size_t i = 0; per_round && i < n; ++i) {
         if (c[i].failed) continue;
