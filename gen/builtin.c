@@ -67,7 +67,8 @@ const lntune_builtin_level lntune_builtin_avx2_streaming = {"avx2", 8, 1, 1, AVX
 
 /* base (one of the variant strings here: all have "vec=4", the forward ones
  * "store=plain,prefetch=0") at level, with native fp16 conversions when f16 and the level has
- * them. */
+ * them. Streaming prefetches each line 4 times (the template's first pdensity): 8.7% faster
+ * than once at 2048 x 4096 fp32, both ops (Zen 4). */
 static void level_variant(const char *base, const lntune_builtin_level *level, int f16, char *buf,
                           size_t size) {
     static const char plain[] = "store=plain,prefetch=0";

@@ -144,6 +144,15 @@ function M.family(op)
                     .. "half during the statistics pass, its second half while normalizing",
             },
             {
+                -- 4 first: with one prefetch per line, x's stream fell 12-25% behind the copy
+                -- wherever a vector step covers 64 bytes or more (vec=16, or vec=8 with acc >= 2),
+                -- where the same line prefetched again every 16 or 8 bytes kept up (Zen 4).
+                name = "pdensity",
+                values = { 4, 8, 1 },
+                doc = "prefetch instructions per 64-byte line of a prefetched row: 4 or 8 (the same line "
+                    .. "again every 16 or 8 bytes), or 1",
+            },
+            {
                 -- bf16 Add & Norm gained 10-58% from it, fp32 Post-LN lost 9-17% with prefetch=1
                 -- (Zen 4): a knob, not a rule.
                 name = "rprefetch",
@@ -179,6 +188,7 @@ function M.family(op)
             -- A row group's statistics pass already streams R rows: R more prefetched streams
             -- there made rows=2 and rows=4 1-2% slower, where rows=1 gained 4-12% (Zen 4).
             if p.prefetch == 2 and p.rows > 1 then return false, "prefetch=2 is for rows=1" end
+            if p.pdensity ~= 4 and p.prefetch == 0 then return false, "pdensity applies to prefetch (1 or 2)" end
             if p.rprefetch == 1 and p.prefetch == 0 then return false, "rprefetch=1 follows prefetch (1 or 2)" end
             if p.rows > 1 and shape.H and shape.H > MAX_H_FOR_ROW_GROUPS then
                 return false, "rows > 1 is for H <= " .. MAX_H_FOR_ROW_GROUPS
@@ -460,10 +470,11 @@ static inline double hsum_wide(const vd *v)
 @ end
 @
 @ -- Emits the prefetches of one step of a vector loop: bytes of the row at ptr (a C pointer to
-@ -- elements of elem bytes) from element index on, a line each, at least one line (indent: the
-@ -- loop body's).
+@ -- elements of elem bytes) from element index on, one each 64 / pdensity bytes, at least one
+@ -- (indent: the loop body's).
 @ local function prefetch_lines(indent, ptr, index, bytes, elem)
-@   for o = 0, math.max(bytes, 64) - 1, 64 do
+@   local every = 64 // p.pdensity
+@   for o = 0, math.max(bytes, every) - 1, every do
 {{indent}}__builtin_prefetch({{ptr}} + {{index}} + {{o // elem}}, 0, 2);
 @   end
 @ end
