@@ -194,8 +194,9 @@ static void check_rows(const prefetch_case *c, const char *name, uintptr_t base,
          * chunk of a row group; mode 2: where the statistics hand over to normalize) may be hit
          * fewer times; a variant that ignores pdensity leaves most lines short. */
         if (t >= c->group)
-            CHECK(thin <= lines / 16, "%s %s: %s's row %d's lines are prefetched %d times each (%d are not)",
-                  c->op, c->variant, name, t, density, thin);
+            CHECK(thin <= lines / 16,
+                  "%s %s: %s's row %d's lines are prefetched %d times each (%d are not)", c->op,
+                  c->variant, name, t, density, thin);
     }
     CHECK(early == 0, "%s %s: no prefetch of %s's first row group (%d were)", c->op, c->variant,
           name, early);
