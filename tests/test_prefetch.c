@@ -186,17 +186,15 @@ static void check_rows(const prefetch_case *c, const char *name, uintptr_t base,
         free(hits);
         /* Loops stop a vector step short of the end and start after a scalar peel to y's
          * alignment (row groups: in each chunk of the row): a few lines may go unprefetched. */
-        if (t >= c->group)
-            CHECK(covered >= lines - lines / 16,
-                  "%s %s: %d of %s's row %d's %d lines are prefetched", c->op, c->variant, covered,
-                  name, t, lines);
+        if (t < c->group) continue;
+        CHECK(covered >= lines - lines / 16, "%s %s: %d of %s's row %d's %d lines are prefetched",
+              c->op, c->variant, covered, name, t, lines);
         /* Lines split where a loop starts after the peel or stops a vector step short (in each
          * chunk of a row group; mode 2: where the statistics hand over to normalize) may be hit
          * fewer times; a variant that ignores pdensity leaves most lines short. */
-        if (t >= c->group)
-            CHECK(thin <= lines / 16,
-                  "%s %s: %s's row %d's lines are prefetched %d times each (%d are not)", c->op,
-                  c->variant, name, t, density, thin);
+        CHECK(thin <= lines / 16,
+              "%s %s: %s's row %d's lines are prefetched %d times each (%d are not)", c->op,
+              c->variant, name, t, density, thin);
     }
     CHECK(early == 0, "%s %s: no prefetch of %s's first row group (%d were)", c->op, c->variant,
           name, early);

@@ -61,6 +61,8 @@ end
 
 -- Rows per iteration only pays off while a row's statistics are short loops.
 local MAX_H_FOR_ROW_GROUPS = 4096
+-- pdensity's values, first the one every variant without prefetch takes.
+local PDENSITIES = { 4, 8, 1 }
 
 function M.family(op)
     local layernorm = op == "layernorm"
@@ -148,7 +150,7 @@ function M.family(op)
                 -- wherever a vector step covers 64 bytes or more (vec=16, or vec=8 with acc >= 2),
                 -- where the same line prefetched again every 16 or 8 bytes kept up (Zen 4).
                 name = "pdensity",
-                values = { 4, 8, 1 },
+                values = PDENSITIES,
                 doc = "prefetch instructions per 64-byte line of a prefetched row: 4 or 8 (the same line "
                     .. "again every 16 or 8 bytes), or 1",
             },
@@ -188,7 +190,7 @@ function M.family(op)
             -- A row group's statistics pass already streams R rows: R more prefetched streams
             -- there made rows=2 and rows=4 1-2% slower, where rows=1 gained 4-12% (Zen 4).
             if p.prefetch == 2 and p.rows > 1 then return false, "prefetch=2 is for rows=1" end
-            if p.pdensity ~= 4 and p.prefetch == 0 then return false, "pdensity applies to prefetch (1 or 2)" end
+            if p.pdensity ~= PDENSITIES[1] and p.prefetch == 0 then return false, "pdensity applies to prefetch (1 or 2)" end
             if p.rprefetch == 1 and p.prefetch == 0 then return false, "rprefetch=1 follows prefetch (1 or 2)" end
             if p.rows > 1 and shape.H and shape.H > MAX_H_FOR_ROW_GROUPS then
                 return false, "rows > 1 is for H <= " .. MAX_H_FOR_ROW_GROUPS
