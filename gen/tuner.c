@@ -17,6 +17,7 @@
 
 #include "generator.h"
 #include "hardware.h"
+#include "incumbent.h"
 #include "jit.h"
 #include "lntune.h"
 #include "pool.h"
@@ -81,11 +82,8 @@ typedef struct {
     stored *db_rows; /* measurements from earlier runs */
     size_t ndb_rows;
     lntune_tune_result *res;
-    lntune_timed reference; /* the fastest copy: the drift reference (timing.h) */
-    /* The fastest variant timed so far in this run (incumbent_ns > 0): each batch's reference
-     * once there is one, so that every batch is ranked against the same kernel. */
-    lntune_timed incumbent;
-    double incumbent_ns;
+    lntune_timed reference;     /* the fastest copy: the drift reference (timing.h) */
+    lntune_incumbent incumbent; /* each batch's reference once there is one (incumbent.h) */
     double start_ns;
     size_t done, estimate;
     char *write_err; /* the run's first failed write: the run stops (sized WRITE_ERR) */
@@ -293,8 +291,8 @@ done:
 static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
     job *j = ud;
     size_t *todo = malloc(n * sizeof *todo), *slot = malloc(n * sizeof *slot);
-    lntune_timed *timed = calloc(n + 1, sizeof *timed);
-    lntune_sandbox_outcome *outs = calloc(n + 1, sizeof *outs);
+    lntune_timed *timed = calloc(n + 2, sizeof *timed); /* + lntune_incumbent_refs's */
+    lntune_sandbox_outcome *outs = calloc(n + 2, sizeof *outs);
     size_t ntodo = 0, ntimed = 0;
     for (size_t k = 0; k < n; ++k) times[k] = INFINITY;
     if (!todo || !slot || !timed || !outs || stopped(j)) goto done;
@@ -337,18 +335,16 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
     }
     progress(j, "time");
     /*
-     * The batch's reference goes last (not a slot): the incumbent, else the fastest copy. A
+     * The batch's references go last (not slots): the incumbent (and once the one it replaced:
+     * incumbent.h), else the fastest copy. A
      * copy's speed follows the machine's bandwidth more than a norm kernel's does, so a ratio to
      * another norm kernel ranks batches taken in different bandwidth regimes more fairly.
      */
-    const int by_incumbent = j->incumbent_ns > 0.0;
-    const int with_ref = ntimed > 0 && (by_incumbent || j->reference.reference);
-    if (with_ref) timed[ntimed] = by_incumbent ? j->incumbent : j->reference;
-    lntune_sandbox_time(timed, ntimed + (size_t)with_ref, &j->prob.args, j->pool, MIN_ROUNDS,
-                        BATCH_BUDGET_NS, outs);
-    if (by_incumbent && with_ref && !timed[ntimed].failed)
-        for (size_t t = 0; t < ntimed; ++t) /* ratio to the incumbent, on its own estimate */
-            timed[t].median_ns *= j->incumbent_ns / timed[ntimed].median_ns;
+    const size_t nrefs =
+        ntimed > 0 ? lntune_incumbent_refs(&j->incumbent, &j->reference, timed + ntimed) : 0;
+    lntune_sandbox_time(timed, ntimed + nrefs, &j->prob.args, j->pool, MIN_ROUNDS, BATCH_BUDGET_NS,
+                        outs);
+    lntune_incumbent_scale(&j->incumbent, timed, ntimed, timed + ntimed, nrefs);
     for (size_t t = 0; t < ntimed; ++t) {
         size_t k = timed_slot[t], v = idx[k];
         compiled *u = &j->units[j->unit_of[v]];
@@ -368,11 +364,7 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
         }
         times[k] = timed[t].median_ns;
         record(j, lntune_space_variant(j->space, v), LNTUNE_STATUS_OK, NULL, u, &timed[t]);
-        if (j->incumbent_ns <= 0.0 || times[k] < j->incumbent_ns) {
-            j->incumbent = timed[t];
-            j->incumbent.reference = 1;
-            j->incumbent_ns = times[k];
-        }
+        lntune_incumbent_offer(&j->incumbent, &timed[t]);
     }
     j->done += ntodo;
 done:
