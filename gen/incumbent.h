@@ -23,8 +23,8 @@
 typedef struct lntune_incumbent {
     lntune_timed kernel; /* meaningful when ns > 0 */
     double ns;           /* its estimate; 0: no incumbent yet */
-    lntune_timed
-        anchor; /* the incumbent it replaced, waiting to be timed beside it (anchor_ns > 0) */
+    /* The incumbent it replaced, waiting to be timed beside it (when anchor_ns > 0). */
+    lntune_timed anchor;
     double anchor_ns;
 } lntune_incumbent;
 

@@ -336,9 +336,9 @@ static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
     progress(j, "time");
     /*
      * The batch's references go last (not slots): the incumbent (and once the one it replaced:
-     * incumbent.h), else the fastest copy. A
-     * copy's speed follows the machine's bandwidth more than a norm kernel's does, so a ratio to
-     * another norm kernel ranks batches taken in different bandwidth regimes more fairly.
+     * incumbent.h), else the fastest copy. A copy's speed follows the machine's bandwidth more
+     * than a norm kernel's does, so a ratio to another norm kernel ranks batches taken in
+     * different bandwidth regimes more fairly.
      */
     const size_t nrefs =
         ntimed > 0 ? lntune_incumbent_refs(&j->incumbent, &j->reference, timed + ntimed) : 0;
