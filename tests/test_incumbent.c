@@ -15,18 +15,19 @@
  */
 #include "check.h"
 #include "incumbent.h"
+#include "randn.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* The test keeps each fake kernel's index in threads, its true time in true_ns. */
 enum { KERNELS = 4096 };
 static double true_ns[KERNELS];
 
-static unsigned rng_state = 12345u;
-static double uniform(void) { /* [0, 1) */
-    rng_state = rng_state * 1664525u + 1013904223u;
-    return (double)(rng_state >> 8) / (double)(1u << 24);
+static uint64_t rng_state = 12345u;
+static double uniform(void) {
+    return test_uniform(&rng_state);
 }
 
 static lntune_timed kernel(int id) {
