@@ -7,6 +7,8 @@
  *   prefetch=1: every line of row r + 1 while row r is normalized (after its statistics);
  *   prefetch=2: the first half of row r + 1's lines during row r's statistics, the second half
  *               while row r is normalized;
+ *   overlap=1 (with prefetch=1): every line of row r + 2 while row r is normalized (that loop reads
+ *               row r + 1 for its statistics);
  * each line prefetched at least pdensity times (4 unless the variant says);
  * the same of the residual's rows in a fused call with rprefetch=1 (none with rprefetch=0); and
  * never a line outside x and the residual
@@ -153,7 +155,8 @@ static void check_rows(const prefetch_case *c, const char *name, uintptr_t base,
                        const uintptr_t *log, int count, const int *first_store, int mode, int nt) {
     const uintptr_t line = LINE;
     const char *pdensity = strstr(c->variant, "pdensity=");
-    const int density = pdensity ? atoi(pdensity + 9) : 4; /* the knob's first value */
+    const int density = pdensity ? atoi(pdensity + 9) : 4;    /* the knob's first value */
+    const int lead = strstr(c->variant, "overlap=1") ? 2 : 1; /* rows ahead prefetched */
     int early = 0, phase = 0;
     for (int t = 0; t < ROWS; ++t) {
         const uintptr_t start = base + (size_t)t * STRIDE * elem, end = start + H * elem;
@@ -163,8 +166,14 @@ static void check_rows(const prefetch_case *c, const char *name, uintptr_t base,
         int covered = 0, thin = 0;
         for (int k = 0; hits && k < count; ++k) {
             if ((log[k] & 1) || row_of(log[k], base, elem) != t) continue;
-            early += t < c->group;
+            early += t < c->group * lead;
             hits[log[k] / line - start / line]++;
+            /* overlap=1: row t by row t - 2's normalize loop alone (the last row by any) */
+            if (lead == 2) {
+                if (nt && t >= 2 && t < ROWS - 1)
+                    phase += k < first_store[t - 2] - STEP_PREFETCHES || k >= first_store[t - 1];
+                continue;
+            }
             /* A row t below the last is prefetched by row t - 1 alone: its statistics take the
              * first half (prefetch=2), its normalize the rest (prefetch=1: all of it). */
             if (!nt || c->group > 1 || t == 0 || t == ROWS - 1) continue;
@@ -186,7 +195,7 @@ static void check_rows(const prefetch_case *c, const char *name, uintptr_t base,
         free(hits);
         /* Loops stop a vector step short of the end and start after a scalar peel to y's
          * alignment (row groups: in each chunk of the row): a few lines may go unprefetched. */
-        if (t < c->group) continue;
+        if (t < c->group * lead) continue;
         CHECK(covered >= lines - lines / 16, "%s %s: %d of %s's row %d's %d lines are prefetched",
               c->op, c->variant, covered, name, t, lines);
         /* Lines split where a loop starts after the peel or stops a vector step short (in each
@@ -196,13 +205,14 @@ static void check_rows(const prefetch_case *c, const char *name, uintptr_t base,
               "%s %s: %s's row %d's lines are prefetched %d times each (%d are not)", c->op,
               c->variant, name, t, density, thin);
     }
-    CHECK(early == 0, "%s %s: no prefetch of %s's first row group (%d were)", c->op, c->variant,
-          name, early);
+    CHECK(early == 0, "%s %s: no prefetch of %s's first %d row group(s) (%d were)", c->op,
+          c->variant, name, lead, early);
     if (nt && c->group == 1)
         CHECK(phase == 0, "%s %s: each prefetch of %s in its phase (%s; %d were not)", c->op,
               c->variant, name,
-              mode == 2 ? "first half during the statistics, second while normalizing"
-                        : "all while normalizing",
+              lead == 2   ? "while the row two before is normalized"
+              : mode == 2 ? "first half during the statistics, second while normalizing"
+                          : "all while normalizing",
               phase);
 }
 
@@ -278,10 +288,9 @@ int main(void) {
         {"rmsnorm", "vec=4,acc=4,stats=blocked,store=nt,prefetch=2", 0, 1, 0},
         {"rmsnorm", "vec=8,acc=2,stats=wide,store=nt,prefetch=2", 0, 1, 0},
         {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=1", 0, 1, 0},
-        {"layernorm", "vec=16,acc=2,stats=sampled,store=nt,prefetch=2,pdensity=1", 0, 1, 0},
         {"layernorm", "vec=16,acc=2,stats=sampled,store=nt,prefetch=2,pdensity=8", 0, 1, 0},
         {"layernorm", "vec=16,acc=2,stats=sampled,store=nt,prefetch=1,pdensity=8", 0, 1, 0},
-        {"rmsnorm", "vec=16,acc=4,stats=blocked,rows=2,store=nt,prefetch=1,pdensity=1", 0, 2, 0},
+        {"rmsnorm", "vec=16,acc=4,stats=blocked,rows=2,store=nt,prefetch=1,pdensity=8", 0, 2, 0},
         {"layernorm", "vec=8,acc=2,stats=sampled,rows=2,store=nt,prefetch=1", 0, 2, 0},
         {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=0", 0, 1, 0},
         {"layernorm", "vec=8,acc=2,stats=sampled,store=nt,prefetch=2", 0, 1,
@@ -296,6 +305,17 @@ int main(void) {
          LNTUNE_FUSION_RESIDUAL},
         {"rmsnorm", "vec=8,acc=2,stats=blocked,rows=2,store=nt,prefetch=1,rprefetch=1", 0, 2,
          LNTUNE_FUSION_RESIDUAL_OUT},
+        {"layernorm", "vec=16,acc=2,stats=sampled,store=nt,prefetch=1,overlap=1", 0, 1, 0},
+        {"layernorm", "vec=8,acc=1,stats=sampled,store=nt,prefetch=1,pdensity=8,overlap=1", 0, 1,
+         0},
+        {"rmsnorm", "vec=16,acc=4,stats=blocked,store=nt,prefetch=1,overlap=1", 0, 1, 0},
+        {"layernorm", "vec=16,acc=2,stats=sampled,store=nt,layout=evenodd,prefetch=1,overlap=1", 1,
+         1, 0},
+        {"layernorm",
+         "vec=8,acc=2,stats=sampled,store=nt,rstore=nt,prefetch=1,rprefetch=1,overlap=1", 0, 1,
+         LNTUNE_FUSION_RESIDUAL_OUT},
+        {"rmsnorm", "vec=16,acc=2,stats=blocked,store=nt,prefetch=1,overlap=1", 0, 1,
+         LNTUNE_FUSION_RESIDUAL},
     };
     lntune_gen *g = NULL;
     if (lntune_gen_open(NULL, &g) != LNTUNE_OK) {

@@ -6,6 +6,8 @@
  *     quick find it from the naive variant, through the one-knob repair of an excluded step;
  *   - a full grid of independent knobs: measure finds the best, having evaluated fewer variants
  *     than the space holds; exhaustive evaluates every one exactly once;
+ *   - the leaders it returns hold the fastest of each value of the first knob within 25% of the
+ *     best, and no slower one;
  *   - every variant failing: nothing is found.
  */
 #include "check.h"
@@ -99,6 +101,47 @@ int main(void) {
     CHECK(best == want && seen == (int)n && twice == 0,
           "exhaustive on a grid: %s, %d of %zu variants evaluated, %d twice",
           best < n ? grid[best] : "none", seen, n, twice);
+
+    /*
+     * The leaders: vec in {1, 4, 16} x acc 1..8, vec=4 fastest (100 + acc), vec=16 a few
+     * percent behind it, vec=1 three times slower. The 4 leaders hold vec=16's fastest in place
+     * of the slowest vec=4, but nothing of vec=1; with vec=16 beyond 25%, 4 vec=4.
+     */
+    char lead_text[24][24];
+    const char *lead[24];
+    double lead_ns[24];
+    const double base_ns[] = {300, 100, 0};
+    for (double behind = 110; behind <= 130; behind += 20) {
+        size_t m = 0;
+        for (int v = 0; v < 3; ++v)
+            for (int acc = 1; acc <= 8; ++acc, ++m) {
+                snprintf(lead_text[m], sizeof lead_text[m], "vec=%d,acc=%d", vecs[v], acc);
+                lead[m] = lead_text[m];
+                lead_ns[m] = (v == 2 ? behind : base_ns[v]) + acc;
+            }
+        lntune_space *s = NULL;
+        size_t top[4], got = 0;
+        if (lntune_space_create((char *const *)lead, m, &s) == LNTUNE_OK) {
+            memset(&f, 0, sizeof f);
+            f.times = lead_ns;
+            got = lntune_search(s, LNTUNE_RIGOR_EXHAUSTIVE, evaluate, &f, top, 4);
+        }
+        lntune_space_destroy(s);
+        char list[128] = "";
+        int vec16 = 0, vec1 = 0, sorted = 1;
+        for (size_t k = 0; k < got; ++k) {
+            vec16 += strncmp(lead[top[k]], "vec=16,", 7) == 0;
+            vec1 += strncmp(lead[top[k]], "vec=1,", 6) == 0;
+            sorted &= k == 0 || lead_ns[top[k - 1]] <= lead_ns[top[k]];
+            snprintf(list + strlen(list), sizeof list - strlen(list), " %s", lead[top[k]]);
+        }
+        const int want16 = behind < 125;
+        CHECK(got == 4 && sorted && vec1 == 0 && vec16 == want16 &&
+                  (!want16 || strcmp(lead[top[3]], "vec=16,acc=1") == 0),
+              "leaders with vec=16 at %.0f against 101 (%s vec=16,acc=1, no vec=1, fastest "
+              "first):%s",
+              behind + 1, want16 ? "with" : "without", list);
+    }
 
     /* Every variant failed (INFINITY): nothing to pick. */
     double failed[20];

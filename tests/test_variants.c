@@ -60,7 +60,8 @@ static double now_s(void) {
  * pdensity sets only how many prefetch hints a step issues; it cannot change a result
  * (test_prefetch checks the hints). A sampled run keeps 1 in 8 of the variants with another
  * value than its first (4), which still holds every value many times over: the knob made the
- * space 2.1 times larger, past the tests' time limits.
+ * space 1.6 times larger (2.1 times with a third value, one per line), past the tests' time
+ * limits.
  */
 static int thinned_hint(const char *code) {
     const char *d = strstr(code, ",pdensity=");

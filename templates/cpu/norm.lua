@@ -46,6 +46,8 @@ local FILE_SCOPE_NAMES = {
     "load_x", "load_p", "store_y", "stream_y", "narrow_y", "CHUNK", "rt", "load_r", "narrow_r",
     "store_r", "stream_r", "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
     "bf16_round_even", "store_r2", "stream_r2", "bf16_pack", "bf16_pack_even",
+    "normalize_gamma_beta_next", "normalize_gamma_next", "normalize_plain_next", "normalize_next_fn",
+    "next_stats",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
@@ -62,7 +64,7 @@ end
 -- Rows per iteration only pays off while a row's statistics are short loops.
 local MAX_H_FOR_ROW_GROUPS = 4096
 -- pdensity's values, first the one every variant without prefetch takes.
-local PDENSITIES = { 4, 8, 1 }
+local PDENSITIES = { 4, 8 }
 
 function M.family(op)
     local layernorm = op == "layernorm"
@@ -148,11 +150,13 @@ function M.family(op)
             {
                 -- 4 first: with one prefetch per line, x's stream fell 12-25% behind the copy
                 -- wherever a vector step covers 64 bytes or more (vec=16, or vec=8 with acc >= 2),
-                -- where the same line prefetched again every 16 or 8 bytes kept up (Zen 4).
+                -- where the same line prefetched again every 16 or 8 bytes kept up (Zen 4). One
+                -- per line is no longer a value: it only ever won beside vec=4, and there it led
+                -- a search's beam away from vec=8 and 16 (0.83x of the copy, 2026-12-02).
                 name = "pdensity",
                 values = PDENSITIES,
                 doc = "prefetch instructions per 64-byte line of a prefetched row: 4 or 8 (the same line "
-                    .. "again every 16 or 8 bytes), or 1",
+                    .. "again every 16 or 8 bytes)",
             },
             {
                 -- bf16 Add & Norm gained 10-58% from it, fp32 Post-LN lost 9-17% with prefetch=1
@@ -160,6 +164,16 @@ function M.family(op)
                 name = "rprefetch",
                 values = function(_, shape) return shape.fusion and { 0, 1 } or { 0 } end,
                 doc = "fused calls: 1 prefetches the residual's next row as prefetch does x's",
+            },
+            {
+                -- The statistics pass reads a row with nothing to store, the normalize pass
+                -- stores it from L1: the two streams take turns, where a copy runs them together
+                -- (overlap=1 ran 4.5-7% faster, Zen 4). Declared last but threads: each sweep of
+                -- the search tries it early, and then the code's knobs (acc, vec) around it.
+                name = "overlap",
+                values = { 0, 1 },
+                doc = "1 (rows=1, prefetch=1): the next row's statistics accumulate in this row's normalize "
+                    .. "loop, so that x streams in while y streams out, and the row after that is prefetched",
             },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
@@ -192,6 +206,13 @@ function M.family(op)
             if p.prefetch == 2 and p.rows > 1 then return false, "prefetch=2 is for rows=1" end
             if p.pdensity ~= PDENSITIES[1] and p.prefetch == 0 then return false, "pdensity applies to prefetch (1 or 2)" end
             if p.rprefetch == 1 and p.prefetch == 0 then return false, "rprefetch=1 follows prefetch (1 or 2)" end
+            if p.overlap == 1 and p.rows > 1 then return false, "overlap=1 is for rows=1" end
+            -- Without it the loop's demand loads of the next row stalled it: 0.51x of the copy,
+            -- 0.93x with it (Zen 4).
+            if p.overlap == 1 and p.prefetch ~= 1 then return false, "overlap=1 runs with prefetch=1" end
+            if p.overlap == 1 and p.stats ~= "sampled" and p.stats ~= "blocked" then
+                return false, "overlap=1 needs a one-pass statistic of fp32 lanes: sampled or blocked"
+            end
             if p.rows > 1 and shape.H and shape.H > MAX_H_FOR_ROW_GROUPS then
                 return false, "rows > 1 is for H <= " .. MAX_H_FOR_ROW_GROUPS
             end
@@ -788,13 +809,33 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @ -- Emits a function writing one output row: expr(v, o) is the output vector for input vector
 @ -- v at offset o, scalar the output for element i. next is the row to prefetch (prefetch=2:
 @ -- the second half of it, at half the pace of the loop), rnext the residual's (rprefetch=1).
-@ local function normalize(name, comment, expr, scalar)
+@ -- With with_next (overlap=1), the function is name .. "_next" and also accumulates the statistics
+@ -- of nx (and nres), the next row, into *nmean and *nrstd: next is then the row after that one.
+@ local function normalize(name, comment, expr, scalar, with_next)
+@   local NX = with_next and (", const xt *nx" .. (fusion and ", const rt *nres" or "")
+@     .. ", float eps, float *nmean, float *nrstd") or ""
+@   if with_next then name = name .. "_next" end
+@   -- The next row's element(s) at i + o (h: which of a step's S vectors), and its element k.
+@   local function at_next(o, h)
+@     local v = LD("load_x", "nx + i + " .. o, h)
+@     return fusion and "(" .. v .. " + " .. LD("load_r", "nres + i + " .. o, h) .. ")" or v
+@   end
+@   local function xs_next(k)
+@     local v = X("nx[" .. k .. "]")
+@     return fusion and "(" .. v .. " + " .. string.format(widen[types.residual], "nres[" .. k .. "]") .. ")" or v
+@   end
 @   -- One output element i; with a residual, s = x + residual first (and residual_out = s).
 @   local function step()
 @     if not fusion then return "y[i] = " .. Y(scalar) .. ";" end
 @     local sum = "const float s = " .. X("x[i]") .. " + " .. string.format(widen[types.residual], "res[i]") .. ";"
 @     local keep = res_out and (" res_out[i] = " .. string.format(narrow[types.residual], "s") .. ";") or ""
 @     return "{ " .. sum .. keep .. " y[i] = " .. Y(scalar) .. "; }"
+@   end
+@   -- The same with the next row's statistics of element i (with_next).
+@   local function element()
+@     if not with_next then return step() end
+@     if LN then return "{ " .. step() .. " const float v = " .. xs_next("i") .. " - m; ss += v * v; d += v; }" end
+@     return "{ " .. step() .. " const float v = " .. xs_next("i") .. "; ss += v * v; }"
 @   end
 @   -- One output vector at offset o, written by store (store_y or stream_y).
 @   local function vstep(store, u)
@@ -833,36 +874,105 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
         }
 @     end
 @   end
-/* {{comment}} */
+@   -- The prefetches of one vector step (indent: the loop body's).
+@   local function prefetches(indent)
+@     if p.prefetch == 0 then return end
+@     -- split: next is the second half of the next row, half a step's bytes per step
+@     local index, share = split and "i / 2" or "i", split and 2 or 1
+@     prefetch_lines(indent, "next", index, STEP_BYTES // share, XB)
+@     if rpf then prefetch_lines(indent, "rnext", index, STEP_RBYTES // share, RB) end
+@   end
+/* {{comment}}{{with_next and (";\n * also the statistics of nx" .. (fusion and " + nres" or "") .. ", the next row") or ""}} */
 static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
-{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}})
+{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}}{{NX}})
 {
     (void)gamma, (void)beta, (void)mean, (void)next;
 @   if fold then
     const float shift = -mean * rstd;
 @   end
+@   if with_next and LN then
+    /* squared deviations from the mean of the first 32 elements, as row_stats takes them */
+    enum { SAMPLE = 32 };
+    const int64_t ns = H < SAMPLE ? H : SAMPLE;
+    double t = 0.0, ss = 0.0, d = 0.0;
+    for (int64_t i = 0; i < ns; ++i) t += {{xs_next("i")}};
+    float m = (float)(t / (double)ns);
+@   elseif with_next then
+    double ss = 0.0;
+@   end
     int64_t i = 0;
 @   if nt then
     /* Non-temporal stores need aligned addresses: peel scalars until y is aligned. */
-    for (; i < H && ((uintptr_t)(y + i) & {{V * YB * S - 1}}) != 0; ++i) {{ step() }}
+    for (; i < H && ((uintptr_t)(y + i) & {{V * YB * S - 1}}) != 0; ++i) {{ element() }}
 @   end
 @   if res_out and nt_r then
     /* residual_out's elements have y's size: aligned too unless the two are offset differently */
     const int r_nt = ((uintptr_t)(res_out + i) & {{V * YB * S - 1}}) == 0;
 @   end
+@   if not with_next then
     for (; i + STEP <= H; i += STEP) {
-@   if p.prefetch > 0 then
-@     -- split: next is the second half of the next row, half a step's bytes per step
-@     local index, share = split and "i / 2" or "i", split and 2 or 1
-@     prefetch_lines("        ", "next", index, STEP_BYTES // share, XB)
-@     if rpf then prefetch_lines("        ", "rnext", index, STEP_RBYTES // share, RB) end
-@   end
-@   for u = 0, A - 1 do
-@     vstep(nt and "stream_y" or "store_y", u)
-@   end
+@     prefetches("        ")
+@     for u = 0, A - 1 do
+@       vstep(nt and "stream_y" or "store_y", u)
+@     end
     }
+@   else
+    /* fp32 partial sums flushed into double every BLOCK elements, as in the statistics pass */
+    const int64_t nstep = i + (H - i) / STEP * STEP;
+    while (i < nstep) {
+        const int64_t e = nstep - i > BLOCK ? i + BLOCK : nstep;
+@     local sum, lsum = {}, {}
+@     for u = 0, A - 1 do
+        vf a{{u}} = {0}{{LN and (", l" .. u .. " = {0}") or ""}};
+@       sum[#sum + 1] = "a" .. u; lsum[#lsum + 1] = "l" .. u
+@     end
+        for (; i < e; i += STEP) {
+@     prefetches("            ")
+@     for u = 0, A - 1 do
+@       for h = 0, S - 1 do
+@         if LN then
+            {
+                const vf v = {{at_next(u * V * S, h)}} - m;
+                a{{u}} = square_add(a{{u}}, v);
+                l{{u}} += v;
+            }
+@         else
+            a{{u}} = square_add(a{{u}}, {{at_next(u * V * S, h)}});
+@         end
+@       end
+@     end
+@     for u = 0, A - 1 do
+@       vstep(nt and "stream_y" or "store_y", u)
+@     end
+        }
+        ss += hsum({{table.concat(sum, " + ")}});
+@     if LN then
+        d += hsum({{table.concat(lsum, " + ")}});
+@     end
+    }
+@   end
 @   if tail or nt then
-    for (; i < H; ++i) {{ step() }}
+    for (; i < H; ++i) {{ element() }}
+@   end
+@   if with_next and LN then
+    /* far from the row's mean (see row_stats): a second pass, over a row now in cache */
+    double c = d / (double)H;
+    if (!(c * c <= 0.25 * (ss / (double)H - c * c))) {
+        const xt *const rows[1] = {nx};
+@     if fusion then
+        const rt *const rres[1] = {nres};
+@     end
+        const float m1[1] = {(float)((double)m + c)};
+        double ss1[1] = {0}, d1[1] = {0};
+        sum_squared_deviations(rows{{fusion and ", rres" or ""}}, H, m1, ss1, d1);
+        m = m1[0], ss = ss1[0], d = d1[0], c = d / (double)H;
+    }
+    const double var = ss / (double)H - c * c;
+    *nmean = (float)((double)m + c);
+    *nrstd = (float)(1.0 / __builtin_sqrt((var < 0.0 ? 0.0 : var) + (double)eps));
+@   elseif with_next then
+    *nmean = 0.0f;
+    *nrstd = (float)(1.0 / __builtin_sqrt(ss / (double)H + (double)eps));
 @   end
 }
 
@@ -881,21 +991,29 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @ local function vec(name) return function(o, h) return LD("load_p", name .. " + " .. o, h) end end
 @ local xi, gi, bi = fusion and "s" or X("x[i]"), P("gamma[i]"), P("beta[i]")
 @ local G, B = vec("gamma"), vec("beta")
-@ if p.affine == "fused" then
-@   if LN then
-@     normalize("normalize_gamma_beta", "y = " .. scaled_x .. " * gamma + beta",
-@               function(v, o, h) return out(v, G(o, h), B(o, h)) end, out(xi, gi, bi))
+@ local overlap = p.overlap == 1
+@ for _, with_next in ipairs(overlap and { false, true } or { false }) do
+@   if p.affine == "fused" then
+@     if LN then
+@       normalize("normalize_gamma_beta", "y = " .. scaled_x .. " * gamma + beta",
+@                 function(v, o, h) return out(v, G(o, h), B(o, h)) end, out(xi, gi, bi), with_next)
+@     end
+@     normalize("normalize_gamma", "y = " .. scaled_x .. " * gamma",
+@               function(v, o, h) return out(v, G(o, h)) end, out(xi, gi), with_next)
+@   else
+@     normalize("normalize_plain", "y = " .. scaled_x,
+@               function(v) return out(v) end, out(xi), with_next)
 @   end
-@   normalize("normalize_gamma", "y = " .. scaled_x .. " * gamma",
-@             function(v, o, h) return out(v, G(o, h)) end, out(xi, gi))
-@ else
-@   normalize("normalize_plain", "y = " .. scaled_x,
-@             function(v) return out(v) end, out(xi))
 @ end
 @ local normalize_row = p.affine == "none" and "normalize_plain"
 @   or LN and "beta ? normalize_gamma_beta : normalize_gamma" or "normalize_gamma"
 typedef void normalize_fn(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
                           float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}});
+@ if overlap then
+typedef void normalize_next_fn(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta,
+                               float mean, float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}},
+                               const xt *nx{{fusion and ", const rt *nres" or ""}}, float eps, float *nmean, float *nrstd);
+@ end
 @ if R > 1 then
 enum { CHUNK = 1024 }; /* elements of a row group's normalize step */
 @ end
@@ -941,6 +1059,9 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 @   end
 @ end
     normalize_fn *const normalize = {{normalize_row}};
+@ if overlap then
+    normalize_next_fn *const normalize_next = {{(normalize_row:gsub("(normalize_[%a_]+)", "%1_next"))}};
+@ end
     int64_t r = row_begin;
 @ if R > 1 then
     for (; r + {{R}} <= row_end; r += {{R}}) {
@@ -986,6 +1107,39 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row{{rpf and ", rrow" or ""}});
         if (a->mean) a->mean[r] = mean[0];
         if (a->rstd) a->rstd[r] = rstd[0];
+    }
+@ elseif overlap then
+    /* Each row's statistics come from the previous row's normalize loop (the first's from a pass). */
+    float mean = 0.0f, rstd = 0.0f;
+    if (r < row_end) {
+        const xt *row = x + r * a->x_stride;
+@   if fusion then
+        const rt *rrow = res + r * a->residual_stride;
+@   end
+        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd);
+    }
+    for (; r < row_end; ++r) {
+        const xt *row = x + r * a->x_stride;
+@   if fusion then
+        const rt *rrow = res + r * a->residual_stride;
+@   end
+        const float m = mean, s = rstd;
+        if (r + 1 < row_end) {
+            const xt *nrow = row + a->x_stride;
+            const xt *after = r + 2 < row_end ? nrow + a->x_stride : nrow;
+@   if fusion then
+            const rt *nrrow = rrow + a->residual_stride;
+@   end
+@   if rpf then
+            const rt *rafter = r + 2 < row_end ? nrrow + a->residual_stride : nrrow;
+@   end
+            normalize_next(row, {{SN}}y + r * a->y_stride, gamma, beta, m, s, H, after{{rpf and ", rafter" or ""}},
+                           nrow{{fusion and ", nrrow" or ""}}, a->eps, &mean, &rstd);
+        } else {
+            normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, m, s, H, row{{rpf and ", rrow" or ""}});
+        }
+        if (a->mean) a->mean[r] = m;
+        if (a->rstd) a->rstd[r] = s;
     }
 @ else
     for (; r < row_end; ++r) {
