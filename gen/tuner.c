@@ -512,19 +512,22 @@ static void record_retimed(job *j, const size_t *v, const lntune_timed *group,
     }
 }
 
-/* The indices of the (at most) max best scores of t[0..n) that did not fail, best first. */
-static size_t best_scored(const lntune_timed *t, size_t n, size_t *out, size_t max) {
+size_t lntune_tune_finalists(const lntune_timed *t, size_t n, size_t *out, size_t max) {
     size_t m = 0;
-    for (size_t k = 0; k < n; ++k) {
-        if (t[k].failed) continue;
-        size_t at = m < max ? m++ : max;
-        if (at == max && !(t[k].score_ns < t[out[max - 1]].score_ns)) continue;
-        if (at == max) at = max - 1;
-        while (at > 0 && t[k].score_ns < t[out[at - 1]].score_ns) {
-            out[at] = out[at - 1];
-            --at;
+    for (int by_median = 0; by_median < 2; ++by_median) {
+        const size_t limit = by_median ? max : (max + 1) / 2;
+        while (m < limit) {
+            size_t best = n;
+            for (size_t k = 0; k < n; ++k) {
+                size_t q = 0;
+                while (q < m && out[q] != k) ++q;
+                if (t[k].failed || q < m) continue;
+                const double f = by_median ? t[k].median_ns : t[k].score_ns;
+                if (best == n || f < (by_median ? t[best].median_ns : t[best].score_ns)) best = k;
+            }
+            if (best == n) return m;
+            out[m++] = best;
         }
-        out[at] = k;
     }
     return m;
 }
@@ -624,10 +627,13 @@ static void tune_one(job *j) {
      * The leaders with the copies in one long interleaved run: many variants lie within a few
      * percent of each other, and the short batches of the search rank them only roughly. Then
      * the best FINALISTS again, alone with the copies: with fewer kernels per round the figures
-     * follow the machine's drift closely, and they decide. Both rank by score (timing.h), not
-     * the median: on a shared 2-vCPU host, phases of about a second slowed row-at-a-time
-     * LayerNorms by 25-35% against 15% for rows=4 ones, the copy hardly at all, and the median
-     * saw them in some runs only, so three runs chose three winners 8.5% apart.
+     * follow the machine's drift closely, and they decide. The final choice goes by score
+     * (timing.h), not the median: on a shared 2-vCPU host, phases of about a second slowed
+     * row-at-a-time LayerNorms by 25-35% against 15% for rows=4 ones, the copy hardly at all,
+     * and the median saw them in some runs only, so three runs chose three winners 8.5% apart.
+     * The finalists are the best two by score and the best two by median: a phase in the first
+     * run once gave all four best scores to rows=4 variants, 10% slower side by side than the
+     * overlap=1 one with the best median, which then never reached the final run.
      */
     progress(j, "retime");
     lntune_timed group[TOP + LNTUNE_COPY_FINALISTS];
@@ -636,7 +642,7 @@ static void tune_one(job *j) {
     if (stopped(j)) goto done;
     record_retimed(j, top, group, outs, nlead);
     size_t fin[FINALISTS];
-    const size_t nfin = best_scored(group, nlead, fin, FINALISTS);
+    const size_t nfin = lntune_tune_finalists(group, nlead, fin, FINALISTS);
     for (size_t k = 0; k < nfin; ++k) fin[k] = top[fin[k]];
     if (nfin == 0) goto done;
     const size_t nf = retime(j, fin, nfin, copies, nfinal, group, outs);

@@ -88,6 +88,13 @@ struct lntune_best;
 void lntune_tune_result_from_best(lntune_tune_result *r, const struct lntune_best *b);
 
 /*
+ * The finalists among n re-timed leaders t[0..n): the best (max + 1) / 2 by score_ns, then the
+ * best by median_ns of the others, up to max in all; never a failed one. Their indices to out;
+ * returns how many.
+ */
+size_t lntune_tune_finalists(const lntune_timed *t, size_t n, size_t *out, size_t max);
+
+/*
  * The winner among n re-timed finalists t[0..n) (at least one not failed): the best score_ns, or
  * the simplest (lowest complexity, then first variant name) of those within noise (a fraction)
  * of it. The score, not the median: timing.h.

@@ -10,7 +10,9 @@
  *    its rows keyed by the op text "layernorm_backward"; unknown op texts and backward type
  *    tuples whose y differs from x are refused;
  *  - the choice among re-timed finalists (lntune_tune_choose): by score, not median; within the
- *    noise the simplest, then the first name; never a failed one.
+ *    noise the simplest, then the first name; never a failed one;
+ *  - the finalists among the re-timed leaders (lntune_tune_finalists): the best two by score
+ *    and the best two by median.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -71,8 +73,32 @@ static void the_choice_goes_by_score(void) {
     CHECK(k == 0, "2%% slower is not a tie, however simple (chose %zu)", k);
 }
 
+static void the_finalists_take_both_figures(void) {
+    /* 0, 1: the best scores; 2, 3: the best medians with a slow phase in their scores; 4 failed
+     * with the best figures; 5 worst by both. */
+    const lntune_timed leaders[6] = {
+        {.median_ns = 110, .score_ns = 112},          {.median_ns = 111, .score_ns = 113},
+        {.median_ns = 100, .score_ns = 120},          {.median_ns = 101, .score_ns = 121},
+        {.median_ns = 1, .score_ns = 1, .failed = 1}, {.median_ns = 130, .score_ns = 130}};
+    size_t out[4] = {9, 9, 9, 9};
+    size_t n = lntune_tune_finalists(leaders, 6, out, 4);
+    CHECK(n == 4 && out[0] == 0 && out[1] == 1 && out[2] == 2 && out[3] == 3,
+          "finalists: the best 2 by score, then the best 2 by median (got %zu: %zu %zu %zu %zu)", n,
+          out[0], out[1], out[2], out[3]);
+    /* The best by both figures is taken once; the rest by median. */
+    const lntune_timed both[3] = {{.median_ns = 100, .score_ns = 100},
+                                  {.median_ns = 105, .score_ns = 101},
+                                  {.median_ns = 102, .score_ns = 110}};
+    n = lntune_tune_finalists(both, 3, out, 4);
+    CHECK(n == 3 && out[0] == 0 && out[1] == 1 && out[2] == 2,
+          "finalists of 3 leaders: all, each once (got %zu)", n);
+    const lntune_timed failed[2] = {{.failed = 1}, {.failed = 1}};
+    CHECK(lntune_tune_finalists(failed, 2, out, 4) == 0, "finalists of failed leaders: none");
+}
+
 int main(void) {
     the_choice_goes_by_score();
+    the_finalists_take_both_figures();
     char dir[4096];
     if (scratch_dir_make(dir, sizeof dir, "tuner")) return 1;
     char db[4200], tpl[4200];
