@@ -16,6 +16,7 @@
 
 enum { MAX_PARAMS = 32, MAX_VALUES = 64, EXHAUSTIVE_CHUNK = 64 };
 static const double LEADER_WINDOW = 1.25; /* see leaders() */
+enum { MAX_LEADERS = 64 };
 
 struct lntune_space {
     size_t n;
@@ -177,41 +178,45 @@ static size_t fastest(const lntune_space *s, const double *times, size_t *out, s
 }
 
 /*
- * The max_top fastest timed variants, fastest first, among them the fastest of each value of the
- * first knob that times within LEADER_WINDOW of the best, in place of the slowest others. The
- * search's figures come from short batches, and a phase of the host that slowed wide vectors for
- * a few seconds once left every leader at vec=4, 6-12% slower than vec=16 side by side (Zen 4);
- * the tuner's long interleaved retime of the leaders then had no other vec to choose.
+ * The max_top fastest timed variants, fastest first, except that each knob value whose fastest
+ * variant times within LEADER_WINDOW of the best has that variant among them (knobs in their
+ * declared order, values in theirs), in place of the slowest leaders of the slower half that
+ * were not so placed. The search's figures come from short batches: a phase of the host that
+ * slowed wide vectors for a few seconds once left every leader at vec=4, 6-12% slower than
+ * vec=16 side by side, and one batch that timed the four overlap=1 variants in a slow phase
+ * left none among the leaders, 5.9% slower than exhaustive's overlap=1 winner (Zen 4). The
+ * tuner's long interleaved retime of the leaders then had neither to choose.
  */
 static size_t leaders(const lntune_space *s, const double *times, size_t *out, size_t max_top) {
     size_t n = fastest(s, times, out, max_top);
-    if (n == 0 || s->nparams == 0) return n;
-    size_t best_of[MAX_VALUES];
-    int has[MAX_VALUES] = {0};
-    for (size_t i = 0; i < s->n; ++i) {
-        const int v = s->ids[i * (size_t)s->nparams];
-        if (isnan(times[i]) || isinf(times[i])) continue;
-        if (!has[v] || times[i] < times[best_of[v]]) best_of[v] = i;
-        has[v] = 1;
-    }
+    if (n == 0 || max_top > MAX_LEADERS) return n;
+    const size_t np = (size_t)s->nparams, keep = (max_top + 1) / 2;
     const double limit = times[out[0]] * LEADER_WINDOW;
-    for (int v = 0; v < MAX_VALUES; ++v) {
-        if (!has[v] || !(times[best_of[v]] <= limit)) continue;
-        size_t k = 0, same = 0;
-        while (k < n && out[k] != best_of[v]) ++k;
-        if (k < n) continue; /* already a leader */
-        if (n < max_top) {
-            out[n++] = best_of[v];
-            continue;
+    unsigned char placed[MAX_LEADERS] = {0};
+    for (size_t j = 0; j < np; ++j) {
+        size_t best_of[MAX_VALUES];
+        int has[MAX_VALUES] = {0}, among[MAX_VALUES] = {0};
+        for (size_t i = 0; i < s->n; ++i) {
+            const int v = s->ids[i * np + j];
+            if (isnan(times[i]) || isinf(times[i])) continue;
+            if (!has[v] || times[i] < times[best_of[v]]) best_of[v] = i;
+            has[v] = 1;
         }
-        /* the slowest leader whose first-knob value another leader shares */
-        for (k = n; k-- > 0;) {
-            const int w = s->ids[out[k] * (size_t)s->nparams];
-            same = 0;
-            for (size_t q = 0; q < n; ++q) same += s->ids[out[q] * (size_t)s->nparams] == w;
-            if (same > 1) break;
+        for (size_t k = 0; k < n; ++k) among[s->ids[out[k] * np + j]] = 1;
+        for (int v = 0; v < MAX_VALUES; ++v) {
+            if (!has[v] || among[v] || !(times[best_of[v]] <= limit)) continue;
+            size_t k = n;
+            if (n < max_top) {
+                k = n++;
+            } else {
+                while (k > keep && placed[k - 1]) --k;
+                if (k == keep) break; /* no slot left to give */
+                --k;
+            }
+            out[k] = best_of[v];
+            placed[k] = 1;
+            among[v] = 1;
         }
-        if (same > 1) out[k] = best_of[v];
     }
     for (size_t k = 1; k < n; ++k) /* fastest first again */
         for (size_t q = k; q > 0 && times[out[q]] < times[out[q - 1]]; --q) {

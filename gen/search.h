@@ -37,8 +37,8 @@ typedef void (*lntune_evaluate_fn)(void *ud, const size_t *idx, size_t n, double
  * Searches the space: quick is one sweep over the knobs from the naive variant keeping the best
  * (coordinate descent), measure a beam of the 4 best through up to 3 sweeps, exhaustive every
  * variant. Writes up to max_top of the fastest variants seen, fastest first, to top, with the
- * fastest of each value of the first knob that timed within 25% of the best among them; returns
- * how many (0 if none was correct).
+ * fastest of each knob value that timed within 25% of the best among them while the slower half
+ * of top has room; returns how many (0 if none was correct).
  */
 size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_fn evaluate,
                      void *ud, size_t *top, size_t max_top);

@@ -47,7 +47,6 @@ local FILE_SCOPE_NAMES = {
     "store_r", "stream_r", "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
     "bf16_round_even", "store_r2", "stream_r2", "bf16_pack", "bf16_pack_even",
     "normalize_gamma_beta_next", "normalize_gamma_next", "normalize_plain_next", "normalize_next_fn",
-    "next_stats",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
