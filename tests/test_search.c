@@ -47,6 +47,20 @@ static size_t search(const char *const *variants, const double *times, size_t n,
     return found ? top[0] : (size_t)-1;
 }
 
+/* The 4 leaders of an exhaustive search of variants[0..n) to top; how many. */
+static size_t exhaustive_leaders(const char *const *variants, const double *times, size_t n,
+                                 fake *f, size_t *top) {
+    lntune_space *s = NULL;
+    size_t got = 0;
+    if (lntune_space_create((char *const *)variants, n, &s) == LNTUNE_OK) {
+        memset(f, 0, sizeof *f);
+        f->times = times;
+        got = lntune_search(s, LNTUNE_RIGOR_EXHAUSTIVE, evaluate, f, top, 4);
+    }
+    lntune_space_destroy(s);
+    return got;
+}
+
 int main(void) {
     fake f;
     /* vec in {1, 4, 16} x acc in {1..4} x convert in {portable, native}; native exists only for
@@ -119,14 +133,8 @@ int main(void) {
                 lead[m] = lead_text[m];
                 lead_ns[m] = (v == 2 ? behind : base_ns[v]) + acc;
             }
-        lntune_space *s = NULL;
-        size_t top[4], got = 0;
-        if (lntune_space_create((char *const *)lead, m, &s) == LNTUNE_OK) {
-            memset(&f, 0, sizeof f);
-            f.times = lead_ns;
-            got = lntune_search(s, LNTUNE_RIGOR_EXHAUSTIVE, evaluate, &f, top, 4);
-        }
-        lntune_space_destroy(s);
+        size_t top[4];
+        const size_t got = exhaustive_leaders(lead, lead_ns, m, &f, top);
         char list[128] = "";
         int vec16 = 0, vec1 = 0, sorted = 1;
         for (size_t k = 0; k < got; ++k) {
@@ -160,14 +168,8 @@ int main(void) {
                     ov[m] = ov_text[m];
                     ov_ns[m] = 100 + a + 0.5 * v + 8 * o;
                 }
-        lntune_space *s = NULL;
-        size_t top[4], got = 0;
-        if (lntune_space_create((char *const *)ov, m, &s) == LNTUNE_OK) {
-            memset(&f, 0, sizeof f);
-            f.times = ov_ns;
-            got = lntune_search(s, LNTUNE_RIGOR_EXHAUSTIVE, evaluate, &f, top, 4);
-        }
-        lntune_space_destroy(s);
+        size_t top[4];
+        const size_t got = exhaustive_leaders(ov, ov_ns, m, &f, top);
         int with_overlap = 0;
         for (size_t k = 0; k < got; ++k) with_overlap += strstr(ov[top[k]], "overlap=1") != NULL;
         CHECK(got == 4 && with_overlap == 1 && strcmp(ov[top[0]], "vec=8,acc=1,overlap=0") == 0 &&
