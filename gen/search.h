@@ -23,6 +23,9 @@ const char *lntune_space_variant(const lntune_space *s, size_t i);
 /* Sum of the value ranks of variant i: 0 for the naive variant; smaller is simpler. Templates list
  * a knob's values in the order a tie should prefer them. */
 int lntune_space_complexity(const lntune_space *s, size_t i);
+/* How many knobs the space has, and variant i's value rank of knob j (0: the knob's first). */
+int lntune_space_knobs(const lntune_space *s);
+int lntune_space_value(const lntune_space *s, size_t i, int j);
 
 /* About how many variants lntune_search evaluates at this rigor (for a progress bar). */
 size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor);
@@ -36,9 +39,11 @@ typedef void (*lntune_evaluate_fn)(void *ud, const size_t *idx, size_t n, double
 /*
  * Searches the space: quick is one sweep over the knobs from the naive variant keeping the best
  * (coordinate descent), measure a beam of the 4 best through up to 3 sweeps, exhaustive every
- * variant. Writes up to max_top of the fastest variants seen, fastest first, to top, with the
- * fastest of each knob value that timed within 25% of the best among them while the slower half
- * of top has room; returns how many (0 if none was correct).
+ * variant. Then it times once more the fastest variant of each knob value that timed 25% to 60%
+ * behind the best, keeping its lower figure. Writes up to max_top of the fastest variants seen,
+ * fastest first, to top, with the fastest of each knob value that timed within 25% of the best
+ * among them (knobs in declared order) while the slower half of top has room; returns how many (0
+ * if none was correct).
  */
 size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_fn evaluate,
                      void *ud, size_t *top, size_t max_top);

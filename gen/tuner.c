@@ -34,11 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TOP = 16, FINALISTS = 4, RETIME_ROUNDS = 15, MIN_ROUNDS = 7 };
+enum { TOP = 16, FINALISTS = 4, MAX_FINALISTS = 8, RETIME_ROUNDS = 15, MIN_ROUNDS = 7 };
 enum { MAX_COPIES = 64 };                     /* copy variants built */
 static const double NOISE = 0.01;             /* within 1%, the simpler variant wins */
 static const double BATCH_BUDGET_NS = 250e6;  /* timing of one batch of candidates */
 static const double RETIME_BUDGET_NS = 2.5e9; /* each of the two final interleaved runs */
+static const double FINALIST_WINDOW = 1.15;   /* see tune_one */
 
 /* A compiled, loaded source; variants that differ only in launch parameters share one. */
 typedef struct {
@@ -463,10 +464,10 @@ size_t lntune_tune_choose(const lntune_timed *t, size_t n, const int *complexity
     return pick;
 }
 
-/* Among the retimed leaders top[0..n) (n <= FINALISTS), lntune_tune_choose's. */
+/* Among the retimed leaders top[0..n) (n <= MAX_FINALISTS), lntune_tune_choose's. */
 static size_t choose(const job *j, const size_t *top, const lntune_timed *t, size_t n) {
-    int complexity[FINALISTS];
-    const char *variant[FINALISTS];
+    int complexity[MAX_FINALISTS];
+    const char *variant[MAX_FINALISTS];
     for (size_t k = 0; k < n; ++k) {
         complexity[k] = lntune_space_complexity(j->space, top[k]);
         variant[k] = lntune_space_variant(j->space, top[k]);
@@ -512,22 +513,53 @@ static void record_retimed(job *j, const size_t *v, const lntune_timed *group,
     }
 }
 
-size_t lntune_tune_finalists(const lntune_timed *t, size_t n, size_t *out, size_t max) {
+static int is_finalist(const size_t *out, size_t m, size_t k) {
+    size_t q = 0;
+    while (q < m && out[q] != k) ++q;
+    return q < m;
+}
+
+/* Whether leader k holds a value of some knob that none of the m finalists holds. */
+static int brings_a_value(const int *values, size_t nknobs, const size_t *out, size_t m, size_t k) {
+    for (size_t j = 0; j < nknobs; ++j) {
+        size_t q = 0;
+        while (q < m && values[out[q] * nknobs + j] != values[k * nknobs + j]) ++q;
+        if (q == m) return 1;
+    }
+    return 0;
+}
+
+size_t lntune_tune_finalists(const lntune_timed *t, size_t n, const int *values, size_t nknobs,
+                             size_t core, size_t *out, size_t max) {
+    if (core > max) core = max;
     size_t m = 0;
     for (int by_median = 0; by_median < 2; ++by_median) {
-        const size_t limit = by_median ? max : (max + 1) / 2;
+        const size_t limit = by_median ? core : (core + 1) / 2;
         while (m < limit) {
             size_t best = n;
             for (size_t k = 0; k < n; ++k) {
-                size_t q = 0;
-                while (q < m && out[q] != k) ++q;
-                if (t[k].failed || q < m) continue;
+                if (t[k].failed || is_finalist(out, m, k)) continue;
                 const double f = by_median ? t[k].median_ns : t[k].score_ns;
                 if (best == n || f < (by_median ? t[best].median_ns : t[best].score_ns)) best = k;
             }
             if (best == n) return m;
             out[m++] = best;
         }
+    }
+    if (!values || m == 0) return m;
+    double best_median = INFINITY;
+    for (size_t k = 0; k < n; ++k)
+        if (!t[k].failed && t[k].median_ns < best_median) best_median = t[k].median_ns;
+    while (m < max) {
+        size_t best = n;
+        for (size_t k = 0; k < n; ++k) {
+            if (t[k].failed || !(t[k].median_ns <= best_median * FINALIST_WINDOW) ||
+                is_finalist(out, m, k) || !brings_a_value(values, nknobs, out, m, k))
+                continue;
+            if (best == n || t[k].median_ns < t[best].median_ns) best = k;
+        }
+        if (best == n) break;
+        out[m++] = best;
     }
     return m;
 }
@@ -633,7 +665,10 @@ static void tune_one(job *j) {
      * and the median saw them in some runs only, so three runs chose three winners 8.5% apart.
      * The finalists are the best two by score and the best two by median: a phase in the first
      * run once gave all four best scores to rows=4 variants, 10% slower side by side than the
-     * overlap=1 one with the best median, which then never reached the final run.
+     * overlap=1 one with the best median, which then never reached the final run. Then, up to
+     * MAX_FINALISTS, leaders within FINALIST_WINDOW that hold a knob value no finalist holds: a
+     * phase that slowed rows=1 kernels during the whole first run (their best 5% behind rows=4)
+     * once left only rows=2 and rows=4 finalists, and the winner at 0.87x the copy.
      */
     progress(j, "retime");
     lntune_timed group[TOP + LNTUNE_COPY_FINALISTS];
@@ -641,8 +676,15 @@ static void tune_one(job *j) {
     size_t nlead = retime(j, top, ntop, copies, nfinal, group, outs);
     if (stopped(j)) goto done;
     record_retimed(j, top, group, outs, nlead);
-    size_t fin[FINALISTS];
-    const size_t nfin = lntune_tune_finalists(group, nlead, fin, FINALISTS);
+    const size_t nknobs = (size_t)lntune_space_knobs(space);
+    int *values = malloc(nlead * nknobs * sizeof *values + 1);
+    for (size_t k = 0; values && k < nlead; ++k)
+        for (size_t q = 0; q < nknobs; ++q)
+            values[k * nknobs + q] = lntune_space_value(space, top[k], (int)q);
+    size_t fin[MAX_FINALISTS];
+    const size_t nfin =
+        lntune_tune_finalists(group, nlead, values, nknobs, FINALISTS, fin, MAX_FINALISTS);
+    free(values);
     for (size_t k = 0; k < nfin; ++k) fin[k] = top[fin[k]];
     if (nfin == 0) goto done;
     const size_t nf = retime(j, fin, nfin, copies, nfinal, group, outs);

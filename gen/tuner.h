@@ -88,11 +88,14 @@ struct lntune_best;
 void lntune_tune_result_from_best(lntune_tune_result *r, const struct lntune_best *b);
 
 /*
- * The finalists among n re-timed leaders t[0..n): the best (max + 1) / 2 by score_ns, then the
- * best by median_ns of the others, up to max in all; never a failed one. Their indices to out;
- * returns how many.
+ * The finalists among n re-timed leaders t[0..n): the best (core + 1) / 2 by score_ns, then the
+ * best by median_ns of the others, up to core; then, up to max in all, one at a time, the leader
+ * with the best median of those that hold a knob value no finalist holds, while that median lies
+ * within 15% of the best leader's. Never a failed one. values[k * nknobs + j] is leader k's value
+ * (rank) of knob j; NULL leaves the finalists at core. Their indices to out; returns how many.
  */
-size_t lntune_tune_finalists(const lntune_timed *t, size_t n, size_t *out, size_t max);
+size_t lntune_tune_finalists(const lntune_timed *t, size_t n, const int *values, size_t nknobs,
+                             size_t core, size_t *out, size_t max);
 
 /*
  * The winner among n re-timed finalists t[0..n) (at least one not failed): the best score_ns, or

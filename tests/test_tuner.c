@@ -12,7 +12,8 @@
  *  - the choice among re-timed finalists (lntune_tune_choose): by score, not median; within the
  *    noise the simplest, then the first name; never a failed one;
  *  - the finalists among the re-timed leaders (lntune_tune_finalists): the best two by score
- *    and the best two by median.
+ *    and the best two by median, then the best leader within 15% that holds a knob value no
+ *    finalist holds, one at a time, up to the cap.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -81,7 +82,7 @@ static void the_finalists_take_both_figures(void) {
         {.median_ns = 100, .score_ns = 120},          {.median_ns = 101, .score_ns = 121},
         {.median_ns = 1, .score_ns = 1, .failed = 1}, {.median_ns = 130, .score_ns = 130}};
     size_t out[4] = {9, 9, 9, 9};
-    size_t n = lntune_tune_finalists(leaders, 6, out, 4);
+    size_t n = lntune_tune_finalists(leaders, 6, NULL, 0, 4, out, 4);
     CHECK(n == 4 && out[0] == 0 && out[1] == 1 && out[2] == 2 && out[3] == 3,
           "finalists: the best 2 by score, then the best 2 by median (got %zu: %zu %zu %zu %zu)", n,
           out[0], out[1], out[2], out[3]);
@@ -89,16 +90,49 @@ static void the_finalists_take_both_figures(void) {
     const lntune_timed both[3] = {{.median_ns = 100, .score_ns = 100},
                                   {.median_ns = 105, .score_ns = 101},
                                   {.median_ns = 102, .score_ns = 110}};
-    n = lntune_tune_finalists(both, 3, out, 4);
+    n = lntune_tune_finalists(both, 3, NULL, 0, 4, out, 4);
     CHECK(n == 3 && out[0] == 0 && out[1] == 1 && out[2] == 2,
           "finalists of 3 leaders: all, each once (got %zu)", n);
     const lntune_timed failed[2] = {{.failed = 1}, {.failed = 1}};
-    CHECK(lntune_tune_finalists(failed, 2, out, 4) == 0, "finalists of failed leaders: none");
+    CHECK(lntune_tune_finalists(failed, 2, NULL, 0, 4, out, 4) == 0,
+          "finalists of failed leaders: none");
+}
+
+static void the_finalists_hold_every_close_knob_value(void) {
+    /*
+     * Knobs (rows, vec) of 8 leaders. 0-3 hold rows=4 or rows=2 and the best figures; 4 (rows=1,
+     * 9% behind) and 5 (vec=16, 12% behind) bring a value none of them holds, 6 rows=1 too but
+     * slower than 4, 7 vec=8 20% behind: outside the window.
+     */
+    const int values[8 * 2] = {2, 1, 2, 1, 1, 1, 2, 1, 0, 1, 1, 2, 0, 1, 1, 0};
+    const lntune_timed leaders[8] = {
+        {.median_ns = 100, .score_ns = 100}, {.median_ns = 101, .score_ns = 101},
+        {.median_ns = 102, .score_ns = 102}, {.median_ns = 103, .score_ns = 103},
+        {.median_ns = 109, .score_ns = 109}, {.median_ns = 112, .score_ns = 112},
+        {.median_ns = 110, .score_ns = 110}, {.median_ns = 120, .score_ns = 120}};
+    size_t out[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    size_t n = lntune_tune_finalists(leaders, 8, values, 2, 4, out, 8);
+    CHECK(n == 6 && out[0] == 0 && out[1] == 1 && out[2] == 2 && out[3] == 3 && out[4] == 4 &&
+              out[5] == 5,
+          "finalists: the 4 best, then rows=1 at +9%% and vec=16 at +12%%, not a second rows=1 "
+          "nor vec=8 at +20%% (got %zu: %zu %zu %zu %zu %zu %zu)",
+          n, out[0], out[1], out[2], out[3], out[4], out[5]);
+    n = lntune_tune_finalists(leaders, 8, values, 2, 4, out, 5);
+    CHECK(n == 5 && out[4] == 4, "a cap of 5: the closer of the two (got %zu, last %zu)", n,
+          out[4]);
+    /* No leader within the window brings anything new: the core alone. */
+    const int same[3 * 2] = {0, 0, 0, 0, 1, 1};
+    const lntune_timed far[3] = {{.median_ns = 100, .score_ns = 100},
+                                 {.median_ns = 101, .score_ns = 101},
+                                 {.median_ns = 116, .score_ns = 116}};
+    n = lntune_tune_finalists(far, 3, same, 2, 1, out, 8);
+    CHECK(n == 1 && out[0] == 0, "a value 16%% behind stays out (got %zu)", n);
 }
 
 int main(void) {
     the_choice_goes_by_score();
     the_finalists_take_both_figures();
+    the_finalists_hold_every_close_knob_value();
     char dir[4096];
     if (scratch_dir_make(dir, sizeof dir, "tuner")) return 1;
     char db[4200], tpl[4200];
