@@ -119,6 +119,14 @@ size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor) {
     return estimate < s->n ? estimate : s->n;
 }
 
+/* Appends v to out[0..count) unless it is there; returns the new count. */
+static size_t append_new(size_t *out, size_t count, size_t v) {
+    size_t k = 0;
+    while (k < count && out[k] != v) ++k;
+    if (k == count) out[count++] = v;
+    return count;
+}
+
 /*
  * The variants one step from v along knob p, appended to out (no duplicates): for each value of
  * p, the variant equal to v in every other knob, or where the templates' rules exclude that one
@@ -146,12 +154,8 @@ static size_t neighbors(const lntune_space *s, size_t v, int p, size_t *out, siz
             best[value] = i;
         }
     }
-    for (int value = 0; value < MAX_VALUES; ++value) {
-        if (best_distance[value] > 1) continue;
-        size_t k = 0;
-        while (k < count && out[k] != best[value]) ++k;
-        if (k == count) out[count++] = best[value];
-    }
+    for (int value = 0; value < MAX_VALUES; ++value)
+        if (best_distance[value] <= 1) count = append_new(out, count, best[value]);
     return count;
 }
 
@@ -261,12 +265,9 @@ static void recheck(const lntune_space *s, lntune_evaluate_fn evaluate, void *ud
         size_t best_of[MAX_VALUES];
         int has[MAX_VALUES];
         fastest_of_values(s, times, j, best_of, has);
-        for (int v = 0; v < MAX_VALUES; ++v) {
-            if (!has[v] || !(times[best_of[v]] > lo && times[best_of[v]] <= hi)) continue;
-            size_t k = 0;
-            while (k < n && cand[k] != best_of[v]) ++k;
-            if (k == n) cand[n++] = best_of[v];
-        }
+        for (int v = 0; v < MAX_VALUES; ++v)
+            if (has[v] && times[best_of[v]] > lo && times[best_of[v]] <= hi)
+                n = append_new(cand, n, best_of[v]);
     }
     if (n == 0) return;
     evaluate(ud, cand, n, results);
