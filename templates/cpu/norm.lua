@@ -63,7 +63,7 @@ end
 -- Rows per iteration only pays off while a row's statistics are short loops.
 local MAX_H_FOR_ROW_GROUPS = 4096
 -- pdensity's values, first the one every variant without prefetch takes.
-local PDENSITIES = { 4, 8 }
+local PDENSITIES = { 4, 8, 1 }
 
 function M.family(op)
     local layernorm = op == "layernorm"
@@ -150,12 +150,12 @@ function M.family(op)
                 -- 4 first: with one prefetch per line, x's stream fell 12-25% behind the copy
                 -- wherever a vector step covers 64 bytes or more (vec=16, or vec=8 with acc >= 2),
                 -- where the same line prefetched again every 16 or 8 bytes kept up (Zen 4). One
-                -- per line is no longer a value: it only ever won beside vec=4, and there it led
-                -- a search's beam away from vec=8 and 16 (0.83x of the copy, 2026-12-02).
+                -- per line is last (the tie-break's least favoured): on an Intel Xeon (AVX-512,
+                -- 260 MiB L3) the extra hints cost 5-6% at vec=16, side by side.
                 name = "pdensity",
                 values = PDENSITIES,
-                doc = "prefetch instructions per 64-byte line of a prefetched row: 4 or 8 (the same line "
-                    .. "again every 16 or 8 bytes)",
+                doc = "prefetch instructions per 64-byte line of a prefetched row: 4, 8 or 1 (the same line "
+                    .. "again every 16 or 8 bytes, or once)",
             },
             {
                 -- bf16 Add & Norm gained 10-58% from it, fp32 Post-LN lost 9-17% with prefetch=1
