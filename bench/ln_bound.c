@@ -5,7 +5,8 @@
  * prefetched into L2), timed interleaved (fresh order each round) on ROWS x 4096 floats over
  * THREADS threads. The steps say where the time goes: issue #3's ">= 0.9x copy" gap.
  *
- *   ln_bound [THREADS [ROWS]]   the table (default 2 threads, 2048 rows: 64 MiB, past L3)
+ *   ln_bound [THREADS [ROWS [H]]]  the table (default 2 threads, 2048 rows, H = 4096: 64 MiB,
+ *                               past a 32 MiB L3 but not a 260 MiB one; H a multiple of 256)
  *   ln_bound --drift            how much a batch median of 5 rounds varies, raw and as a
  *                               ratio to a copy timed in the same rounds (gen/timing.h)
  *
@@ -22,9 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-enum { H = 4096, ROUNDS = 30, DRIFT_ROUNDS = 400, BATCH = 5 };
+enum { ROUNDS = 30, DRIFT_ROUNDS = 400, BATCH = 5, SMALL = 256 /* floats: 1 KiB */ };
 
-static int rows = 2048, threads = 2;
+static int rows = 2048, threads = 2, H = 4096;
 static float *X, *Y, *G, *B; /* x and y: rows x H; gamma and beta: H */
 static volatile float sink;
 
@@ -118,6 +119,59 @@ static void layernorm_prefetch(int r0, int r1) {
     layernorm(r0, r1, 1);
 }
 
+/* normalize with gamma and beta from a 1 KiB window: their share of L1 taken away */
+static void normalize_small_params(int r0, int r1) {
+    const __m512 m = _mm512_set1_ps(0.5f), s = _mm512_set1_ps(2.0f);
+    for (int r = r0; r < r1; ++r) {
+        const float *x = X + (size_t)r * H, *next = r + 1 < r1 ? x + H : NULL;
+        float *y = Y + (size_t)r * H;
+        for (int i = 0; i < H; i += 16) {
+            if (next) _mm_prefetch((const char *)(next + i), _MM_HINT_T1);
+            const int k = i % SMALL;
+            const __m512 v = (_mm512_load_ps(x + i) - m) * s;
+            _mm512_stream_ps(y + i,
+                             _mm512_fmadd_ps(v, _mm512_load_ps(G + k), _mm512_load_ps(B + k)));
+        }
+    }
+}
+
+/*
+ * Row r normalized in the loop that sums row r + 1 (shifted by its first element) and its
+ * squares, row r + 2 prefetched into L2: x streams in while y streams out (overlap=1). With
+ * zigzag, every other row runs last element to first, so that a row starts on the lines of x,
+ * gamma and beta the previous one touched last.
+ */
+static void layernorm_overlap(int r0, int r1, int zigzag) {
+    float mean = sum(X + (size_t)r0 * H);
+    float rstd = 1.0f / sqrtf(squared_deviations(X + (size_t)r0 * H, mean) + 1e-5f);
+    for (int r = r0; r < r1; ++r) {
+        const float *x = X + (size_t)r * H, *nx = r + 1 < r1 ? x + H : x;
+        const float *after = r + 2 < r1 ? x + 2 * (size_t)H : nx;
+        float *y = Y + (size_t)r * H;
+        const __m512 m = _mm512_set1_ps(mean), q = _mm512_set1_ps(rstd);
+        const __m512 shift = _mm512_set1_ps(nx[0]);
+        __m512 s = _mm512_setzero_ps(), ss = s;
+        const int back = zigzag && ((r - r0) & 1);
+        for (int k = 0; k < H; k += 16) {
+            const int i = back ? H - 16 - k : k;
+            _mm_prefetch((const char *)(after + i), _MM_HINT_T1);
+            const __m512 d = _mm512_load_ps(nx + i) - shift;
+            s += d, ss = _mm512_fmadd_ps(d, d, ss);
+            const __m512 v = (_mm512_load_ps(x + i) - m) * q;
+            _mm512_stream_ps(y + i,
+                             _mm512_fmadd_ps(v, _mm512_load_ps(G + i), _mm512_load_ps(B + i)));
+        }
+        const float c = _mm512_reduce_add_ps(s) / H;
+        mean = nx[0] + c, rstd = 1.0f / sqrtf(_mm512_reduce_add_ps(ss) / H - c * c + 1e-5f);
+    }
+}
+static void layernorm_overlap_forward(int r0, int r1) {
+    layernorm_overlap(r0, r1, 0);
+}
+static void layernorm_overlap_zigzag(int r0, int r1) {
+    layernorm_overlap(r0, r1, 1);
+}
+
 static schedule *current;
 static void *worker(void *arg) {
     const long t = (long)arg;
@@ -160,6 +214,12 @@ static const step steps[] = {
     {"normalize", "the same with gamma and beta", normalize_only, 8},
     {"layernorm, no prefetch", "two statistics passes, then normalize", layernorm_no_prefetch, 8},
     {"layernorm", "the same, next row prefetched into L2", layernorm_prefetch, 8},
+    {"normalize, 1 KiB gamma/beta", "normalize, gamma and beta from a 1 KiB window",
+     normalize_small_params, 8},
+    {"layernorm, overlap", "next row's sums in this row's normalize loop",
+     layernorm_overlap_forward, 8},
+    {"layernorm, overlap zigzag", "the same, every other row backwards", layernorm_overlap_zigzag,
+     8},
 };
 enum { STEPS = sizeof steps / sizeof steps[0] };
 
@@ -203,7 +263,7 @@ static void table(void) {
 /* Coefficient of variation of batch medians (BATCH rounds each) of LayerNorm, raw and as ratios. */
 static void drift(void) {
     static double samples[2 * DRIFT_ROUNDS];
-    const int which[2] = {1, STEPS - 1}; /* the copy with prefetch, layernorm */
+    const int which[2] = {1, 7}; /* the copy with prefetch, layernorm */
     time_rounds(2, which, DRIFT_ROUNDS, samples);
     enum { NB = DRIFT_ROUNDS / BATCH };
     double raw[NB], ratio[NB];
@@ -234,9 +294,10 @@ int main(int argc, char **argv) {
     const int drift_mode = argc > 1 && strcmp(argv[1], "--drift") == 0;
     if (!drift_mode && argc > 1) threads = atoi(argv[1]);
     if (!drift_mode && argc > 2) rows = atoi(argv[2]);
-    if (threads < 1 || threads > 64 || rows < threads || rows % threads) {
-        fprintf(stderr,
-                "usage: ln_bound [THREADS (1-64) [ROWS (a multiple of THREADS)]] | --drift\n");
+    if (!drift_mode && argc > 3) H = atoi(argv[3]);
+    if (threads < 1 || threads > 64 || rows < threads || rows % threads || H < SMALL || H % SMALL) {
+        fprintf(stderr, "usage: ln_bound [THREADS (1-64) [ROWS (a multiple of THREADS) [H (a "
+                        "multiple of 256)]]] | --drift\n");
         return 2;
     }
     const size_t n = (size_t)rows * H;
