@@ -1,8 +1,8 @@
 /*
- * ln_bound.c - how close can a fp32 LayerNorm at H = 4096 come to the copy on this machine?
+ * ln_bound.c - how close can a fp32 LayerNorm (H = 4096 unless told) come to the copy here?
  * Hand-written AVX-512 schedules, each a step from the copy towards the LayerNorm lntune tunes
  * (two-pass statistics, then normalize with non-temporal stores while the next row is
- * prefetched into L2), timed interleaved (fresh order each round) on ROWS x 4096 floats over
+ * prefetched into L2), timed interleaved (fresh order each round) on ROWS x H floats over
  * THREADS threads. The steps say where the time goes: issue #3's ">= 0.9x copy" gap.
  *
  *   ln_bound [THREADS [ROWS [H]]]  the table (default 2 threads, 2048 rows, H = 4096: 64 MiB,
@@ -260,10 +260,17 @@ static void table(void) {
                gbps[k] / copy);
 }
 
+/* The index of the step that runs fn. */
+static int step_of(schedule *fn) {
+    int k = 0;
+    while (k < STEPS - 1 && steps[k].fn != fn) ++k;
+    return k;
+}
+
 /* Coefficient of variation of batch medians (BATCH rounds each) of LayerNorm, raw and as ratios. */
 static void drift(void) {
     static double samples[2 * DRIFT_ROUNDS];
-    const int which[2] = {1, 7}; /* the copy with prefetch, layernorm */
+    const int which[2] = {step_of(copy_nt_prefetch), step_of(layernorm_prefetch)};
     time_rounds(2, which, DRIFT_ROUNDS, samples);
     enum { NB = DRIFT_ROUNDS / BATCH };
     double raw[NB], ratio[NB];
