@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static int failures;
@@ -888,44 +887,6 @@ static void two_handles_share_a_file(void) {
     lntune_db_close(b);
 }
 
-/*
- * Processes that create one new file at once all open it: the WAL switch and the migration wait
- * out each other's locks (SQLite's busy handler alone skips the WAL switch's lock upgrade).
- */
-static void processes_create_one_file_together(void) {
-    enum { ROUNDS = 40, PROCS = 8 };
-    char p[512], name[32];
-    int failed = 0;
-    for (int r = 0; r < ROUNDS; ++r) {
-        int go[2];
-        snprintf(name, sizeof name, "together%d.db", r);
-        tpath(p, name);
-        if (pipe(go) != 0) {
-            CHECK(!"pipe");
-            return;
-        }
-        fflush(stdout); /* a child's fflush must not repeat what the parent buffered */
-        for (int i = 0; i < PROCS; ++i) {
-            if (fork() != 0) continue;
-            char c;
-            lntune_db *db = NULL;
-            close(go[1]);
-            if (read(go[0], &c, 1) != 0) _exit(2); /* end of file: the parent says go */
-            int rc = lntune_db_open(p, 0, &db);
-            if (rc) printf("    round %d, process %d: %s\n", r, i, lntune_db_errmsg(db));
-            fflush(stdout);
-            lntune_db_close(db);
-            _exit(rc != 0);
-        }
-        close(go[0]);
-        close(go[1]);
-        for (int i = 0, st; i < PROCS; ++i)
-            failed += wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
-        CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
-    }
-    CHECK(failed == 0);
-}
-
 int main(void) {
     static const struct {
         const char *name;
@@ -953,8 +914,6 @@ int main(void) {
         {"FORCE moves a refused file aside", force_moves_a_refused_file_aside},
         {"NULL handles and bad arguments", null_and_bad_arguments},
         {"two handles share one file", two_handles_share_a_file},
-        {"processes creating one new file together all open it",
-         processes_create_one_file_together},
     };
     if (scratch_dir_make(tmpdir, sizeof tmpdir, "test-db")) return 1;
     for (size_t i = 0; i < sizeof shared_blob; ++i) shared_blob[i] = (unsigned char)(i * 7);

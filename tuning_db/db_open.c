@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -184,9 +185,10 @@ static uint32_t be32(const unsigned char *p) {
  * creating even a -shm next to them. In WAL mode the header can lag the WAL; the SQLite checks
  * that follow see the truth.
  */
-static int inspect_file(lntune_db *db, int *state) {
+static int inspect_file(lntune_db *db, int *state, int *wal) {
     struct stat st;
     unsigned char h[100];
+    if (wal) *wal = 0;
     if (stat(db->path, &st) != 0) {
         if (errno == ENOENT) {
             *state = FILE_MISSING;
@@ -228,6 +230,8 @@ static int inspect_file(lntune_db *db, int *state) {
                                "%s has schema version %u, newer than this build's %d; use a newer "
                                "lntune with it",
                                db->path, (unsigned)version, lntune_db_schema_version());
+    /* Bytes 18 and 19 (the file format's read and write versions) are 2 in WAL mode. */
+    if (wal) *wal = h[18] == 2 && h[19] == 2;
     *state = FILE_PRESENT;
     return LNTUNE_OK;
 }
@@ -489,7 +493,7 @@ static int retry_busy(lntune_db *db, int (*step)(lntune_db *)) {
 static int open_readonly(lntune_db *db) {
     int state, version = 0;
     sqlite3 *sq = NULL;
-    int rc = inspect_file(db, &state);
+    int rc = inspect_file(db, &state, NULL);
     if (rc) return rc;
     if (state == FILE_MISSING)
         return lntune_dbi_fail(db, LNTUNE_ENOTFOUND,
@@ -544,10 +548,50 @@ static int check_writable(lntune_db *db, int state) {
     return rc;
 }
 
+/*
+ * Creating or migrating a file takes turns among lntune processes: each holds an flock(2) on
+ * the database's directory while it switches the file to WAL and runs the migration, so that
+ * processes that open one new file at once (a fleet's first tune, a test starting eight) queue
+ * there instead of failing each other's lock upgrades and sleeping in SQLite's busy handler,
+ * whose waits grow to 100 ms. The lock is advisory and only for this phase: where flock fails
+ * (a file system without it) or is held past the deadline (a process that forked while holding
+ * it), the open goes on without it, and retry_busy still serves. Returns the directory's file
+ * descriptor, or -1 with no lock held.
+ */
+static int lock_creation(const lntune_db *db, int64_t deadline) {
+    char *dir = strdup(db->path);
+    if (!dir) return -1;
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    const int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0) return -1;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+        if ((errno != EWOULDBLOCK && errno != EINTR) || now_ms() >= deadline) break;
+        sqlite3_sleep(1);
+    }
+    close(fd);
+    return -1;
+}
+
+static void unlock_creation(int fd) {
+    if (fd >= 0) close(fd); /* closing the descriptor releases its flock */
+}
+
+/* The file as this build writes it: in WAL mode, at this schema version (read, no lock). */
+static int is_current(lntune_db *db) {
+    int version = 0;
+    return classify(db, db->sq, &version) == LNTUNE_OK && version == lntune_db_schema_version();
+}
+
 static int open_readwrite(lntune_db *db) {
-    int state = FILE_MISSING, version = 0;
+    int state = FILE_MISSING, version = 0, wal = 0;
     sqlite3 *sq = NULL;
-    int rc = inspect_file(db, &state);
+    int rc = inspect_file(db, &state, &wal);
     if (!rc) rc = check_writable(db, state);
     if (!rc && state == FILE_PRESENT) {
         rc = probe(db, &sq, &version);
@@ -566,8 +610,15 @@ static int open_readwrite(lntune_db *db) {
     else if (sqlite3_busy_timeout(db->sq, LNTUNE_DB_BUSY_MS) != SQLITE_OK)
         rc = lntune_dbi_sqlfail(db, "cannot set the busy timeout");
     if (!rc) rc = exec_sql(db, "PRAGMA foreign_keys = ON", "cannot enable foreign keys");
-    if (!rc) rc = retry_busy(db, set_wal);
-    if (!rc) rc = retry_busy(db, migrate);
+    /* Every open after the first finds the file in WAL mode at this version: no lock at all. */
+    const int ready = !rc && state == FILE_PRESENT && wal &&
+                      version == lntune_db_schema_version() && is_current(db);
+    if (!rc && !ready) {
+        const int lock = lock_creation(db, now_ms() + LNTUNE_DB_BUSY_MS);
+        rc = retry_busy(db, set_wal);
+        if (!rc) rc = retry_busy(db, migrate);
+        unlock_creation(lock);
+    }
     if (rc) {
         sqlite3_close_v2(db->sq);
         db->sq = NULL;
