@@ -145,14 +145,16 @@ expect 2 "--force applies to tuning" show --db "$dir/forced.db" --force
 # --force never moves a healthy database that another process holds locked.
 cp "$dir/good.db" "$dir/locked.db"
 sha=$(sha1sum <"$dir/locked.db")
-printf 'PRAGMA locking_mode = EXCLUSIVE;\nBEGIN EXCLUSIVE;\nUPDATE hardware SET compiler = compiler;\n.system sleep 30\nROLLBACK;\n' |
+# The holder says when it holds the lock (the file "held"), then waits to be killed.
+printf 'PRAGMA locking_mode = EXCLUSIVE;\nBEGIN EXCLUSIVE;\nUPDATE hardware SET compiler = compiler;\n.system touch %s/held\n.system sleep 60\nROLLBACK;\n' "$dir" |
     sqlite3 "$dir/locked.db" >/dev/null 2>&1 &
 holder=$!
-for _ in $(seq 50); do [ -e "$dir/locked.db-wal" ] && break; sleep 0.1; done
-sleep 0.5
+for _ in $(seq 300); do [ -e "$dir/held" ] && break; sleep 0.05; done
+[ -e "$dir/held" ] || fail "the holder never took the lock"
 expect 3 "locked" "${tune[@]}" --db "$dir/locked.db" --force
 [ ! -e "$dir/locked.db.bak" ] && [ -e "$dir/locked.db" ] && ok "--force left the locked database in place" ||
     fail "--force moved a healthy, locked database to .bak"
+pkill -P "$holder" 2>/dev/null # its .system sleep
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 [ "$(sha1sum <"$dir/locked.db")" = "$sha" ] && ok "locked.db is unchanged" || fail "locked.db changed"
