@@ -1,7 +1,9 @@
 /*
- * cuda_tuner.c - the tuning job on a GPU (see cuda_tuner.h): compile every variant with NVRTC,
- * verify it on the device, time the correct ones interleaved with a device copy, re-time the
- * leaders, store everything.
+ * cuda_tuner.c - the tuning job on a GPU (see cuda_tuner.h). The CPU tuner's search (search.h)
+ * walks the variant space at the configured rigor (quick, measure, exhaustive); each batch it
+ * asks for is compiled with NVRTC, verified on the device, and its correct variants are timed
+ * interleaved with a device copy of the same bytes. The leaders are re-timed with the naive
+ * kernel and the copy; everything checked is stored.
  *
  * The backward ("layernorm_backward", "rmsnorm_backward"; fusion "residual": dresidual_out) goes
  * the same way with its pair of kernels (templates/cuda/norm_backward.lua): verified by the
@@ -25,6 +27,7 @@
 #include "lntune.h"
 #include "nvrtc.h"
 #include "problem.h"
+#include "search.h"
 #include "timing.h"
 #include "tuning_db.h"
 #include "verify.h"
@@ -50,7 +53,10 @@ typedef struct {
     lntune_cuda_launch launch;
     void *finish;                         /* backward: the pair's second kernel */
     lntune_cuda_backward_launch backward; /* backward: both launch lines */
+    int compiled;                         /* NVRTC has run on it (compile.rc says how) */
+    int checked;                          /* loaded and verified (or rejected): ok says how */
     int ok;                               /* compiled, loaded and verified */
+    int timed;                            /* timed at least once: its figures are recorded */
     double max_error;
     double samples[RETIME_ROUNDS];
     double median_ns, min_ns, max_ns;
@@ -76,6 +82,14 @@ static void cache_clear(compile_cache *k) {
     memset(k, 0, sizeof *k);
 }
 
+/* The verifier and the device checker of the job's direction. */
+typedef struct {
+    lntune_verifier *v;
+    lntune_cuda_checker *checker;
+    lntune_backward_verifier *bv; /* the backward's */
+    lntune_cuda_backward_checker *bchecker;
+} verifier_set;
+
 /* Everything one op x shape needs. */
 typedef struct {
     compile_cache *cache;
@@ -95,6 +109,9 @@ typedef struct {
     char code_hash[64]; /* template hash + NVRTC version + architecture */
     candidate *c;
     size_t n;
+    lntune_space *space; /* the candidates' variants, in the same order (search.h) */
+    verifier_set checks; /* the verifier and the device checker of the job's direction */
+    candidate copy;      /* the device copy of the same bytes, timed in every batch */
     /* Per rotated buffer set: in holds x then residual, out y then residual_out; each is at
      * least copy_bytes, which the device copy moves from in to out. */
     uint64_t in[MAX_BUFFERS], out[MAX_BUFFERS], gamma, beta;
@@ -111,8 +128,8 @@ typedef struct {
     int stored_best; /* the database already holds this shape's winner */
     lntune_tune_result *res;
     double start_ns;
-    size_t done;
-    char *err; /* a device failure that stops the run */
+    size_t done, estimate; /* variants checked, and about how many the search will check */
+    char *err;             /* a device failure that stops the run */
     size_t errlen;
 } job;
 
@@ -121,7 +138,7 @@ static int stopped(const job *j) {
 }
 
 static void progress(job *j, const char *stage) {
-    lntune_tune_report(j->cfg, j->op, &j->shape, stage, j->done, j->n, j->start_ns);
+    lntune_tune_report(j->cfg, j->op, &j->shape, stage, j->done, j->estimate, j->start_ns);
 }
 
 static void device_failed(job *j, const char *what) {
@@ -287,30 +304,41 @@ static int emit_all(job *j) {
     return rc;
 }
 
-/* Compiles every emitted candidate to a cubin (and PTX) on all cores. */
-static int compile_all(job *j) {
-    lntune_nvrtc_job *jobs = calloc(j->n ? j->n : 1, sizeof *jobs);
-    if (!jobs) return LNTUNE_ENOMEM;
+/* Compiles the candidates idx[0..n) that NVRTC has not seen yet, together, on all cores. */
+static int compile_batch(job *j, const size_t *idx, size_t n) {
+    lntune_nvrtc_job *jobs = calloc(n ? n : 1, sizeof *jobs);
+    candidate **of = calloc(n ? n : 1, sizeof *of);
+    if (!jobs || !of) {
+        free(jobs);
+        free(of);
+        snprintf(j->err, j->errlen, "out of memory");
+        return LNTUNE_ENOMEM;
+    }
     /* Sources compiled for the previous shape move over; the others go to NVRTC together. */
     compile_cache *k = j->cache;
     const int same = k->op && strcmp(k->op, j->op) == 0 && k->H == j->shape.H && k->n == j->n;
     size_t nnew = 0;
-    for (size_t i = 0; i < j->n; ++i) {
+    for (size_t t = 0; t < n; ++t) {
+        const size_t i = idx[t];
+        candidate *c = &j->c[i];
+        if (c->compiled) continue;
+        c->compiled = 1;
         const lntune_nvrtc_output *o = same ? &k->compiled[i].out : NULL;
-        if (o && (o->data || o->message) && strcmp(k->texts[i], j->c[i].text) == 0) {
-            j->c[i].compile = k->compiled[i];
+        if (o && (o->data || o->message) && strcmp(k->texts[i], c->text) == 0) {
+            c->compile = k->compiled[i];
             ++j->res->cache_hits;
             memset(&k->compiled[i].out, 0, sizeof k->compiled[i].out);
             continue;
         }
-        jobs[nnew].source = j->c[i].text;
-        jobs[nnew++].name = j->c[i].variant;
+        of[nnew] = c;
+        jobs[nnew].source = c->text;
+        jobs[nnew++].name = c->variant;
     }
     progress(j, "compile");
     int rc = lntune_nvrtc_compile_many(j->nv, j->info->sm, LNTUNE_NVRTC_CUBIN, jobs, nnew, 0);
-    for (size_t i = 0, f = 0; i < j->n && f < nnew; ++i)
-        if (j->c[i].text == jobs[f].source) j->c[i].compile = jobs[f++];
+    for (size_t f = 0; f < nnew; ++f) of[f]->compile = jobs[f];
     free(jobs);
+    free(of);
     if (rc) snprintf(j->err, j->errlen, "cannot start the compile threads");
     return rc;
 }
@@ -344,70 +372,78 @@ static int load(job *j, candidate *c, int64_t max_h, char *why, size_t size) {
     return LNTUNE_OK;
 }
 
-/* The verifier and the device checker of the job's direction. */
-typedef struct {
-    lntune_verifier *v;
-    lntune_cuda_checker *checker;
-    lntune_backward_verifier *bv; /* the backward's */
-    lntune_cuda_backward_checker *bchecker;
-} verifier_set;
-
-/* Loads and verifies each compiled candidate; records the wrong and the failed. */
-static void verify_all(job *j) {
+/* The rows the verifier runs: one element, odd, and the shape's H. */
+static size_t verify_hs(const job *j, int64_t hs[3], int64_t *max_h) {
     const int64_t H = j->shape.H;
-    int64_t hs[3] = {1, 17, H};
-    const size_t nh = H == 1 || H == 17 ? 2 : 3;
-    const int64_t max_h = H > 17 ? H : 17, max_floats = 8 * (max_h + 16);
-    verifier_set s = {0};
+    hs[0] = 1, hs[1] = 17, hs[2] = H;
+    *max_h = H > 17 ? H : 17;
+    return H == 1 || H == 17 ? 2 : 3;
+}
+
+/* Prepares the verifier and the device checker of the job's direction, once per shape. */
+static int checks_open(job *j) {
+    int64_t hs[3], max_h;
+    const size_t nh = verify_hs(j, hs, &max_h);
+    const int64_t max_floats = 8 * (max_h + 16);
+    verifier_set *s = &j->checks;
     const int failed =
-        j->backward ? lntune_backward_verifier_create_fused(j->norm, j->shape.types,
-                                                            j->shape.fusion, hs, nh, 0, &s.bv) ||
-                          lntune_cuda_backward_checker_create(j->cu, max_floats, max_h, &s.bchecker)
-                    : lntune_verifier_create_fused(j->norm, j->shape.types, j->shape.fusion, hs, nh,
-                                                   0, &s.v) ||
-                          lntune_cuda_checker_create(j->cu, max_floats, max_h, &s.checker);
-    if (failed) {
-        device_failed(j, "cannot prepare the verifier");
-        goto done;
+        j->backward
+            ? lntune_backward_verifier_create_fused(j->norm, j->shape.types, j->shape.fusion, hs,
+                                                    nh, 0, &s->bv) ||
+                  lntune_cuda_backward_checker_create(j->cu, max_floats, max_h, &s->bchecker)
+            : lntune_verifier_create_fused(j->norm, j->shape.types, j->shape.fusion, hs, nh, 0,
+                                           &s->v) ||
+                  lntune_cuda_checker_create(j->cu, max_floats, max_h, &s->checker);
+    if (failed) device_failed(j, "cannot prepare the verifier");
+    return failed;
+}
+
+static void checks_close(job *j) {
+    verifier_set *s = &j->checks;
+    lntune_cuda_checker_destroy(s->checker);
+    lntune_verifier_destroy(s->v);
+    lntune_cuda_backward_checker_destroy(s->bchecker);
+    lntune_backward_verifier_destroy(s->bv);
+    memset(s, 0, sizeof *s);
+}
+
+/* Loads and verifies a compiled candidate once; records it if wrong or failed. */
+static void check(job *j, candidate *c) {
+    if (c->checked || stopped(j)) return;
+    c->checked = 1;
+    ++j->done;
+    char why[600];
+    if (c->compile.rc) {
+        reject(j, c, LNTUNE_STATUS_FAILED, c->compile.out.message);
+        return;
     }
-    progress(j, "verify");
-    for (size_t i = 0; i < j->n && !stopped(j); ++i, ++j->done) {
-        candidate *c = &j->c[i];
-        char why[600];
-        if (c->compile.rc) {
-            reject(j, c, LNTUNE_STATUS_FAILED, c->compile.out.message);
-            continue;
-        }
-        ++j->res->compiled;
-        if (load(j, c, max_h, why, sizeof why)) {
-            reject(j, c, LNTUNE_STATUS_FAILED, why);
-            continue;
-        }
-        lntune_verify_result vr;
-        int rc = j->backward ? lntune_cuda_backward_checker_run(s.bchecker, s.bv, c->fn, c->finish,
-                                                                &c->backward, c->fixed_h, &vr)
-                             : lntune_cuda_checker_run(s.checker, s.v, c->fn, &c->launch, c->affine,
-                                                       c->fixed_h, &vr);
-        c->max_error = vr.max_error;
-        if (rc == LNTUNE_ENODEVICE) {
-            reject(j, c, LNTUNE_STATUS_FAILED, vr.message);
-            snprintf(j->err, j->errlen,
-                     "the device failed on %s (recorded as failed; a rerun goes on without it): %s",
-                     c->variant, vr.message);
-            break;
-        }
-        if (rc) {
-            reject(j, c, LNTUNE_STATUS_WRONG, vr.message);
-            continue;
-        }
-        ++j->res->verified;
-        c->ok = 1;
+    ++j->res->compiled;
+    int64_t hs[3], max_h;
+    verify_hs(j, hs, &max_h);
+    if (load(j, c, max_h, why, sizeof why)) {
+        reject(j, c, LNTUNE_STATUS_FAILED, why);
+        return;
     }
-done:
-    lntune_cuda_checker_destroy(s.checker);
-    lntune_verifier_destroy(s.v);
-    lntune_cuda_backward_checker_destroy(s.bchecker);
-    lntune_backward_verifier_destroy(s.bv);
+    lntune_verify_result vr;
+    const verifier_set *s = &j->checks;
+    int rc = j->backward ? lntune_cuda_backward_checker_run(s->bchecker, s->bv, c->fn, c->finish,
+                                                            &c->backward, c->fixed_h, &vr)
+                         : lntune_cuda_checker_run(s->checker, s->v, c->fn, &c->launch, c->affine,
+                                                   c->fixed_h, &vr);
+    c->max_error = vr.max_error;
+    if (rc == LNTUNE_ENODEVICE) {
+        reject(j, c, LNTUNE_STATUS_FAILED, vr.message);
+        snprintf(j->err, j->errlen,
+                 "the device failed on %s (recorded as failed; a rerun goes on without it): %s",
+                 c->variant, vr.message);
+        return;
+    }
+    if (rc) {
+        reject(j, c, LNTUNE_STATUS_WRONG, vr.message);
+        return;
+    }
+    ++j->res->verified;
+    c->ok = 1;
 }
 
 /* Rounds the n random floats at host to type and copies them to dev (bytes of that type). */
@@ -564,11 +600,6 @@ static candidate *choose(candidate **set, size_t n) {
     return pick;
 }
 
-static int leader_order(const void *a, const void *b) {
-    const candidate *x = *(candidate *const *)a, *y = *(candidate *const *)b;
-    return (x->median_ns > y->median_ns) - (x->median_ns < y->median_ns);
-}
-
 static int has_measurement(void *ud, const lntune_measurement *m) {
     const char *variant = ud;
     if (strcmp(m->variant, variant) == 0) *(char *)ud = '\0'; /* found */
@@ -588,57 +619,115 @@ static int from_best(void *ud, const lntune_best *b) {
     return 0;
 }
 
+/*
+ * The search's evaluate callback (search.h): compiles the batch's new candidates, verifies each
+ * once on the device, then times the correct ones interleaved with the device copy. A candidate
+ * timed again (the search's second look) keeps its latest figures.
+ */
+static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
+    job *j = ud;
+    for (size_t k = 0; k < n; ++k) times[k] = INFINITY;
+    candidate **set = calloc(n + 1, sizeof *set);
+    if (!set || stopped(j) || compile_batch(j, idx, n)) goto done;
+    progress(j, "verify");
+    size_t ns = 0;
+    for (size_t k = 0; k < n; ++k) {
+        candidate *c = &j->c[idx[k]];
+        check(j, c);
+        if (c->ok) set[ns++] = c;
+    }
+    if (ns == 0 || stopped(j)) goto done;
+    set[ns] = &j->copy;
+    progress(j, "time");
+    time_interleaved(j, set, ns + 1, ROUNDS);
+    if (stopped(j)) goto done;
+    for (size_t k = 0; k < n; ++k) {
+        candidate *c = &j->c[idx[k]];
+        if (!c->ok) continue;
+        times[k] = c->median_ns;
+        j->res->timed += !c->timed;
+        c->timed = 1;
+    }
+done:
+    free(set);
+}
+
+/* The backward's workspace rows: the most any candidate's launch lines ask for. */
+static void size_workspace(job *j) {
+    for (size_t i = 0; i < j->n && j->backward; ++i) {
+        lntune_cuda_backward_launch l;
+        if (lntune_cuda_backward_launch_parse(j->c[i].text, &l)) continue; /* fails at load */
+        const int64_t parts = lntune_cuda_backward_parts(
+            &l, lntune_cuda_backward_call_grid(&l, j->shape.rows, j->shape.H));
+        if (parts > j->max_parts) j->max_parts = parts;
+    }
+}
+
+/* The space of the emitted candidates, in their order (index 0: every knob's first value). */
+static int make_space(job *j) {
+    char **names = malloc((j->n ? j->n : 1) * sizeof *names);
+    if (!names) return LNTUNE_ENOMEM;
+    for (size_t i = 0; i < j->n; ++i) names[i] = j->c[i].variant;
+    const int rc = lntune_space_create(names, j->n, &j->space);
+    free(names);
+    if (rc) snprintf(j->err, j->errlen, "cannot index the %zu %s variants", j->n, j->op);
+    return rc;
+}
+
+/*
+ * Searches the space at the configured rigor (search.h: the CPU tuner's search), then times the
+ * leaders once more with the naive kernel and the copy, and keeps the fastest. Every candidate
+ * checked is recorded: wrong and failed ones as they are found, correct ones at the end with
+ * their last figures.
+ */
 static void tune_one(job *j) {
-    candidate copy = {.variant = "device copy"}, **set = NULL;
     size_buffers(j);
     if (emit_all(j)) goto done;
     if (!j->cfg->retune) lntune_db_get_best(j->db, &j->key, from_best, j);
-    if (j->res->from_db || compile_all(j)) goto done;
-    verify_all(j);
-    if (stopped(j) || j->res->verified == 0) goto done;
-    for (size_t i = 0; i < j->n; ++i) /* the backward's workspace: the most any pair uses */
-        if (j->c[i].ok && j->backward) {
-            const lntune_cuda_backward_launch *l = &j->c[i].backward;
-            const int64_t parts = lntune_cuda_backward_parts(
-                l, lntune_cuda_backward_call_grid(l, j->shape.rows, j->shape.H));
-            if (parts > j->max_parts) j->max_parts = parts;
-        }
+    if (j->res->from_db || j->n == 0 || make_space(j)) goto done;
+    j->estimate = lntune_search_estimate(j->space, j->cfg->rigor);
+    j->copy = (candidate){.variant = "device copy"};
+    size_workspace(j);
+    if (checks_open(j)) goto done;
     if (alloc_buffers(j) || lntune_cuda_stream_create(j->cu, &j->stream) ||
         lntune_cuda_event_create(j->cu, &j->ev0) || lntune_cuda_event_create(j->cu, &j->ev1)) {
         device_failed(j, "cannot prepare the timing");
         goto done;
     }
 
-    /* Every verified candidate, then the leaders with the naive kernel and the copy. */
-    set = calloc(j->n + 2, sizeof *set);
-    if (!set) goto done;
-    size_t ns = 0;
-    for (size_t i = 0; i < j->n; ++i)
-        if (j->c[i].ok) set[ns++] = &j->c[i];
-    set[ns] = &copy;
-    progress(j, "time");
-    time_interleaved(j, set, ns + 1, ROUNDS);
-    if (stopped(j)) goto done;
-    j->res->timed = (int)ns;
-    qsort(set, ns, sizeof *set, leader_order);
-    size_t nlead = ns < TOP ? ns : TOP;
+    size_t top[TOP];
+    const size_t nlead = lntune_search(j->space, j->cfg->rigor, evaluate, j, top, TOP);
+    if (stopped(j) || nlead == 0) goto done;
+
+    /* The naive kernel, for the result's speed-up, checked here if the search passed it by. */
     candidate *naive = NULL;
-    for (size_t i = 0; i < j->n; ++i)
-        if (j->c[i].ok && is_naive(j, &j->c[i])) naive = &j->c[i];
+    for (size_t i = 0; i < j->n && !naive; ++i)
+        if (is_naive(j, &j->c[i])) {
+            if (!j->c[i].checked) {
+                double t;
+                evaluate(j, &i, 1, &t);
+            }
+            if (j->c[i].ok) naive = &j->c[i];
+        }
+    if (stopped(j)) goto done;
+
+    /* The leaders again, with the naive kernel and the copy, in one longer interleaved run. */
     candidate *group[TOP + 2];
     size_t ng = 0;
-    for (size_t k = 0; k < nlead; ++k) group[ng++] = set[k];
     int naive_in_top = 0;
-    for (size_t k = 0; k < nlead; ++k) naive_in_top |= group[k] == naive;
+    for (size_t k = 0; k < nlead; ++k) {
+        group[ng++] = &j->c[top[k]];
+        naive_in_top |= group[k] == naive;
+    }
     if (naive && !naive_in_top) group[ng++] = naive;
-    group[ng++] = &copy;
+    group[ng++] = &j->copy;
     progress(j, "retime");
     time_interleaved(j, group, ng, RETIME_ROUNDS);
     if (stopped(j)) goto done;
-    j->res->copy_gbps = j->bytes / copy.median_ns;
+    j->res->copy_gbps = j->bytes / j->copy.median_ns;
     if (naive) j->res->naive_ns = naive->median_ns;
     for (size_t i = 0; i < j->n; ++i)
-        if (j->c[i].ok) record(j, &j->c[i], LNTUNE_STATUS_OK, NULL);
+        if (j->c[i].ok && j->c[i].timed) record(j, &j->c[i], LNTUNE_STATUS_OK, NULL);
     candidate *w = choose(group, nlead);
     store_winner(j, w);
     lntune_tune_result *r = j->res;
@@ -647,7 +736,9 @@ static void tune_one(job *j) {
     r->gbps = j->bytes / w->median_ns;
     r->max_error = w->max_error;
 done:
-    free(set);
+    checks_close(j);
+    lntune_space_destroy(j->space);
+    j->space = NULL;
     lntune_cuda_event_destroy(j->cu, j->ev0);
     lntune_cuda_event_destroy(j->cu, j->ev1);
     lntune_cuda_stream_destroy(j->cu, j->stream);

@@ -1,13 +1,13 @@
 /*
- * cuda_tuner.h - `lntune --target cuda`: the tuner's job for a GPU. For each op and shape every
- * CUDA variant is compiled with NVRTC (cubin for the device's exact architecture, plus PTX), run
- * through the adversarial verifier on the device, and the correct ones are timed with CUDA events
- * against a device-to-device copy of the same bytes; the leaders, the naive kernel and the copy
- * are then re-timed together. Everything goes into the same database as the CPU's, under the
- * GPU's own hardware row. The GPU's space is small (about 70 to 160 variants a shape), so it is
- * always searched whole: the rigor is ignored. The ops may be the gradients'
- * ("layernorm_backward", "rmsnorm_backward"; shape fusion "residual": dresidual_out given; dtype
- * x or x/x/params): each pair is verified by the backward checker and timed as liblntune runs it.
+ * cuda_tuner.h - `lntune --target cuda`: the tuner's job for a GPU. The CPU tuner's search
+ * (search.h) walks each op and shape's CUDA variants at cfg's rigor (quick, measure, exhaustive:
+ * the same contract as on the CPU); the variants it asks for are compiled with NVRTC (cubin for
+ * the device's exact architecture, plus PTX), run through the adversarial verifier on the
+ * device, and the correct ones are timed with CUDA events against a device-to-device copy of the
+ * same bytes; the leaders, the naive kernel and the copy are then re-timed together. Everything
+ * goes into the same database as the CPU's, under the GPU's own hardware row. The ops may be the
+ * gradients' ("layernorm_backward", "rmsnorm_backward"; shape fusion "residual": dresidual_out
+ * given; dtype x or x/x/params): each pair is verified by the backward checker and timed as liblntune runs it.
  */
 #ifndef LNTUNE_CUDA_TUNER_H
 #define LNTUNE_CUDA_TUNER_H

@@ -29,6 +29,15 @@ check "--json names the target and a winner" grep -q '"target": "cuda", "op": "r
 again=$(LD_LIBRARY_PATH=$mock MOCK_CUDA_OP=rmsnorm "$lntune" --target cuda --op rmsnorm \
     --shape rows=8,H=256 --db "$dir/t.db" 2>&1)
 check "a rerun reads the winner back: $again" grep -q "^cuda rmsnorm  *8x256 .*(db)" <<<"$again"
+# --rigor holds on CUDA as on the CPU (one search): exhaustive compiles every variant of the
+# space, the default (measure) fewer. 'compiled' counts what compiled; none fails here.
+space=$("$lntune" variants --op rmsnorm --target cuda --shape H=256 | grep -c "affine=fused")
+compiled() { grep -o '"compiled": [0-9]*' | grep -o '[0-9]*$'; }
+all=$(LD_LIBRARY_PATH=$mock MOCK_CUDA_OP=rmsnorm "$lntune" --target cuda --op rmsnorm \
+    --shape rows=4,H=256 --rigor exhaustive --db "$dir/r.db" --json 2>&1 | compiled)
+some=$(compiled <<<"$out") # the first run's, at the default rigor
+check "--rigor exhaustive compiles all $space variants (${all:-?}), measure fewer (${some:-?})" \
+    test "${all:-0}" -eq "$space" -a "${some:-0}" -gt 0 -a "${some:-0}" -lt "$space"
 shown=$(LD_LIBRARY_PATH=$mock "$lntune" show --db "$dir/t.db")
 check "show lists this machine's GPU winner" grep -q "cuda rmsnorm  *f32  *8x256" <<<"$shown"
 check "show --all too" grep -q "cuda rmsnorm" <<<"$("$lntune" show --all --db "$dir/t.db")"

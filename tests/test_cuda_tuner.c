@@ -4,8 +4,10 @@
  * CPU and reports repeatable virtual timings; one loaded module in three is wrong and the
  * fastest. NVRTC compiles for real. Checks:
  *  - every shape gets a winner; the wrong modules are recorded as wrong and never chosen;
- *  - the winner is the fastest correct variant (within the 1% tie-break), stored as best with a
- *    cubin and its PTX, under a GPU hardware row (kind cuda) apart from the CPU's;
+ *  - the rigor holds as on the CPU (the same search): exhaustive compiles every variant of the
+ *    space, quick a few;
+ *  - the winner is the fastest correct variant measured (within the 1% tie-break), stored as
+ *    best with a cubin and its PTX, under a GPU hardware row (kind cuda) apart from the CPU's;
  *  - a second run compiles nothing and reads the winner back;
  *  - a device that does not exist is a clear error.
  * Exits 77 (skipped) without NVRTC.
@@ -48,11 +50,12 @@ static int count_hw(void *ud, const lntune_db_hardware *hw) {
     return 0;
 }
 
-static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int64_t H, int device,
-                               int *rc, char *err) {
+static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int64_t H,
+                               lntune_rigor rigor, int device, int *rc, char *err) {
     const char *ops[1] = {op};
     lntune_shape shape = {.rows = rows, .H = H};
-    lntune_tune_config cfg = {.db_path = db, .ops = ops, .nops = 1, .shapes = &shape, .nshapes = 1};
+    lntune_tune_config cfg = {
+        .db_path = db, .ops = ops, .nops = 1, .shapes = &shape, .nshapes = 1, .rigor = rigor};
     lntune_tune_result *r = NULL, out;
     size_t n = 0;
     setenv("MOCK_CUDA_OP", op, 1);
@@ -75,17 +78,27 @@ int main(void) {
     setenv("MOCK_CUDA_WRONG_EVERY", "3", 1);
     int rc;
 
+    /* The order matters to the stand-in, which numbers the modules loaded in this process: the
+     * naive variants of both shapes must not load as a multiple of 3 (wrong), or no naive time is
+     * reported. */
     static const struct {
         const char *op;
         int64_t rows, H;
-    } shapes[] = {{"layernorm", 64, 1024}, {"rmsnorm", 8, 768}};
+        lntune_rigor rigor;
+    } shapes[] = {{"rmsnorm", 8, 768, LNTUNE_RIGOR_EXHAUSTIVE},
+                  {"layernorm", 64, 1024, LNTUNE_RIGOR_QUICK}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
         const char *op = shapes[s].op;
-        lntune_tune_result r = tune(db, op, shapes[s].rows, shapes[s].H, 0, &rc, err);
+        const lntune_rigor rigor = shapes[s].rigor;
+        lntune_tune_result r = tune(db, op, shapes[s].rows, shapes[s].H, rigor, 0, &rc, err);
         CHECK(rc == LNTUNE_OK && r.variant[0], "%s %lldx%lld tuned: rc %d %s; winner %s", op,
               (long long)shapes[s].rows, (long long)shapes[s].H, rc, err, r.variant);
-        CHECK(r.compiled > 20 && r.wrong > 0 && r.verified + r.wrong + r.failed == r.compiled &&
-                  r.timed == r.verified,
+        const lntune_shape shape = {.rows = shapes[s].rows, .H = shapes[s].H};
+        const size_t space = cuda_candidates(op, &shape);
+        CHECK(rigor_coverage_ok(rigor, r.compiled, r.failed, space),
+              "rigor %d compiled %d (and %d failed) of the %zu variants", (int)rigor, r.compiled,
+              r.failed, space);
+        CHECK(r.wrong > 0 && r.verified + r.wrong + r.failed == r.compiled && r.timed == r.verified,
               "compiled %d, verified %d, wrong %d, failed %d, timed %d", r.compiled, r.verified,
               r.wrong, r.failed, r.timed);
         CHECK(r.copy_gbps > 0 && r.gbps < r.copy_gbps && r.naive_ns > 0,
@@ -119,18 +132,22 @@ int main(void) {
               b.artifact);
         lntune_db_close(h);
 
-        lntune_tune_result again = tune(db, op, shapes[s].rows, shapes[s].H, 0, &rc, err);
+        lntune_tune_result again = tune(db, op, shapes[s].rows, shapes[s].H, rigor, 0, &rc, err);
         CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 &&
                   strcmp(again.variant, r.variant) == 0,
               "second run reads the winner back, compiling nothing (compiled %d)", again.compiled);
     }
 
-    /* Two row counts of one H in one run: the second compiles nothing new. */
+    /* Two row counts of one H in one exhaustive run: the second compiles nothing new. */
     {
         const char *ops[1] = {"rmsnorm"};
         lntune_shape two[2] = {{.rows = 32, .H = 512}, {.rows = 1, .H = 512}};
-        lntune_tune_config cfg = {
-            .db_path = db, .ops = ops, .nops = 1, .shapes = two, .nshapes = 2};
+        lntune_tune_config cfg = {.db_path = db,
+                                  .ops = ops,
+                                  .nops = 1,
+                                  .shapes = two,
+                                  .nshapes = 2,
+                                  .rigor = LNTUNE_RIGOR_EXHAUSTIVE};
         lntune_tune_result *r = NULL;
         size_t n = 0;
         setenv("MOCK_CUDA_OP", "rmsnorm", 1);
@@ -142,7 +159,7 @@ int main(void) {
         free(r);
     }
 
-    lntune_tune_result none = tune(db, "layernorm", 64, 1024, 3, &rc, err);
+    lntune_tune_result none = tune(db, "layernorm", 64, 1024, LNTUNE_RIGOR_QUICK, 3, &rc, err);
     CHECK(rc != LNTUNE_OK && err[0] && !none.variant[0], "device 3 refused: rc %d, '%s'", rc, err);
     scratch_dir_finish(dir, check_failures);
     return CHECK_SUMMARY();

@@ -20,7 +20,7 @@ shape=(--shape rows=16384,H=4096)
 for case in "f32" "bf16" "f16" "f32 --residual" "bf16 --residual"; do
     set -- $case
     echo "== tune --dtype $case at $(( $(date +%s) - start )) s"
-    timeout 240 "$bin/lntune" --target cuda --db "$db" "${shape[@]}" --dtype "$@" --json \
+    timeout 240 "$bin/lntune" --target cuda --rigor exhaustive --db "$db" "${shape[@]}" --dtype "$@" --json \
         >>"$out/mixed.json" 2>>"$out/mixed.err" || { tail -3 "$out/mixed.err"; fail "tune $case"; }
 done
 "$bin/lntune" show --db "$db" >"$out/mixed-show.txt" 2>&1

@@ -48,10 +48,10 @@ db="$work/tune.db"
 shapes=(--shape rows=16384,H=768,1024,4096,8192,16384 --shape rows=1,8,H=768,1024,4096,8192,16384)
 echo "== tune at $(( $(date +%s) - start )) s"
 t0=$(date +%s.%N)
-timeout 300 "$bin/lntune" --target cuda --db "$db" "${shapes[@]}" --json >"$out/tune.json" \
+timeout 300 "$bin/lntune" --target cuda --rigor exhaustive --db "$db" "${shapes[@]}" --json >"$out/tune.json" \
     2>"$out/tune.err" || { cat "$out/tune.err"; fail "lntune --target cuda"; }
 t1=$(date +%s.%N)
-timeout 60 "$bin/lntune" --target cuda --db "$db" "${shapes[@]}" >"$out/tune2.txt" 2>&1 \
+timeout 60 "$bin/lntune" --target cuda --rigor exhaustive --db "$db" "${shapes[@]}" >"$out/tune2.txt" 2>&1 \
     || fail "second tuning run"
 t2=$(date +%s.%N)
 cat "$out/tune2.txt"
