@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "sandbox.h"
 
+#include "heartbeat.h"
 #include "lntune.h"
 #include "pool.h"
 
@@ -29,10 +30,7 @@
 
 enum { PENDING = 0, DONE = 1, CRASHED = 2, LOST = 3 };
 
-typedef struct {
-    volatile int64_t current; /* the item running, -1 none */
-    volatile uint64_t beat;   /* bumped before every kernel call */
-} header;
+typedef lntune_heartbeat_shared header;
 
 typedef struct batch batch;
 struct batch {
@@ -48,16 +46,6 @@ struct batch {
     const char *what; /* "verified", "timed" */
     double limit_s;
 };
-
-/* Set in a worker only: where lntune_sandbox_progress reports. */
-static header *g_hdr;
-static const int64_t *g_map;
-
-void lntune_sandbox_progress(int64_t index) {
-    if (!g_hdr) return;
-    if (index >= 0 && g_map) g_hdr->current = g_map[index];
-    g_hdr->beat++;
-}
 
 int lntune_sandbox_enabled(void) {
     const char *e = getenv("LNTUNE_SANDBOX");
@@ -128,7 +116,7 @@ static void worker(batch *b, pid_t parent, lntune_pool *parent_pool) {
     lntune_pool *pool = NULL;
     int threads = lntune_pool_threads(parent_pool);
     if (threads > 1 && lntune_pool_create(threads, &pool) != LNTUNE_OK) _exit(126);
-    g_hdr = b->hdr;
+    lntune_heartbeat_attach(b->hdr);
     b->body(b, pool);
     _exit(0); /* no atexit handlers, no stdio flush of the parent's buffers */
 }
@@ -361,9 +349,9 @@ static void time_body(batch *b, lntune_pool *pool) {
     }
     a.x = x;
     a.y = y;
-    g_map = g_hdr ? b->map : NULL;
+    lntune_heartbeat_map(b->map);
     lntune_time_interleaved(sub, m, &a, pool, t->min_rounds, t->budget_ns);
-    g_map = NULL;
+    lntune_heartbeat_map(NULL);
     for (size_t i = 0; i < m; ++i) { /* the parent's pointers again */
         sub[i].args = all[b->map[i]].args;
         sub[i].call = all[b->map[i]].call;
@@ -376,7 +364,7 @@ static void time_body(batch *b, lntune_pool *pool) {
         all[b->map[i]] = sub[i];
         b->state[b->map[i]] = DONE;
     }
-    if (g_hdr) g_hdr->current = -1;
+    lntune_heartbeat_idle();
     free(sub);
 }
 

@@ -8,7 +8,7 @@
  * the worker inherits them with its copy of memory and never touches the JIT. It creates its own
  * thread pool, since a forked child has only the forking thread.
  *
- * Liveness: before every kernel call the verifier and the timer call lntune_sandbox_progress,
+ * Liveness: before every kernel call the verifier and the timer call lntune_heartbeat,
  * which bumps a counter in memory shared with the parent. A worker whose counter stands still
  * for the limit (LNTUNE_SANDBOX_TIMEOUT seconds, default 10, plus 1 s per 100 MB a call moves)
  * is killed. LNTUNE_SANDBOX=off runs everything in process instead (for debuggers).
@@ -72,11 +72,5 @@ void lntune_sandbox_verify_backward(lntune_backward_verifier *v, lntune_sandbox_
 void lntune_sandbox_time(lntune_timed *c, size_t n, const lntune_kernel_args *args,
                          lntune_pool *pool, int min_rounds, double budget_ns,
                          lntune_sandbox_outcome *out);
-
-/*
- * Called before each kernel call by verify.c and timing.c: a heartbeat, and (index >= 0) the
- * candidate of the current batch that is about to run. A no-op outside a worker.
- */
-void lntune_sandbox_progress(int64_t index);
 
 #endif /* LNTUNE_SANDBOX_H */

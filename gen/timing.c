@@ -5,7 +5,7 @@
 #include "timing.h"
 
 #include "backward.h"
-#include "sandbox.h"
+#include "heartbeat.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -108,7 +108,7 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
      */
     unsigned char *twice = calloc(n, 1);
     for (size_t i = 0; i < n; ++i) {
-        lntune_sandbox_progress((int64_t)i); /* names the candidate a crash or hang is blamed on */
+        lntune_heartbeat((int64_t)i); /* names the candidate a crash or hang is blamed on */
         const double t0 = lntune_now_ns();
         c[i].failed = run(pool, &c[i], args) != 0;
         if (twice) twice[i] = lntune_now_ns() - t0 < SHORT_CALL_NS;
@@ -140,7 +140,7 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
         for (size_t k = 0; k < n; ++k) {
             size_t i = order[k];
             if (c[i].failed) continue;
-            lntune_sandbox_progress((int64_t)i);
+            lntune_heartbeat((int64_t)i);
             int rc = twice && twice[i] ? run(pool, &c[i], args) : 0;
             double t0 = lntune_now_ns();
             rc |= run(pool, &c[i], args);

@@ -11,7 +11,7 @@
 #include "fusion.h"
 #include "half_ref.h"
 #include "lntune.h"
-#include "sandbox.h"
+#include "heartbeat.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -582,7 +582,7 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     const char *where_fmt = "H=%" PRId64 ", %s, %s, seed %" PRIu64 ": ";
     char where[200];
     snprintf(where, sizeof where, where_fmt, H, names[d], layout, v->seed);
-    lntune_sandbox_progress(-1); /* a heartbeat for the worker's time limit */
+    lntune_heartbeat(-1); /* a heartbeat for the worker's time limit */
     int rc = lntune_pool_run_kernel(pool, kernel, &a, threads);
     res->cases++;
     if (rc != LNTUNE_KERNEL_OK) {

@@ -46,6 +46,10 @@ struct lntune {
     lntune_msg *msgs;
 };
 
+/* The handle's message buffers (messages.c): set up by lntune_open, freed by lntune_close. */
+void lntune_ctx_messages_init(lntune *ctx);
+void lntune_ctx_messages_free(lntune *ctx);
+
 /* Sets this thread's message on ctx (printf-style) and returns rc. */
 int lntune_ctx_fail(lntune *ctx, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -24,7 +24,6 @@
 #include "dispatch.h"
 
 #include "builtin.h"
-#include "cuda_dispatch.h"
 #include "dtypes.h"
 #include "fusion.h"
 #include "loader.h"
@@ -148,9 +147,6 @@ int lntune_dispatch_open(lntune *ctx, const char *db_path) {
 }
 
 void lntune_dispatch_close(lntune *ctx) {
-#ifdef LNTUNE_HAVE_CUDA
-    lntune_gpu_close_all(ctx);
-#endif
     lntune_pool_destroy(atomic_load(&ctx->pool));
     atomic_store(&ctx->pool, NULL);
     lntune_registry_clear(&ctx->registry);
