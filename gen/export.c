@@ -26,103 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The headers built into gen with the engine (cmake/embed.cmake's layout). */
-typedef struct {
-    const char *path;
-    const char *text;
-    size_t len;
-} embedded_file;
-extern const embedded_file lntune_embedded_engine[];
-
-void lntune_export_put(lntune_export_buf *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || b->oom) return;
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = 1;
-            return;
-        }
-        b->s = s, b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-/* The range of row counts in the bucket of rows: lntune_rows_bucket is monotone. */
-void lntune_export_bucket_range(int64_t rows, int64_t *lo, int64_t *hi) {
-    int b = lntune_rows_bucket(rows);
-    int64_t a = 1, z = rows; /* lowest row count in the bucket, by bisection */
-    while (a < z) {
-        int64_t m = a + (z - a) / 2;
-        if (lntune_rows_bucket(m) == b)
-            z = m;
-        else
-            a = m + 1;
-    }
-    *lo = a;
-    a = rows, z = INT64_C(1) << 62; /* highest */
-    if (lntune_rows_bucket(z) == b) {
-        *hi = INT64_MAX;
-        return;
-    }
-    while (a + 1 < z) {
-        int64_t m = a + (z - a) / 2;
-        if (lntune_rows_bucket(m) == b)
-            a = m;
-        else
-            z = m;
-    }
-    *hi = a;
-}
-
-typedef struct {
-    const char *variant;
-    char *hash;
-    size_t size;
-} hash_find;
-
-static int find_hash(void *ud, const lntune_measurement *m) {
-    hash_find *f = ud;
-    if (m->variant && strcmp(m->variant, f->variant) == 0 && m->template_hash)
-        snprintf(f->hash, f->size, "%s", m->template_hash);
-    return 0;
-}
-
-void lntune_export_measured_hash(lntune_db *db, const lntune_db_key *key, const char *variant,
-                                 char hash[17]) {
-    hash[0] = '\0';
-    hash_find f = {variant, hash, 17};
-    lntune_db_each_measurement(db, key, NULL, find_hash, &f);
-}
-
-int lntune_export_write_file(const char *dir, const char *name, const lntune_export_buf *b,
-                             char *msg, size_t msglen) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(b->s, 1, b->len, f) == b->len;
-    if (f && fclose(f) != 0) ok = 0;
-    if (!ok) snprintf(msg, msglen, "cannot write %.900s", path);
-    return ok ? LNTUNE_OK : LNTUNE_EIO;
-}
-
-void lntune_export_warn(const lntune_export_config *c, const char *fmt, ...) {
-    if (!c->warnings) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(c->warnings, "lntune export: warning: ");
-    vfprintf(c->warnings, fmt, ap);
-    fprintf(c->warnings, "\n");
-    va_end(ap);
-}
-
 typedef struct {
     char op[32], dtype[24], variant[512], template_hash[17]; /* op: the database's text */
     char base_op[32];   /* op without the fusion: the template's op */
@@ -194,294 +97,6 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     return 0;
 }
 
-const char *lntune_export_embedded(const char *name) {
-    for (const embedded_file *f = lntune_embedded_engine; f->path; ++f)
-        if (strcmp(f->path, name) == 0) return f->text;
-    return NULL;
-}
-
-/* Both exported headers declare it, so that an app may include both. */
-const char lntune_export_types_text[] =
-    "#ifndef LNTUNE_KERNELS_TYPES_DEFINED\n#define LNTUNE_KERNELS_TYPES_DEFINED\n"
-    "#define LNTUNE_KERNELS_DEFAULT 0\n#define LNTUNE_KERNELS_F32 1\n"
-    "#define LNTUNE_KERNELS_F16 2\n#define LNTUNE_KERNELS_BF16 3\n\n"
-    "typedef struct lntune_kernels_types {\n"
-    "    int x;        /* x; 0: fp32 */\n"
-    "    int y;        /* y; 0: as x */\n"
-    "    int params;   /* gamma and beta; 0: as x */\n"
-    "    int residual; /* residual and residual_out; 0: as x */\n"
-    "} lntune_kernels_types;\n#endif\n";
-
-const char *lntune_export_abi_header(void) {
-    return lntune_export_embedded("lntune_kernel.h");
-}
-
-/* The fixed part of lntune_kernels.c after the kernels and the tables: pool and dispatch. */
-static const char dispatch_text[] =
-    "/* A persistent pool: workers start on the first multi-threaded call. Between calls they\n"
-    " * spin on the generation counter for a while (the next call of a hot shape comes within\n"
-    " * microseconds, and waking a sleeping thread costs tens of them), then sleep on a condition\n"
-    " * variable, as liblntune's pool does. A call that finds the pool busy runs on its own\n"
-    " * thread. A job is split in n parts; part i runs on worker i (part 0 on the caller). Every\n"
-    " * started worker acknowledges every call, so that none reads the next call's job as this\n"
-    " * one's. */\n"
-    "typedef int (*part_fn)(const void *job, int i, int n);\n"
-    "enum { POOL_SPINS = 20000 };\n"
-    "\n"
-    "static struct {\n"
-    "    pthread_mutex_t lock, busy; /* lock: sleeping and waking; busy: held by the caller */\n"
-    "    pthread_cond_t work;\n"
-    "    atomic_uint generation;\n"
-    "    atomic_int pending, rc;\n"
-    "    int started, n; /* started: written only by the caller holding busy */\n"
-    "    part_fn part;\n"
-    "    const void *job;\n"
-    "    unsigned born[LNTUNE_KERNELS_MAX_THREADS];\n"
-    "} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,\n"
-    "          0, 0, 0, 0, 0, NULL, NULL, {0}};\n"
-    "\n"
-    "static void pool_relax(void)\n"
-    "{\n"
-    "#if defined(__x86_64__) || defined(__i386__)\n"
-    "    __builtin_ia32_pause();\n"
-    "#endif\n"
-    "}\n"
-    "\n"
-    "/* The generation after seen: spins on the counter a while, then sleeps until it moves (it\n"
-    " * moves once more only after this worker has acknowledged). */\n"
-    "static unsigned next_generation(unsigned seen)\n"
-    "{\n"
-    "    for (int spins = 0; spins < POOL_SPINS; ++spins) {\n"
-    "        const unsigned g = atomic_load_explicit(&pool.generation, memory_order_acquire);\n"
-    "        if (g != seen) return g;\n"
-    "        pool_relax();\n"
-    "    }\n"
-    "    pthread_mutex_lock(&pool.lock);\n"
-    "    while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.work, &pool.lock);\n"
-    "    pthread_mutex_unlock(&pool.lock);\n"
-    "    return atomic_load_explicit(&pool.generation, memory_order_acquire);\n"
-    "}\n"
-    "\n"
-    "static void *worker(void *p)\n"
-    "{\n"
-    "    const int index = (int)(intptr_t)p;\n"
-    "    unsigned seen = pool.born[index];\n"
-    "    for (;;) {\n"
-    "        seen = next_generation(seen);\n"
-    "        if (index < pool.n) {\n"
-    "            int rc = pool.part(pool.job, index, pool.n), ok = LNTUNE_KERNEL_OK;\n"
-    "            if (rc != LNTUNE_KERNEL_OK) atomic_compare_exchange_strong(&pool.rc, &ok, rc);\n"
-    "        }\n"
-    "        atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);\n"
-    "    }\n"
-    "    return NULL;\n"
-    "}\n"
-    "\n"
-    "/* Runs job in up to threads parts (at most rows); *used: the parts it ran in. */\n"
-    "static int run_parts(part_fn part, const void *job, int threads, int64_t rows, int *used)\n"
-    "{\n"
-    "    if (threads > LNTUNE_KERNELS_MAX_THREADS) threads = LNTUNE_KERNELS_MAX_THREADS;\n"
-    "    if (threads > rows) threads = rows > 0 ? (int)rows : 1;\n"
-    "    if (threads <= 1 || pthread_mutex_trylock(&pool.busy) != 0) {\n"
-    "        *used = 1;\n"
-    "        return part(job, 0, 1);\n"
-    "    }\n"
-    "    while (pool.started < threads - 1) {\n"
-    "        pthread_t t;\n"
-    "        const int index = pool.started + 1;\n"
-    "        pool.born[index] = atomic_load(&pool.generation);\n"
-    "        if (pthread_create(&t, NULL, worker, (void *)(intptr_t)index) != 0) break;\n"
-    "        pthread_detach(t);\n"
-    "        ++pool.started;\n"
-    "    }\n"
-    "    if (threads > pool.started + 1) threads = pool.started + 1;\n"
-    "    pool.part = part, pool.job = job, pool.n = threads;\n"
-    "    atomic_store(&pool.rc, LNTUNE_KERNEL_OK);\n"
-    "    atomic_store(&pool.pending, pool.started);\n"
-    "    pthread_mutex_lock(&pool.lock);\n"
-    "    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);\n"
-    "    pthread_cond_broadcast(&pool.work);\n"
-    "    pthread_mutex_unlock(&pool.lock);\n"
-    "    int rc = part(job, 0, threads);\n"
-    "    while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0) pool_relax();\n"
-    "    if (rc == LNTUNE_KERNEL_OK) rc = atomic_load(&pool.rc);\n"
-    "    pthread_mutex_unlock(&pool.busy);\n"
-    "    *used = threads;\n"
-    "    return rc;\n"
-    "}\n"
-    "\n"
-    "typedef struct {\n"
-    "    lntune_kernel_fn fn;\n"
-    "    const lntune_kernel_args *a;\n"
-    "} forward_job;\n"
-    "\n"
-    "static int forward_part(const void *job, int i, int n)\n"
-    "{\n"
-    "    const forward_job *j = job;\n"
-    "    int64_t begin = j->a->rows * i / n, end = j->a->rows * (i + 1) / n;\n"
-    "    return begin < end ? j->fn(j->a, begin, end) : LNTUNE_KERNEL_OK;\n"
-    "}\n"
-    "\n"
-    "static int run_threads(lntune_kernel_fn fn, const lntune_kernel_args *a, int threads)\n"
-    "{\n"
-    "    const forward_job job = {fn, a};\n"
-    "    int used;\n"
-    "    return run_parts(forward_part, &job, threads, a->rows, &used);\n"
-    "}\n"
-    "\n"
-    "/* The winner of (op, fusion, types, H, affine), forward or backward, for rows: its bucket,\n"
-    " * else the nearest tuned one. */\n"
-    "static const tuned_entry *find_tuned(int backward, int op, int fusion, int types, int64_t H,\n"
-    "                                     int affine, int64_t rows)\n"
-    "{\n"
-    "    const tuned_entry *best = NULL;\n"
-    "    double best_distance = 0.0;\n"
-    "    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {\n"
-    "        const tuned_entry *e = &tuned[i];\n"
-    "        if (!(backward ? e->backward != NULL : e->fn != NULL) || e->op != op ||\n"
-    "            e->fusion != fusion || e->types != types || e->H != H || e->affine != affine)\n"
-    "            continue;\n"
-    "        if (rows >= e->rows_lo && rows <= e->rows_hi) return e;\n"
-    "        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows\n"
-    "                                     : (double)rows / (double)e->rows_hi;\n"
-    "        if (!best || d < best_distance) best = e, best_distance = d;\n"
-    "    }\n"
-    "    return best;\n"
-    "}\n"
-    "\n"
-    "/* The internal type (0 fp32, 1 fp16, 2 bf16) of a public one (1 fp32, 2 fp16, 3 bf16), 0\n"
-    " * meaning dflt; -1 out of range. */\n"
-    "static int internal_type(int type, int dflt)\n"
-    "{\n"
-    "    return type == LNTUNE_KERNELS_DEFAULT ? dflt\n"
-    "           : type >= LNTUNE_KERNELS_F32 && type <= LNTUNE_KERNELS_BF16 ? type - 1 : -1;\n"
-    "}\n"
-    "\n"
-    "static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t)\n"
-    "{\n"
-    "    const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),\n"
-    "              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);\n"
-    "    if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||\n"
-    "        (args->residual_out && !args->residual) || (!op_takes_beta[op] && args->beta) ||\n"
-    "        xt < 0 || yt < 0 || pt < 0 || rt < 0)\n"
-    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
-    "    if (args->rows == 0) return LNTUNE_KERNEL_OK;\n"
-    "    lntune_kernel_args a = *args;\n"
-    "    if (a.x_stride == 0) a.x_stride = a.H;\n"
-    "    if (a.y_stride == 0) a.y_stride = a.H;\n"
-    "    if (a.residual_stride == 0) a.residual_stride = a.H;\n"
-    "    if (a.residual_out_stride == 0) a.residual_out_stride = a.H;\n"
-    "    if (!(a.eps > 0.0f)) a.eps = 1e-5f;\n"
-    "    if (a.x_stride < a.H || a.y_stride < a.H || (a.residual && a.residual_stride < a.H) ||\n"
-    "        (a.residual_out && a.residual_out_stride < a.H))\n"
-    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
-    "    const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;\n"
-    "    /* as the runtime packs a tuple: the residual's type only when fused and not x's */\n"
-    "    const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);\n"
-    "    int affine = a.gamma ? 1 : a.beta ? 2 : 0;\n"
-    "    const tuned_entry *e =\n"
-    "        affine < 2 ? find_tuned(0, op, fusion, types, a.H, affine, a.rows) : NULL;\n"
-    "    if (e) {\n"
-    "        int rc = run_threads(e->fn, &a, e->threads);\n"
-    "        if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;\n"
-    "    }\n"
-    "    /* (the residual fallback decides on streaming itself, since it streams residual_out) */\n"
-    "    lntune_kernel_fn generic =\n"
-    "        fusion ? residual_generic[op][xt][yt][pt][rt]\n"
-    "               : unfused_generic(op, affine, xt, yt, pt,\n"
-    "                                 streaming_call(&a, (int64_t)(typed_size(xt) + "
-    "typed_size(yt))));\n"
-    "    int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? "
-    "LNTUNE_KERNELS_MAX_THREADS : 1;\n"
-    "    return run_threads(generic, &a, threads);\n"
-    "}\n"
-    "\n";
-
-/* The backward's dispatch: per-part fp32 partials of dgamma/dbeta, then a second pass in part
- * order (runtime/api_backward.c's scheme), after dispatch_text. */
-static const char backward_text[] =
-    "typedef struct {\n"
-    "    lntune_backward_kernel_fn fn;\n"
-    "    const lntune_backward_kernel_args *a;\n"
-    "    float *dgamma, *dbeta; /* parts x H each, or NULL */\n"
-    "} backward_job;\n"
-    "\n"
-    "static int backward_part(const void *job, int i, int n)\n"
-    "{\n"
-    "    const backward_job *j = job;\n"
-    "    const int64_t H = j->a->H, begin = j->a->rows * i / n, end = j->a->rows * (i + 1) / n;\n"
-    "    return begin < end ? j->fn(j->a, begin, end, j->dgamma ? j->dgamma + i * H : NULL,\n"
-    "                              j->dbeta ? j->dbeta + i * H : NULL)\n"
-    "                       : LNTUNE_KERNEL_OK;\n"
-    "}\n"
-    "\n"
-    "/* Runs fn on threads parts with zeroed partials; *parts: the parts it ran in. */\n"
-    "static int backward_threads(lntune_backward_kernel_fn fn, const lntune_backward_kernel_args "
-    "*a,\n"
-    "                            int threads, float *dgamma, float *dbeta, int *parts)\n"
-    "{\n"
-    "    const size_t n = (size_t)(threads < a->rows ? threads : a->rows) * (size_t)a->H;\n"
-    "    if (dgamma) memset(dgamma, 0, n * sizeof *dgamma);\n"
-    "    if (dbeta) memset(dbeta, 0, n * sizeof *dbeta);\n"
-    "    const backward_job job = {fn, a, dgamma, dbeta};\n"
-    "    return run_parts(backward_part, &job, threads, a->rows, parts);\n"
-    "}\n"
-    "\n"
-    "/* out[j] = parts[0][j] + ... + parts[n-1][j] in fp32, stored as type (rounded once). */\n"
-    "static void backward_reduce(const float *parts, int n, int64_t H, void *out, int type)\n"
-    "{\n"
-    "    for (int64_t j = 0; j < H; ++j) {\n"
-    "        float s = parts[j];\n"
-    "        for (int t = 1; t < n; ++t) s += parts[(int64_t)t * H + j];\n"
-    "        typed_store(type, out, j, s);\n"
-    "    }\n"
-    "}\n"
-    "\n"
-    "static int run_backward(int op, const lntune_backward_kernel_args *args, lntune_kernels_types "
-    "t,\n"
-    "                        void *dgamma, void *dbeta)\n"
-    "{\n"
-    "    const int xt = internal_type(t.x, 0), pt = internal_type(t.params, xt);\n"
-    "    if (!args || !args->x || !args->dy || !args->dx || args->H <= 0 || args->rows < 0 ||\n"
-    "        (!op_takes_beta[op] && dbeta) || (op_takes_beta[op] && !args->mean != !args->rstd) "
-    "||\n"
-    "        xt < 0 || pt < 0)\n"
-    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
-    "    if (args->rows == 0) return LNTUNE_KERNEL_OK;\n"
-    "    lntune_backward_kernel_args a = *args;\n"
-    "    if (a.x_stride == 0) a.x_stride = a.H;\n"
-    "    if (a.dy_stride == 0) a.dy_stride = a.H;\n"
-    "    if (a.dx_stride == 0) a.dx_stride = a.H;\n"
-    "    if (a.dresidual_out_stride == 0) a.dresidual_out_stride = a.H;\n"
-    "    if (!(a.eps > 0.0f)) a.eps = 1e-5f;\n"
-    "    if (a.x_stride < a.H || a.dy_stride < a.H || a.dx_stride < a.H ||\n"
-    "        (a.dresidual_out && a.dresidual_out_stride < a.H))\n"
-    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
-    "    const int fused = a.dresidual_out != NULL;\n"
-    "    const tuned_entry *e = find_tuned(1, op, fused, xt | xt << 2 | pt << 4, a.H, 1, "
-    "a.rows);\n"
-    "    const lntune_backward_kernel_fn generic = generic_backward[op][fused][xt][pt];\n"
-    "    const int generic_threads =\n"
-    "        a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? LNTUNE_KERNELS_MAX_THREADS : 1;\n"
-    "    const int most = e && e->threads > generic_threads ? e->threads : generic_threads;\n"
-    "    const size_t n = (size_t)(most < a.rows ? most : a.rows) * (size_t)a.H;\n"
-    "    float *dg = dgamma ? (float *)malloc(n * sizeof *dg) : NULL;\n"
-    "    float *db = dbeta ? (float *)malloc(n * sizeof *db) : NULL;\n"
-    "    int rc = 2, parts = 1; /* 2: out of memory for the partials */\n"
-    "    if ((!dgamma || dg) && (!dbeta || db)) {\n"
-    "        rc = e ? backward_threads(e->backward, &a, e->threads, dg, db, &parts)\n"
-    "               : LNTUNE_KERNEL_EUNSUPPORTED;\n"
-    "        if (rc == LNTUNE_KERNEL_EUNSUPPORTED)\n"
-    "            rc = backward_threads(generic, &a, generic_threads, dg, db, &parts);\n"
-    "    }\n"
-    "    if (rc == LNTUNE_KERNEL_OK && dgamma) backward_reduce(dg, parts, a.H, dgamma, pt);\n"
-    "    if (rc == LNTUNE_KERNEL_OK && dbeta) backward_reduce(db, parts, a.H, dbeta, pt);\n"
-    "    free(dg);\n"
-    "    free(db);\n"
-    "    return rc;\n"
-    "}\n"
-    "\n";
-
 /* Where the exported generic kernels take AVX2's width: the app's compiler flags decide (the
  * file is meant for -march=native, as the tuned kernels were measured); and from which size of
  * call they store non-temporally (that copy exists only at AVX2's width). */
@@ -516,13 +131,6 @@ static void put_levels_switch(lntune_export_buf *b, int64_t streaming_bytes) {
         "           a->rows * a->H >= (int64_t)(LNTUNE_KERNELS_STREAMING_BYTES) / element_bytes;\n"
         "}\n\n",
         (long long)streaming_bytes);
-}
-
-void lntune_export_put_levels(lntune_export_buf *b, const char *avx2, const char *generic) {
-    if (avx2)
-        lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n#else\n%s\n#endif\n", avx2, generic);
-    else
-        lntune_export_put(b, "%s\n", generic);
 }
 
 /*
@@ -593,25 +201,6 @@ static int put_generic_f32(lntune_export_buf *b, int avx2, char *msg, size_t msg
     lntune_export_put(b, "};\n\n");
     return LNTUNE_OK;
 }
-
-/* The generic kernel of an unfused call no winner serves, from the tables before it. */
-static const char unfused_generic_text[] =
-    "/* The generic kernel of an unfused call of op and tuple (affine: 0 neither, 1 gamma, 2 beta\n"
-    " * only); streams: the copy with non-temporal stores where there is one. */\n"
-    "static lntune_kernel_fn unfused_generic(int op, int affine, int xt, int yt, int pt, int "
-    "streams)\n"
-    "{\n"
-    "    if (!(xt | yt | pt)) {\n"
-    "        if (streams && affine < 2 && streaming_f32[op][affine]) return "
-    "streaming_f32[op][affine];\n"
-    "        return generic_f32[op][affine];\n"
-    "    }\n"
-    "    if (affine == 2) return typed_generic[op][xt][yt][pt];\n"
-    "    if (streams && typed_streaming[op][affine][xt][yt][pt])\n"
-    "        return typed_streaming[op][affine][xt][yt][pt];\n"
-    "    if (typed_builtin[op][affine][xt][yt][pt]) return typed_builtin[op][affine][xt][yt][pt];\n"
-    "    return typed_generic[op][xt][yt][pt];\n"
-    "}\n\n";
 
 static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cpu,
                                  const winner_list *l, const int *ok, const char *db_note) {
@@ -772,7 +361,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     }
     if ((rc = put_generic_f32(&kernels, avx2, r->message, sizeof r->message)) != LNTUNE_OK)
         goto done;
-    lntune_export_put(&kernels, "%s", unfused_generic_text);
+    lntune_export_put_code(&kernels, "cpu/unfused_generic.c");
     if ((rc = lntune_export_put_fused_bf16(&kernels, g, fused_bf16, avx2)) != LNTUNE_OK) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
         goto done;
@@ -823,7 +412,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     lntune_export_put(&out,
                       "    {0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0} /* keeps the table non-empty */\n"
                       "};\n\n");
-    lntune_export_put(&out, "%s%s", dispatch_text, backward_text);
+    lntune_export_put_code(&out, "cpu/pool.c");
+    lntune_export_put_code(&out, "cpu/dispatch.c");
+    lntune_export_put_code(&out, "cpu/backward_dispatch.c");
     for (size_t i = 0; i < lntune_export_op_count; ++i)
         lntune_export_put(
             &out,
@@ -893,6 +484,12 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             lntune_export_ops[i].doc, lntune_export_ops[i].name, lntune_export_ops[i].name,
             lntune_export_ops[i].name);
     lntune_export_put(&header, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
+    if (out.missing || kernels.missing) {
+        rc = LNTUNE_ERROR;
+        snprintf(r->message, sizeof r->message, "exported/%s is not built into this lntune",
+                 out.missing ? out.missing : kernels.missing);
+        goto done;
+    }
     if (out.oom || header.oom || kernels.oom || !abi || !bwd) {
         rc = abi && bwd ? LNTUNE_ENOMEM : LNTUNE_ERROR;
         snprintf(r->message, sizeof r->message, "%s",

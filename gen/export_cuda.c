@@ -135,227 +135,6 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
     return 0;
 }
 
-/* The fixed host code of lntune_kernels.cu, after the kernels and the tables. */
-static const char dispatch_text[] =
-    "constexpr int MAX_DEVICES = 64;\n"
-    "constexpr int64_t DEFAULT_SMEM = 48 * 1024; /* more needs cudaFuncSetAttribute */\n"
-    "constexpr int NGPUS = (int)(sizeof gpus / sizeof gpus[0]);\n"
-    "constexpr int NKERNELS = (int)(sizeof kernels / sizeof kernels[0]);\n"
-    "\n"
-    "/* Per device ordinal: 0 not yet seen, g + 1 it is gpus[g], -1 it is none of them. */\n"
-    "std::atomic<int> device_gpu[MAX_DEVICES];\n"
-    "/* Per kernel: the devices (bits) whose shared memory limit it has already raised. */\n"
-    "std::atomic<unsigned long long> smem_raised[NKERNELS];\n"
-    "thread_local char message[512];\n"
-    "\n"
-    "int fail(int rc, const char *what, cudaError_t e)\n"
-    "{\n"
-    "    if (e != cudaSuccess)\n"
-    "        snprintf(message, sizeof message, \"%s: %s (%s)\", what, cudaGetErrorName(e),\n"
-    "                 cudaGetErrorString(e));\n"
-    "    else\n"
-    "        snprintf(message, sizeof message, \"%s\", what);\n"
-    "    return rc;\n"
-    "}\n"
-    "\n"
-    "/* Which of gpus the current device is: the same name and compute capability, else the same\n"
-    " * compute capability. Looked up once per device. */\n"
-    "int current_gpu(int *gpu, int *device)\n"
-    "{\n"
-    "    int dev = 0;\n"
-    "    cudaError_t e = cudaGetDevice(&dev);\n"
-    "    if (e != cudaSuccess) return fail(LNTUNE_ENODEVICE, \"cudaGetDevice\", e);\n"
-    "    const bool cached = dev >= 0 && dev < MAX_DEVICES;\n"
-    "    int known = cached ? device_gpu[dev].load(std::memory_order_acquire) : 0;\n"
-    "    if (known == 0) {\n"
-    "        int major = 0, minor = 0;\n"
-    "        cudaDeviceProp prop;\n"
-    "        if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) ||\n"
-    "            (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) ||\n"
-    "            (e = cudaGetDeviceProperties(&prop, dev)))\n"
-    "            return fail(LNTUNE_ENODEVICE, \"reading the device's compute capability\", e);\n"
-    "        const int cc = 10 * major + minor;\n"
-    "        known = -1;\n"
-    "        for (int g = 0; g < NGPUS && known < 0; ++g)\n"
-    "            if (gpus[g].cc == cc && std::strcmp(gpus[g].name, prop.name) == 0) known = g + "
-    "1;\n"
-    "        for (int g = 0; g < NGPUS && known < 0; ++g)\n"
-    "            if (gpus[g].cc == cc) known = g + 1;\n"
-    "        if (known < 0) {\n"
-    "            snprintf(message, sizeof message,\n"
-    "                     \"device %d (%.200s, sm_%d) is none of the GPUs these kernels were \"\n"
-    "                     \"tuned on (see lntune_kernels.cu)\",\n"
-    "                     dev, prop.name, cc);\n"
-    "            if (cached) device_gpu[dev].store(known, std::memory_order_release);\n"
-    "            return LNTUNE_ENODEVICE;\n"
-    "        }\n"
-    "        if (cached) device_gpu[dev].store(known, std::memory_order_release);\n"
-    "    }\n"
-    "    if (known < 0)\n"
-    "        return fail(LNTUNE_ENODEVICE, \"the current device is none of the GPUs these kernels "
-    "\"\n"
-    "                                      \"were tuned on\", cudaSuccess);\n"
-    "    *gpu = known - 1;\n"
-    "    *device = dev;\n"
-    "    return LNTUNE_OK;\n"
-    "}\n"
-    "\n"
-    "/* The winner of (gpu, op, fusion, types, H, affine) for rows: its bucket, else the nearest\n"
-    " * tuned bucket (as liblntune and the exported C kernels choose); -1 if none. */\n"
-    "int find_tuned(int gpu, int op, int fusion, int types, int64_t H, int affine, int64_t rows)\n"
-    "{\n"
-    "    int best = -1;\n"
-    "    double best_distance = 0.0;\n"
-    "    for (int i = 0; i < GENERIC; ++i) {\n"
-    "        const kernel_entry *e = &kernels[i];\n"
-    "        if (e->gpu != gpu || e->op != op || e->fusion != fusion || e->types != types ||\n"
-    "            e->H != H || e->affine != affine)\n"
-    "            continue;\n"
-    "        if (e->max_h > 0 && H > e->max_h) continue;\n"
-    "        if (rows >= e->rows_lo && rows <= e->rows_hi) return i;\n"
-    "        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows\n"
-    "                                     : (double)rows / (double)e->rows_hi;\n"
-    "        if (best < 0 || d < best_distance) best = i, best_distance = d;\n"
-    "    }\n"
-    "    return best;\n"
-    "}\n"
-    "\n"
-    "/* The generic kernel of (op, fusion, types, affine); -1 if none was exported. */\n"
-    "int find_generic(int op, int fusion, int types, int affine)\n"
-    "{\n"
-    "    for (int i = GENERIC; i < NKERNELS; ++i) {\n"
-    "        const kernel_entry *e = &kernels[i];\n"
-    "        if (e->op == op && e->fusion == fusion && e->types == types && e->affine == affine)\n"
-    "            return i;\n"
-    "    }\n"
-    "    return -1;\n"
-    "}\n"
-    "/* Launches kernels[i] as its launch line says (runtime/cuda_launch.c's rules). */\n"
-    "int launch(int i, int device, const lntune_kernel_args &a, cudaStream_t stream)\n"
-    "{\n"
-    "    const kernel_entry *e = &kernels[i];\n"
-    "    if (e->max_h > 0 && a.H > e->max_h)\n"
-    "        return fail(LNTUNE_EUNSUPPORTED, \"H exceeds the kernel's shared memory\", "
-    "cudaSuccess);\n"
-    "    int64_t groups = (a.rows + e->rows_per_block - 1) / e->rows_per_block;\n"
-    "    if (groups > INT32_MAX / e->cluster) groups = INT32_MAX / e->cluster;\n"
-    "    const int64_t per_block = (a.H + e->cluster - 1) / e->cluster;\n"
-    "    const int64_t smem = e->smem + e->smem_per_h * ((per_block + 3) / 4 * 4);\n"
-    "    if (smem > DEFAULT_SMEM) {\n"
-    "        const unsigned long long bit = 1ull << (device % 64);\n"
-    "        if (device >= 64 || !(smem_raised[i].load(std::memory_order_acquire) & bit)) {\n"
-    "            cudaError_t err = cudaFuncSetAttribute((const void *)e->fn,\n"
-    "                                                   "
-    "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
-    "            if (err != cudaSuccess)\n"
-    "                return fail(LNTUNE_ERROR, \"cudaFuncSetAttribute (shared memory)\", err);\n"
-    "            smem_raised[i].fetch_or(bit, std::memory_order_release);\n"
-    "        }\n"
-    "    }\n"
-    "    e->fn<<<dim3((unsigned)(groups * e->cluster)), dim3((unsigned)e->block), (size_t)smem,\n"
-    "            stream>>>(a);\n"
-    "    cudaError_t err = cudaGetLastError();\n"
-    "    return err == cudaSuccess ? LNTUNE_OK : fail(LNTUNE_ERROR, \"kernel launch\", err);\n"
-    "}\n"
-    "\n"
-    "/* The internal type (0 fp32, 1 fp16, 2 bf16) of a public one (1 fp32, 2 fp16, 3 bf16), 0\n"
-    " * meaning dflt; -1 out of range. */\n"
-    "int internal_type(int type, int dflt)\n"
-    "{\n"
-    "    return type == LNTUNE_KERNELS_DEFAULT ? dflt\n"
-    "           : type >= LNTUNE_KERNELS_F32 && type <= LNTUNE_KERNELS_BF16 ? type - 1 : -1;\n"
-    "}\n"
-    "\n"
-    "int run(int op, const lntune_kernel_args *args, lntune_kernels_types t, cudaStream_t stream)\n"
-    "{\n"
-    "    static const char *const type_names[] = {\"f32\", \"f16\", \"bf16\"};\n"
-    "    const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),\n"
-    "              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);\n"
-    "    if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||\n"
-    "        args->eps < 0.0f || args->eps != args->eps)\n"
-    "        return fail(LNTUNE_EINVAL, \"NULL args, x or y, H <= 0, rows < 0, or eps < 0 or "
-    "NaN\",\n"
-    "                    cudaSuccess);\n"
-    "    if (xt < 0 || yt < 0 || pt < 0 || rt < 0)\n"
-    "        return fail(LNTUNE_EINVAL, \"a type outside "
-    "LNTUNE_KERNELS_DEFAULT..LNTUNE_KERNELS_BF16\",\n"
-    "                    cudaSuccess);\n"
-    "    if (op == 1 && args->beta) return fail(LNTUNE_EINVAL, \"RMSNorm takes no beta\", "
-    "cudaSuccess);\n"
-    "    if (args->residual_out && !args->residual)\n"
-    "        return fail(LNTUNE_EINVAL, \"residual_out without residual\", cudaSuccess);\n"
-    "    if (args->beta && !args->gamma)\n"
-    "        return fail(LNTUNE_EUNSUPPORTED, \"beta without gamma is not supported\", "
-    "cudaSuccess);\n"
-    "    lntune_kernel_args a = *args;\n"
-    "    if (a.x_stride == 0) a.x_stride = a.H;\n"
-    "    if (a.y_stride == 0) a.y_stride = a.H;\n"
-    "    if (a.residual_stride == 0) a.residual_stride = a.H;\n"
-    "    if (a.residual_out_stride == 0) a.residual_out_stride = a.H;\n"
-    "    if (a.x_stride < a.H || a.y_stride < a.H || (a.residual && a.residual_stride < a.H) ||\n"
-    "        (a.residual_out && a.residual_out_stride < a.H))\n"
-    "        return fail(LNTUNE_EINVAL, \"a stride is neither 0 nor >= H\", cudaSuccess);\n"
-    "    if (!(a.eps > 0.0f)) a.eps = 1e-5f;\n"
-    "    if (a.rows == 0) return LNTUNE_OK;\n"
-    "    int gpu = 0, device = 0;\n"
-    "    int rc = current_gpu(&gpu, &device);\n"
-    "    if (rc != LNTUNE_OK) return rc;\n"
-    "    const int affine = a.gamma != nullptr;\n"
-    "    const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;\n"
-    "    /* as liblntune packs a tuple: the residual's type only when fused and not x's */\n"
-    "    const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);\n"
-    "    int i = find_tuned(gpu, op, fusion, types, a.H, affine, a.rows);\n"
-    "    if (i < 0) i = find_generic(op, fusion, types, affine);\n"
-    "    if (i < 0) {\n"
-    "        snprintf(message, sizeof message,\n"
-    "                 \"no kernel for x %s, y %s, gamma/beta %s%s%s%s was exported (the CUDA "
-    "export \"\n"
-    "                 \"holds the type tuples and fusions tuned on a GPU, and all-fp32): tune one "
-    "\"\n"
-    "                 \"(lntune --target cuda --dtype %s/%s/%s%s) and export again\",\n"
-    "                 type_names[xt], type_names[yt], type_names[pt], fusion ? \", residual \" : "
-    "\"\",\n"
-    "                 fusion ? type_names[rt] : \"\", fusion == 2 ? \" and residual_out\" : \"\",\n"
-    "                 type_names[xt], type_names[yt], type_names[pt],\n"
-    "                 fusion == 2 ? \" --residual\" : fusion ? \" --residual=noout\" : \"\");\n"
-    "        return LNTUNE_EUNSUPPORTED;\n"
-    "    }\n"
-    "    return launch(i, device, a, stream);\n"
-    "}\n"
-    "\n"
-    "} // namespace\n"
-    "\n"
-    "extern \"C\" int lntune_kernels_cuda_layernorm(const lntune_kernel_args *args, cudaStream_t "
-    "stream)\n"
-    "{\n"
-    "    return run(0, args, lntune_kernels_types{0, 0, 0, 0}, stream);\n"
-    "}\n"
-    "\n"
-    "extern \"C\" int lntune_kernels_cuda_rmsnorm(const lntune_kernel_args *args, cudaStream_t "
-    "stream)\n"
-    "{\n"
-    "    return run(1, args, lntune_kernels_types{0, 0, 0, 0}, stream);\n"
-    "}\n"
-    "\n"
-    "extern \"C\" int lntune_kernels_cuda_layernorm_v2(const lntune_kernel_args *args,\n"
-    "                                                lntune_kernels_types types, cudaStream_t "
-    "stream)\n"
-    "{\n"
-    "    return run(0, args, types, stream);\n"
-    "}\n"
-    "\n"
-    "extern \"C\" int lntune_kernels_cuda_rmsnorm_v2(const lntune_kernel_args *args,\n"
-    "                                              lntune_kernels_types types, cudaStream_t "
-    "stream)\n"
-    "{\n"
-    "    return run(1, args, types, stream);\n"
-    "}\n"
-    "\n"
-    "extern \"C\" const char *lntune_kernels_cuda_errmsg(void)\n"
-    "{\n"
-    "    return message;\n"
-    "}\n";
-
 static const char header_doc[] =
     " * Fill an lntune_kernel_args with device pointers (rows, H, x, y; gamma, beta, residual,\n"
     " * residual_out, mean, rstd optional; strides of 0 mean H, eps of 0 means 1e-5) and call one\n"
@@ -431,40 +210,6 @@ static int generic_add(generic_list *l, int op, int fusion, lntune_types types) 
                      v->affine ? "affine" : "plain");
     }
     return 0;
-}
-
-void lntune_export_put_cuda_kernel(lntune_export_buf *text, const lntune_source *src,
-                                   const char *symbol, int sm, lntune_export_guard guard,
-                                   const lntune_types *types) {
-    /* A GPU's kernels are device code only when compiling for its architecture (sm_90's
-     * clusters do not compile for sm_80, and no other GPU runs them: see current_gpu).
-     * Other passes see an empty kernel of the same name: every pass must declare the same
-     * kernels, since nvcc makes the host's launch stubs from a device pass. */
-    if (guard)
-        lntune_export_put(text, "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == %d\n", sm * 10);
-    static const char names[4] = {'X', 'Y', 'P', 'R'};
-    if (types) {
-        const int t[4] = {types->x, types->y, types->params, lntune_types_residual(*types)};
-        for (int i = 0; i < 4; ++i)
-            lntune_export_put(text, "#define LNTUNE_%c_T %s\n", names[i],
-                              lntune_cuda_type_name(t[i]));
-    }
-    lntune_export_put(text, "%s\n", src->text);
-    if (types)
-        for (int i = 0; i < 4; ++i) lntune_export_put(text, "#undef LNTUNE_%c_T\n", names[i]);
-    if (guard == LNTUNE_EXPORT_GUARD_FORWARD)
-        lntune_export_put(text,
-                          "#else\nnamespace %s_impl {\nextern \"C\" __global__ void "
-                          "%s(lntune_kernel_args) {} /* never launched here */\n}\n#endif\n\n",
-                          symbol, symbol);
-    if (guard == LNTUNE_EXPORT_GUARD_BACKWARD)
-        lntune_export_put(text,
-                          "#else\nnamespace %s_impl {\n/* never launched here */\n"
-                          "extern \"C\" __global__ void %s(lntune_backward_kernel_args, float *, "
-                          "float *) {}\n"
-                          "extern \"C\" __global__ void %s_dgamma(const float *, const float *, "
-                          "int64_t, int64_t, void *, void *) {}\n}\n#endif\n\n",
-                          symbol, symbol, symbol);
 }
 
 /* Regenerates winner w for compute capability sm into text; its launch geometry and hash. */
@@ -805,8 +550,15 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
     put_file_comment(&out, &gpus, &list, &gen, &bwd_comment, archs, archs_size);
     lntune_export_put(&out, "%s", kernels.s ? kernels.s : "");
     put_tables(&out, &gpus, &list, &gen);
-    lntune_export_put(&out, "%s\n%s", dispatch_text, bwd_host.s ? bwd_host.s : "");
+    lntune_export_put_code(&out, "cuda/dispatch.cu");
+    lntune_export_put(&out, "\n%s", bwd_host.s ? bwd_host.s : "");
     put_cuda_header(&header, &gpus);
+    if (out.missing || bwd_host.missing) {
+        rc = LNTUNE_ERROR;
+        snprintf(r->message, sizeof r->message, "exported/%s is not built into this lntune",
+                 out.missing ? out.missing : bwd_host.missing);
+        goto done;
+    }
     if (out.oom || header.oom || kernels.oom || bwd_host.oom || bwd_comment.oom) {
         rc = LNTUNE_ENOMEM;
         snprintf(r->message, sizeof r->message, "out of memory");

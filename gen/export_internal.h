@@ -15,7 +15,8 @@
 typedef struct lntune_export_buf {
     char *s;
     size_t len, cap;
-    int oom; /* a put ran out of memory: the text is incomplete */
+    int oom;             /* a put ran out of memory: the text is incomplete */
+    const char *missing; /* a file lntune_export_put_code did not find (a build fault) */
 } lntune_export_buf;
 
 /*
@@ -104,6 +105,13 @@ void lntune_export_bucket_range(int64_t rows, int64_t *lo, int64_t *hi);
 /* The text of a header built into gen with the engine ("lntune_kernel.h", "typed_kernel.h");
  * NULL if missing. */
 const char *lntune_export_embedded(const char *name);
+
+/*
+ * Appends the text of exported/NAME ("cpu/pool.c"): the fixed code the exported files carry,
+ * ordinary source files of the tree built into lntune (CMakeLists.txt embeds exported/). A
+ * name not built in sets b->missing.
+ */
+void lntune_export_put_code(lntune_export_buf *b, const char *name);
 /* The element types' numbers and lntune_kernels_types, for both exported headers (guarded). */
 extern const char lntune_export_types_text[];
 

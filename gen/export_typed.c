@@ -111,115 +111,6 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
     return b->oom ? LNTUNE_ENOMEM : LNTUNE_OK;
 }
 
-/* The residual fallback's fixed part: a row of s = x + residual in fp32 (as
- * runtime/builtin_residual_body.h forms it), rounded once into residual_out if given, then
- * normalized by the unfused generic kernel of an fp32 x with the call's y and gamma/beta types.
- * Only the element loops are instantiated per type (9 sums, 3 stores); the row loop is one
- * function, so the fallback adds little to an app's compile time. */
-static const char residual_text[] =
-    "/* ---- residual add fallback: all-bf16 calls with gamma or neither take the fused kernel\n"
-    " * where there is one; others s = x + residual in fp32 a row at a time, rounded into\n"
-    " * residual_out if given, then the unfused generic kernel on s\n"
-    " * (runtime/builtin_residual_body.h) ---- */\n"
-    "enum { RESIDUAL_STACK_FLOATS = 4096 };\n"
-    "typedef void (*residual_sum_fn)(float *s, const void *x, const void *r, int64_t H);\n"
-    "typedef void (*residual_store_fn)(void *out, const float *s, int64_t H, int nt);\n"
-    "\n"
-    "#define RESIDUAL_SUM(X, R)                                                              \\\n"
-    "    static void residual_sum_##X##_##R(float *s, const void *x, const void *r, int64_t H) \\\n"
-    "    {                                                                                   \\\n"
-    "        int64_t i = 0;                                                                  \\\n"
-    "        RESIDUAL_SUM8(X, R)                                                             \\\n"
-    "        for (; i < H; ++i)                                                              \\\n"
-    "            s[i] = typed_load(TYPED_##X, x, i) + typed_load(TYPED_##R, r, i);           \\\n"
-    "    }\n"
-    "#define RESIDUAL_SUMS(X) RESIDUAL_SUM(X, F32) RESIDUAL_SUM(X, F16) RESIDUAL_SUM(X, BF16)\n"
-    "RESIDUAL_SUMS(F32)\nRESIDUAL_SUMS(F16)\nRESIDUAL_SUMS(BF16)\n"
-    "#define RESIDUAL_STORE(R)                                                               \\\n"
-    "    static void residual_store_##R(void *out, const float *s, int64_t H, int nt)        \\\n"
-    "    {                                                                                   \\\n"
-    "        int64_t i = 0;                                                                  \\\n"
-    "        RESIDUAL_STORE8(R)                                                              \\\n"
-    "        (void)nt;                                                                       \\\n"
-    "        for (; i < H; ++i) typed_store(TYPED_##R, out, i, s[i]);                        \\\n"
-    "    }\n"
-    "RESIDUAL_STORE(F32)\nRESIDUAL_STORE(F16)\nRESIDUAL_STORE(BF16)\n"
-    "static const residual_sum_fn residual_sums[3][3] = {\n"
-    "    {residual_sum_F32_F32, residual_sum_F32_F16, residual_sum_F32_BF16},\n"
-    "    {residual_sum_F16_F32, residual_sum_F16_F16, residual_sum_F16_BF16},\n"
-    "    {residual_sum_BF16_F32, residual_sum_BF16_F16, residual_sum_BF16_BF16}};\n"
-    "static const residual_store_fn residual_stores[3] = {residual_store_F32, residual_store_F16,\n"
-    "                                                     residual_store_BF16};\n"
-    "\n"
-    "static const void *residual_row(const void *base, int64_t r, int64_t stride, int type)\n"
-    "{\n"
-    "    return (const unsigned char *)base + (size_t)(r * stride) * typed_size(type);\n"
-    "}\n"
-    "\n"
-    "static int residual_norm(const lntune_kernel_args *a, int64_t begin, int64_t end, int op, "
-    "int xt,\n"
-    "                         int yt, int pt, int rt)\n"
-    "{\n"
-    "    const int affine = a->gamma ? 1 : a->beta ? 2 : 0;\n"
-    "    const int64_t residual_bytes = (int64_t)typed_size(rt) * (a->residual_out ? 2 : 1);\n"
-    "    const int streams =\n"
-    "        streaming_call(a, (int64_t)(typed_size(xt) + typed_size(yt)) + residual_bytes);\n"
-    "    if (xt == TYPED_BF16 && yt == xt && pt == xt && rt == xt && affine < 2) {\n"
-    "        const int out = a->residual_out != NULL;\n"
-    "        const lntune_kernel_fn fused = fused_bf16_generic(op, affine, out, streams);\n"
-    "        if (fused) return fused(a, begin, end);\n"
-    "    }\n"
-    "    const lntune_kernel_fn inner = unfused_generic(op, affine, TYPED_F32, yt, pt, streams);\n"
-    "    const int64_t H = a->H;\n"
-    "    float stack[RESIDUAL_STACK_FLOATS];\n"
-    "    float *s = H <= RESIDUAL_STACK_FLOATS ? stack : (float *)malloc((size_t)H * sizeof *s);\n"
-    "    if (!s) return 2; /* out of memory for the row */\n"
-    "    lntune_kernel_args one = *a;\n"
-    "    one.rows = 1;\n"
-    "    one.x_stride = one.y_stride = H;\n"
-    "    one.residual = NULL;\n"
-    "    one.residual_out = NULL;\n"
-    "    one.x = s;\n"
-    "    int rc = LNTUNE_KERNEL_OK;\n"
-    "    for (int64_t r = begin; r < end && rc == LNTUNE_KERNEL_OK; ++r) {\n"
-    "        residual_sums[xt][rt](s, residual_row(a->x, r, a->x_stride, xt),\n"
-    "                              residual_row(a->residual, r, a->residual_stride, rt), H);\n"
-    "        if (a->residual_out)\n"
-    "            residual_stores[rt]((void *)residual_row(a->residual_out, r, "
-    "a->residual_out_stride, rt),\n"
-    "                                s, H, streams);\n"
-    "        one.y = (void *)residual_row(a->y, r, a->y_stride, yt);\n"
-    "        one.mean = a->mean ? a->mean + r : NULL;\n"
-    "        one.rstd = a->rstd ? a->rstd + r : NULL;\n"
-    "        rc = inner(&one, 0, 1);\n"
-    "    }\n"
-    "    if (streams && a->residual_out) RESIDUAL_FENCE(); /* residual_out's stores, as the "
-    "inner's */\n"
-    "    if (s != stack) free(s);\n"
-    "    return rc;\n"
-    "}\n\n";
-
-/* The residual fallback's element loops take 8 elements at a time where the file is compiled for
- * AVX2 and F16C: runtime/typed_vector.h, as liblntune's AVX2 residual built-ins do. */
-static const char residual_vector_macros[] =
-    "#define RESIDUAL_SUM8(X, R)                                                             \\\n"
-    "    for (; i + 8 <= H; i += 8)                                                          \\\n"
-    "        _mm256_storeu_ps(s + i,                                                         \\\n"
-    "                         _mm256_add_ps(typed_load8(TYPED_##X, (const char *)x + i *      \\\n"
-    "                                                   typed_size(TYPED_##X)),               \\\n"
-    "                                       typed_load8(TYPED_##R, (const char *)r + i *      \\\n"
-    "                                                   typed_size(TYPED_##R))));\n"
-    "/* nt: non-temporal stores, which need out aligned to the vector: scalars until it is */\n"
-    "#define RESIDUAL_STORE8(R)                                                              \\\n"
-    "    const uintptr_t align = 8 * typed_size(TYPED_##R) - 1;                              \\\n"
-    "    if (nt)                                                                             \\\n"
-    "        for (; i < H && (((uintptr_t)out + i * typed_size(TYPED_##R)) & align) != 0; ++i) \\\n"
-    "            typed_store(TYPED_##R, out, i, s[i]);                                       \\\n"
-    "    for (; i + 8 <= H; i += 8)                                                          \\\n"
-    "        typed_store8(TYPED_##R, (char *)out + i * typed_size(TYPED_##R),                \\\n"
-    "                     _mm256_loadu_ps(s + i), nt);\n"
-    "#define RESIDUAL_FENCE() _mm_sfence()\n";
-
 /* The fused Add & Norm built-ins of all-bf16 calls (gen/builtin.c) with the level's text: the
  * AVX2 and streaming copies where the file is compiled for AVX2, else the generic one. */
 static int put_fused_bf16_levels(lntune_export_buf *b, lntune_gen *g, int avx2) {
@@ -273,14 +164,16 @@ int lntune_export_put_fused_bf16(lntune_export_buf *b, lntune_gen *g, int used, 
 void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2) {
     enum { N = LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT };
     const char *vector = avx2 ? lntune_export_embedded("typed_vector.h") : NULL;
-    if (vector)
-        lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n%s#else\n", vector,
-                          residual_vector_macros);
+    if (vector) {
+        lntune_export_put(b, "#if LNTUNE_KERNELS_AVX2\n%s\n", vector);
+        lntune_export_put_code(b, "cpu/residual_vector_macros.h");
+        lntune_export_put(b, "#else\n");
+    }
     lntune_export_put(b,
                       "#define RESIDUAL_SUM8(X, R)\n#define RESIDUAL_STORE8(R)\n"
                       "#define RESIDUAL_FENCE() ((void)0)\n%s",
                       vector ? "#endif\n" : "");
-    lntune_export_put(b, "%s", residual_text);
+    lntune_export_put_code(b, "cpu/residual_fallback.c");
     /* The kernel ABI carries no types: one small function per (op, x, y, params, residual). */
     for (size_t op = 0; op < lntune_export_op_count; ++op)
         for (int t = 0; t < N; ++t) {
@@ -306,61 +199,11 @@ void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2) {
 /* The backward fallback: one portable body (the statistics are typed_kernel.h's when not saved),
  * sums of a row in double, dx rounded once, dgamma/dbeta terms into the caller's fp32 partials,
  * instantiated per (x, params). Lighter than the templates' backward built-ins, whose 36 kernels
- * would triple an app's compile time for a path only untuned shapes take. */
-static const char backward_text[] =
-    "/* ---- backward fallback: every (op, fused, x, params) no winner covers ---- */\n"
-    "TYPED_INLINE const void *backward_row(const void *base, int64_t r, int64_t stride, int "
-    "type)\n"
-    "{\n"
-    "    return (const unsigned char *)base + (size_t)(r * stride) * typed_size(type);\n"
-    "}\n"
-    "\n"
-    "TYPED_INLINE int typed_backward(const lntune_backward_kernel_args *a, int64_t begin, int64_t "
-    "end,\n"
-    "                                float *dgp, float *dbp, int centered, int fused, int xt, int "
-    "pt)\n"
-    "{\n"
-    "    if (fused != (a->dresidual_out != NULL) || (!centered && dbp))\n"
-    "        return LNTUNE_KERNEL_EUNSUPPORTED;\n"
-    "    const int64_t H = a->H;\n"
-    "    const int saved = a->rstd && (!centered || a->mean);\n"
-    "    for (int64_t r = begin; r < end; ++r) {\n"
-    "        const void *x = backward_row(a->x, r, a->x_stride, xt);\n"
-    "        const void *dy = backward_row(a->dy, r, a->dy_stride, xt);\n"
-    "        void *dx = (void *)backward_row(a->dx, r, a->dx_stride, xt);\n"
-    "        float mean = 0.0f, rstd;\n"
-    "        if (saved)\n"
-    "            mean = centered ? a->mean[r] : 0.0f, rstd = a->rstd[r];\n"
-    "        else\n"
-    "            typed_stats(xt, centered, x, H, a->eps, &mean, &rstd);\n"
-    "        double sg = 0.0, sq = 0.0; /* sum g, sum g * xhat; g = dy * gamma */\n"
-    "        for (int64_t i = 0; i < H; ++i) {\n"
-    "            const float g = typed_load(xt, dy, i) * (a->gamma ? typed_load(pt, a->gamma, i) "
-    ": 1.0f);\n"
-    "            sg += g;\n"
-    "            sq += (double)g * ((typed_load(xt, x, i) - mean) * rstd);\n"
-    "        }\n"
-    "        const float mg = centered ? (float)(sg / (double)H) : 0.0f, mq = (float)(sq / "
-    "(double)H);\n"
-    "        const void *dres = fused ? backward_row(a->dresidual_out, r, "
-    "a->dresidual_out_stride, xt) : NULL;\n"
-    "        for (int64_t i = 0; i < H; ++i) {\n"
-    "            const float d = typed_load(xt, dy, i), xh = (typed_load(xt, x, i) - mean) * "
-    "rstd;\n"
-    "            const float g = d * (a->gamma ? typed_load(pt, a->gamma, i) : 1.0f);\n"
-    "            float v = rstd * (g - mg - xh * mq);\n"
-    "            if (dres) v += typed_load(xt, dres, i);\n"
-    "            typed_store(xt, dx, i, v);\n"
-    "            if (dgp) dgp[i] += d * xh;\n"
-    "            if (dbp) dbp[i] += d;\n"
-    "        }\n"
-    "    }\n"
-    "    return LNTUNE_KERNEL_OK;\n"
-    "}\n\n";
-
+ * would triple an app's compile time for a path only untuned shapes take
+ * (exported/cpu/backward_generic.c). */
 void lntune_export_put_backward_fallback(lntune_export_buf *b) {
     enum { N = 2 * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT };
-    lntune_export_put(b, "%s", backward_text);
+    lntune_export_put_code(b, "cpu/backward_generic.c");
     /* The body inlined once per (x, params), the types constant there; op and fusion stay
      * arguments, so the fallback adds about a second to an app's compile. */
     for (int t = 0; t < LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT; ++t)

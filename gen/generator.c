@@ -4,6 +4,7 @@
  */
 #include "generator.h"
 
+#include "embedded.h"
 #include "fusion.h"
 #include "hardware.h"
 #include "lntune.h"
@@ -15,16 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct {
-    const char *path;
-    const char *text;
-    size_t len;
-} embedded_file;
-
-/* Built by cmake/embed.cmake from gen/engine.lua, include/lntune_kernel.h and templates/. */
-extern const embedded_file lntune_embedded_engine[];
-extern const embedded_file lntune_embedded_templates[];
 
 struct lntune_gen {
     lua_State *L;
@@ -40,12 +31,6 @@ static void set_error(lntune_gen *g, const char *fmt, const char *detail) {
     snprintf(g->errmsg, sizeof g->errmsg, fmt, detail ? detail : "");
 }
 
-static const embedded_file *find_embedded(const embedded_file *files, const char *path) {
-    for (; files->path; ++files)
-        if (strcmp(files->path, path) == 0) return files;
-    return NULL;
-}
-
 /* engine.readfile(relpath): text, or nil and a message. Relative paths only, no "..". */
 static int l_readfile(lua_State *L) {
     lntune_gen *g = lua_touserdata(L, lua_upvalueindex(1));
@@ -56,7 +41,7 @@ static int l_readfile(lua_State *L) {
         return 2;
     }
     if (!g->template_dir) {
-        const embedded_file *f = find_embedded(lntune_embedded_templates, rel);
+        const embedded_file *f = lntune_embedded_find(lntune_embedded_templates, rel);
         if (!f) {
             lua_pushnil(L);
             lua_pushfstring(L, "templates/%s is not built into lntune", rel);
@@ -75,7 +60,7 @@ static int l_readfile(lua_State *L) {
         dir += len + (dir[len] == ':');
     }
     if (!fp) {
-        const embedded_file *f = find_embedded(lntune_embedded_templates, rel);
+        const embedded_file *f = lntune_embedded_find(lntune_embedded_templates, rel);
         if (f) {
             lua_pushlstring(L, f->text, f->len);
             return 1;
@@ -203,9 +188,10 @@ int lntune_gen_open(const char *template_dir, lntune_gen **out) {
     luaL_requiref(L, LUA_DBLIBNAME, luaopen_debug, 1); /* the engine reads call lines */
     lua_settop(L, 0);
 
-    const embedded_file *engine = find_embedded(lntune_embedded_engine, "engine.lua");
-    const embedded_file *abi = find_embedded(lntune_embedded_engine, "lntune_kernel.h");
-    const embedded_file *bwd = find_embedded(lntune_embedded_engine, "lntune_kernel_backward.h");
+    const embedded_file *engine = lntune_embedded_find(lntune_embedded_engine, "engine.lua");
+    const embedded_file *abi = lntune_embedded_find(lntune_embedded_engine, "lntune_kernel.h");
+    const embedded_file *bwd =
+        lntune_embedded_find(lntune_embedded_engine, "lntune_kernel_backward.h");
     if (!engine || !abi || !bwd) {
         set_error(g, "%s", "lntune was built without gen/engine.lua or lntune_kernel.h");
         *out = g;

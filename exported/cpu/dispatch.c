@@ -1,0 +1,86 @@
+/*
+ * exported/cpu/dispatch.c - the forward dispatch of lntune_kernels.c: the winner of the call's
+ * rows bucket, else the nearest tuned bucket of the same op, fusion, types, H and affine, else
+ * the generic kernel (the rule of runtime/dispatch.c). Copied after pool.c; it reads the tables
+ * the export writes (tuned, op_takes_beta, residual_generic) and the generic kernels'
+ * unfused_generic, streaming_call and typed_size.
+ */
+typedef struct {
+    lntune_kernel_fn fn;
+    const lntune_kernel_args *a;
+} forward_job;
+
+static int forward_part(const void *job, int i, int n) {
+    const forward_job *j = job;
+    int64_t begin = j->a->rows * i / n, end = j->a->rows * (i + 1) / n;
+    return begin < end ? j->fn(j->a, begin, end) : LNTUNE_KERNEL_OK;
+}
+
+static int run_threads(lntune_kernel_fn fn, const lntune_kernel_args *a, int threads) {
+    const forward_job job = {fn, a};
+    int used;
+    return run_parts(forward_part, &job, threads, a->rows, &used);
+}
+
+/* The winner of (op, fusion, types, H, affine), forward or backward, for rows: its bucket,
+ * else the nearest tuned one. */
+static const tuned_entry *find_tuned(int backward, int op, int fusion, int types, int64_t H,
+                                     int affine, int64_t rows) {
+    const tuned_entry *best = NULL;
+    double best_distance = 0.0;
+    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {
+        const tuned_entry *e = &tuned[i];
+        if (!(backward ? e->backward != NULL : e->fn != NULL) || e->op != op ||
+            e->fusion != fusion || e->types != types || e->H != H || e->affine != affine)
+            continue;
+        if (rows >= e->rows_lo && rows <= e->rows_hi) return e;
+        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows
+                                     : (double)rows / (double)e->rows_hi;
+        if (!best || d < best_distance) best = e, best_distance = d;
+    }
+    return best;
+}
+
+/* The internal type (0 fp32, 1 fp16, 2 bf16) of a public one (1 fp32, 2 fp16, 3 bf16), 0
+ * meaning dflt; -1 out of range. */
+static int internal_type(int type, int dflt) {
+    return type == LNTUNE_KERNELS_DEFAULT                              ? dflt
+           : type >= LNTUNE_KERNELS_F32 && type <= LNTUNE_KERNELS_BF16 ? type - 1
+                                                                       : -1;
+}
+
+static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
+    const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),
+              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);
+    if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||
+        (args->residual_out && !args->residual) || (!op_takes_beta[op] && args->beta) || xt < 0 ||
+        yt < 0 || pt < 0 || rt < 0)
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+    if (args->rows == 0) return LNTUNE_KERNEL_OK;
+    lntune_kernel_args a = *args;
+    if (a.x_stride == 0) a.x_stride = a.H;
+    if (a.y_stride == 0) a.y_stride = a.H;
+    if (a.residual_stride == 0) a.residual_stride = a.H;
+    if (a.residual_out_stride == 0) a.residual_out_stride = a.H;
+    if (!(a.eps > 0.0f)) a.eps = 1e-5f;
+    if (a.x_stride < a.H || a.y_stride < a.H || (a.residual && a.residual_stride < a.H) ||
+        (a.residual_out && a.residual_out_stride < a.H))
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+    const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;
+    /* as the runtime packs a tuple: the residual's type only when fused and not x's */
+    const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);
+    int affine = a.gamma ? 1 : a.beta ? 2 : 0;
+    const tuned_entry *e =
+        affine < 2 ? find_tuned(0, op, fusion, types, a.H, affine, a.rows) : NULL;
+    if (e) {
+        int rc = run_threads(e->fn, &a, e->threads);
+        if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;
+    }
+    /* (the residual fallback decides on streaming itself, since it streams residual_out) */
+    lntune_kernel_fn generic =
+        fusion ? residual_generic[op][xt][yt][pt][rt]
+               : unfused_generic(op, affine, xt, yt, pt,
+                                 streaming_call(&a, (int64_t)(typed_size(xt) + typed_size(yt))));
+    int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? LNTUNE_KERNELS_MAX_THREADS : 1;
+    return run_threads(generic, &a, threads);
+}

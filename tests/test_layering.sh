@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# test_layering.sh OBJECTS_DIR - the sources call each other one way only. From the symbols of
+# every object file of the library and the CLI (nm: what each defines and what it calls), the
+# file-level call graph must have no circle (tsort finds none), and nothing in tuning_db/ or
+# runtime/ may call into gen/ or cli/: data flows templates -> gen -> tuning_db -> runtime -> app.
+# OBJECTS_DIR is the build's CMakeFiles folder; tests, bench and fuzz objects are left out.
+set -u
+objdir=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+ok() { echo "ok: $*"; }
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# One line per object: SOURCE (the path under the target's .dir, without .o).
+find "$objdir" -path '*/tests/*' -prune -o -name '*.c.o' -print |
+    grep -E '/(lntune_core_obj|lntune_runtime_obj|lntune_tuning_db|lntune_gen|lntune)\.dir/' |
+    sort >"$work/objects"
+n=$(wc -l <"$work/objects")
+[ "$n" -ge 40 ] && ok "$n object files" || fail "only $n object files under $objdir"
+
+# defs: SYMBOL SOURCE; uses: SOURCE SYMBOL.
+while read -r o; do
+    src=${o#*.dir/}
+    src=${src%.o}
+    nm "$o" | awk -v s="$src" '$2 ~ /^[TDBR]$/ {print $3, s > "/dev/stderr"} $1 == "U" {print s, $2}'
+done <"$work/objects" >"$work/uses" 2>"$work/defs"
+sort -u -k1,1 "$work/defs" >"$work/defs.sorted"
+sort -k2,2 "$work/uses" >"$work/uses.sorted"
+# edges: CALLER CALLEE (files), each once, no self edges.
+join -1 2 -2 1 -o 1.1,2.2 "$work/uses.sorted" "$work/defs.sorted" | awk '$1 != $2' | sort -u \
+    >"$work/edges"
+e=$(wc -l <"$work/edges")
+[ "$e" -ge 40 ] && ok "$e calls between files" || fail "only $e calls between files"
+
+# The check must be able to fail: a planted circle is found.
+printf 'a.c b.c\nb.c a.c\n' | tsort >/dev/null 2>"$work/planted"
+grep -q "loop" "$work/planted" && ok "tsort reports a planted circle" ||
+    fail "tsort did not report a planted circle"
+
+tsort "$work/edges" >/dev/null 2>"$work/loops"
+if grep -q "loop" "$work/loops"; then
+    fail "files that call each other in a circle:"
+    sed 's/^/    /' "$work/loops"
+else
+    ok "no circle among the files"
+fi
+
+up=$(awk '$1 ~ /^(runtime|tuning_db)\// && $2 ~ /^(gen|cli)\//' "$work/edges")
+if [ -n "$up" ]; then
+    fail "runtime/ or tuning_db/ calls into gen/ or cli/:"
+    echo "$up" | sed 's/^/    /'
+else
+    ok "runtime/ and tuning_db/ call nothing in gen/ or cli/"
+fi
+
+[ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
+exit $((failures > 0))
