@@ -7,6 +7,8 @@
  *   bench_cpu [--db PATH] [--db1 PATH] [--export SO] [--export1 SO] [--out PREFIX]
  *             [--shapes RxH,...] [--dtype T] [--no-torch]
  *   bench_cpu --threads N [...] > records.jsonl
+ *   bench_cpu --threads N --markdown [...]   (the table of that thread count to stdout)
+ *   bench_cpu --tuned --db PATH [...]   (the shapes tuned in PATH instead of --shapes)
  *   bench_cpu --report PREFIX records.jsonl...
  *   bench_cpu --has-runtime   (exit 0 if lntune itself is measured in this build)
  */
@@ -29,7 +31,7 @@ extern char **environ;
 
 typedef struct {
     const char *db, *db1, *export_lib, *export_lib1, *out, *shapes_text, *torch_script, *title;
-    int threads, no_torch, reps, report, type;
+    int threads, no_torch, reps, report, type, markdown, tuned;
     double rep_ms;
     lntune_bench_shape *shapes;
     size_t nshapes;
@@ -45,13 +47,15 @@ static int usage(const char *why) {
             "                 [--reps N] [--rep-ms MS] [--torch SCRIPT | --no-torch]\n"
             "                 [--dtype f32|f16|bf16]\n"
             "       bench_cpu --threads N [same options]   (JSON records to stdout)\n"
+            "       bench_cpu --threads N --markdown [...]  (a markdown table instead)\n"
             "       bench_cpu --report PREFIX FILE.jsonl...\n"
             "  --db: the tuned database for the all-cores run; --db1: for the 1-thread run\n"
             "  (default: --db). --export, --export1: lntune export's lntune_kernels.c of those\n"
             "  databases built as shared objects (bench/run.sh builds them; default: n/a;\n"
             "  --export1's default: --export).\n"
             "  PREFIX gets .md and .svg (default bench/results/cpu-DATE, or\n"
-            "  cpu-TYPE-DATE). --dtype: of x, y, gamma and beta, as tuned by lntune --dtype T.\n",
+            "  cpu-TYPE-DATE). --dtype: of x, y, gamma and beta, as tuned by lntune --dtype T.\n"
+            "  --tuned: the shapes tuned in --db (else --shapes, else the anchor shapes).\n",
             why);
     return 2;
 }
@@ -98,7 +102,10 @@ static int measure(const options *o) {
     char err[256] = "";
     int rc = lntune_bench_run(&cfg, &rs, err, sizeof err);
     if (err[0]) fprintf(stderr, "bench_cpu: %s\n", err);
-    for (size_t i = 0; i < rs.n; ++i) lntune_bench_record_write(stdout, &rs.r[i]);
+    if (o->markdown && rc == LNTUNE_OK)
+        lntune_bench_write_markdown(stdout, &rs, "bench_cpu");
+    else
+        for (size_t i = 0; i < rs.n; ++i) lntune_bench_record_write(stdout, &rs.r[i]);
     lntune_bench_records_free(&rs);
     return rc == LNTUNE_OK ? 0 : 1;
 }
@@ -172,6 +179,10 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--has-runtime") == 0) return lntune_bench_has_runtime() ? 0 : 1;
+        if (strcmp(a, "--markdown") == 0 || strcmp(a, "--tuned") == 0) {
+            *(a[2] == 'm' ? &o.markdown : &o.tuned) = 1;
+            continue;
+        }
         if (strcmp(a, "--no-torch") == 0) {
             o.no_torch = 1;
             continue;
@@ -210,6 +221,18 @@ int main(int argc, char **argv) {
         } else
             return usage("unknown option");
     }
+    if (o.tuned) { /* the shapes of every winner in --db, as lntune show lists them */
+        char err[512] = "";
+        free(o.shapes);
+        o.shapes = NULL;
+        o.nshapes = 0;
+        if (!o.db) return usage("--tuned needs --db");
+        if (lntune_bench_db_shapes(o.db, &o.shapes, &o.nshapes, err, sizeof err) != LNTUNE_OK) {
+            fprintf(stderr, "bench_cpu: %s\n", err);
+            return 1;
+        }
+    }
+    if (o.markdown && o.threads <= 0) return usage("--markdown goes with --threads");
     int rc;
     if (o.threads > 0) {
         rc = measure(&o);

@@ -7,9 +7,6 @@
  * value, a bad shape), 3 the tuning database was refused or could not be written (the file is
  * left as it was), 128 + N killed by signal N after saving the work done (130 SIGINT, 143 SIGTERM).
  */
-#ifdef LNTUNE_HAVE_BENCH
-#include "bench.h"
-#endif
 #include "build.h"
 #ifdef LNTUNE_HAVE_CUDA
 #include "cuda_driver.h"
@@ -783,64 +780,6 @@ static int cmd_export(options *o) {
     return 0;
 }
 
-#ifdef LNTUNE_HAVE_BENCH
-static void show_bench_progress(void *ud, const lntune_bench_progress *p) {
-    (void)ud;
-    fprintf(stderr, "[%zu/%zu] %s %lldx%lld (%.0f s)\n", p->shape + 1, p->nshapes, p->what,
-            (long long)p->rows, (long long)p->H, p->elapsed_s);
-}
-#endif
-
-/* Runs the bench (bench/) on the shapes tuned in the database, or on --shape. */
-static int cmd_bench(options *o) {
-#ifdef LNTUNE_HAVE_BENCH
-    lntune_bench_shape *shapes = NULL;
-    size_t n = 0;
-    char err[512] = "";
-    if (o->nshapes) {
-        if (!(shapes = calloc(o->nshapes, sizeof *shapes))) return EXIT_FAIL;
-        for (size_t i = 0; i < o->nshapes; ++i) {
-            const lntune_shape *s = &o->shapes[i];
-            shapes[i].rows = s->rows ? s->rows : lntune_tune_default_rows(s->H);
-            shapes[i].H = s->H;
-        }
-        n = o->nshapes;
-    } else if (lntune_bench_db_shapes(o->db, &shapes, &n, err, sizeof err) != LNTUNE_OK) {
-        fprintf(stderr, "lntune: %s\n", err);
-        return EXIT_FAIL;
-    }
-    const lntune_types t = o->types;
-    if (t.y != t.x || t.params != t.x || o->fusion) {
-        free(shapes);
-        return usage_error("%s", "lntune bench takes one --dtype for x, y, gamma and beta, and "
-                                 "no --residual");
-    }
-    lntune_bench_config cfg = {.shapes = shapes,
-                               .nshapes = n,
-                               .threads = o->threads,
-                               .tuned_db = o->db,
-                               .reps = 7,
-                               .rep_ms = 50,
-                               .progress = show_bench_progress,
-                               .type = t.x};
-    lntune_bench_records rs = {0};
-    int rc = lntune_bench_run(&cfg, &rs, err, sizeof err);
-    if (err[0]) fprintf(stderr, "lntune: %s\n", err);
-    if (rc == LNTUNE_OK && o->json)
-        for (size_t i = 0; i < rs.n; ++i) lntune_bench_record_write(stdout, &rs.r[i]);
-    else if (rc == LNTUNE_OK)
-        lntune_bench_write_markdown(stdout, &rs, "lntune bench");
-    lntune_bench_records_free(&rs);
-    free(shapes);
-    return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
-#else
-    (void)o;
-    fprintf(stderr, "lntune: this build has no benchmarks (configure with oneDNN installed: "
-                    "bench/install-deps)\n");
-    return EXIT_FAIL;
-#endif
-}
-
 static const command commands[] = {
     {"tune", cmd_tune,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
@@ -862,11 +801,6 @@ static const command commands[] = {
      "lntune show [--db PATH] [--all] [--json]\n"
      "  Lists the best variants stored for this machine and its GPUs (--all: for every\n"
      "  machine).\n"},
-    {"bench", cmd_bench,
-     "lntune bench [--db PATH] [--shape ...] [--threads N] [--dtype T] [--json]\n"
-     "  Times the shapes tuned in the database (or --shape) against oneDNN, PyTorch, a naive\n"
-     "  kernel and the memory copy; prints a markdown table (--json: one record a line).\n"
-     "  --dtype: one type for x, y, gamma and beta (f32, f16 or bf16; default f32).\n"},
     {"variants", cmd_variants,
      "lntune variants --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--shape H=N[,rows=N]]\n"
      "                [--dtype T] [--backward]\n"
