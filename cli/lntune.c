@@ -16,6 +16,7 @@
 #include "export.h"
 #include "fusion.h"
 #include "generator.h"
+#include "time_variants.h"
 #include "half.h"
 #include "hardware.h"
 #include "lntune.h"
@@ -341,122 +342,41 @@ static int cmd_time(options *o) {
     if (strcmp(o->target, "cpu") != 0)
         return usage_error("%s", "time runs CPU variants (CUDA: lntune --target cuda)");
     if (!o->nshapes) return usage_error("%s", "--shape is required, e.g. --shape H=4096");
-    lntune_shape shape = o->shapes[0];
-    if (shape.rows <= 0) shape.rows = lntune_tune_default_rows(shape.H);
-    shape.affine = LNTUNE_AFFINE_GAMMA;
-    const char *op = op_text(o, o->op);
-    lntune_gen *g = open_gen_for(o);
-    if (!g) return EXIT_FAIL;
-    lntune_cpu_info cpu;
-    lntune_cpu_info_get(&cpu);
-    lntune_gen_set_cores(g, cpu.cores);
-    enum { MAX = 16 + 64 };
-    const char *texts[MAX];
-    char names[MAX][64];
-    int threads[MAX], affine[MAX];
-    int64_t fixed_h[MAX];
-    char **copies = NULL;
-    size_t ncopies = 0, n = 0;
-    lntune_shape any = {.affine = LNTUNE_AFFINE_ANY};
-    if ((rc = lntune_gen_variants(g, "cpu", "copy", &any, &copies, &ncopies)) != LNTUNE_OK)
-        return gen_failure(g, rc);
-    for (size_t i = 0; i < (size_t)o->nvariants + ncopies && n < MAX; ++i, ++n) {
-        const int is_copy = i >= (size_t)o->nvariants;
-        snprintf(names[n], sizeof names[n], "lntune_time_%zu", n);
-        lntune_source src;
-        rc = is_copy
-                 ? lntune_gen_emit(g, "cpu", "copy", copies[i - o->nvariants], &any, names[n], &src)
-                 : lntune_gen_emit(g, "cpu", op, o->variants[i], &shape, names[n], &src);
-        if (rc) {
-            lntune_gen_free_list(copies, ncopies);
-            return gen_failure(g, rc);
-        }
-        texts[n] = src.text;
-        threads[n] = src.threads;
-        affine[n] = src.affine;
-        fixed_h[n] = src.fixed_h;
-        src.text = NULL;
-        lntune_source_free(&src);
-    }
-    lntune_gen_free_list(copies, ncopies);
-    lntune_gen_close(g);
-    lntune_library *lib = NULL;
-    char *diag = NULL;
-    rc = lntune_build_library(lntune_default_compiler(), NULL, texts, n, cpu.cores, &lib, &diag);
-    for (size_t i = 0; i < n; ++i) free((char *)texts[i]);
+    const lntune_time_config c = {.op = op_text(o, o->op),
+                                  .shape = o->shapes[0],
+                                  .variants = (const char *const *)o->variants,
+                                  .nvariants = (size_t)o->nvariants,
+                                  .seconds = o->seconds};
+    lntune_time_result r;
+    char err[1024] = "";
+    rc = lntune_time_variants(&c, &r, err, sizeof err);
     if (rc != LNTUNE_OK) {
-        fprintf(stderr, "lntune: %s\n", diag ? diag : lntune_errstr(rc));
-        free(diag);
-        return EXIT_FAIL;
+        fprintf(stderr, "lntune: %s\n", err);
+        return rc == LNTUNE_EINVAL || rc == LNTUNE_ENOTFOUND ? EXIT_USAGE : EXIT_FAIL;
     }
-    lntune_pool *pool = NULL;
-    lntune_problem prob;
-    void *v = NULL;
-    memset(&prob, 0, sizeof prob);
-    if (lntune_pool_create(cpu.cores, &pool) ||
-        lntune_problem_init(&prob, op, shape.types, shape.fusion, shape.rows, shape.H, cpu.cores) ||
-        lntune_problem_verifier(&prob, &v)) {
-        fprintf(stderr, "lntune: out of memory for %s at %lldx%lld\n", op, (long long)shape.rows,
-                (long long)shape.H);
-        lntune_problem_free(&prob);
-        lntune_pool_destroy(pool);
-        lntune_library_close(lib);
-        return EXIT_FAIL;
-    }
-    lntune_timed t[MAX];
-    for (size_t i = 0; i < n; ++i) {
-        lntune_kernel_fn fn = lntune_library_kernel(lib, names[i]);
-        if (i >= (size_t)o->nvariants) {
-            t[i] = (lntune_timed){.fn = fn, .threads = threads[i], .args = &prob.copy_args};
-            continue;
+    int wrong = 0;
+    for (int i = 0; i < o->nvariants; ++i)
+        if (r.v[i].wrong) {
+            fprintf(stderr, "lntune: %s is wrong, not timed: %s\n", o->variants[i], r.v[i].message);
+            wrong = 1;
         }
-        t[i] = prob.dir->candidate(&prob, fn, threads[i]);
-        lntune_verify_result res;
-        const lntune_source props = {.affine = affine[i], .fixed_h = fixed_h[i]};
-        if (prob.dir->check(v, fn, &props, threads[i], pool, &res)) {
-            fprintf(stderr, "lntune: %s is wrong, not timed: %s\n", o->variants[i], res.message);
-            rc = EXIT_FAIL;
-        }
+    if (wrong) return EXIT_FAIL;
+    printf("%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
+           "%.1f us, %.2f GB/s\n%10s %10s %8s %7s  %s\n",
+           r.op_key, (long long)r.rows, (long long)c.shape.H, r.ncopy_variants, r.copy_ns * 1e-3,
+           r.bytes / r.copy_ns, "time", "score", "GB/s", "/copy", "variant");
+    double lo = INFINITY, hi = 0.0, slo = INFINITY, shi = 0.0;
+    for (int i = 0; i < o->nvariants; ++i) {
+        const lntune_time_entry *e = &r.v[i];
+        printf("%8.1fus %8.1fus %8.2f %6.2fx  %s\n", e->median_ns * 1e-3, e->score_ns * 1e-3,
+               e->gbps, r.copy_ns / e->median_ns, o->variants[i]);
+        lo = fmin(lo, e->median_ns), hi = fmax(hi, e->median_ns);
+        slo = fmin(slo, e->score_ns), shi = fmax(shi, e->score_ns);
     }
-    prob.dir->verifier_destroy(v);
-    /*
-     * As the tuner does: every copy alone first, then the variants with the three fastest copies,
-     * the fastest one the drift reference (timing.h). Short rounds follow the drift closely.
-     */
-    const size_t nv = (size_t)o->nvariants;
-    size_t nt = n;
-    if (rc == LNTUNE_OK && n > nv) {
-        lntune_time_interleaved(t + nv, n - nv, &prob.args, pool, 15, 1e9);
-        nt = nv + lntune_tune_copy_finalists(t + nv, n - nv, LNTUNE_COPY_FINALISTS);
-        t[nv].reference = nt > nv;
-    }
-    if (rc == LNTUNE_OK) {
-        lntune_time_interleaved(t, nt, &prob.args, pool, 15, (o->seconds ? o->seconds : 3) * 1e9);
-        double copy_ns = INFINITY, lo = INFINITY, hi = 0.0;
-        for (size_t i = nv; i < nt; ++i)
-            if (!t[i].failed && t[i].median_ns < copy_ns) copy_ns = t[i].median_ns;
-        char op_key[48];
-        lntune_fusion_op_key(op, shape.fusion, op_key, sizeof op_key);
-        printf("%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
-               "%.1f us, %.2f GB/s\n%10s %10s %8s %7s  %s\n",
-               op_key, (long long)shape.rows, (long long)shape.H, n - (size_t)o->nvariants,
-               copy_ns * 1e-3, prob.bytes / copy_ns, "time", "score", "GB/s", "/copy", "variant");
-        double slo = INFINITY, shi = 0.0;
-        for (int i = 0; i < o->nvariants; ++i) {
-            printf("%8.1fus %8.1fus %8.2f %6.2fx  %s\n", t[i].median_ns * 1e-3,
-                   t[i].score_ns * 1e-3, prob.bytes / t[i].median_ns, copy_ns / t[i].median_ns,
-                   o->variants[i]);
-            lo = fmin(lo, t[i].median_ns), hi = fmax(hi, t[i].median_ns);
-            slo = fmin(slo, t[i].score_ns), shi = fmax(shi, t[i].score_ns);
-        }
-        if (o->nvariants > 1)
-            printf("spread: the slowest is %.1f%% slower than the fastest (score: %.1f%%)\n",
-                   (hi / lo - 1.0) * 100.0, (shi / slo - 1.0) * 100.0);
-    }
-    lntune_problem_free(&prob);
-    lntune_pool_destroy(pool);
-    lntune_library_close(lib);
-    return rc;
+    if (o->nvariants > 1)
+        printf("spread: the slowest is %.1f%% slower than the fastest (score: %.1f%%)\n",
+               (hi / lo - 1.0) * 100.0, (shi / slo - 1.0) * 100.0);
+    return 0;
 }
 
 /* The progress bar on a terminal, one line per stage change elsewhere. */
