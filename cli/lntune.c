@@ -17,6 +17,7 @@
 #include "fusion.h"
 #include "generator.h"
 #include "time_variants.h"
+#include "verify_variant.h"
 #include "half.h"
 #include "hardware.h"
 #include "lntune.h"
@@ -284,51 +285,19 @@ static int cmd_verify(options *o) {
     if (strcmp(o->target, "cuda") == 0)
         return usage_error("%s", "verify runs CPU variants here; CUDA variants are verified on "
                                  "the GPU by 'lntune --target cuda --shape ...'");
-    lntune_gen *g = open_gen_for(o);
-    if (!g) return EXIT_FAIL;
-    lntune_source src;
-    const char *op = op_text(o, o->op);
-    const lntune_direction *dir = NULL;
-    lntune_op_text_parse(op, NULL, &dir, NULL);
-    if ((rc = lntune_gen_emit(g, o->target, op, o->variant, the_shape(o), NULL, &src)))
-        return gen_failure(g, rc);
-    lntune_gen_close(g);
-    const char *cc = lntune_default_compiler();
-    const char *extra[] = {src.cflags[0] ? src.cflags : NULL, NULL};
-    lntune_library *lib = NULL;
-    char *diag = NULL;
-    const char *text = src.text;
-    rc = lntune_build_library(cc, extra, &text, 1, 1, &lib, &diag);
-    if (rc != LNTUNE_OK) {
-        fprintf(stderr, "lntune: %s failed: %s\n", cc, diag ? diag : lntune_errstr(rc));
-        free(diag);
-        lntune_source_free(&src);
-        return EXIT_FAIL;
-    }
-    void *v = NULL;
-    const int64_t *hs = lntune_verify_standard_h;
-    size_t nh = lntune_verify_standard_h_count;
-    if (src.fixed_h) hs = &src.fixed_h, nh = 1;
-    lntune_pool *pool = NULL;
-    lntune_verify_result res;
-    const lntune_shape *shape = the_shape(o);
-    rc = dir->verifier_create((lntune_op)lntune_op_parse(o->op), shape ? shape->types : o->types,
-                              o->fusion, hs, nh, 0, &v);
-    if (rc == LNTUNE_OK && src.threads > 1) rc = lntune_pool_create(src.threads, &pool);
+    lntune_verify_variant_result r;
+    char err[1024] = "";
+    rc = lntune_verify_variant(op_text(o, o->op), o->variant, the_shape(o), &r, err, sizeof err);
     if (rc == LNTUNE_OK)
-        rc = dir->check(v, lntune_library_kernel(lib, "lntune_kernel"), &src, src.threads, pool,
-                        &res);
-    if (rc == LNTUNE_OK)
-        printf("ok: %s: %d cases, max error %.3g (tolerance %.3g) at %s\n", src.variant, res.cases,
-               res.max_error, LNTUNE_VERIFY_TOLERANCE, res.worst);
+        printf("ok: %s: %d cases, max error %.3g (tolerance %.3g) at %s\n", r.variant,
+               r.check.cases, r.check.max_error, LNTUNE_VERIFY_TOLERANCE, r.check.worst);
+    else if (rc == LNTUNE_EVERIFY)
+        fprintf(stderr, "lntune: %s: %s\n", r.variant, r.check.message);
     else
-        fprintf(stderr, "lntune: %s: %s\n", src.variant,
-                rc == LNTUNE_EVERIFY ? res.message : lntune_errstr(rc));
-    lntune_pool_destroy(pool);
-    if (v) dir->verifier_destroy(v);
-    lntune_library_close(lib);
-    lntune_source_free(&src);
-    return rc == LNTUNE_OK ? 0 : EXIT_FAIL;
+        fprintf(stderr, "lntune: %s\n", err);
+    return rc == LNTUNE_OK                                 ? 0
+           : rc == LNTUNE_EINVAL || rc == LNTUNE_ENOTFOUND ? EXIT_USAGE
+                                                           : EXIT_FAIL;
 }
 
 /*
