@@ -7,7 +7,8 @@
  * same bytes; the leaders, the naive kernel and the copy are then re-timed together. Everything
  * goes into the same database as the CPU's, under the GPU's own hardware row. The ops may be the
  * gradients' ("layernorm_backward", "rmsnorm_backward"; shape fusion "residual": dresidual_out
- * given; dtype x or x/x/params): each pair is verified by the backward checker and timed as liblntune runs it.
+ * given; dtype x or x/x/params): each pair is verified by the backward checker and timed as
+ * liblntune runs it.
  */
 #ifndef LNTUNE_CUDA_TUNER_H
 #define LNTUNE_CUDA_TUNER_H
