@@ -582,12 +582,6 @@ static void unlock_creation(int fd) {
     if (fd >= 0) close(fd); /* closing the descriptor releases its flock */
 }
 
-/* The file as this build writes it: in WAL mode, at this schema version (read, no lock). */
-static int is_current(lntune_db *db) {
-    int version = 0;
-    return classify(db, db->sq, &version) == LNTUNE_OK && version == lntune_db_schema_version();
-}
-
 static int open_readwrite(lntune_db *db) {
     int state = FILE_MISSING, version = 0, wal = 0;
     sqlite3 *sq = NULL;
@@ -610,9 +604,9 @@ static int open_readwrite(lntune_db *db) {
     else if (sqlite3_busy_timeout(db->sq, LNTUNE_DB_BUSY_MS) != SQLITE_OK)
         rc = lntune_dbi_sqlfail(db, "cannot set the busy timeout");
     if (!rc) rc = exec_sql(db, "PRAGMA foreign_keys = ON", "cannot enable foreign keys");
-    /* Every open after the first finds the file in WAL mode at this version: no lock at all. */
-    const int ready = !rc && state == FILE_PRESENT && wal &&
-                      version == lntune_db_schema_version() && is_current(db);
+    /* Every open after the first finds the file in WAL mode (its header) at this version (probe's
+     * read through SQLite): no lock at all. */
+    const int ready = !rc && state == FILE_PRESENT && wal && version == lntune_db_schema_version();
     if (!rc && !ready) {
         const int lock = lock_creation(db, now_ms() + LNTUNE_DB_BUSY_MS);
         rc = retry_busy(db, set_wal);
