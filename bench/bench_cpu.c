@@ -179,8 +179,12 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--has-runtime") == 0) return lntune_bench_has_runtime() ? 0 : 1;
-        if (strcmp(a, "--markdown") == 0 || strcmp(a, "--tuned") == 0) {
-            *(a[2] == 'm' ? &o.markdown : &o.tuned) = 1;
+        if (strcmp(a, "--markdown") == 0) {
+            o.markdown = 1;
+            continue;
+        }
+        if (strcmp(a, "--tuned") == 0) {
+            o.tuned = 1;
             continue;
         }
         if (strcmp(a, "--no-torch") == 0) {

@@ -7,7 +7,6 @@
  * value, a bad shape), 3 the tuning database was refused or could not be written (the file is
  * left as it was), 128 + N killed by signal N after saving the work done (130 SIGINT, 143 SIGTERM).
  */
-#include "build.h"
 #ifdef LNTUNE_HAVE_CUDA
 #include "cuda_driver.h"
 #include "cuda_fingerprint.h"
@@ -16,18 +15,14 @@
 #include "export.h"
 #include "fusion.h"
 #include "generator.h"
-#include "time_variants.h"
-#include "verify_variant.h"
-#include "half.h"
 #include "hardware.h"
 #include "lntune.h"
-#include "problem.h"
-#include "reference.h"
 #include "shape.h"
-#include "timing.h"
+#include "time_variants.h"
 #include "tuner.h"
 #include "tuning_db.h"
 #include "verify.h"
+#include "verify_variant.h"
 
 #include <math.h>
 #include <signal.h>
