@@ -1,11 +1,10 @@
 /*
- * cuda_tuner.h - `lntune --target cuda`: the tuner's job for a GPU. The CPU tuner's search
- * (search.h) walks each op and shape's CUDA variants at cfg's rigor (quick, measure, exhaustive:
- * the same contract as on the CPU); the variants it asks for are compiled with NVRTC (cubin for
- * the device's exact architecture, plus PTX), run through the adversarial verifier on the
- * device, and the correct ones are timed with CUDA events against a device-to-device copy of the
- * same bytes; the leaders, the naive kernel and the copy are then re-timed together. Everything
- * goes into the same database as the CPU's, under the GPU's own hardware row. The ops may be the
+ * cuda_tuner.h - `lntune --target cuda`: the tuning job on a GPU. The planner of the CPU
+ * (tuner.c: search and rigor, re-timing, finalists, tie rule, records; the same contract as on
+ * the CPU) drives the CUDA target (cuda_target.c): variants compiled with NVRTC (cubin for the
+ * device's exact architecture, plus PTX), run through the adversarial verifier on the device, and
+ * timed with CUDA events against a device-to-device copy of the same bytes. Everything goes into
+ * the same database as the CPU's, under the GPU's own hardware row. The ops may be the
  * gradients' ("layernorm_backward", "rmsnorm_backward"; shape fusion "residual": dresidual_out
  * given; dtype x or x/x/params): each pair is verified by the backward checker and timed as
  * liblntune runs it.

@@ -1,8 +1,10 @@
 /*
- * tuner.h - the main job: for each op and shape, generate the variants, compile them in process,
- * verify each against the float64 reference, time the correct ones against the memory copy of
- * the same bytes, and store every measurement, the winner's artifact and the winner in the
- * tuning database.
+ * tuner.h - the main job: for each op and shape, generate the variants, compile them, verify each
+ * against the float64 reference, time the correct ones against the memory copy of the same bytes,
+ * and store every measurement, the winner's artifact and the winner in the tuning database.
+ *
+ * One planner (tuner.c) makes every decision for both targets: the CPU (cpu_target.c, lntune_tune
+ * here) and a CUDA device (cuda_target.c, cuda_tuner.h); target.h is what it asks of them.
  */
 #ifndef LNTUNE_TUNER_H
 #define LNTUNE_TUNER_H
@@ -77,7 +79,7 @@ int64_t lntune_tune_default_rows(int64_t H);
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *n, char *err,
                 size_t errlen);
 
-/* Shared by this tuner and the GPU's (cuda_tuner.c). */
+/* The planner's rules, public for their tests. */
 
 /* Calls cfg's progress callback (if any) for op x shape; estimate is raised to done. */
 void lntune_tune_report(const lntune_tune_config *cfg, const char *op, const lntune_shape *shape,

@@ -1,9 +1,9 @@
 /*
- * cuda_tuner.c - the tuning job on a GPU (see cuda_tuner.h). The CPU tuner's search (search.h)
- * walks the variant space at the configured rigor (quick, measure, exhaustive); each batch it
- * asks for is compiled with NVRTC, verified on the device, and its correct variants are timed
- * interleaved with a device copy of the same bytes. The leaders are re-timed with the naive
- * kernel and the copy; everything checked is stored.
+ * cuda_target.c - the planner's target (target.h) for a CUDA device, and lntune_tune_cuda (see
+ * cuda_tuner.h). Variants are compiled with NVRTC (cubin for the device's exact architecture,
+ * plus PTX; the sources of one op and H carry over between row counts), verified on the device,
+ * and timed with CUDA events interleaved with a device-to-device copy of the same bytes, on
+ * buffers rotated past the L2.
  *
  * The backward ("layernorm_backward", "rmsnorm_backward"; fusion "residual": dresidual_out) goes
  * the same way with its pair of kernels (templates/cuda/norm_backward.lua): verified by the
@@ -27,7 +27,7 @@
 #include "lntune.h"
 #include "nvrtc.h"
 #include "problem.h"
-#include "search.h"
+#include "target.h"
 #include "timing.h"
 #include "tuning_db.h"
 #include "verify.h"
@@ -39,7 +39,6 @@
 #include <string.h>
 
 enum { TOP = 4, ROUNDS = 7, RETIME_ROUNDS = 25, WARMUP = 2, MAX_BUFFERS = 64 };
-static const double NOISE = 0.01;       /* within 1%, the variant listed first wins */
 static const double L2_MULTIPLE = 4.0;  /* rotated inputs span at least 4x the L2 */
 static const double BATCH_BYTES = 32e6; /* below this, a sample is a batch of launches */
 enum { BATCH = 16 };
@@ -54,12 +53,8 @@ typedef struct {
     void *finish;                         /* backward: the pair's second kernel */
     lntune_cuda_backward_launch backward; /* backward: both launch lines */
     int compiled;                         /* NVRTC has run on it (compile.rc says how) */
-    int checked;                          /* loaded and verified (or rejected): ok says how */
-    int ok;                               /* compiled, loaded and verified */
-    int timed;                            /* timed at least once: its figures are recorded */
-    double max_error;
-    double samples[RETIME_ROUNDS];
-    double median_ns, min_ns, max_ns;
+    int checked;                          /* loaded and verified: outcome says how */
+    lntune_outcome outcome;
 } candidate;
 
 /* The compiled candidates of the previous op x shape: the next one of the same op and H (another
@@ -90,26 +85,22 @@ typedef struct {
     lntune_cuda_backward_checker *bchecker;
 } verifier_set;
 
-/* Everything one op x shape needs. */
+/* The op x shape at hand, with the run's device, compiler and generator. */
 typedef struct {
+    lntune_plan *p;
     compile_cache *cache;
-    const lntune_tune_config *cfg;
     lntune_gen *gen;
     const lntune_nvrtc *nv;
     lntune_cuda *cu;
-    lntune_db *db;
     const lntune_cuda_info *info;
     const char *op;
     lntune_op norm;     /* LayerNorm or RMSNorm, of either direction */
     int backward;       /* op is a gradient ("layernorm_backward") */
     lntune_shape shape; /* with its types and fusion */
-    char op_key[32];    /* the database's op text, with the fusion (fusion.h) */
-    char dtype[24];     /* lntune_types_format */
-    lntune_db_key key;
     char code_hash[64]; /* template hash + NVRTC version + architecture */
     candidate *c;
     size_t n;
-    lntune_space *space; /* the candidates' variants, in the same order (search.h) */
+    const char **names;  /* the candidates' variants, in order */
     verifier_set checks; /* the verifier and the device checker of the job's direction */
     candidate copy;      /* the device copy of the same bytes, timed in every batch */
     /* Per rotated buffer set: in holds x then residual, out y then residual_out; each is at
@@ -124,25 +115,15 @@ typedef struct {
     size_t copy_bytes;          /* half of in_bytes + out_bytes */
     int nbuf, next_buf, batch;
     void *stream, *ev0, *ev1;
-    double bytes;    /* read and written by a call: x, residual, y, residual_out */
-    int stored_best; /* the database already holds this shape's winner */
-    lntune_tune_result *res;
-    double start_ns;
-    size_t done, estimate; /* variants checked, and about how many the search will check */
-    char *err;             /* a device failure that stops the run */
-    size_t errlen;
+    double bytes; /* read and written by a call: x, residual, y, residual_out */
 } job;
 
 static int stopped(const job *j) {
-    return (j->cfg->stop && *j->cfg->stop) || j->err[0];
-}
-
-static void progress(job *j, const char *stage) {
-    lntune_tune_report(j->cfg, j->op, &j->shape, stage, j->done, j->estimate, j->start_ns);
+    return lntune_plan_stopped(j->p);
 }
 
 static void device_failed(job *j, const char *what) {
-    if (!j->err[0]) snprintf(j->err, j->errlen, "%s: %s", what, lntune_cuda_errmsg(j->cu));
+    lntune_plan_fail(j->p, LNTUNE_ENODEVICE, "%s: %s", what, lntune_cuda_errmsg(j->cu));
 }
 
 int64_t lntune_tune_cuda_default_rows(int64_t H) {
@@ -150,27 +131,17 @@ int64_t lntune_tune_cuda_default_rows(int64_t H) {
     return 16384;
 }
 
-static void record(job *j, const candidate *c, const char *status, const char *message) {
-    lntune_measurement m = {0};
-    m.variant = c->variant;
-    m.template_hash = j->code_hash;
-    m.status = status;
-    m.message = message && *message ? message : NULL;
-    m.compile_ms = c->compile.out.compile_ms;
-    m.max_error = c->max_error;
-    m.median_ns = m.min_ns = m.max_ns = m.gbps = NAN;
-    if (c->ok) {
-        m.median_ns = c->median_ns;
-        m.min_ns = c->min_ns;
-        m.max_ns = c->max_ns;
-        m.gbps = j->bytes / c->median_ns;
-    }
-    m.copy_gbps = j->res->copy_gbps;
-    if (lntune_db_put_measurement(j->db, &j->key, &m) == LNTUNE_OK)
-        j->res->saved++;
-    else if (!j->err[0])
-        snprintf(j->err, j->errlen, "cannot write the tuning database: %s",
-                 lntune_db_errmsg(j->db));
+/* The job of op x shape p (code_hash starts one). */
+static job *job_of(void *state, lntune_plan *p) {
+    job *j = state;
+    if (j->p == p) return j;
+    j->p = p;
+    j->op = lntune_plan_op(p);
+    j->shape = *lntune_plan_shape(p);
+    const lntune_direction *dir = NULL;
+    lntune_op_text_parse(j->op, &j->norm, &dir, NULL);
+    j->backward = dir && dir->suffix[0] != '\0';
+    return j;
 }
 
 /* One backward call of c on buffer set k, as the runtime makes it (cuda_dispatch.c). */
@@ -251,21 +222,28 @@ fail:
 }
 
 /*
- * Times the candidates idx[0..n) and the copy (copy, a candidate with fn NULL) interleaved:
- * every round visits each once, starting one further each round, so drift hits all alike.
+ * Times set[0..n) (the copy: a candidate with fn NULL) interleaved: every round visits each once,
+ * starting one further each round, so drift hits all alike. The figures of each into t, by the
+ * copy as the drift reference (timing.h).
  */
-static void time_interleaved(job *j, candidate **set, size_t n, int rounds) {
+static void time_interleaved(job *j, candidate **set, size_t n, int rounds, lntune_timed *t) {
+    double *samples = malloc(n * (size_t)rounds * sizeof *samples);
+    if (!samples) {
+        lntune_plan_fail(j->p, LNTUNE_ENOMEM, "out of memory");
+        return;
+    }
     for (size_t i = 0; i < n; ++i)
         for (int w = 0; w < WARMUP && !stopped(j); ++w) sample_ns(j, set[i]->fn ? set[i] : NULL);
     for (int r = 0; r < rounds && !stopped(j); ++r)
-        for (size_t t = 0; t < n && !stopped(j); ++t) {
-            candidate *c = set[(t + (size_t)r) % n];
-            c->samples[r] = sample_ns(j, c->fn ? c : NULL);
+        for (size_t q = 0; q < n && !stopped(j); ++q) {
+            const size_t i = (q + (size_t)r) % n;
+            samples[i * (size_t)rounds + (size_t)r] = sample_ns(j, set[i]->fn ? set[i] : NULL);
         }
-    if (stopped(j)) return;
-    for (size_t i = 0; i < n; ++i)
-        lntune_sample_stats(set[i]->samples, (size_t)rounds, &set[i]->median_ns, &set[i]->min_ns,
-                            &set[i]->max_ns);
+    if (!stopped(j)) {
+        for (size_t i = 0; i < n; ++i) t[i] = (lntune_timed){.reference = !set[i]->fn};
+        lntune_timing_figures(t, n, samples, (size_t)rounds, rounds);
+    }
+    free(samples);
 }
 
 /* Emits every variant of the shape with gamma (the key's affine = 1). */
@@ -273,34 +251,30 @@ static int emit_all(job *j) {
     char **list = NULL;
     size_t count = 0;
     if (lntune_gen_variants(j->gen, "cuda", j->op, &j->shape, &list, &count) != LNTUNE_OK) {
-        snprintf(j->err, j->errlen, "%s", lntune_gen_errmsg(j->gen));
+        lntune_plan_fail(j->p, LNTUNE_ETEMPLATE, "%s", lntune_gen_errmsg(j->gen));
         return LNTUNE_ETEMPLATE;
     }
     j->c = calloc(count ? count : 1, sizeof *j->c);
-    int rc = j->c ? LNTUNE_OK : LNTUNE_ENOMEM;
+    j->names = calloc(count ? count : 1, sizeof *j->names);
+    int rc = j->c && j->names ? LNTUNE_OK : LNTUNE_ENOMEM;
     for (size_t i = 0; i < count && !rc; ++i) {
         lntune_source src;
         if (!j->backward && !strstr(list[i], "affine=fused")) continue; /* one serves both */
         if (lntune_gen_emit(j->gen, "cuda", j->op, list[i], &j->shape, "lntune_norm", &src)) {
-            snprintf(j->err, j->errlen, "%s", lntune_gen_errmsg(j->gen));
+            lntune_plan_fail(j->p, LNTUNE_ETEMPLATE, "%s", lntune_gen_errmsg(j->gen));
             rc = LNTUNE_ETEMPLATE;
             break;
         }
-        candidate *c = &j->c[j->n++];
-        c->variant = strdup(list[i]);
+        candidate *c = &j->c[j->n];
+        j->names[j->n++] = c->variant = strdup(list[i]);
         c->text = src.text;
         c->affine = src.affine;
         c->fixed_h = src.fixed_h;
-        if (!j->code_hash[0]) {
-            int major = 0, minor = 0;
-            lntune_nvrtc_version(j->nv, &major, &minor);
-            snprintf(j->code_hash, sizeof j->code_hash, "%s-nvrtc%d.%d-sm%d", src.template_hash,
-                     major, minor, j->info->sm);
-        }
         src.text = NULL;
         lntune_source_free(&src);
     }
     lntune_gen_free_list(list, count);
+    if (rc == LNTUNE_ENOMEM) lntune_plan_fail(j->p, rc, "out of memory");
     return rc;
 }
 
@@ -311,7 +285,7 @@ static int compile_batch(job *j, const size_t *idx, size_t n) {
     if (!jobs || !of) {
         free(jobs);
         free(of);
-        snprintf(j->err, j->errlen, "out of memory");
+        lntune_plan_fail(j->p, LNTUNE_ENOMEM, "out of memory");
         return LNTUNE_ENOMEM;
     }
     /* Sources compiled for the previous shape move over; the others go to NVRTC together. */
@@ -326,7 +300,7 @@ static int compile_batch(job *j, const size_t *idx, size_t n) {
         const lntune_nvrtc_output *o = same ? &k->compiled[i].out : NULL;
         if (o && (o->data || o->message) && strcmp(k->texts[i], c->text) == 0) {
             c->compile = k->compiled[i];
-            ++j->res->cache_hits;
+            ++lntune_plan_result(j->p)->cache_hits;
             memset(&k->compiled[i].out, 0, sizeof k->compiled[i].out);
             continue;
         }
@@ -334,19 +308,13 @@ static int compile_batch(job *j, const size_t *idx, size_t n) {
         jobs[nnew].source = c->text;
         jobs[nnew++].name = c->variant;
     }
-    progress(j, "compile");
+    lntune_plan_progress(j->p, "compile");
     int rc = lntune_nvrtc_compile_many(j->nv, j->info->sm, LNTUNE_NVRTC_CUBIN, jobs, nnew, 0);
     for (size_t f = 0; f < nnew; ++f) of[f]->compile = jobs[f];
     free(jobs);
     free(of);
-    if (rc) snprintf(j->err, j->errlen, "cannot start the compile threads");
+    if (rc) lntune_plan_fail(j->p, LNTUNE_ENOMEM, "cannot start the compile threads");
     return rc;
-}
-
-/* A candidate that did not compile, load or verify: counted and recorded. */
-static void reject(job *j, candidate *c, const char *status, const char *why) {
-    ++*(strcmp(status, LNTUNE_STATUS_WRONG) == 0 ? &j->res->wrong : &j->res->failed);
-    record(j, c, status, why);
 }
 
 /* Loads c (backward: its pair), parses its launch lines and lets it have the shared memory of
@@ -407,43 +375,76 @@ static void checks_close(job *j) {
     memset(s, 0, sizeof *s);
 }
 
-/* Loads and verifies a compiled candidate once; records it if wrong or failed. */
-static void check(job *j, candidate *c) {
-    if (c->checked || stopped(j)) return;
-    c->checked = 1;
-    ++j->done;
-    char why[600];
+/* Loads and verifies a compiled candidate: its outcome. */
+static lntune_outcome check_one(job *j, candidate *c) {
+    lntune_outcome o = {.state = LNTUNE_OUTCOME_FAILED};
+    o.compile_ms = c->compile.out.compile_ms;
     if (c->compile.rc) {
-        reject(j, c, LNTUNE_STATUS_FAILED, c->compile.out.message);
-        return;
+        snprintf(o.message, sizeof o.message, "%s", c->compile.out.message);
+        return o;
     }
-    ++j->res->compiled;
+    ++lntune_plan_result(j->p)->compiled;
     int64_t hs[3], max_h;
     verify_hs(j, hs, &max_h);
-    if (load(j, c, max_h, why, sizeof why)) {
-        reject(j, c, LNTUNE_STATUS_FAILED, why);
-        return;
-    }
+    if (load(j, c, max_h, o.message, sizeof o.message)) return o;
     lntune_verify_result vr;
     const verifier_set *s = &j->checks;
     int rc = j->backward ? lntune_cuda_backward_checker_run(s->bchecker, s->bv, c->fn, c->finish,
                                                             &c->backward, c->fixed_h, &vr)
                          : lntune_cuda_checker_run(s->checker, s->v, c->fn, &c->launch, c->affine,
                                                    c->fixed_h, &vr);
-    c->max_error = vr.max_error;
+    o.max_error = vr.max_error;
+    snprintf(o.message, sizeof o.message, "%s", rc ? vr.message : "");
     if (rc == LNTUNE_ENODEVICE) {
-        reject(j, c, LNTUNE_STATUS_FAILED, vr.message);
-        snprintf(j->err, j->errlen,
-                 "the device failed on %s (recorded as failed; a rerun goes on without it): %s",
-                 c->variant, vr.message);
-        return;
+        lntune_plan_fail(j->p, LNTUNE_ENODEVICE,
+                         "the device failed on %s (recorded as failed; a rerun goes on without "
+                         "it): %s",
+                         c->variant, vr.message);
+        return o;
     }
     if (rc) {
-        reject(j, c, LNTUNE_STATUS_WRONG, vr.message);
-        return;
+        o.state = LNTUNE_OUTCOME_WRONG;
+        return o;
     }
-    ++j->res->verified;
-    c->ok = 1;
+    ++lntune_plan_result(j->p)->verified;
+    o.state = LNTUNE_OUTCOME_OK;
+    return o;
+}
+
+static void check(void *state, lntune_plan *p, const size_t *v, size_t n, lntune_outcome *out) {
+    job *j = job_of(state, p);
+    for (size_t k = 0; k < n; ++k) out[k] = (lntune_outcome){.state = LNTUNE_OUTCOME_LOST};
+    if (stopped(j) || compile_batch(j, v, n)) return;
+    lntune_plan_progress(p, "verify");
+    for (size_t k = 0; k < n && !stopped(j); ++k) {
+        candidate *c = &j->c[v[k]];
+        if (!c->checked) c->outcome = check_one(j, c);
+        c->checked = 1;
+        out[k] = c->outcome;
+    }
+}
+
+/* The correct candidates v[0..n) and the copy, interleaved: ROUNDS in a batch, RETIME_ROUNDS
+ * else. */
+static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n,
+                          lntune_time_mode mode, lntune_outcome *out, double *copy_ns) {
+    job *j = job_of(state, p);
+    candidate **set = calloc(n + 1, sizeof *set);
+    lntune_timed *t = calloc(n + 1, sizeof *t);
+    if (!set || !t) {
+        lntune_plan_fail(p, LNTUNE_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < n; ++k) set[k] = &j->c[v[k]];
+    set[n] = &j->copy;
+    time_interleaved(j, set, n + 1, mode == LNTUNE_TIME_BATCH ? ROUNDS : RETIME_ROUNDS, t);
+    if (stopped(j)) goto done;
+    for (size_t k = 0; k < n; ++k) out[k].t = t[k];
+    *copy_ns = t[n].median_ns;
+done:
+    for (size_t k = 0; stopped(j) && k < n; ++k) out[k].state = LNTUNE_OUTCOME_LOST;
+    free(set);
+    free(t);
 }
 
 /* Rounds the n random floats at host to type and copies them to dev (bytes of that type). */
@@ -563,93 +564,26 @@ static int is_naive(const job *j, const candidate *c) {
            strstr(c->variant, "pack=1,") && strstr(c->variant, how);
 }
 
-static void store_winner(job *j, const candidate *w) {
-    char key[64];
+static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads) {
+    job *j = job_of(state, p);
+    const candidate *w = &j->c[v];
+    static char key[64], flags[32];
     uint64_t h = lntune_fnv1a(LNTUNE_FNV_INIT, w->text, strlen(w->text));
     h = lntune_fnv1a(h, j->code_hash, strlen(j->code_hash));
     snprintf(key, sizeof key, "cuda-%016llx", (unsigned long long)h);
-    char flags[32];
     snprintf(flags, sizeof flags, "sm_%d", j->info->sm);
-    lntune_artifact art = {key,
-                           w->text,
-                           lntune_nvrtc_describe(j->nv),
-                           flags,
-                           "lntune_norm",
-                           w->compile.out.data,
-                           w->compile.out.len,
-                           NULL,
-                           0,
-                           w->compile.out.ptx};
-    lntune_best b = {w->variant,        key,          1,
-                     j->shape.rows,     w->median_ns, j->bytes / w->median_ns,
-                     j->res->copy_gbps, w->max_error, j->res->naive_ns};
-    if (lntune_db_put_artifact(j->db, &art) != LNTUNE_OK ||
-        lntune_db_set_best(j->db, &j->key, &b) != LNTUNE_OK)
-        snprintf(j->err, j->errlen, "cannot write the tuning database: %s",
-                 lntune_db_errmsg(j->db));
-}
-
-/* Picks the fastest of set[0..n); within NOISE of it, the one listed first in the space. */
-static candidate *choose(candidate **set, size_t n) {
-    candidate *best = set[0];
-    for (size_t k = 1; k < n; ++k)
-        if (set[k]->median_ns < best->median_ns) best = set[k];
-    candidate *pick = best;
-    for (size_t k = 0; k < n; ++k)
-        if (set[k]->median_ns <= best->median_ns * (1.0 + NOISE) && set[k] < pick) pick = set[k];
-    return pick;
-}
-
-static int has_measurement(void *ud, const lntune_measurement *m) {
-    const char *variant = ud;
-    if (strcmp(m->variant, variant) == 0) *(char *)ud = '\0'; /* found */
-    return 0;
-}
-
-static int from_best(void *ud, const lntune_best *b) {
-    job *j = ud;
-    if (b->tuned_rows != j->shape.rows) return 0;
-    /* Only a winner measured by this template and compiler: else the shape is tuned again. */
-    char probe[512];
-    snprintf(probe, sizeof probe, "%s", b->variant);
-    if (lntune_db_each_measurement(j->db, &j->key, j->code_hash, has_measurement, probe) ||
-        probe[0])
-        return 0;
-    lntune_tune_result_from_best(j->res, b);
-    return 0;
-}
-
-/*
- * The search's evaluate callback (search.h): compiles the batch's new candidates, verifies each
- * once on the device, then times the correct ones interleaved with the device copy. A candidate
- * timed again (the search's second look) keeps its latest figures.
- */
-static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
-    job *j = ud;
-    for (size_t k = 0; k < n; ++k) times[k] = INFINITY;
-    candidate **set = calloc(n + 1, sizeof *set);
-    if (!set || stopped(j) || compile_batch(j, idx, n)) goto done;
-    progress(j, "verify");
-    size_t ns = 0;
-    for (size_t k = 0; k < n; ++k) {
-        candidate *c = &j->c[idx[k]];
-        check(j, c);
-        if (c->ok) set[ns++] = c;
-    }
-    if (ns == 0 || stopped(j)) goto done;
-    set[ns] = &j->copy;
-    progress(j, "time");
-    time_interleaved(j, set, ns + 1, ROUNDS);
-    if (stopped(j)) goto done;
-    for (size_t k = 0; k < n; ++k) {
-        candidate *c = &j->c[idx[k]];
-        if (!c->ok) continue;
-        times[k] = c->median_ns;
-        j->res->timed += !c->timed;
-        c->timed = 1;
-    }
-done:
-    free(set);
+    *art = (lntune_artifact){key,
+                             w->text,
+                             lntune_nvrtc_describe(j->nv),
+                             flags,
+                             "lntune_norm",
+                             w->compile.out.data,
+                             w->compile.out.len,
+                             NULL,
+                             0,
+                             w->compile.out.ptx};
+    *threads = 1;
+    return LNTUNE_OK;
 }
 
 /* The backward's workspace rows: the most any candidate's launch lines ask for. */
@@ -663,87 +597,70 @@ static void size_workspace(job *j) {
     }
 }
 
-/* The space of the emitted candidates, in their order (index 0: every knob's first value). */
-static int make_space(job *j) {
-    char **names = malloc((j->n ? j->n : 1) * sizeof *names);
-    if (!names) return LNTUNE_ENOMEM;
-    for (size_t i = 0; i < j->n; ++i) names[i] = j->c[i].variant;
-    const int rc = lntune_space_create(names, j->n, &j->space);
-    free(names);
-    if (rc) snprintf(j->err, j->errlen, "cannot index the %zu %s variants", j->n, j->op);
-    return rc;
+/* Every candidate emitted; the naive one (index 0 if none is). */
+static int variants(void *state, lntune_plan *p, const char *const **list, size_t *n,
+                    size_t *naive) {
+    job *j = job_of(state, p);
+    if (emit_all(j)) return LNTUNE_ETEMPLATE;
+    *list = j->names;
+    *n = j->n;
+    *naive = 0;
+    for (size_t i = 0; i < j->n; ++i)
+        if (is_naive(j, &j->c[i])) {
+            *naive = i;
+            break;
+        }
+    return LNTUNE_OK;
 }
 
-/*
- * Searches the space at the configured rigor (search.h: the CPU tuner's search), then times the
- * leaders once more with the naive kernel and the copy, and keeps the fastest. Every candidate
- * checked is recorded: wrong and failed ones as they are found, correct ones at the end with
- * their last figures.
- */
-static void tune_one(job *j) {
+static int prepare(void *state, lntune_plan *p, double *bytes) {
+    job *j = job_of(state, p);
     size_buffers(j);
-    if (emit_all(j)) goto done;
-    if (!j->cfg->retune) lntune_db_get_best(j->db, &j->key, from_best, j);
-    if (j->res->from_db || j->n == 0 || make_space(j)) goto done;
-    j->estimate = lntune_search_estimate(j->space, j->cfg->rigor);
+    *bytes = j->bytes;
     j->copy = (candidate){.variant = "device copy"};
     size_workspace(j);
-    if (checks_open(j)) goto done;
+    if (checks_open(j)) return LNTUNE_ENODEVICE;
     if (alloc_buffers(j) || lntune_cuda_stream_create(j->cu, &j->stream) ||
         lntune_cuda_event_create(j->cu, &j->ev0) || lntune_cuda_event_create(j->cu, &j->ev1)) {
         device_failed(j, "cannot prepare the timing");
-        goto done;
+        return LNTUNE_ENODEVICE;
     }
+    return LNTUNE_OK;
+}
 
-    size_t top[TOP];
-    const size_t nlead = lntune_search(j->space, j->cfg->rigor, evaluate, j, top, TOP);
-    if (stopped(j) || nlead == 0) goto done;
-
-    /* The naive kernel, for the result's speed-up, checked here if the search passed it by. */
-    candidate *naive = NULL;
-    for (size_t i = 0; i < j->n && !naive; ++i)
-        if (is_naive(j, &j->c[i])) {
-            if (!j->c[i].checked) {
-                double t;
-                evaluate(j, &i, 1, &t);
-            }
-            if (j->c[i].ok) naive = &j->c[i];
-        }
-    if (stopped(j)) goto done;
-
-    /* The leaders again, with the naive kernel and the copy, in one longer interleaved run. */
-    candidate *group[TOP + 2];
-    size_t ng = 0;
-    int naive_in_top = 0;
-    for (size_t k = 0; k < nlead; ++k) {
-        group[ng++] = &j->c[top[k]];
-        naive_in_top |= group[k] == naive;
+/* template hash + NVRTC version + architecture (the hash is of the template files: any one
+ * variant's source gives it). */
+static int code_hash(void *state, lntune_plan *p, char *out, size_t size) {
+    job *j = job_of(state, p);
+    char **list = NULL;
+    size_t count = 0;
+    lntune_source src = {0};
+    int rc = lntune_gen_variants(j->gen, "cuda", j->op, &j->shape, &list, &count);
+    if (rc == LNTUNE_OK && count == 0) rc = LNTUNE_ETEMPLATE;
+    if (rc == LNTUNE_OK)
+        rc = lntune_gen_emit(j->gen, "cuda", j->op, list[0], &j->shape, NULL, &src);
+    lntune_gen_free_list(list, count);
+    if (rc != LNTUNE_OK) {
+        lntune_plan_fail(p, LNTUNE_ETEMPLATE, "%s", lntune_gen_errmsg(j->gen));
+        return LNTUNE_ETEMPLATE;
     }
-    if (naive && !naive_in_top) group[ng++] = naive;
-    group[ng++] = &j->copy;
-    progress(j, "retime");
-    time_interleaved(j, group, ng, RETIME_ROUNDS);
-    if (stopped(j)) goto done;
-    j->res->copy_gbps = j->bytes / j->copy.median_ns;
-    if (naive) j->res->naive_ns = naive->median_ns;
-    for (size_t i = 0; i < j->n; ++i)
-        if (j->c[i].ok && j->c[i].timed) record(j, &j->c[i], LNTUNE_STATUS_OK, NULL);
-    candidate *w = choose(group, nlead);
-    store_winner(j, w);
-    lntune_tune_result *r = j->res;
-    snprintf(r->variant, sizeof r->variant, "%s", w->variant);
-    r->median_ns = w->median_ns;
-    r->gbps = j->bytes / w->median_ns;
-    r->max_error = w->max_error;
-done:
+    int major = 0, minor = 0;
+    lntune_nvrtc_version(j->nv, &major, &minor);
+    snprintf(j->code_hash, sizeof j->code_hash, "%s-nvrtc%d.%d-sm%d", src.template_hash, major,
+             minor, j->info->sm);
+    snprintf(out, size, "%s", j->code_hash);
+    lntune_source_free(&src);
+    return LNTUNE_OK;
+}
+
+/* Frees the op x shape; its compiled sources become the cache for the next one. */
+static void end(void *state, lntune_plan *p) {
+    job *j = job_of(state, p);
     checks_close(j);
-    lntune_space_destroy(j->space);
-    j->space = NULL;
     lntune_cuda_event_destroy(j->cu, j->ev0);
     lntune_cuda_event_destroy(j->cu, j->ev1);
     lntune_cuda_stream_destroy(j->cu, j->stream);
     free_buffers(j);
-    /* This shape's compiled sources become the cache for the next one. */
     compile_cache *k = j->cache;
     cache_clear(k);
     k->texts = calloc(j->n ? j->n : 1, sizeof *k->texts);
@@ -762,13 +679,43 @@ done:
         free(j->c[i].variant);
     }
     free(j->c);
+    free(j->names);
+    const job run = {.cache = j->cache, .gen = j->gen, .nv = j->nv, .cu = j->cu, .info = j->info};
+    *j = run;
 }
 
-static int by_h(const void *a, const void *b) {
-    const lntune_shape *x = a, *y = b;
-    if (x->H != y->H) return (x->H > y->H) - (x->H < y->H);
-    return (x->rows > y->rows) - (x->rows < y->rows);
+static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t errlen) {
+    job *j = state;
+    lntune_gpu_info gpu;
+    lntune_cuda_gpu_info(j->info, &gpu);
+    const int rc = lntune_db_put_gpu_hardware(db, &gpu, lntune_nvrtc_describe(j->nv), hw);
+    if (rc != LNTUNE_OK) snprintf(err, errlen, "%s", lntune_db_errmsg(db));
+    return rc;
 }
+
+static const char *refuse(void *state, const char *op, const lntune_shape *shape) {
+    (void)state;
+    const lntune_direction *dir = NULL;
+    if (lntune_op_text_parse(op, NULL, &dir, NULL) == 0 && dir->suffix[0] &&
+        (shape->types.y != shape->types.x || shape->fusion == LNTUNE_FUSION_RESIDUAL_OUT))
+        return "dx has x's type (dtype x or x/x/params), and the backward fuses no residual_out";
+    return NULL;
+}
+
+/* What the planner calls (target.h). */
+static const lntune_target cuda_functions = {.name = "cuda",
+                                             .top = TOP,
+                                             .by_h = 1,
+                                             .default_rows = lntune_tune_cuda_default_rows,
+                                             .hardware = hardware,
+                                             .refuse = refuse,
+                                             .code_hash = code_hash,
+                                             .variants = variants,
+                                             .prepare = prepare,
+                                             .check = check,
+                                             .time = time_variants,
+                                             .artifact = artifact,
+                                             .end = end};
 
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,
                      size_t *nresults, char *err, size_t errlen) {
@@ -777,10 +724,7 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
     lntune_cuda *cu = NULL;
     lntune_nvrtc *nv = NULL;
     lntune_gen *gen = NULL;
-    lntune_db *db = NULL;
-    lntune_shape *shapes = NULL;
     compile_cache cache = {0};
-    int64_t hw = 0;
     int rc;
     if ((rc = lntune_cuda_open(device_index, &cu)) != LNTUNE_OK) {
         snprintf(err, errlen, "%s", cu ? lntune_cuda_errmsg(cu) : "out of memory");
@@ -791,84 +735,16 @@ int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tun
         goto done;
     }
     const lntune_cuda_info *info = lntune_cuda_get_info(cu);
-    lntune_gpu_info gpu;
-    lntune_cuda_gpu_info(info, &gpu);
     if ((rc = lntune_gen_open(NULL, &gen)) != LNTUNE_OK ||
         (rc = lntune_gen_set_cuda_arch(gen, info->sm)) != LNTUNE_OK) {
         snprintf(err, errlen, "%s", lntune_gen_errmsg(gen));
         goto done;
     }
-    if ((rc = lntune_db_open(cfg->db_path, cfg->force ? LNTUNE_DB_FORCE : 0, &db)) != LNTUNE_OK ||
-        (rc = lntune_db_put_gpu_hardware(db, &gpu, lntune_nvrtc_describe(nv), &hw)) != LNTUNE_OK) {
-        snprintf(err, errlen, "%s", lntune_db_errmsg(db));
-        goto done;
-    }
-    lntune_tune_result *res = calloc(cfg->nops * cfg->nshapes + 1, sizeof *res);
-    if (!res) {
-        rc = LNTUNE_ENOMEM;
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    *results = res;
+    job j = {.cache = &cache, .gen = gen, .nv = nv, .cu = cu, .info = info};
     err[0] = '\0';
-    /* Shapes in order of H, so the row counts of one H share their compiled sources. */
-    shapes = malloc((cfg->nshapes + 1) * sizeof *shapes);
-    if (!shapes) {
-        rc = LNTUNE_ENOMEM;
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    memcpy(shapes, cfg->shapes, cfg->nshapes * sizeof *shapes);
-    qsort(shapes, cfg->nshapes, sizeof *shapes, by_h);
-    for (size_t o = 0; o < cfg->nops && !rc; ++o) {
-        for (size_t s = 0; s < cfg->nshapes; ++s) {
-            lntune_tune_result *r = &res[(*nresults)++];
-            job j = {.cfg = cfg, .gen = gen, .nv = nv, .cu = cu, .db = db, .info = info};
-            j.cache = &cache;
-            j.op = cfg->ops[o];
-            const lntune_direction *dir = NULL;
-            if (lntune_op_text_parse(j.op, &j.norm, &dir, NULL) != 0) {
-                rc = LNTUNE_EINVAL;
-                snprintf(err, errlen, "unknown op '%s'", j.op);
-                break;
-            }
-            j.backward = dir->suffix[0] != '\0';
-            j.shape = shapes[s];
-            if (j.backward && (j.shape.types.y != j.shape.types.x ||
-                               j.shape.fusion == LNTUNE_FUSION_RESIDUAL_OUT)) {
-                rc = LNTUNE_EINVAL;
-                snprintf(err, errlen,
-                         "%s: dx has x's type (dtype x or x/x/params), and the "
-                         "backward fuses no residual_out",
-                         j.op);
-                break;
-            }
-            if (j.shape.rows <= 0) j.shape.rows = lntune_tune_cuda_default_rows(j.shape.H);
-            j.shape.affine = LNTUNE_AFFINE_GAMMA;
-            lntune_types_format(j.shape.types, j.dtype, sizeof j.dtype);
-            lntune_fusion_op_key(j.op, j.shape.fusion, j.op_key, sizeof j.op_key);
-            j.key = (lntune_db_key){hw, "cuda", j.op_key, j.dtype, j.shape.H, j.shape.rows, 1};
-            j.res = r;
-            j.err = err;
-            j.errlen = errlen;
-            j.start_ns = lntune_now_ns();
-            snprintf(r->target, sizeof r->target, "cuda");
-            snprintf(r->op, sizeof r->op, "%s", j.op_key);
-            snprintf(r->dtype, sizeof r->dtype, "%s", j.dtype);
-            r->rows = j.shape.rows;
-            r->H = j.shape.H;
-            tune_one(&j);
-            if (err[0]) {
-                rc = strstr(err, "database") ? LNTUNE_EDB : LNTUNE_ENODEVICE;
-                break;
-            }
-            if (cfg->stop && *cfg->stop) goto done;
-        }
-    }
+    rc = lntune_plan_run(cfg, &cuda_functions, &j, results, nresults, err, errlen);
 done:
     cache_clear(&cache);
-    free(shapes);
-    lntune_db_close(db);
     lntune_gen_close(gen);
     lntune_nvrtc_close(nv);
     lntune_cuda_close(cu);
