@@ -66,7 +66,7 @@ static void fill_normal(float *v, int64_t n, double mean, double sd, uint64_t se
 }
 
 /*
- * The verifier's error (gen/verify.h) on one row: in its unit for fp32, against the bound of
+ * The verifier's error (gen/verify/verify.h) on one row: in its unit for fp32, against the bound of
  * the rounding to y's type for fp16 and bf16; a NaN or Inf where the reference has none, or the
  * reverse, is INFINITY. Copies must be exact. x is widened into xf (exactly) for the reference.
  */

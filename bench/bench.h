@@ -22,7 +22,7 @@
 
 /*
  * An implementation whose output differs from the float64 reference by more than this, in the
- * verifier's error unit (gen/verify.h), is flagged as disagreeing. Looser than the tuner's
+ * verifier's error unit (gen/verify/verify.h), is flagged as disagreeing. Looser than the tuner's
  * tolerance: the bench reports peers as they are, and flags wrong results, not rounding.
  */
 #define LNTUNE_BENCH_TOLERANCE (1.0 / (1 << 16))
@@ -51,7 +51,7 @@ typedef struct lntune_bench_config {
     double rep_ms;            /* minimum length of one repetition; below 50 is raised to 50 */
     void (*progress)(void *ud, const lntune_bench_progress *p);
     void *progress_ud;
-    int type;               /* LNTUNE_TYPE_* (runtime/dtypes.h) of x, y, gamma and beta; 0: fp32 */
+    int type;               /* LNTUNE_TYPE_* (core/dtypes.h) of x, y, gamma and beta; 0: fp32 */
     const char *export_lib; /* lntune export's kernels built as a shared object; NULL: n/a */
 } lntune_bench_config;
 

@@ -19,8 +19,8 @@ import time
 EPS = 1e-5
 CHECK_ELEMENTS = 1 << 24  # as bench.c: rows checked against the float64 reference
 TOLERANCE = 1.0 / (1 << 16)  # bench.h: LNTUNE_BENCH_TOLERANCE
-VERIFY_TOLERANCE = 1.0 / (1 << 20)  # gen/verify.h: LNTUNE_VERIFY_TOLERANCE
-# 16-bit types: significand bits after the leading one, and the subnormal step (gen/verify.h).
+VERIFY_TOLERANCE = 1.0 / (1 << 20)  # gen/verify/verify.h: LNTUNE_VERIFY_TOLERANCE
+# 16-bit types: significand bits after the leading one, and the subnormal step (gen/verify/verify.h).
 ULP_BITS = {"f16": (10, 2.0 ** -24), "bf16": (7, 2.0 ** -133)}
 
 
@@ -49,7 +49,7 @@ def other_cores(a, b):
 
 
 def max_error(torch, op, x, y, w, b, dtype):
-    """The verifier's error (gen/verify.h) in float64 over evenly spaced rows: in its unit for
+    """The verifier's error (gen/verify/verify.h) in float64 over evenly spaced rows: in its unit for
     fp32; for a 16-bit y, |y - ref| over the bound of rounding to that type, times 2^-20."""
     rows, H = x.shape
     step = max(1, -(-rows // max(1, CHECK_ELEMENTS // H)))

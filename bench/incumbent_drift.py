@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""bench/incumbent_drift.py - how the planner's drift reference (gen/incumbent.c) keeps its scale.
+"""bench/incumbent_drift.py - how the planner's drift reference (gen/tune/incumbent.c) keeps its scale.
 
-Simulates a search's batches the way gen/tuner.c times them: the best candidates get faster for
+Simulates a search's batches the way gen/tune/tuner.c times them: the best candidates get faster for
 a while (15 ms down to 1 ms), then many time within 8% of each other; every batch drifts by +-30%
 and every figure carries its noise; a candidate's figure is its ratio to the incumbent in its
 batch times the incumbent's estimate. Two kinds of run: the search's batches (4 candidates,
@@ -20,7 +20,7 @@ SCHEMES = {  # name: (anchor, margin, confirm)
     "anchor, no margin": (True, 0.0, False),
     "anchor, 10% margin": (True, 0.10, False),
     "anchor, 10% margin, kept only if confirmed": (True, 0.10, True),
-    "anchor, 20% margin (gen/incumbent.c)": (True, 0.20, False),
+    "anchor, 20% margin (gen/tune/incumbent.c)": (True, 0.20, False),
 }
 
 

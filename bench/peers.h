@@ -21,7 +21,7 @@ enum { LNTUNE_BENCH_LAYERNORM = 0, LNTUNE_BENCH_RMSNORM = 1, LNTUNE_BENCH_COPY =
 typedef struct lntune_bench_problem {
     int64_t rows, H;
     float eps;
-    int type;                     /* LNTUNE_TYPE_* (runtime/dtypes.h) */
+    int type;                     /* LNTUNE_TYPE_* (core/dtypes.h) */
     const void *x, *gamma, *beta; /* beta: LayerNorm only */
     void *y;
     const float *gamma_f32, *beta_f32;

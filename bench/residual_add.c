@@ -59,7 +59,7 @@ static void add_bf16(const uint16_t *x, const uint16_t *r, uint16_t *s, int64_t 
     _mm_sfence();
 }
 
-/* fp16 through runtime/typed_vector.h (F16C) where the compiler targets AVX2 and F16C
+/* fp16 through core/typed_vector.h (F16C) where the compiler targets AVX2 and F16C
  * (-march=native), else the runtime's portable conversions; both round to nearest even. */
 static void add_f16(const uint16_t *x, const uint16_t *r, uint16_t *s, int64_t n, int nt) {
     int64_t i = 0;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 typedef struct residual_add_variant {
-    int type; /* of x, residual and s: LNTUNE_TYPE_* (runtime/dtypes.h): fp32, fp16 or bf16 */
+    int type; /* of x, residual and s: LNTUNE_TYPE_* (core/dtypes.h): fp32, fp16 or bf16 */
     int nt;   /* non-temporal stores of s */
     int threads;
 } residual_add_variant;

@@ -42,7 +42,7 @@ args=()
 for v in "${variants[@]}"; do args+=(--variant "$v"); done
 "$lntune" time --op "$op" --target cpu --shape "$shape" --seconds "${SECONDS_TIMED:-20}" "${args[@]}" | tee "$work/time.txt"
 # The time lines, in the order of the runs: "TIMEus SCOREus GBPS RATIOx VARIANT". Both figures
-# are compared: the tuner chooses by score (gen/timing.h), the median is the table's time.
+# are compared: the tuner chooses by score (gen/tune/timing.h), the median is the table's time.
 spread() { # COLUMN LABEL
     mapfile -t us < <(awk -v c="$1" '/us /{sub(/us$/, "", $c); print $c}' "$work/time.txt")
     lo=${us[0]} hi=${us[0]}

@@ -1,5 +1,5 @@
 /*
- * fuzz_shape.c - libFuzzer target for the --shape parser (gen/shape.c): any text is either
+ * fuzz_shape.c - libFuzzer target for the --shape parser (gen/template/shape.c): any text is either
  * refused with a message or parsed into shapes within the documented bounds.
  */
 #include "lntune.h"

@@ -1,6 +1,6 @@
 /*
  * builtin.c - the table of built-in kernels. The kernels themselves are generated at build time
- * by tools/emit_builtin.c from the templates (see gen/builtin.c for their parameters) into
+ * by tools/emit_builtin.c from the templates (see gen/template/builtin.c for their parameters) into
  * lntune_builtin_kernels.c in the build directory, and on x86-64 into
  * lntune_builtin_kernels_avx2.c too; only their names appear here.
  *

@@ -54,7 +54,7 @@ lntune_kernel_fn lntune_builtin_streaming_kernel(int op, int affine, lntune_type
 /*
  * The built-in backward kernel of op (LNTUNE_DESC_LAYERNORM or _RMSNORM), fused (1 for
  * LNTUNE_FUSION_RESIDUAL: dresidual_out given), x/dy/dx type and params type (LNTUNE_TYPE_*),
- * generated at build time (gen/builtin.c); NULL for an argument out of range.
+ * generated at build time (gen/template/builtin.c); NULL for an argument out of range.
  */
 lntune_backward_kernel_fn lntune_builtin_backward_kernel(int op, int fused, int x, int params);
 
@@ -71,7 +71,7 @@ lntune_kernel_fn lntune_builtin_residual_streaming_kernel(int op, lntune_types t
 
 /*
  * The CUDA built-ins (generated at build time by tools/emit_builtin.c into
- * lntune_builtin_cuda.c, see gen/builtin.c for their parameters): per op and affine kind, the
+ * lntune_builtin_cuda.c, see gen/template/builtin.c for their parameters): per op and affine kind, the
  * first record whose max_h admits H serves an all-fp32 call without a residual; the typed record
  * of the call's fusion serves every other call, compiled with NVRTC for its element types. The
  * backward records (op LNTUNE_DESC_*_BACKWARD, affine LNTUNE_DESC_GAMMA: with or without gamma)

@@ -10,7 +10,7 @@
  * by the generated built-in of the same copy for an fp32 x and the call's y and gamma/beta
  * types. So the numerics are exactly those of the unfused built-ins applied to s. The buffer
  * stays in L1; memory is read and written once, as the tuned kernels do. The all-bf16 tuple
- * (with gamma and beta, or neither) has generated fused kernels instead (gen/builtin.c).
+ * (with gamma and beta, or neither) has generated fused kernels instead (gen/template/builtin.c).
  *
  * The including file defines RESIDUAL_VECTOR where it is compiled for AVX2 + F16C (then the sum
  * and residual_out loops are vector code), and expands RESIDUAL_COPY once per copy. The kernel

@@ -1,6 +1,6 @@
 /*
  * builtin_typed.c - the built-in kernels of every fp16/bf16 type tuple (x, y, gamma/beta), for
- * shapes no one tuned: the generated, vectorized ones (gen/builtin.c, lntune_builtin_emit_typed)
+ * shapes no one tuned: the generated, vectorized ones (gen/template/builtin.c, lntune_builtin_emit_typed)
  * with gamma or with neither, and the generic body below for beta without gamma, which the
  * templates have no variant of. fp32 has its own generated built-ins (builtin.c).
  *

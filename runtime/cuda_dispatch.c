@@ -1,7 +1,7 @@
 /*
  * cuda_dispatch.c - lntune_layernorm and lntune_rmsnorm on CUDA device memory.
  *
- * The first call on a device index opens the driver (dlopen'd, runtime/cuda_driver.c) and the
+ * The first call on a device index opens the driver (dlopen'd, core/cuda/cuda_driver.c) and the
  * device's primary context, the one the CUDA runtime API shares, and looks the GPU's fingerprint
  * up in the tuning database. A failure (no libcuda, the stub driver, no such device) is kept, so
  * every later call on that index returns the same LNTUNE_ENODEVICE and message without trying

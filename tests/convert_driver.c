@@ -1,6 +1,6 @@
 /*
  * convert_driver.c - the CPU template's fp16 vector conversions (templates/cpu/convert.lua,
- * convert=portable) against the verifier's own (gen/half_ref.h), lane for lane:
+ * convert=portable) against the verifier's own (gen/verify/half_ref.h), lane for lane:
  *   widening (load_x): every one of the 65536 fp16 patterns, bit for bit (NaN payloads too);
  *   narrowing (narrow_y): every float in fp16's subnormal range and the step below it (both
  *   signs), the floats at and next to every rounding midpoint of the normal range, the edges of

@@ -5,6 +5,9 @@
 # compiled around it, checks its conversions (see the drivers): fp16 widening and narrowing in
 # portable C; bf16 narrowing in both layouts, portable and, where the CPU has AVX512-BF16, native.
 lntune=$1 f16_driver=$2 bf16_driver=$3 include=$4
+# -I for each source folder of the tree (runtime/ first: it and gen/template/ both have a builtin.h)
+source_dirs=()
+for d in runtime core core/cuda core/tuning_db gen/template gen/compile gen/verify gen/tune gen/export; do source_dirs+=("-I$include/$d"); done
 shift 4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -26,7 +29,7 @@ check() {
     fi
     for cc in "${compilers[@]}"; do
         local exe=$work/${name}_$(basename "$cc") out
-        if ! "$cc" -std=c11 -O2 -march=native -I"$include/gen" -I"$include/runtime" \
+        if ! "$cc" -std=c11 -O2 -march=native "${source_dirs[@]}" \
             -DKERNEL="\"$kernel\"" "$@" -o "$exe" "$driver" -lm; then
             echo "FAIL: $cc could not compile $driver around $dtype $variant"
             failures=$((failures + 1))

@@ -8,7 +8,7 @@
  * recomputed; gamma NULL; dgamma and dbeta each asked for or not; the fused residual backward
  * (dresidual_out); H = 1, 1000, 4097 and 8192 at rows = 1000 (more row groups than the
  * workspace's cap, so the kernels stride). dx, dgamma and dbeta are poisoned with NaN before the
- * call and compared with the float64 reference (gen/reference.c) of the same rounded inputs:
+ * call and compared with the float64 reference (gen/verify/reference.c) of the same rounded inputs:
  * dx within its type's rounding plus 1e-4 of its size, dgamma and dbeta within their type's
  * rounding plus 1e-5 of the sum of their terms' magnitudes (the fp32 sums' order differs from
  * the reference's). Then: no NVRTC is LNTUNE_ENODEVICE naming NVRTC; device_index 63 is

@@ -1,7 +1,7 @@
 /*
  * test_cuda_builtin_typed.c - the CUDA built-ins of fp16/bf16 and residual calls: one source per
  * op, affine kind and fusion, its element types chosen by NVRTC options
- * (runtime/cuda_types.h). Without a GPU: each sample compiles through NVRTC for sm_90 to a cubin
+ * (core/cuda_types.h). Without a GPU: each sample compiles through NVRTC for sm_90 to a cubin
  * and its PTX with the kernel's entry; with x in fp16 the PTX widens it (cvt.f32.f16), so the
  * options did choose the types. On a GPU every sample is also verified on the device
  * (tests/cuda_device.h), for the H of the device suite.

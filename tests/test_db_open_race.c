@@ -7,7 +7,7 @@
  *
  *   test_db_open_race [ROUNDS [PROCS]]   (default 40 rounds of 8)
  *
- * The processes take turns at the WAL switch and the migration (tuning_db/db_open.c,
+ * The processes take turns at the WAL switch and the migration (core/tuning_db/db_open.c,
  * lock_creation); every open after the first takes no lock. (This case was test_tuning_db's,
  * with an open alone; it moved here to be a ctest of its own.)
  */

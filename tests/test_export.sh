@@ -19,6 +19,13 @@
 set -eu
 tier=${7:-full}
 lntune=$1 makedb=$2 src=$3 dir=$4/export-$tier tsan=${5:-0} sanitize=${6:-0}
+# The tree's source folders the driver includes from (runtime/ first: it and gen/template/ both
+# have a builtin.h).
+source_dirs=() source_dirs_cmake=""
+for d in runtime core core/cuda core/tuning_db gen/template gen/compile gen/verify gen/tune gen/export; do
+    source_dirs+=("-I$src/$d")
+    source_dirs_cmake+=" \"$src/$d\""
+done
 rm -rf "$dir"
 mkdir -p "$dir/out"
 step() { echo "case: $*"; }
@@ -136,8 +143,8 @@ for build in $builds; do
     step "$cc $defs -Werror on the exported files, then the driver against the reference"
     $cc -std=c11 -O3 -march=native $defs -Wall -Wextra -Werror -c "$dir/out/lntune_kernels.c" \
         -o "$dir/k_$tag.o"
-    $cc -std=c11 -O2 $defs -Wall -Wextra -Werror -I"$dir/out" -I"$src/gen" -I"$src/runtime" -I"$src/tests" \
-        "$src/tests/export_driver.c" "$src/gen/reference.c" "$dir/k_$tag.o" -pthread -lm \
+    $cc -std=c11 -O2 $defs -Wall -Wextra -Werror -I"$dir/out" "${source_dirs[@]}" -I"$src/tests" \
+        "$src/tests/export_driver.c" "$src/gen/verify/reference.c" "$dir/k_$tag.o" -pthread -lm \
         -o "$dir/driver_$tag"
     "$dir/driver_$tag" > "$dir/driver_$tag.log" || { grep FAIL "$dir/driver_$tag.log"; exit 1; }
     grep "^ok  : v2" "$dir/driver_$tag.log" | head -3
@@ -147,8 +154,8 @@ done
 if [ "$tsan" = 1 ]; then
     step "concurrent callers under ThreadSanitizer (the exported pool)"
     gcc -std=c11 -O1 -g -march=native -fsanitize=thread -c "$dir/out/lntune_kernels.c" -o "$dir/k_tsan.o"
-    gcc -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -I"$dir/out" -I"$src/gen" \
-        -I"$src/runtime" -I"$src/tests" "$src/tests/export_driver.c" "$src/gen/reference.c" \
+    gcc -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -I"$dir/out" "${source_dirs[@]}" \
+        -I"$src/tests" "$src/tests/export_driver.c" "$src/gen/verify/reference.c" \
         "$dir/k_tsan.o" -pthread -lm -o "$dir/driver_tsan"
     "$dir/driver_tsan" concurrent > "$dir/driver_tsan.log" 2>&1 ||
         { grep -E "FAIL|WARNING: ThreadSanitizer" "$dir/driver_tsan.log"; exit 1; }
@@ -164,8 +171,8 @@ cat > "$dir/app/CMakeLists.txt" <<EOT
 cmake_minimum_required(VERSION 3.16)
 project(app C)
 add_subdirectory("$dir/out" kernels)
-add_executable(driver "$src/tests/export_driver.c" "$src/gen/reference.c")
-target_include_directories(driver PRIVATE "$src/gen" "$src/runtime" "$src/tests")
+add_executable(driver "$src/tests/export_driver.c" "$src/gen/verify/reference.c")
+target_include_directories(driver PRIVATE ${source_dirs_cmake} "$src/tests")
 target_link_libraries(driver PRIVATE lntune_kernels m)
 EOT
 cmake -S "$dir/app" -B "$dir/app/build" >/dev/null

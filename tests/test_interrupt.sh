@@ -64,7 +64,7 @@ rc=$?
 reused=$(grep -o '"reused": [0-9]*' <<<"$out" | grep -o '[0-9]*$')
 built=$(grep -o '"compiled": [0-9]*' <<<"$out" | grep -o '[0-9]*$')
 hits=$(grep -o '"cache_hits": [0-9]*' <<<"$out" | grep -o '[0-9]*$')
-# Built: the variants never measured, plus at most the 16 leaders (TOP in gen/cpu_target.c) and the
+# Built: the variants never measured, plus at most the 16 leaders (TOP in gen/tune/cpu_target.c) and the
 # naive kernel, which the final re-timing loads again (from the object cache).
 if [ "$rc" -eq 0 ] && [ "${reused:-0}" -ge "$stored" ] && [ $((built + hits)) -le $((total - stored + 17)) ]; then
     ok "the resumed run completes: reused $reused of the $stored stored, built $built (+$hits from the cache) of $total"

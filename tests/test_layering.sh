@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_layering.sh OBJECTS_DIR - the sources call each other one way only. From the symbols of
 # every object file of the library and the CLI (nm: what each defines and what it calls), the
-# file-level call graph must have no circle (tsort finds none), and nothing in tuning_db/ or
-# runtime/ may call into gen/ or cli/: data flows templates -> gen -> tuning_db -> runtime -> app.
+# file-level call graph must have no circle (tsort finds none), and nothing in core/ (with
+# core/tuning_db/) or runtime/ may call into gen/ or cli/: data flows templates -> gen ->
+# tuning_db -> runtime -> app.
 # OBJECTS_DIR is the build's CMakeFiles folder; tests, bench and fuzz objects are left out.
 set -u
 objdir=$1
@@ -49,12 +50,20 @@ else
     ok "no circle among the files"
 fi
 
-up=$(awk '$1 ~ /^(runtime|tuning_db)\// && $2 ~ /^(gen|cli)\//' "$work/edges")
+up=$(awk '$1 ~ /^(runtime|core)\// && $2 ~ /^(gen|cli)\//' "$work/edges")
 if [ -n "$up" ]; then
-    fail "runtime/ or tuning_db/ calls into gen/ or cli/:"
+    fail "runtime/ or core/ calls into gen/ or cli/:"
     echo "$up" | sed 's/^/    /'
 else
-    ok "runtime/ and tuning_db/ call nothing in gen/ or cli/"
+    ok "runtime/ and core/ call nothing in gen/ or cli/"
+fi
+# core/ is what liblntune and gen share: it calls nothing of runtime/ either.
+down=$(awk '$1 ~ /^core\// && $2 ~ /^runtime\//' "$work/edges")
+if [ -n "$down" ]; then
+    fail "core/ calls into runtime/:"
+    echo "$down" | sed 's/^/    /'
+else
+    ok "core/ calls nothing in runtime/"
 fi
 
 [ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"

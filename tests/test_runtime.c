@@ -86,7 +86,7 @@ static void run_cases(lntune *ctx, const char *setting) {
 }
 
 /* Whether /proc/cpuinfo's first flags line lists flag (0 where there is no such file). Read here
- * rather than through tuning_db/hardware.c, which is the detection under test. */
+ * rather than through core/hardware.c, which is the detection under test. */
 static int cpu_has(const char *flag) {
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[8192];

@@ -1,7 +1,7 @@
 /*
  * test_runtime_dtypes.c - fp16 and bf16 through liblntune on the CPU.
  *
- * 1. runtime/half.h: 16 -> 32 bits over all 65536 patterns of each type against ldexp; 32 -> 16
+ * 1. core/half.h: 16 -> 32 bits over all 65536 patterns of each type against ldexp; 32 -> 16
  *    over random bit patterns, random values of every magnitude, each midpoint between
  *    neighbouring 16-bit values (and the floats either side of it) and edge cases, against
  *    round-to-nearest-even computed in double.
@@ -224,7 +224,7 @@ static void put_random(int t, void *p, int64_t i, double offset, double spread) 
  *
  * Tolerance of an output element against ref = z * gamma + beta in double:
  *   |got - ref| <= 2^-20 * unit + 0.5 * ulp_y(|ref|) * (1 + 2^-7)
- * unit is the verifier's (gen/verify.h). Why: the kernel's fp32 result f (statistics, then
+ * unit is the verifier's (gen/verify/verify.h). Why: the kernel's fp32 result f (statistics, then
  * (x - mean) * rstd * gamma + beta) is within a few fp32 roundings of its terms of ref, far inside
  * 2^-20 * unit, the whole tolerance of the fp32 kernels. got is f rounded once to y's type: no
  * farther from f than R, the y value nearest ref, so |got - ref| <= |R - ref| + 2 |f - ref|

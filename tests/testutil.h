@@ -1,6 +1,6 @@
 /*
  * testutil.h - what every runtime test needs: random data, the float64 reference check in the
- * verifier's error unit (see gen/verify.h), and a case counter that prints each case.
+ * verifier's error unit (see gen/verify/verify.h), and a case counter that prints each case.
  */
 #ifndef LNTUNE_TESTUTIL_H
 #define LNTUNE_TESTUTIL_H

@@ -1,7 +1,7 @@
 /*
  * exported/cpu/residual_vector_macros.h - the generic fused Add & Norm's element loops in
  * lntune_kernels.c take 8 elements at a time where the file is compiled for AVX2 and F16C, with
- * runtime/typed_vector.h's conversions, as liblntune's AVX2 residual built-ins do. Copied after
+ * core/typed_vector.h's conversions, as liblntune's AVX2 residual built-ins do. Copied after
  * typed_vector.h, under LNTUNE_KERNELS_AVX2.
  */
 #define RESIDUAL_SUM8(X, R)                                                                        \

@@ -92,7 +92,7 @@ int find_generic(int op, int fusion, int types, int affine) {
     }
     return -1;
 }
-/* Launches kernels[i] as its launch line says (runtime/cuda_launch.c's rules). */
+/* Launches kernels[i] as its launch line says (core/cuda/cuda_launch.c's rules). */
 int launch(int i, int device, const lntune_kernel_args &a, cudaStream_t stream) {
     const kernel_entry *e = &kernels[i];
     if (e->max_h > 0 && a.H > e->max_h)

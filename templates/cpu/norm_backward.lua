@@ -90,7 +90,7 @@ function M.family(op)
                 tail = not (p.h == "fixed" and shape.H % (p.vec * p.acc) == 0),
                 fused = shape.fusion == "residual",
                 -- engine.lua is left unchanged (its text is part of every forward template hash),
-                -- so the backward ABI comes from the global gen/generator.c sets.
+                -- so the backward ABI comes from the global gen/template/generator.c sets.
                 backward_abi = (lntune_backward_abi_header:gsub('#include "lntune_kernel.h"\n', "")),
                 cv = cv,
             }

@@ -35,7 +35,7 @@
 -- both ops and fusions, 8 type tuples (residual types other than x's among them) and every knob
 -- value through NVRTC for sm_90 and sm_80. The runtime (LNTUNE_EUNSUPPORTED) and `lntune tune
 -- --target cuda --residual` (exit 2) refuse it until a GPU run, with the fused verifier
--- (lntune_verifier_create_fused) behind the device checker (gen/cuda_check.c, which has no
+-- (lntune_verifier_create_fused) behind the device checker (gen/verify/cuda_check.c, which has no
 -- residual buffers yet), shows:
 --   * y, mean/rstd and residual_out against the verifier for every layout (clusters at H >=
 --     8192), both fusions and ops, residual types equal to and other than x's, H = 1, 3, 17,

@@ -3,7 +3,7 @@
 -- f32, f16, bf16); gamma, dgamma and dbeta another (shape.types.params); statistics are fp32.
 -- With shape.generic_types the two types are cuda/convert.lua's pseudo-types x_t and p_t,
 -- chosen when the source is compiled (-DLNTUNE_X_T=lntune_bf16 -DLNTUNE_P_T=float): the
--- runtime's built-in backward (gen/builtin.c), one source per op and fusion, which
+-- runtime's built-in backward (gen/template/builtin.c), one source per op and fusion, which
 -- runtime/cuda_dispatch.c launches by the ABI below. Not tuned on a GPU yet.
 --
 -- Shared by cuda/layernorm_backward.lua and cuda/rmsnorm_backward.lua. The parameter space
@@ -56,7 +56,7 @@
 -- Launch. properties() returns what the host needs; the source repeats it in two lines:
 --   // lntune-cuda-launch: block=B rows_per_block=R cluster=1 smem=S smem_per_h=E max_h=M
 --   // lntune-cuda-backward: dgamma=D max_grid=G parts_per_block=R finish_block=F
--- The first is the forward's (runtime/cuda_launch.h parses it): kernel 1 runs on
+-- The first is the forward's (core/cuda/cuda_launch.h parses it): kernel 1 runs on
 -- grid = min(ceil(rows / R), G) blocks of B threads (any fewer is also correct: the kernels
 -- stride over rows; for D=partials it sets parts = grid * R, which the host must use for the
 -- workspace and pass to kernel 2), with S + E * (ceil(H / 4) * 4) bytes of dynamic shared
@@ -69,7 +69,7 @@
 -- Checked without a GPU (tests/test_cuda_compile_backward.c): NVRTC compiles a sample covering
 -- every knob value and type tuple, both entry points exist, atomics appear only with
 -- dgamma=atomic, and the launch lines parse. On a GPU the same test runs each sample through
--- the backward verifier (gen/verify_backward.c) behind gen/cuda_check_backward.c: dx, dgamma,
+-- the backward verifier (gen/verify/verify_backward.c) behind gen/verify/cuda_check_backward.c: dx, dgamma,
 -- dbeta against the float64 reference at H = 1, 3, 17, 768, 4097 and fixed H, contiguous,
 -- misaligned by one element (the scalar path) and strided; statistics saved and recomputed;
 -- gamma NULL; dresidual_out when fused; the launch line's grid and half of it (the stride
@@ -98,7 +98,7 @@ local WARP_MAX_LOOP = 1024   -- with a known H, warp-layout threads loop over at
 local MAX_PARTS = 2048       -- partials: row groups (workspace rows) at most
 local MAX_THREADS = 262144   -- partials: threads at most (an H200 holds 270336 at once)
 local FINISH_BLOCK = 256
-local GRID_ANY = 2147483647  -- atomic: any grid (runtime/cuda_launch.c caps at INT32_MAX)
+local GRID_ANY = 2147483647  -- atomic: any grid (core/cuda/cuda_launch.c caps at INT32_MAX)
 
 local ceil_div = layout.ceil_div
 local function slice(H) return ceil_div(H, 4) * 4 end -- floats per cached row, 16-byte multiple
@@ -193,7 +193,7 @@ function M.family(op)
                 fixed_H = fixed_H,
                 SLICE = fixed_H and slice(fixed_H) or false,
                 launch = launch(p, host),
-                -- The backward ABI comes from the global gen/generator.c sets (engine.lua's text
+                -- The backward ABI comes from the global gen/template/generator.c sets (engine.lua's text
                 -- is part of every forward template hash); NVRTC has no stdint.h.
                 backward_abi = (lntune_backward_abi_header:gsub('#include "lntune_kernel.h"\n', "")
                     :gsub("#include <stdint.h>\n", "")),

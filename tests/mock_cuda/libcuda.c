@@ -23,7 +23,7 @@
  * per block, or atomics over several blocks, wrong. The "_dgamma" second pass sums the parts in
  * order in fp32.
  * The types then come from $MOCK_CUDA_TYPES as x (x, dy, dx, dresidual_out) and params.
- * Only the entry points runtime/cuda_driver.c resolves exist.
+ * Only the entry points core/cuda/cuda_driver.c resolves exist.
  */
 #include "dtypes.h"
 #include "lntune_kernel.h"

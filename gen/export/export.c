@@ -4,7 +4,7 @@
  * The dispatch code of the exported file is fixed text below; the kernels, the tables, the entry
  * points (one pair per row of lntune_export_ops) and the header comment vary. The table keys on
  * (op, fusion, type tuple, H, affine, rows bucket) as the runtime's descriptor does: the tuple
- * packs as runtime/dtypes.h packs it (0 for all-fp32; the residual's type only when not x's) and
+ * packs as core/dtypes.h packs it (0 for all-fp32; the residual's type only when not x's) and
  * the rows buckets come from lntune_rows_bucket, so the exported code picks a winner exactly as
  * the runtime does: the winner of the call's bucket, else the nearest tuned bucket of the same
  * op, fusion, tuple, H and affine, else the generic kernel of the tuple (fp32, and the fp16/bf16
@@ -152,7 +152,7 @@ static int put_generic_f32(lntune_export_buf *b, int avx2, char *msg, size_t msg
                                       lntune_builtin_variants[i].affine ? affine[op] : plain[op],
                                       sizeof plain[op]);
         if (!plain[op][0] || !affine[op][0]) {
-            snprintf(msg, msglen, "op %s has no built-in variants (gen/builtin.c)",
+            snprintf(msg, msglen, "op %s has no built-in variants (gen/template/builtin.c)",
                      lntune_export_ops[op].name);
             return LNTUNE_ERROR;
         }

@@ -129,7 +129,7 @@ int lntune_builtin_emit(lntune_gen *g, const lntune_builtin_level *level, const 
 /*
  * The forward built-ins of the tuples with fp16 or bf16 in them: the fp32 built-ins' parameters,
  * emitted for each (x, y, gamma/beta) tuple with its types as constants, so that an untuned
- * 16-bit call gets the same vectorized loops as an fp32 one (runtime/typed_kernel.h's generic
+ * 16-bit call gets the same vectorized loops as an fp32 one (core/typed_kernel.h's generic
  * body, which they replace there, converts and sums one element at a time). All-bf16 calls take
  * the even/odd layout: bf16 widened by a shift or a mask, with no lane shuffles.
  */

@@ -1,7 +1,7 @@
 /*
  * generator.h - turns a template family plus a variant string into kernel source.
  *
- * A handle owns one Lua state with the template engine (gen/engine.lua) loaded. It is not
+ * A handle owns one Lua state with the template engine (gen/template/engine.lua) loaded. It is not
  * thread-safe: use one handle per thread. Every failure returns an LNTUNE_* code and leaves a
  * message, naming the template file and line where one is at fault, in lntune_gen_errmsg.
  */

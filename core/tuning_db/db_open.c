@@ -28,7 +28,7 @@
 #define LNTUNE_DB_BUSY_MS 10000 /* a tuner holds the write lock for one record at a time */
 #define MAX_SCHEMA_STEPS 64
 
-/* Built by cmake/embed.cmake from tuning_db/schema.sql. */
+/* Built by cmake/embed.cmake from core/tuning_db/schema.sql. */
 typedef struct {
     const char *path;
     const char *text;

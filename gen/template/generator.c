@@ -1,5 +1,5 @@
 /*
- * generator.c - the C side of the template engine: a Lua 5.4 state running gen/engine.lua, fed
+ * generator.c - the C side of the template engine: a Lua 5.4 state running gen/template/engine.lua, fed
  * the host's features, reading templates from a directory or from the copies built into the binary.
  */
 #include "generator.h"
@@ -193,11 +193,11 @@ int lntune_gen_open(const char *template_dir, lntune_gen **out) {
     const embedded_file *bwd =
         lntune_embedded_find(lntune_embedded_engine, "lntune_kernel_backward.h");
     if (!engine || !abi || !bwd) {
-        set_error(g, "%s", "lntune was built without gen/engine.lua or lntune_kernel.h");
+        set_error(g, "%s", "lntune was built without gen/template/engine.lua or lntune_kernel.h");
         *out = g;
         return LNTUNE_ERROR;
     }
-    if (luaL_loadbufferx(L, engine->text, engine->len, "@gen/engine.lua", "t") != LUA_OK ||
+    if (luaL_loadbufferx(L, engine->text, engine->len, "@gen/template/engine.lua", "t") != LUA_OK ||
         lua_pcall(L, 0, 1, 0) != LUA_OK) {
         set_error(g, "%s", lua_tostring(L, -1));
         *out = g;

@@ -2,7 +2,7 @@
  * typed_kernel.h - fp16 (IEEE binary16) and bf16 to and from fp32 on the 16-bit patterns, and
  * the portable kernel body of every (op, x, y, gamma/beta) type tuple: what serves a call no one
  * tuned. liblntune includes it (builtin_typed.c, builtin_residual_body.h, half.h); `lntune export`
- * copies its text into the exported file (gen/export_typed.c), which compiles on its own: so
+ * copies its text into the exported file (gen/export/export_typed.c), which compiles on its own: so
  * only <math.h>, <stdint.h>, <string.h> and lntune_kernel.h's types, nothing of liblntune.
  *
  * Conversions: 16 -> 32 is exact (every fp16 and bf16 value is a float; NaN payloads are kept).
@@ -32,7 +32,7 @@
 /* The body must be inlined into each instance, or its types are no longer constants there. */
 #define TYPED_INLINE static inline __attribute__((always_inline))
 
-/* Element types: the values of runtime/dtypes.h's LNTUNE_TYPE_*. */
+/* Element types: the values of core/dtypes.h's LNTUNE_TYPE_*. */
 enum { TYPED_F32 = 0, TYPED_F16 = 1, TYPED_BF16 = 2 };
 
 TYPED_INLINE float lntune_bits_to_f32(uint32_t u) {

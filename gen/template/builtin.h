@@ -115,7 +115,7 @@ typedef struct lntune_nvrtc lntune_nvrtc;
  * The CUDA built-in of calls with fp16/bf16 data or a residual (fusion, LNTUNE_FUSION_*): the
  * generic variant i of lntune_builtin_cuda_variants with its element types left to macros
  * (lntune_shape.generic_types), compiled for a call's types with lntune_cuda_type_options
- * (runtime/cuda_types.h), or with #defines of them before the source (lntune export).
+ * (core/cuda_types.h), or with #defines of them before the source (lntune export).
  */
 int lntune_builtin_emit_cuda_typed(lntune_gen *g, size_t i, int fusion, const char *symbol,
                                    lntune_source *src);

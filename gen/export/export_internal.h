@@ -45,7 +45,7 @@ int lntune_export_op_find(const char *name);
  * op, one kernel per (x, y, params) tuple serving every affine kind, and the table
  * typed_generic[op][x][y][params] of them (NULL for all-fp32, which the fp32 generics serve);
  * then, for each tuple marked in used (indexed by lntune_types_packed, residual 0), the
- * generated generic kernels with gamma and with neither (gen/builtin.c), in the table
+ * generated generic kernels with gamma and with neither (gen/template/builtin.c), in the table
  * typed_builtin[op][affine][x][y][params]; with avx2, each of those twice, as
  * lntune_export_put_levels writes them, and a third time at AVX2's width with non-temporal
  * stores, in the table typed_streaming (all NULL without avx2). LNTUNE_OK, or the generator's
@@ -55,7 +55,7 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
                                      const unsigned char used[64], int avx2);
 
 /*
- * Appends generated kernels of two levels under one name (gen/builtin.c's lntune_builtin_avx2
+ * Appends generated kernels of two levels under one name (gen/template/builtin.c's lntune_builtin_avx2
  * and lntune_builtin_generic): avx2's text where the file is compiled for AVX2, FMA and F16C
  * (LNTUNE_KERNELS_AVX2, which the exported file defines), else generic's. avx2 NULL: generic's
  * alone.

@@ -3,11 +3,11 @@
  * a tuple (x, y, gamma/beta) no exported winner covers, as runtime/builtin_typed.c does for
  * liblntune.
  *
- * The tuples the winners have get liblntune's built-ins for them (gen/builtin.c: the templates'
+ * The tuples the winners have get liblntune's built-ins for them (gen/template/builtin.c: the templates'
  * generic variants with the tuple's types), so an untuned H of a tuned tuple runs vectorized.
  * Every other tuple, and beta without gamma, gets one small portable body instantiated per (op,
  * tuple), serving every affine kind: all 104 generated kernels would be 0.9 MB of C that take gcc
- * 17 s at -O3 for every app, even one calling fp32 only. The body is runtime/typed_kernel.h,
+ * 17 s at -O3 for every app, even one calling fp32 only. The body is core/typed_kernel.h,
  * copied in as text (it needs nothing of liblntune).
  */
 #include "export_internal.h"
@@ -25,8 +25,8 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
     const char *body = lntune_export_embedded("typed_kernel.h");
     lntune_export_put(b,
                       "/* ---- fp16/bf16 fallback: portable kernels for every type tuple no winner "
-                      "covers (runtime/typed_kernel.h) ---- */\n%s\n",
-                      body ? body : "#error lntune was built without runtime/typed_kernel.h\n");
+                      "covers (core/typed_kernel.h) ---- */\n%s\n",
+                      body ? body : "#error lntune was built without core/typed_kernel.h\n");
     for (size_t op = 0; op < lntune_export_op_count; ++op)
         for (int t = 1; t < LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT * LNTUNE_TYPE_COUNT; ++t) {
             const int x = t / 9, y = t / 3 % 3, p = t % 3;
@@ -111,7 +111,7 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
     return b->oom ? LNTUNE_ENOMEM : LNTUNE_OK;
 }
 
-/* The fused Add & Norm built-ins of all-bf16 calls (gen/builtin.c) with the level's text: the
+/* The fused Add & Norm built-ins of all-bf16 calls (gen/template/builtin.c) with the level's text: the
  * AVX2 and streaming copies where the file is compiled for AVX2, else the generic one. */
 static int put_fused_bf16_levels(lntune_export_buf *b, lntune_gen *g, int avx2) {
     char *generic = NULL, *wide = NULL, *streaming = NULL;

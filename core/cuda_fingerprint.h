@@ -1,5 +1,5 @@
 /*
- * cuda_fingerprint.h - the tuning database's description of a CUDA device (tuning_db/hardware.h)
+ * cuda_fingerprint.h - the tuning database's description of a CUDA device (core/hardware.h)
  * from what the driver reports (cuda_driver.h): the tuner, the runtime and the CLI must agree on
  * it to the bit, so there is one conversion.
  */

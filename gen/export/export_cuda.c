@@ -6,7 +6,7 @@
  * comment vary. Each winner is regenerated from its variant string for the compute capability of
  * the GPU row it was tuned on; the CUDA template puts a kernel's file-scope names in a namespace
  * named after its symbol, so one translation unit holds them all. The launch geometry of each
- * kernel comes from its source's launch line (runtime/cuda_launch.c), and the host code below
+ * kernel comes from its source's launch line (core/cuda/cuda_launch.c), and the host code below
  * applies the same grid and shared memory rules.
  */
 #include "export_internal.h"

@@ -1,4 +1,4 @@
--- engine.lua - the lntune template engine, embedded in the lntune binary by gen/generator.c.
+-- engine.lua - the lntune template engine, embedded in the lntune binary by gen/template/generator.c.
 --
 -- A template family is a Lua file under templates/<target>/<op>.lua that returns
 -- lntune.family{...}: its parameter space (names, allowed values, constraints) and its source
