@@ -21,10 +21,10 @@ tier=${7:-full}
 lntune=$1 makedb=$2 src=$3 dir=$4/export-$tier tsan=${5:-0} sanitize=${6:-0}
 # The tree's source folders the driver includes from (runtime/ first: it and gen/template/ both
 # have a builtin.h).
-source_dirs=() source_dirs_cmake=""
+source_dirs="" source_dirs_cmake=""
 for d in runtime core core/cuda core/tuning_db gen/template gen/compile gen/verify gen/tune gen/export; do
-    source_dirs+=("-I$src/$d")
-    source_dirs_cmake+=" \"$src/$d\""
+    source_dirs="$source_dirs -I$src/$d"
+    source_dirs_cmake="$source_dirs_cmake \"$src/$d\""
 done
 rm -rf "$dir"
 mkdir -p "$dir/out"
@@ -143,7 +143,7 @@ for build in $builds; do
     step "$cc $defs -Werror on the exported files, then the driver against the reference"
     $cc -std=c11 -O3 -march=native $defs -Wall -Wextra -Werror -c "$dir/out/lntune_kernels.c" \
         -o "$dir/k_$tag.o"
-    $cc -std=c11 -O2 $defs -Wall -Wextra -Werror -I"$dir/out" "${source_dirs[@]}" -I"$src/tests" \
+    $cc -std=c11 -O2 $defs -Wall -Wextra -Werror -I"$dir/out" $source_dirs -I"$src/tests" \
         "$src/tests/export_driver.c" "$src/gen/verify/reference.c" "$dir/k_$tag.o" -pthread -lm \
         -o "$dir/driver_$tag"
     "$dir/driver_$tag" > "$dir/driver_$tag.log" || { grep FAIL "$dir/driver_$tag.log"; exit 1; }
@@ -154,7 +154,7 @@ done
 if [ "$tsan" = 1 ]; then
     step "concurrent callers under ThreadSanitizer (the exported pool)"
     gcc -std=c11 -O1 -g -march=native -fsanitize=thread -c "$dir/out/lntune_kernels.c" -o "$dir/k_tsan.o"
-    gcc -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -I"$dir/out" "${source_dirs[@]}" \
+    gcc -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -I"$dir/out" $source_dirs \
         -I"$src/tests" "$src/tests/export_driver.c" "$src/gen/verify/reference.c" \
         "$dir/k_tsan.o" -pthread -lm -o "$dir/driver_tsan"
     "$dir/driver_tsan" concurrent > "$dir/driver_tsan.log" 2>&1 ||

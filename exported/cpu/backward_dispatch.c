@@ -45,14 +45,7 @@ static int run_backward(int op, const lntune_backward_kernel_args *args, lntune_
         return LNTUNE_KERNEL_EUNSUPPORTED;
     if (args->rows == 0) return LNTUNE_KERNEL_OK;
     lntune_backward_kernel_args a = *args;
-    if (a.x_stride == 0) a.x_stride = a.H;
-    if (a.dy_stride == 0) a.dy_stride = a.H;
-    if (a.dx_stride == 0) a.dx_stride = a.H;
-    if (a.dresidual_out_stride == 0) a.dresidual_out_stride = a.H;
-    if (!(a.eps > 0.0f)) a.eps = 1e-5f;
-    if (a.x_stride < a.H || a.dy_stride < a.H || a.dx_stride < a.H ||
-        (a.dresidual_out && a.dresidual_out_stride < a.H))
-        return LNTUNE_KERNEL_EUNSUPPORTED;
+    if (!lntune_complete_backward_args(&a)) return LNTUNE_KERNEL_EUNSUPPORTED;
     const int fused = a.dresidual_out != NULL;
     const tuned_entry *e = find_tuned(1, op, fused, xt | xt << 2 | pt << 4, a.H, 1, a.rows);
     const lntune_backward_kernel_fn generic = generic_backward[op][fused][xt][pt];

@@ -58,14 +58,7 @@ static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
         return LNTUNE_KERNEL_EUNSUPPORTED;
     if (args->rows == 0) return LNTUNE_KERNEL_OK;
     lntune_kernel_args a = *args;
-    if (a.x_stride == 0) a.x_stride = a.H;
-    if (a.y_stride == 0) a.y_stride = a.H;
-    if (a.residual_stride == 0) a.residual_stride = a.H;
-    if (a.residual_out_stride == 0) a.residual_out_stride = a.H;
-    if (!(a.eps > 0.0f)) a.eps = 1e-5f;
-    if (a.x_stride < a.H || a.y_stride < a.H || (a.residual && a.residual_stride < a.H) ||
-        (a.residual_out && a.residual_out_stride < a.H))
-        return LNTUNE_KERNEL_EUNSUPPORTED;
+    if (!lntune_complete_args(&a)) return LNTUNE_KERNEL_EUNSUPPORTED;
     const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;
     /* as the runtime packs a tuple: the residual's type only when fused and not x's */
     const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);

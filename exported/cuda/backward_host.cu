@@ -20,14 +20,8 @@ int run_backward(int op, const lntune_backward_kernel_args *args, lntune_kernels
     if (op == 0 && !args->mean != !args->rstd)
         return fail(LNTUNE_EINVAL, "LayerNorm takes both saved statistics or neither", cudaSuccess);
     lntune_backward_kernel_args a = *args;
-    if (a.x_stride == 0) a.x_stride = a.H;
-    if (a.dy_stride == 0) a.dy_stride = a.H;
-    if (a.dx_stride == 0) a.dx_stride = a.H;
-    if (a.dresidual_out_stride == 0) a.dresidual_out_stride = a.H;
-    if (a.x_stride < a.H || a.dy_stride < a.H || a.dx_stride < a.H ||
-        (a.dresidual_out && a.dresidual_out_stride < a.H))
+    if (!lntune_complete_backward_args(&a))
         return fail(LNTUNE_EINVAL, "a stride is neither 0 nor >= H", cudaSuccess);
-    if (!(a.eps > 0.0f)) a.eps = 1e-5f;
     if (a.rows == 0) return LNTUNE_OK;
     int gpu = 0, device = 0;
     int rc = current_gpu(&gpu, &device);

@@ -142,14 +142,8 @@ int run(int op, const lntune_kernel_args *args, lntune_kernels_types t, cudaStre
     if (args->beta && !args->gamma)
         return fail(LNTUNE_EUNSUPPORTED, "beta without gamma is not supported", cudaSuccess);
     lntune_kernel_args a = *args;
-    if (a.x_stride == 0) a.x_stride = a.H;
-    if (a.y_stride == 0) a.y_stride = a.H;
-    if (a.residual_stride == 0) a.residual_stride = a.H;
-    if (a.residual_out_stride == 0) a.residual_out_stride = a.H;
-    if (a.x_stride < a.H || a.y_stride < a.H || (a.residual && a.residual_stride < a.H) ||
-        (a.residual_out && a.residual_out_stride < a.H))
+    if (!lntune_complete_args(&a))
         return fail(LNTUNE_EINVAL, "a stride is neither 0 nor >= H", cudaSuccess);
-    if (!(a.eps > 0.0f)) a.eps = 1e-5f;
     if (a.rows == 0) return LNTUNE_OK;
     int gpu = 0, device = 0;
     int rc = current_gpu(&gpu, &device);

@@ -413,7 +413,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                       "    {0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0} /* keeps the table non-empty */\n"
                       "};\n\n");
     lntune_export_put_code(&out, "cpu/pool.c");
+    lntune_export_put_code(&out, "common/forward_args.h");
     lntune_export_put_code(&out, "cpu/dispatch.c");
+    lntune_export_put_code(&out, "common/backward_args.h");
     lntune_export_put_code(&out, "cpu/backward_dispatch.c");
     for (size_t i = 0; i < lntune_export_op_count; ++i)
         lntune_export_put(

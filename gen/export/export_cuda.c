@@ -550,6 +550,7 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
     put_file_comment(&out, &gpus, &list, &gen, &bwd_comment, archs, archs_size);
     lntune_export_put(&out, "%s", kernels.s ? kernels.s : "");
     put_tables(&out, &gpus, &list, &gen);
+    lntune_export_put_code(&out, "common/forward_args.h");
     lntune_export_put_code(&out, "cuda/dispatch.cu");
     lntune_export_put(&out, "\n%s", bwd_host.s ? bwd_host.s : "");
     put_cuda_header(&header, &gpus);

@@ -166,6 +166,7 @@ int lntune_export_cuda_backward(lntune_gen *g, const lntune_export_config *c, in
             }
     }
     lntune_export_put(out->host, "};\nconstexpr int NBACKWARD = %zu;\n\n", emitted);
+    lntune_export_put_code(out->host, "common/backward_args.h");
     lntune_export_put_code(out->host, "cuda/backward_host.cu");
     return LNTUNE_OK;
 }
