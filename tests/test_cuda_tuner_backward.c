@@ -14,16 +14,15 @@
  *  - a backward of an fp16 x with a bf16 y is refused with a message.
  * Exits 77 (skipped) without NVRTC.
  */
-#define _GNU_SOURCE /* memmem, in nvrtc_check.h */
+#define _GNU_SOURCE /* memmem, mkdtemp, nftw: in cuda_tuner_test.h */
 #include "check.h"
 #include "cuda_tuner.h"
+#include "cuda_tuner_test.h"
 #include "fusion.h"
 #include "lntune.h"
 #include "log_lines.h"
 #include "nvrtc.h"
-#include "nvrtc_check.h"
 #include "reference.h"
-#include "scratch_dir.h"
 #include "tuner_records.h"
 #include "tuning_db.h"
 
@@ -166,16 +165,10 @@ static int served(const char *db, const char *log_path, int64_t rows, int64_t H,
 }
 
 int main(void) {
-    lntune_nvrtc *nv = NULL;
-    const int skip = nvrtc_check_open(&nv); /* the tuner opens its own */
+    char dir[4096], db[4200], log_path[4200], err[1024] = "";
+    const int skip = cuda_tuner_test_begin("cuda-tuner-backward", dir, sizeof dir, db, sizeof db);
     if (skip) return skip;
-    lntune_nvrtc_close(nv);
-    char dir[4096];
-    if (scratch_dir_make(dir, sizeof dir, "cuda-tuner-backward")) return 1;
-    char db[4200], log_path[4200], err[1024] = "";
-    snprintf(db, sizeof db, "%s/tune.db", dir);
     snprintf(log_path, sizeof log_path, "%s/lntune.log", dir);
-    setenv("MOCK_CUDA_WRONG_EVERY", "3", 1);
 
     check_tuned(db, "layernorm_backward", "f32", LNTUNE_FUSION_NONE, 64, 64,
                 LNTUNE_RIGOR_EXHAUSTIVE);
