@@ -131,10 +131,8 @@ static int served(const char *db, const char *log_path, int64_t rows, int64_t H,
     /* The stand-in's wrong modules test the tuner's choice; the runtime's load of the winner
      * would otherwise be wrong whenever its number in this process is a multiple of 3. */
     setenv("MOCK_CUDA_WRONG_EVERY", "0", 1);
-    fflush(stderr);
-    const int saved = dup(2);
-    if (!freopen(log_path, "w", stderr)) exit(1);
-    setenv("LNTUNE_LOG", "debug", 1);
+    const int saved = log_capture_begin(log_path);
+    if (saved < 0) exit(1);
     lntune *ctx = NULL;
     *rc = lntune_open(db, &ctx);
     lntune_backward_args a;
@@ -144,10 +142,7 @@ static int served(const char *db, const char *log_path, int64_t rows, int64_t H,
     if (*rc == LNTUNE_OK) *rc = lntune_layernorm_backward(ctx, &a);
     if (*rc != LNTUNE_OK) printf("backward: %s\n", ctx ? lntune_errmsg(ctx) : "no handle");
     lntune_close(ctx);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    unsetenv("LNTUNE_LOG");
+    log_capture_end(saved);
     setenv("MOCK_CUDA_WRONG_EVERY", "3", 1);
     int bad = 0;
     for (int64_t r = 0; r < rows; ++r) {

@@ -125,13 +125,9 @@ int main(void) {
           "%d failed, %d of them crashed or hung, %d wrong (want %d, %d, 1)", r.failed, r.crashed,
           r.wrong, FAULTY, FAULTY);
 
-    lntune_db *h = NULL;
-    lntune_cpu_info cpu;
-    int64_t hw = 0;
-    lntune_cpu_info_get(&cpu);
-    CHECK(lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK &&
-              lntune_db_find_hardware(h, cpu.fingerprint, &hw) == LNTUNE_OK,
-          "the database holds this machine");
+    lntune_db *h;
+    int64_t hw;
+    CHECK(tune_db_this_machine(db, &h, &hw), "the database holds this machine");
     census c;
     memset(&c, 0, sizeof c);
     lntune_db_key key = {hw, "cpu", "layernorm", "f32", 64, 64, 1};
