@@ -111,7 +111,8 @@ int main(void) {
     if (scratch_dir_make(dir, sizeof dir, "sandbox")) return 1;
     char db[4200], tpl[4200];
     snprintf(db, sizeof db, "%s/tune.db", dir);
-    snprintf(tpl, sizeof tpl, "%s/templates/sandbox", LNTUNE_TEST_SOURCE_DIR);
+    snprintf(tpl, sizeof tpl, "%s/templates/sandbox:%s/templates/common", LNTUNE_TEST_SOURCE_DIR,
+             LNTUNE_TEST_SOURCE_DIR);
     setenv("XDG_CACHE_HOME", dir, 1);
     setenv("LNTUNE_TEMPLATE_DIR", tpl, 1);
     setenv("LNTUNE_SANDBOX_TIMEOUT", "2", 0); /* the hanging variants each cost this */

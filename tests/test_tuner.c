@@ -172,7 +172,8 @@ int main(void) {
     lntune_db_close(h);
 
     /* Planted faults: the wrong variant is faster but never chosen; the broken one is recorded. */
-    snprintf(tpl, sizeof tpl, "%s/templates/tuner", LNTUNE_TEST_SOURCE_DIR);
+    snprintf(tpl, sizeof tpl, "%s/templates/tuner:%s/templates/common", LNTUNE_TEST_SOURCE_DIR,
+             LNTUNE_TEST_SOURCE_DIR);
     setenv("LNTUNE_TEMPLATE_DIR", tpl, 1);
     r = tune_once(db, "layernorm", (lntune_shape){.rows = 64, .H = 64}, LNTUNE_RIGOR_EXHAUSTIVE, 0,
                   0, &rc);
