@@ -14,6 +14,7 @@
  * With the sandbox off (LNTUNE_SANDBOX=off) the first faulty variant kills this test.
  */
 #define _GNU_SOURCE
+#include "check.h"
 #include "lntune.h"
 #include "scratch_dir.h"
 #include "tune_once.h"
@@ -23,21 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            failures++;                                                                            \
-        } else {                                                                                   \
-            printf("ok: ");                                                                        \
-        }                                                                                          \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        fflush(stdout);                                                                            \
-    } while (0)
 
 /* Each faulty variant and what its stored message must say. */
 static const struct {
@@ -107,6 +93,8 @@ static int count_backward(void *ud, const lntune_measurement *m) {
 }
 
 int main(void) {
+    /* Flushed at every line: a worker forked with lines still buffered would print them twice. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     char dir[4096];
     if (scratch_dir_make(dir, sizeof dir, "sandbox")) return 1;
     char db[4200], tpl[4200];
@@ -170,7 +158,6 @@ int main(void) {
               "backward quality=%s stored saying '%s': %s", backward_expected[i].quality,
               backward_expected[i].says, b.message[i]);
 
-    scratch_dir_finish(dir, failures);
-    printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
-    return failures ? 1 : 0;
+    scratch_dir_finish(dir, check_failures);
+    return CHECK_SUMMARY();
 }
