@@ -21,13 +21,7 @@ int main(void) {
         fprintf(stderr, "lntune_open: %s\n", lntune_errstr(rc));
         return 1;
     }
-    lntune_args a = {0};
-    a.rows = ROWS;
-    a.H = H;
-    a.x = x;
-    a.y = y;
-    a.gamma = gamma;
-    a.beta = beta;
+    lntune_args a = {.rows = ROWS, .H = H, .x = x, .y = y, .gamma = gamma, .beta = beta};
     if ((rc = lntune_layernorm(ctx, &a)) != LNTUNE_OK) {
         fprintf(stderr, "lntune_layernorm: %s\n", lntune_errmsg(ctx));
         lntune_close(ctx);

@@ -28,6 +28,15 @@ static inline int nvrtc_check_open(lntune_nvrtc **nv) {
     return 0;
 }
 
+/* Whether NVRTC loads, for a test whose code under test opens its own: 0, or the exit code the
+ * test returns now (77: skipped, 1: failed). */
+static inline int nvrtc_check_present(void) {
+    lntune_nvrtc *nv = NULL;
+    const int rc = nvrtc_check_open(&nv);
+    if (rc == 0) lntune_nvrtc_close(nv);
+    return rc;
+}
+
 /* The entry point symbol (and symbol_dgamma too, with both) compiled in job's cubin and PTX;
  * 1 when the PTX is there for further checks. */
 static inline int nvrtc_check_compiled(const lntune_nvrtc_job *job, const char *symbol, int both,

@@ -75,16 +75,8 @@ int main(void) {
         char symbol[16];
         snprintf(symbol, sizeof symbol, "k%zu", v);
         int ln = strcmp(variants[v][0], "layernorm") == 0;
-        lntune_kernel_args a = {0};
-        a.rows = ROWS;
-        a.H = H;
-        a.x_stride = X_STRIDE;
-        a.y_stride = Y_STRIDE;
-        a.x = x;
-        a.y = y;
-        a.gamma = gamma;
-        a.beta = ln ? beta : NULL;
-        a.eps = 1e-5f;
+        lntune_kernel_args a = {.rows = ROWS, .H = H, .x_stride = X_STRIDE, .y_stride = Y_STRIDE};
+        a.x = x, a.y = y, a.gamma = gamma, a.beta = ln ? beta : NULL, a.eps = 1e-5f;
         int rc = lntune_library_kernel(lib, symbol)(&a, 0, ROWS);
         double worst = 0.0;
         for (int r = 0; r < ROWS; ++r) {

@@ -6,6 +6,7 @@
  * refuse bad calls, and the backward verifier fails kernels with a wrong dx term or dgamma
  * partials that are not reduced across threads.
  */
+#include "backward_check.h"
 #include "check.h"
 #include "randn.h"
 #include "lntune.h"
@@ -13,70 +14,59 @@
 #include "reference.h"
 #include "verify_backward.h"
 
-#include "half_ref.h"
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 static uint64_t rng = 0x1234567887654321ULL;
-static double randn(void) {
-    return test_randn(&rng);
-}
+
+enum { FH = 37 };
+
+/* Where the forward is differentiated: x, gamma, beta (LayerNorm only) and the loss's c. */
+typedef struct {
+    int op;
+    double x[FH], gamma[FH], beta[FH], c[FH], eps;
+} point;
 
 /* L = sum_i c_i * y_i with y the forward in double (the definition being differentiated). */
-static double loss(int op, const double *x, const double *gamma, const double *beta,
-                   const double *c, int H, double eps) {
+static double loss(const void *at) {
+    const point *p = at;
     double m = 0.0, ss = 0.0, l = 0.0;
-    if (op == LNTUNE_OP_LAYERNORM) {
-        for (int i = 0; i < H; ++i) m += x[i];
-        m /= H;
+    if (p->op == LNTUNE_OP_LAYERNORM) {
+        for (int i = 0; i < FH; ++i) m += p->x[i];
+        m /= FH;
     }
-    for (int i = 0; i < H; ++i) ss += (x[i] - m) * (x[i] - m);
-    const double r = 1.0 / sqrt(ss / H + eps);
-    for (int i = 0; i < H; ++i) l += c[i] * ((x[i] - m) * r * gamma[i] + (beta ? beta[i] : 0.0));
+    for (int i = 0; i < FH; ++i) ss += (p->x[i] - m) * (p->x[i] - m);
+    const double r = 1.0 / sqrt(ss / FH + p->eps);
+    for (int i = 0; i < FH; ++i)
+        l += p->c[i] * ((p->x[i] - m) * r * p->gamma[i] + (p->op == 0 ? p->beta[i] : 0.0));
     return l;
 }
 
 /* Central differences with step h agree with the analytic gradients to O(h^2). */
 static void finite_differences(void) {
-    enum { H = 37 };
-    const double eps = 1e-5, h = 1e-5;
+    const double h = 1e-5;
     for (int op = 0; op < 2; ++op) {
-        double x[H], gamma[H], beta[H], dy[H], dx[H], dgamma[H] = {0}, dbeta[H] = {0};
-        for (int i = 0; i < H; ++i) {
-            x[i] = 3.0 + randn();
-            gamma[i] = 1.0 + 0.5 * randn();
-            beta[i] = randn();
-            dy[i] = randn();
+        point p = {.op = op, .eps = 1e-5};
+        double dx[FH], dgamma[FH] = {0}, dbeta[FH] = {0};
+        for (int i = 0; i < FH; ++i) {
+            p.x[i] = 3.0 + test_randn(&rng);
+            p.gamma[i] = 1.0 + 0.5 * test_randn(&rng);
+            p.beta[i] = test_randn(&rng);
+            p.c[i] = test_randn(&rng);
         }
-        float xf[H];
-        double z[H], m, rs;
-        for (int i = 0; i < H; ++i) xf[i] = (float)x[i];
-        for (int i = 0; i < H; ++i) x[i] = xf[i]; /* so the reference statistics are of x */
-        lntune_reference_row((lntune_op)op, xf, H, eps, z, &m, &rs);
-        lntune_reference_backward_row((lntune_op)op, x, dy, NULL, gamma, H, m, rs, dx, dgamma,
+        float xf[FH];
+        double z[FH], m, rs;
+        for (int i = 0; i < FH; ++i) xf[i] = (float)p.x[i];
+        for (int i = 0; i < FH; ++i) p.x[i] = xf[i]; /* so the reference statistics are of x */
+        lntune_reference_row((lntune_op)op, xf, FH, p.eps, z, &m, &rs);
+        lntune_reference_backward_row((lntune_op)op, p.x, p.c, NULL, p.gamma, FH, m, rs, dx, dgamma,
                                       dbeta);
         double worst = 0.0;
-        for (int i = 0; i < H; ++i) {
-            double xp[H], gp[H], bp[H];
-            memcpy(xp, x, sizeof xp), memcpy(gp, gamma, sizeof gp), memcpy(bp, beta, sizeof bp);
-            const double *B = op == 0 ? beta : NULL;
-            xp[i] = x[i] + h;
-            double up = loss(op, xp, gamma, B, dy, H, eps);
-            xp[i] = x[i] - h;
-            const double fdx = (up - loss(op, xp, gamma, B, dy, H, eps)) / (2 * h);
-            gp[i] = gamma[i] + h;
-            up = loss(op, x, gp, B, dy, H, eps);
-            gp[i] = gamma[i] - h;
-            const double fdg = (up - loss(op, x, gp, B, dy, H, eps)) / (2 * h);
-            double fdb = 0.0;
-            if (op == 0) {
-                bp[i] = beta[i] + h;
-                up = loss(op, x, gamma, bp, dy, H, eps);
-                bp[i] = beta[i] - h;
-                fdb = (up - loss(op, x, gamma, bp, dy, H, eps)) / (2 * h);
-            }
+        for (int i = 0; i < FH; ++i) {
+            const double fdx = backward_central(loss, &p, p.x, i, h);
+            const double fdg = backward_central(loss, &p, p.gamma, i, h);
+            const double fdb = op == 0 ? backward_central(loss, &p, p.beta, i, h) : 0.0;
             const double e = fmax(fabs(fdx - dx[i]), fmax(fabs(fdg - dgamma[i]),
                                                           op == 0 ? fabs(fdb - dbeta[i]) : 0.0));
             if (e > worst) worst = e;
@@ -88,41 +78,38 @@ static void finite_differences(void) {
     }
 }
 
-/* Fills n elements of type with values v(k). */
-static void *typed_values(int type, size_t n, double offset, double spread) {
-    void *p = malloc(n * (type == LNTUNE_TYPE_F32 ? 4 : 2));
-    for (size_t k = 0; k < n; ++k)
-        lntune_ref_store(type, p, (int64_t)k, (float)(offset + spread * randn()));
-    return p;
-}
+static const struct {
+    int64_t rows, H;
+    int saved, with_gamma; /* the forward's statistics given; gamma given */
+} cases[] = {
+    {5, 1, 1, 1},      /* H = 1 */
+    {3, 1027, 0, 1},   /* odd H, recomputed */
+    {7, 768, 1, 0},    /* no gamma */
+    {128, 4097, 1, 1}, /* on the pool */
+    {300, 1000, 0, 1}, /* pool, recomputed */
+};
+/* For the line of each op and type tuple: its kind of backward, and what the cases cover. */
+static const char kind[] = "backward";
+static const char covered[] =
+    "built-in matches the float64 reference (H=1, odd H, no gamma, saved and "
+    "recomputed statistics, one thread and the pool)";
 
-/* The runtime for op and types on rows x H, against the reference; returns failures. */
-static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64_t H, int saved,
-                        int with_gamma) {
+/* The runtime for op and types on case k, against the reference; returns failures. */
+static int runtime_case(lntune *ctx, int op, int xt, int pt, size_t k) {
+    const int64_t rows = cases[k].rows, H = cases[k].H;
+    const int saved = cases[k].saved, with_gamma = cases[k].with_gamma;
     const size_t n = (size_t)(rows * H), xe = xt == LNTUNE_TYPE_F32 ? 4 : 2;
     const size_t pe = pt == LNTUNE_TYPE_F32 ? 4 : 2;
-    void *x = typed_values(xt, n, op == 0 ? 100.0 : 0.0, 1.0), *dy = typed_values(xt, n, 0, 1);
-    void *gamma = with_gamma ? typed_values(pt, (size_t)H, 1.0, 0.5) : NULL;
+    void *x = backward_values(&rng, xt, n, op == 0 ? 100.0 : 0.0, 1.0);
+    void *dy = backward_values(&rng, xt, n, 0, 1);
+    void *gamma = with_gamma ? backward_values(&rng, pt, (size_t)H, 1.0, 0.5) : NULL;
     void *dx = malloc(n * xe), *dgamma = malloc((size_t)H * pe), *dbeta = malloc((size_t)H * pe);
     float *mean = malloc((size_t)rows * sizeof *mean), *rstd = malloc((size_t)rows * sizeof *rstd);
     memset(dx, 0xff, n * xe), memset(dgamma, 0xff, (size_t)H * pe),
         memset(dbeta, 0xff, (size_t)H * pe);
-    if (saved) { /* the forward's statistics, from the runtime's forward */
-        lntune_args f = {0};
-        void *y = malloc(n * xe);
-        f.rows = rows, f.H = H, f.dtype = (lntune_dtype)(xt + 1),
-        f.param_dtype = (lntune_dtype)(pt + 1);
-        f.x = x, f.y = y, f.gamma = gamma, f.mean = mean, f.rstd = rstd;
-        EXPECT((op ? lntune_rmsnorm(ctx, &f) : lntune_layernorm(ctx, &f)) == LNTUNE_OK, "forward");
-        free(y);
-    }
-    lntune_backward_args a = {0};
-    a.rows = rows, a.H = H, a.dtype = (lntune_dtype)(xt + 1),
-    a.param_dtype = (lntune_dtype)(pt + 1);
-    a.x = x, a.dy = dy, a.gamma = gamma, a.dx = dx, a.dgamma = dgamma;
-    a.dbeta = op == 0 ? dbeta : NULL;
-    if (saved) a.mean = op == 0 ? mean : NULL, a.rstd = rstd;
-    int rc = op ? lntune_rmsnorm_backward(ctx, &a) : lntune_layernorm_backward(ctx, &a);
+    lntune_backward_args a;
+    backward_args(&a, ctx, op, xt, pt, rows, H, saved, x, dy, gamma, dx, dgamma, dbeta, mean, rstd);
+    int rc = backward_call(ctx, op, &a);
     int failures = 0;
     char what[160];
     snprintf(what, sizeof what, "%s %s/%s rows=%lld H=%lld %s%s", op ? "rmsnorm" : "layernorm",
@@ -133,34 +120,11 @@ static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64
         failures++;
     } else {
         /* threads: the runtime uses 1 or every core; the bound takes the larger */
-        lntune_backward_problem p = {(lntune_op)op,
-                                     {.x = (uint8_t)xt, .y = (uint8_t)xt, .params = (uint8_t)pt},
-                                     rows,
-                                     H,
-                                     x,
-                                     dy,
-                                     gamma,
-                                     H,
-                                     H,
-                                     H,
-                                     saved ? (op == 0 ? mean : NULL) : NULL,
-                                     saved ? rstd : NULL,
-                                     1e-5f,
-                                     NULL,
-                                     0};
-        if (saved && op == 1) p.mean = mean; /* RMSNorm: the reference reads rstd (mean is 0) */
-        lntune_verify_result res = {0};
-        if (lntune_backward_compare(&p, dx, dgamma, op == 0 ? dbeta : NULL, 64, what, &res) !=
-            LNTUNE_OK) {
-            printf("FAIL %s\n", res.message);
-            failures++;
-        }
+        failures += backward_differs(&a, op, mean, NULL, 0, what);
         /* a second call gives the same bits (deterministic reduction) */
         void *dg2 = malloc((size_t)H * pe);
         a.dgamma = dg2;
-        EXPECT((op ? lntune_rmsnorm_backward(ctx, &a) : lntune_layernorm_backward(ctx, &a)) ==
-                   LNTUNE_OK,
-               "second call");
+        EXPECT(backward_call(ctx, op, &a) == LNTUNE_OK, "second call");
         if (memcmp(dg2, dgamma, (size_t)H * pe) != 0) {
             printf("FAIL %s: dgamma differs between two identical calls\n", what);
             failures++;
@@ -169,24 +133,6 @@ static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64
     }
     free(x), free(dy), free(gamma), free(dx), free(dgamma), free(dbeta), free(mean), free(rstd);
     return failures;
-}
-
-static void runtime_all_tuples(lntune *ctx) {
-    for (int op = 0; op < 2; ++op)
-        for (int xt = 0; xt < 3; ++xt)
-            for (int pt = 0; pt < 3; ++pt) {
-                int f = 0;
-                f += runtime_case(ctx, op, xt, pt, 5, 1, 1, 1);      /* H = 1 */
-                f += runtime_case(ctx, op, xt, pt, 3, 1027, 0, 1);   /* odd H, recomputed */
-                f += runtime_case(ctx, op, xt, pt, 7, 768, 1, 0);    /* no gamma */
-                f += runtime_case(ctx, op, xt, pt, 128, 4097, 1, 1); /* on the pool */
-                f += runtime_case(ctx, op, xt, pt, 300, 1000, 0, 1); /* pool, recomputed */
-                check_failures += f;
-                printf("%s: %s backward %s/%s: built-in matches the float64 reference (H=1, odd "
-                       "H, no gamma, saved and recomputed statistics, one thread and the pool)\n",
-                       f ? "FAIL" : "ok", op ? "rmsnorm" : "layernorm", lntune_type_name(xt),
-                       lntune_type_name(pt));
-            }
 }
 
 static void argument_checks(lntune *ctx) {
@@ -303,14 +249,7 @@ static void verifier_catches(void) {
     lntune_backward_verifier_destroy(v);
 }
 
-int main(int argc, char **argv) {
-    (void)argc, (void)argv;
-    finite_differences();
-    verifier_catches();
-    lntune *ctx = NULL;
-    CHECK(lntune_open(NULL, &ctx) == LNTUNE_OK, "open (LNTUNE_DB names no database)");
-    argument_checks(ctx);
-    runtime_all_tuples(ctx);
-    lntune_close(ctx);
-    return CHECK_SUMMARY();
+int main(void) {
+    return backward_test_main(finite_differences, verifier_catches, argument_checks, runtime_case,
+                              sizeof cases / sizeof *cases, kind, covered);
 }

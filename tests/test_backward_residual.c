@@ -6,78 +6,76 @@
  * misaligned, in place), the argument checks cover the new fields, and the verifier fails a
  * kernel that ignores dresidual_out or does not take it.
  */
+#include "backward_check.h"
 #include "check.h"
+#include "fusion.h"
 #include "randn.h"
 #include "lntune.h"
 #include "pool.h"
 #include "reference.h"
 #include "verify_backward.h"
 
-#include "fusion.h"
-#include "half_ref.h"
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 static uint64_t rng = 0x0ddba11cafef00dULL;
-static double randn(void) {
-    return test_randn(&rng);
-}
 
 enum { FH = 29 };
 
+/* Where the fused forward is differentiated: x, residual, gamma and the loss's c and e. */
+typedef struct {
+    int op;
+    double x[FH], res[FH], gamma[FH], c[FH], e[FH], eps;
+} point;
+
 /* L = sum c_i y_i + sum e_i s_i: y = Norm(s) * gamma + beta feeds the loss through c, and
  * s = x + residual (residual_out) feeds the next block, whose gradient at s is e. */
-static double loss(int op, const double *x, const double *res, const double *gamma, const double *c,
-                   const double *e, double eps) {
+static double loss(const void *at) {
+    const point *p = at;
     double s[FH], m = 0.0, ss = 0.0, l = 0.0;
-    for (int i = 0; i < FH; ++i) s[i] = x[i] + res[i];
-    if (op == LNTUNE_OP_LAYERNORM) {
+    for (int i = 0; i < FH; ++i) s[i] = p->x[i] + p->res[i];
+    if (p->op == LNTUNE_OP_LAYERNORM) {
         for (int i = 0; i < FH; ++i) m += s[i];
         m /= FH;
     }
     for (int i = 0; i < FH; ++i) ss += (s[i] - m) * (s[i] - m);
-    const double r = 1.0 / sqrt(ss / FH + eps);
-    for (int i = 0; i < FH; ++i) l += c[i] * ((s[i] - m) * r * gamma[i] + 0.25) + e[i] * s[i];
+    const double r = 1.0 / sqrt(ss / FH + p->eps);
+    for (int i = 0; i < FH; ++i)
+        l += p->c[i] * ((s[i] - m) * r * p->gamma[i] + 0.25) + p->e[i] * s[i];
     return l;
 }
 
 /* Central differences in x and in residual both give the reference's dx with dresidual_out. */
 static void finite_differences(void) {
-    const double eps = 1e-5, h = 1e-5;
+    const double h = 1e-5;
     for (int op = 0; op < 2; ++op) {
-        double x[FH], res[FH], s[FH], gamma[FH], dy[FH], dres[FH], dx[FH];
+        point p = {.op = op, .eps = 1e-5};
+        double s[FH], dx[FH];
         float sf[FH];
         for (int i = 0; i < FH; ++i) {
-            x[i] = 2.0 + randn();
-            res[i] = 0.5 * randn();
-            gamma[i] = 1.0 + 0.5 * randn();
-            dy[i] = randn();
-            dres[i] = 3.0 * randn();
-            sf[i] = (float)(x[i] + res[i]);
+            p.x[i] = 2.0 + test_randn(&rng);
+            p.res[i] = 0.5 * test_randn(&rng);
+            p.gamma[i] = 1.0 + 0.5 * test_randn(&rng);
+            p.c[i] = test_randn(&rng);
+            p.e[i] = 3.0 * test_randn(&rng);
+            sf[i] = (float)(p.x[i] + p.res[i]);
         }
         for (int i = 0; i < FH; ++i) { /* x + residual exact in fp32, so the statistics are s's */
-            x[i] = sf[i] - res[i];
+            p.x[i] = sf[i] - p.res[i];
             s[i] = sf[i];
         }
         double z[FH], m, rs;
-        lntune_reference_row((lntune_op)op, sf, FH, eps, z, &m, &rs);
-        lntune_reference_backward_row((lntune_op)op, s, dy, dres, gamma, FH, m, rs, dx, NULL, NULL);
+        lntune_reference_row((lntune_op)op, sf, FH, p.eps, z, &m, &rs);
+        /* dy is c, dresidual_out is e */
+        lntune_reference_backward_row((lntune_op)op, s, p.c, p.e, p.gamma, FH, m, rs, dx, NULL,
+                                      NULL);
         double worst = 0.0, worst_plain = 0.0;
         for (int i = 0; i < FH; ++i) {
-            double xp[FH], rp[FH];
-            memcpy(xp, x, sizeof xp), memcpy(rp, res, sizeof rp);
-            xp[i] = x[i] + h;
-            double up = loss(op, xp, res, gamma, dy, dres, eps);
-            xp[i] = x[i] - h;
-            const double fdx = (up - loss(op, xp, res, gamma, dy, dres, eps)) / (2 * h);
-            rp[i] = res[i] + h;
-            up = loss(op, x, rp, gamma, dy, dres, eps);
-            rp[i] = res[i] - h;
-            const double fdr = (up - loss(op, x, rp, gamma, dy, dres, eps)) / (2 * h);
+            const double fdx = backward_central(loss, &p, p.x, i, h);
+            const double fdr = backward_central(loss, &p, p.res, i, h);
             worst = fmax(worst, fmax(fabs(fdx - dx[i]), fabs(fdr - dx[i])));
-            worst_plain = fmax(worst_plain, fabs(fdx - (dx[i] - dres[i])));
+            worst_plain = fmax(worst_plain, fabs(fdx - (dx[i] - p.e[i])));
         }
         CHECK(worst < 1e-6,
               "%s: the reference dx with dresidual_out is the central difference of the fused "
@@ -89,48 +87,45 @@ static void finite_differences(void) {
     }
 }
 
-/* Fills n elements of type with values offset + spread * randn. */
-static void *typed_values(int type, size_t n, double offset, double spread) {
-    void *p = malloc(n * (type == LNTUNE_TYPE_F32 ? 4 : 2));
-    for (size_t k = 0; k < n; ++k)
-        lntune_ref_store(type, p, (int64_t)k, (float)(offset + spread * randn()));
-    return p;
-}
+static const struct {
+    int64_t rows, H, ds; /* ds: dresidual_out's stride */
+    int saved;           /* the forward's statistics given */
+} cases[] = {
+    {5, 1, 1, 1},         /* H = 1 */
+    {3, 1027, 1027, 0},   /* odd H, recomputed */
+    {7, 768, 777, 1},     /* strided */
+    {128, 4097, 4100, 1}, /* on the pool */
+};
+/* For the line of each op and type tuple: its kind of backward, and what the cases cover. */
+static const char kind[] = "fused residual backward";
+static const char covered[] =
+    "built-in dx = the norm's gradient + dresidual_out (H=1, odd H, strided, "
+    "misaligned, pool, in place)";
 
 /*
- * The runtime for op and types on rows x H with dresidual_out at stride ds (offset by one
+ * The runtime for op and types on case k, with dresidual_out at stride ds (offset by one
  * element: misaligned for fp32 vectors), against the reference; then in place (dx is
  * dresidual_out's buffer), which must give the same bits. Returns failures.
  */
-static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64_t H, int64_t ds,
-                        int saved) {
+static int runtime_case(lntune *ctx, int op, int xt, int pt, size_t k) {
+    const int64_t rows = cases[k].rows, H = cases[k].H, ds = cases[k].ds;
+    const int saved = cases[k].saved;
     const size_t n = (size_t)(rows * H), xe = xt == LNTUNE_TYPE_F32 ? 4 : 2;
     const size_t pe = pt == LNTUNE_TYPE_F32 ? 4 : 2, dn = (size_t)(rows * ds + 1);
-    void *x = typed_values(xt, n, op == 0 ? 50.0 : 0.0, 1.0), *dy = typed_values(xt, n, 0, 1);
-    unsigned char *dres = typed_values(xt, dn, 0, 4.0);
-    void *gamma = typed_values(pt, (size_t)H, 1.0, 0.5);
+    void *x = backward_values(&rng, xt, n, op == 0 ? 50.0 : 0.0, 1.0);
+    void *dy = backward_values(&rng, xt, n, 0, 1);
+    unsigned char *dres = backward_values(&rng, xt, dn, 0, 4.0);
+    void *gamma = backward_values(&rng, pt, (size_t)H, 1.0, 0.5);
     void *dx = malloc(n * xe), *dgamma = malloc((size_t)H * pe), *dbeta = malloc((size_t)H * pe);
     unsigned char *inplace = malloc(dn * xe);
     float *mean = malloc((size_t)rows * sizeof *mean), *rstd = malloc((size_t)rows * sizeof *rstd);
     memset(dx, 0xff, n * xe);
     memcpy(inplace, dres, dn * xe);
-    if (saved) { /* the forward's statistics, from the runtime's forward of s = x */
-        lntune_args f = {0};
-        void *y = malloc(n * xe);
-        f.rows = rows, f.H = H, f.dtype = (lntune_dtype)(xt + 1),
-        f.param_dtype = (lntune_dtype)(pt + 1);
-        f.x = x, f.y = y, f.gamma = gamma, f.mean = mean, f.rstd = rstd;
-        EXPECT((op ? lntune_rmsnorm(ctx, &f) : lntune_layernorm(ctx, &f)) == LNTUNE_OK, "forward");
-        free(y);
-    }
-    lntune_backward_args a = {0};
-    a.rows = rows, a.H = H, a.dtype = (lntune_dtype)(xt + 1),
-    a.param_dtype = (lntune_dtype)(pt + 1);
-    a.x = x, a.dy = dy, a.gamma = gamma, a.dx = dx, a.dgamma = dgamma;
-    a.dbeta = op == 0 ? dbeta : NULL;
+    /* saved: the statistics of the runtime's forward of s = x */
+    lntune_backward_args a;
+    backward_args(&a, ctx, op, xt, pt, rows, H, saved, x, dy, gamma, dx, dgamma, dbeta, mean, rstd);
     a.dresidual_out = dres + xe, a.dresidual_out_stride = ds == H ? 0 : ds;
-    if (saved) a.mean = op == 0 ? mean : NULL, a.rstd = rstd;
-    int rc = op ? lntune_rmsnorm_backward(ctx, &a) : lntune_layernorm_backward(ctx, &a);
+    int rc = backward_call(ctx, op, &a);
     int failures = 0;
     char what[200];
     snprintf(what, sizeof what, "%s %s/%s rows=%lld H=%lld dresidual_out stride %lld, %s",
@@ -140,33 +135,11 @@ static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64
         printf("FAIL %s: rc %d %s\n", what, rc, lntune_errmsg(ctx));
         failures++;
     } else {
-        lntune_backward_problem p = {(lntune_op)op,
-                                     {.x = (uint8_t)xt, .y = (uint8_t)xt, .params = (uint8_t)pt},
-                                     rows,
-                                     H,
-                                     x,
-                                     dy,
-                                     gamma,
-                                     H,
-                                     H,
-                                     H,
-                                     saved ? mean : NULL,
-                                     saved ? rstd : NULL,
-                                     1e-5f,
-                                     dres + xe,
-                                     ds};
-        lntune_verify_result res = {0};
-        if (lntune_backward_compare(&p, dx, dgamma, op == 0 ? dbeta : NULL, 64, what, &res) !=
-            LNTUNE_OK) {
-            printf("FAIL %s\n", res.message);
-            failures++;
-        }
+        failures += backward_differs(&a, op, mean, dres + xe, ds, what);
         /* in place: dx = dresidual_out's buffer, same stride */
         lntune_backward_args b = a;
         b.dresidual_out = inplace + xe, b.dx = inplace + xe, b.dx_stride = ds;
-        EXPECT((op ? lntune_rmsnorm_backward(ctx, &b) : lntune_layernorm_backward(ctx, &b)) ==
-                   LNTUNE_OK,
-               "in place");
+        EXPECT(backward_call(ctx, op, &b) == LNTUNE_OK, "in place");
         for (int64_t r = 0; r < rows; ++r)
             if (memcmp(inplace + (size_t)(1 + r * ds) * xe,
                        (unsigned char *)dx + (size_t)(r * H) * xe, (size_t)H * xe) != 0) {
@@ -179,23 +152,6 @@ static int runtime_case(lntune *ctx, int op, int xt, int pt, int64_t rows, int64
     free(x), free(dy), free(dres), free(gamma), free(dx), free(dgamma), free(dbeta);
     free(inplace), free(mean), free(rstd);
     return failures;
-}
-
-static void runtime_all_tuples(lntune *ctx) {
-    for (int op = 0; op < 2; ++op)
-        for (int xt = 0; xt < 3; ++xt)
-            for (int pt = 0; pt < 3; ++pt) {
-                int f = 0;
-                f += runtime_case(ctx, op, xt, pt, 5, 1, 1, 1);         /* H = 1 */
-                f += runtime_case(ctx, op, xt, pt, 3, 1027, 1027, 0);   /* odd H, recomputed */
-                f += runtime_case(ctx, op, xt, pt, 7, 768, 777, 1);     /* strided */
-                f += runtime_case(ctx, op, xt, pt, 128, 4097, 4100, 1); /* on the pool */
-                check_failures += f;
-                printf("%s: %s fused residual backward %s/%s: built-in dx = the norm's gradient + "
-                       "dresidual_out (H=1, odd H, strided, misaligned, pool, in place)\n",
-                       f ? "FAIL" : "ok", op ? "rmsnorm" : "layernorm", lntune_type_name(xt),
-                       lntune_type_name(pt));
-            }
 }
 
 static void argument_checks(lntune *ctx) {
@@ -289,14 +245,7 @@ static void verifier_catches(void) {
     lntune_backward_verifier_destroy(v);
 }
 
-int main(int argc, char **argv) {
-    (void)argc, (void)argv;
-    finite_differences();
-    verifier_catches();
-    lntune *ctx = NULL;
-    CHECK(lntune_open(NULL, &ctx) == LNTUNE_OK, "open (LNTUNE_DB names no database)");
-    argument_checks(ctx);
-    runtime_all_tuples(ctx);
-    lntune_close(ctx);
-    return CHECK_SUMMARY();
+int main(void) {
+    return backward_test_main(finite_differences, verifier_catches, argument_checks, runtime_case,
+                              sizeof cases / sizeof *cases, kind, covered);
 }

@@ -3,21 +3,22 @@
 # good input, exit 2 and a message naming the fault for bad usage (README.md: exit codes), never
 # a crash.
 lntune=$1
-failures=0
+. "$(dirname "$0")/testlib.sh"
 
-# expect CODE TEXT ARGS...: runs lntune ARGS, wants exit CODE and TEXT in stdout+stderr.
-expect() {
-    local code=$1 text=$2
-    shift 2
-    local out
-    out=$("$lntune" "$@" 2>&1)
-    local rc=$?
-    if [ "$rc" -ne "$code" ] || ! grep -qF -- "$text" <<<"$out"; then
-        echo "FAIL: lntune $* -> exit $rc (want $code), output: ${out:0:300}"
-        failures=$((failures + 1))
+# backward_rerun DB OP WHAT ARGS...: lntune ARGS --db DB, run again, reads the bf16 backward
+# winner of OP back from DB, compiling nothing; show --json lists it.
+backward_rerun() {
+    local db=$1 op=$2 what=$3 out
+    shift 3
+    local key="\"op\": \"$op\", \"direction\": \"backward\", \"dtype\": \"bf16\""
+    out=$("$lntune" "$@" --db "$db" --json 2>&1)
+    if grep -qF "$key" <<<"$out" && grep -qF '"compiled": 0, "cache_hits": 0' <<<"$out" &&
+        grep -qF '"from_db": true' <<<"$out"; then
+        ok "the rerun reads the $what winner back, compiling nothing"
     else
-        echo "ok: lntune $* -> $rc: $(head -n 1 <<<"$out" | cut -c 1-100)"
+        fail "$what rerun: ${out:0:400}"
     fi
+    expect 0 "$key" show --db "$db" --json
 }
 
 expect 0 "Commands:" --help
@@ -69,21 +70,19 @@ expect 2 "--shape is required" --db "$nodb"
 expect 2 "needs a value" --shape
 expect 2 "unknown target 'tpu'" --shape H=64 --target tpu --db "$nodb"
 if [ -e "$nodb" ]; then
-    echo "FAIL: bad input created $nodb"
-    failures=$((failures + 1))
+    fail "bad input created $nodb"
     rm -f "$nodb"*
 else
-    echo "ok: no database was created by bad input"
+    ok "no database was created by bad input"
 fi
 expect 1 "does not exist" show --db "$nodb"
 
 # Good input: at least 100 variants for H=4096, each one a canonical string; emit prints C.
 n=$("$lntune" variants --op layernorm --target cpu --shape H=4096 | grep -c '^vec=.*threads=')
 if [ "$n" -lt 100 ]; then
-    echo "FAIL: only $n layernorm variants for H=4096"
-    failures=$((failures + 1))
+    fail "only $n layernorm variants for H=4096"
 else
-    echo "ok: $n layernorm variants for H=4096"
+    ok "$n layernorm variants for H=4096"
 fi
 expect 0 "int lntune_kernel(const lntune_kernel_args *a" emit --op rmsnorm --target cpu --variant vec=4 --shape H=768
 expect 0 "h=fixed" emit --op layernorm --target cpu --variant h=fixed --shape H=768
@@ -115,10 +114,9 @@ rm -f "$db16"*
 expect 0 "threads across rows" params --op layernorm --target cpu --backward
 n=$("$lntune" variants --op rmsnorm --target cpu --backward --shape H=768 | grep -c '^vec=.*threads=')
 if [ "$n" -lt 50 ]; then
-    echo "FAIL: only $n rmsnorm backward variants for H=768"
-    failures=$((failures + 1))
+    fail "only $n rmsnorm backward variants for H=768"
 else
-    echo "ok: $n rmsnorm backward variants for H=768"
+    ok "$n rmsnorm backward variants for H=768"
 fi
 expect 0 "const lntune_backward_kernel_args *a" emit --op layernorm --target cpu --backward --variant vec=8 --shape H=768
 expect 0 "f32_to_bf16" emit --op rmsnorm --target cpu --backward --dtype bf16 --variant vec=8 --shape H=768
@@ -131,31 +129,21 @@ expect 1 "CUDA" --backward --shape H=64 --target cuda --device 63 --db "$nodb"
 expect 2 "unknown parameter 'stats'" emit --op layernorm --target cpu --backward --variant stats=welford
 expect 2 "unknown op 'layernorm_backward'" --shape H=64 --op layernorm_backward --db "$nodb"
 if [ -e "$nodb" ]; then
-    echo "FAIL: bad backward input created $nodb"
-    failures=$((failures + 1))
+    fail "bad backward input created $nodb"
     rm -f "$nodb"*
 fi
 dbb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
 expect 0 "rmsnorm_backward   64x96 bf16" --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb"
-out=$("$lntune" --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb" --json 2>&1)
-if grep -qF '"op": "rmsnorm_backward", "direction": "backward", "dtype": "bf16"' <<<"$out" &&
-    grep -qF '"compiled": 0, "cache_hits": 0' <<<"$out" && grep -qF '"from_db": true' <<<"$out"; then
-    echo "ok: the rerun reads the backward winner back, compiling nothing"
-else
-    echo "FAIL: backward rerun: ${out:0:400}"
-    failures=$((failures + 1))
-fi
 expect 0 "rmsnorm_backward   bf16" show --db "$dbb"
-expect 0 '"op": "rmsnorm_backward", "direction": "backward", "dtype": "bf16"' show --db "$dbb" --json
+backward_rerun "$dbb" rmsnorm_backward backward --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick
 mkdir -p "$dbb.export"
 out=$("$lntune" export --db "$dbb" --out "$dbb.export" 2>&1)
 if grep -qF "1 tuned kernel(s)" <<<"$out" && ! grep -q "warning" <<<"$out" &&
     grep -q "^ \*   t0: rmsnorm_backward bf16 H=96 " "$dbb.export/lntune_kernels.c" &&
     grep -q "lntune_kernels_rmsnorm_backward" "$dbb.export/lntune_kernels.h"; then
-    echo "ok: export writes the backward winner and its entry point"
+    ok "export writes the backward winner and its entry point"
 else
-    echo "FAIL: export of a backward database: ${out:0:300}"
-    failures=$((failures + 1))
+    fail "export of a backward database: ${out:0:300}"
 fi
 rm -rf "$dbb.export"
 # The forward of the same shape is another key: not read back from the backward's row.
@@ -182,10 +170,9 @@ rm -f "$dbr"*
 expect 0 "load_x(dres[0] + j)" emit --op layernorm --target cpu --backward --residual --variant vec=8 --shape H=768
 expect 0 "bf16_to_f32(dres[0][j])" emit --op rmsnorm --target cpu --backward --residual --dtype bf16 --variant vec=4,rows=2 --shape H=768
 if "$lntune" emit --op layernorm --target cpu --backward --variant vec=8 --shape H=768 | grep -qF "dres["; then
-    echo "FAIL: the unfused backward source reads dresidual_out"
-    failures=$((failures + 1))
+    fail "the unfused backward source reads dresidual_out"
 else
-    echo "ok: the unfused backward source has no dresidual_out rows"
+    ok "the unfused backward source has no dresidual_out rows"
 fi
 for t in f32 bf16 f16/f16/f32; do
     expect 0 "ok: vec=8" verify --op layernorm --target cpu --backward --residual --dtype $t --variant vec=8,acc=2 --shape H=768
@@ -196,19 +183,10 @@ expect 2 "--backward with --residual=noout" --backward --residual=noout --shape 
 expect 2 "--backward with --residual=noout" verify --op layernorm --target cpu --backward --residual=noout --variant vec=4
 dbrb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
 expect 0 "layernorm_backward+residual 64x96 bf16" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb"
-out=$("$lntune" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb" --json 2>&1)
-if grep -qF '"op": "layernorm_backward+residual", "direction": "backward", "dtype": "bf16"' <<<"$out" &&
-    grep -qF '"compiled": 0, "cache_hits": 0' <<<"$out" && grep -qF '"from_db": true' <<<"$out"; then
-    echo "ok: the rerun reads the fused backward winner back, compiling nothing"
-else
-    echo "FAIL: fused backward rerun: ${out:0:400}"
-    failures=$((failures + 1))
-fi
 expect 0 "layernorm_backward+residual bf16" show --db "$dbrb"
-expect 0 '"op": "layernorm_backward+residual", "direction": "backward", "dtype": "bf16"' show --db "$dbrb" --json
+backward_rerun "$dbrb" layernorm_backward+residual "fused backward" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick
 # The unfused backward of the same shape is another key: not read back from the fused row.
 expect 0 '"from_db": false' --backward --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb" --json
 rm -f "$dbrb"*
 
-[ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
-exit $((failures > 0))
+finish

@@ -8,15 +8,8 @@
 set -u
 lntune=$1
 export LNTUNE_TEMPLATE_DIR=$2
-dir=$(mktemp -d /tmp/lntune-concurrent-XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-export XDG_CACHE_HOME=$dir/cache
-failures=0
-ok() { echo "ok: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+. "$(dirname "$0")/testlib.sh"
+scratch concurrent
 shapes=("H=64,96,128,160,192,224" "H=96,128,160,192,224,256" "H=64,128,192,256,320,384"
         "H=64,96,160,224,320,384")
 all_h="64 96 128 160 192 224 256 320 384"
@@ -54,5 +47,4 @@ for round in 1 2 3; do
         fail "round $round: $n measurements (want 27), $nb best (want 9)"
 done
 
-[ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
-exit $((failures > 0))
+finish

@@ -218,20 +218,15 @@ int main(int argc, char **argv) {
     snprintf(log_path, sizeof log_path, "%s/cuda_backward.log", scratch);
     unlink(db);
 
-    fflush(stderr);
-    const int saved_stderr = dup(2);
-    if (!freopen(log_path, "w", stderr)) return 1;
-    setenv("LNTUNE_LOG", "debug", 1);
+    const int saved_stderr = log_capture_begin(log_path);
+    if (saved_stderr < 0) return 1;
     lntune *ctx = NULL;
     enum { N = sizeof cases / sizeof cases[0] };
     int rcs[N], bad[N];
     rc = lntune_open(db, &ctx);
     for (size_t i = 0; i < N; ++i)
         rcs[i] = rc == LNTUNE_OK ? run_case(ctx, &cases[i], &bad[i]) : rc;
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    unsetenv("LNTUNE_LOG");
+    log_capture_end(saved_stderr);
     for (size_t i = 0; i < N; ++i) {
         const test_case *c = &cases[i];
         char at[64], served[128];

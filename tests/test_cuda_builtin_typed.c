@@ -16,18 +16,15 @@
 #define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "builtin.h"
 #include "check.h"
-#include "cuda_device.h"
+#include "cuda_compile_test.h"
 #include "cuda_types.h"
 #include "dtypes.h"
 #include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
-#include "nvrtc.h"
-#include "nvrtc_check.h"
 #include "problem.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -77,10 +74,8 @@ static void add(lntune_gen *g, int backward, size_t variant, int fusion, lntune_
     EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
     if (rc != LNTUNE_OK) return;
     lntune_cuda_type_options_make(types, &s->options);
-    s->job.source = src.text; /* freed after the compile */
     s->job.options = s->options.options;
-    src.text = NULL;
-    lntune_source_free(&src);
+    compile_test_take(&s->job, &src);
 }
 
 static void collect(lntune_gen *g) {
@@ -119,21 +114,8 @@ static void check(const sample *s) {
     EXPECT(f16_in || !widens, "%s: no fp16 input, yet cvt.f32.f16 in the PTX", s->what);
 }
 
-int main(void) {
-    lntune_nvrtc *nv = NULL;
-    int rc = nvrtc_check_open(&nv);
-    if (rc != 0) return rc;
-
-    lntune_gen *g = NULL;
-    rc = lntune_gen_open(NULL, &g);
-    EXPECT(rc == LNTUNE_OK, "gen open: %s", lntune_gen_errmsg(g));
-    if (rc == LNTUNE_OK) {
-        lntune_gen_set_cuda_arch(g, SM);
-        collect(g);
-    }
-    lntune_gen_close(g);
-
-    /* Without the macros the source must refuse to compile, naming them. */
+/* Without the macros the source must refuse to compile, naming them. */
+static void collected(const lntune_nvrtc *nv) {
     lntune_nvrtc_output bare = {0};
     if (nsamples && samples[0].job.source) {
         const int brc = lntune_nvrtc_compile(nv, samples[0].job.source, "bare.cu", SM,
@@ -143,35 +125,33 @@ int main(void) {
                bare.message ? bare.message : "no message");
         lntune_nvrtc_output_free(&bare);
     }
+}
 
-    lntune_nvrtc_job jobs[MAX_JOBS];
-    for (size_t i = 0; i < nsamples; ++i) jobs[i] = samples[i].job;
-    rc = lntune_nvrtc_compile_many(nv, SM, LNTUNE_NVRTC_CUBIN, jobs, nsamples, 0);
-    EXPECT(rc == LNTUNE_OK, "compile_many: rc %d", rc);
-    device_suite dev;
-    device_open(&dev);
-    for (size_t i = 0; i < nsamples; ++i) {
-        sample *s = &samples[i];
-        s->job = jobs[i];
-        if (rc == LNTUNE_OK) check(s);
-        if (rc == LNTUNE_OK && s->job.rc == LNTUNE_OK && s->backward) {
-            const lntune_builtin_variant *v = &lntune_builtin_cuda_backward_variants[s->variant];
-            lntune_op op;
-            lntune_op_text_parse(v->op, &op, NULL, NULL);
-            device_verify_backward(&dev, SM, s->job.source, s->job.out.data, s->symbol, op,
-                                   s->types, s->fusion, 0, s->what);
-        } else if (rc == LNTUNE_OK && s->job.rc == LNTUNE_OK) {
-            const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[s->variant];
-            device_verify_forward(&dev, SM, s->job.source, s->job.out.data, s->symbol,
-                                  (lntune_op)lntune_op_parse(v->op), s->types, s->fusion, v->affine,
-                                  0, s->what);
-        }
-        lntune_nvrtc_output_free(&s->job.out);
-        free((char *)s->job.source);
+static lntune_nvrtc_job *job(size_t i, int sm) {
+    (void)sm;
+    return &samples[i].job;
+}
+
+static void compiled(size_t i, device_suite *d) {
+    const sample *s = &samples[i];
+    check(s);
+    if (s->job.rc != LNTUNE_OK) return;
+    if (s->backward) {
+        const lntune_builtin_variant *v = &lntune_builtin_cuda_backward_variants[s->variant];
+        lntune_op op;
+        lntune_op_text_parse(v->op, &op, NULL, NULL);
+        device_verify_backward(d, SM, s->job.source, s->job.out.data, s->symbol, op, s->types,
+                               s->fusion, 0, s->what);
+    } else {
+        const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[s->variant];
+        device_verify_forward(d, SM, s->job.source, s->job.out.data, s->symbol,
+                              (lntune_op)lntune_op_parse(v->op), s->types, s->fusion, v->affine, 0,
+                              s->what);
     }
-    device_close(&dev);
-    printf("%zu typed built-ins compiled for sm_%d (and run on the GPU, if any)\n", nsamples, SM);
-    EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
-    lntune_nvrtc_close(nv);
-    return nvrtc_check_exit();
+}
+
+int main(void) {
+    static const compile_test t = {"typed built-ins", {SM},      {collect}, collected, job,
+                                   compiled,          &nsamples, MAX_JOBS};
+    return compile_test_main(&t);
 }

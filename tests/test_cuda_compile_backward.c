@@ -24,19 +24,16 @@
  */
 #define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "check.h"
-#include "cuda_device.h"
+#include "cuda_compile_test.h"
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "generator.h"
 #include "knob_coverage.h"
 #include "lntune.h"
-#include "nvrtc.h"
-#include "nvrtc_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { MAX_JOBS = 18 * 4 + 18 + 6 + 2 * 4 };
 
@@ -57,16 +54,9 @@ typedef struct {
 
 static sample samples[MAX_JOBS];
 static size_t nsamples;
-static device_suite dev; /* the GPU the samples also run on, when there is one */
 
 /* Every "name=value" item of the lists sampled, and whether a sample had it. */
 static knob_coverage coverage;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Checks the launch lines of src against variant: what a host launcher will rely on. */
 static void check_launch(const char *text, const char *variant, const char *what) {
@@ -100,10 +90,7 @@ static void check_launch(const char *text, const char *variant, const char *what
 
 static void add(lntune_gen *g, int sm, const char *op, const char *variant,
                 const lntune_shape *shape) {
-    if (nsamples == MAX_JOBS) {
-        EXPECT(0, "more samples than %d", MAX_JOBS);
-        return;
-    }
+    if (!compile_test_room(nsamples, MAX_JOBS)) return;
     sample *s = &samples[nsamples];
     const lntune_types t = shape->types;
     s->sm = sm;
@@ -113,16 +100,12 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
              shape->fusion ? "+residual" : "", lntune_type_name(t.x), lntune_type_name(t.params),
              (long long)shape->H, variant);
     lntune_source src;
-    int rc = lntune_gen_emit(g, "cuda", op, variant, shape, s->symbol, &src);
-    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
-    if (rc) return;
+    if (!compile_test_emit(g, op, variant, shape, s->symbol, s->what, &src)) return;
     check_launch(src.text, variant, s->what);
     EXPECT((strstr(src.text, "drr + i") != NULL) == (shape->fusion != LNTUNE_FUSION_NONE),
            "%s: dresidual_out %s", s->what, shape->fusion ? "is not added" : "is read");
     knob_coverage_add(&coverage, variant, 1);
-    s->job.source = src.text; /* freed after the compile */
-    src.text = NULL;
-    lntune_source_free(&src);
+    compile_test_take(&s->job, &src);
     s->x_f16 = t.x == LNTUNE_TYPE_F16;
     s->atomic = strstr(variant, "dgamma=atomic") != NULL;
     s->op = strstr(op, "rmsnorm") ? LNTUNE_OP_RMSNORM : LNTUNE_OP_LAYERNORM;
@@ -134,20 +117,9 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
 
 /* The variants of op for shape; the same list as for fp32 (the types change no knob). */
 static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape, size_t *n) {
-    char **list = NULL;
-    int rc = lntune_gen_variants(g, "cuda", op, shape, &list, n);
-    EXPECT(rc == LNTUNE_OK && *n > 0, "variants of %s: %s", op, lntune_gen_errmsg(g));
-    if (rc != LNTUNE_OK || *n == 0) return NULL;
     lntune_shape f32 = *shape;
     f32.types = (lntune_types){0};
-    char **ref = NULL;
-    size_t nref = 0;
-    if (lntune_gen_variants(g, "cuda", op, &f32, &ref, &nref) == LNTUNE_OK) {
-        int same = nref == *n;
-        for (size_t i = 0; same && i < nref; ++i) same = strcmp(ref[i], list[i]) == 0;
-        EXPECT(same, "%s: %zu variants, %zu for fp32", op, *n, nref);
-        lntune_gen_free_list(ref, nref);
-    }
+    char **list = compile_test_variants(g, op, shape, &f32, "for fp32", NULL, n, NULL);
     for (size_t i = 0; i < *n; ++i) knob_coverage_add(&coverage, list[i], 0);
     return list;
 }
@@ -169,9 +141,7 @@ static void collect_sm90(lntune_gen *g) {
                 lntune_shape fixed = {.H = k % 2 ? 4096 : 1000, .types = types};
                 list = variants(g, ops[o], &fixed, &n);
                 char *fixed_list[256];
-                size_t nf = 0;
-                for (size_t i = 0; list && i < n && nf < 256; ++i)
-                    if (strstr(list[i], "h=fixed")) fixed_list[nf++] = list[i];
+                const size_t nf = compile_test_fixed(list, n, fixed_list, 256);
                 EXPECT(nf > 0, "%s H=%lld: no h=fixed variant", ops[o], (long long)fixed.H);
                 if (nf) add(g, 90, ops[o], fixed_list[(size_t)k * 5 % nf], &fixed);
                 lntune_gen_free_list(list, n);
@@ -216,72 +186,37 @@ static void collect_sm80(lntune_gen *g) {
     }
 }
 
-static void check(const sample *s) {
-    const lntune_nvrtc_output *out = &s->job.out;
-    if (!nvrtc_check_compiled(&s->job, s->symbol, 1, s->what)) return;
-    /* atomicAdd of a float whose result is unused compiles to red (or atom) .add.f32. */
-    const int atomics = strstr(out->ptx, ".global.add.f32") != NULL;
-    EXPECT(atomics == s->atomic, "%s: fp32 atomics %s in the PTX", s->what,
-           atomics ? "present" : "absent");
-    if (s->x_f16) EXPECT(strstr(out->ptx, "cvt.f32.f16"), "%s: x is not widened", s->what);
-}
-
-/* Compiles the samples for sm; returns the NVRTC milliseconds. */
-static double compile(const lntune_nvrtc *nv, int sm, size_t *count) {
-    lntune_nvrtc_job jobs[MAX_JOBS];
-    size_t idx[MAX_JOBS], n = 0;
-    for (size_t i = 0; i < nsamples; ++i)
-        if (samples[i].sm == sm) {
-            idx[n] = i;
-            jobs[n++] = samples[i].job;
-        }
-    int rc = lntune_nvrtc_compile_many(nv, sm, LNTUNE_NVRTC_CUBIN, jobs, n, 0);
-    EXPECT(rc == LNTUNE_OK, "compile_many sm_%d: rc %d", sm, rc);
-    double ms = 0;
-    for (size_t j = 0; j < n; ++j) {
-        sample *s = &samples[idx[j]];
-        s->job = jobs[j];
-        if (rc == LNTUNE_OK) check(s);
-        if (rc == LNTUNE_OK && jobs[j].rc == LNTUNE_OK)
-            device_verify_backward(&dev, sm, jobs[j].source, jobs[j].out.data, s->symbol, s->op,
-                                   s->types, s->fusion, s->fixed_h, s->what);
-        ms += jobs[j].out.compile_ms;
-        lntune_nvrtc_output_free(&jobs[j].out);
-        free((char *)jobs[j].source);
-    }
-    *count = n;
-    return ms;
-}
-
-int main(void) {
-    lntune_nvrtc *nv = NULL;
-    int rc = nvrtc_check_open(&nv);
-    if (rc != 0) return rc;
-
-    lntune_gen *g = NULL;
-    rc = lntune_gen_open(NULL, &g);
-    EXPECT(rc == LNTUNE_OK, "gen open: %s", lntune_gen_errmsg(g));
-    if (rc == LNTUNE_OK) {
-        lntune_gen_set_cuda_arch(g, 90);
-        collect_sm90(g);
-        lntune_gen_set_cuda_arch(g, 80);
-        collect_sm80(g);
-    }
-    lntune_gen_close(g);
+/* Every value of every knob of the lists sampled came up in the sample. */
+static void collected(const lntune_nvrtc *nv) {
+    (void)nv;
     EXPECT(!coverage.overflow, "more than %d knob values", KNOB_COVERAGE_MAX);
     for (size_t i = 0; i < coverage.n; ++i)
         EXPECT(coverage.items[i].seen, "knob value %s is in no sample", coverage.items[i].item);
+    printf("%zu knob values covered\n", coverage.n);
+}
 
-    device_open(&dev);
-    const double t0 = now_s();
-    size_t n90 = 0, n80 = 0;
-    const double ms = compile(nv, 90, &n90) + compile(nv, 80, &n80);
-    printf("%zu backward variants compiled for sm_90 and %zu for sm_80 (those for the GPU run on "
-           "it, if any) in %.1f s wall (NVRTC %.1f "
-           "s); %zu knob values covered\n",
-           n90, n80, now_s() - t0, ms / 1e3, coverage.n);
-    EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
-    device_close(&dev);
-    lntune_nvrtc_close(nv);
-    return nvrtc_check_exit();
+static lntune_nvrtc_job *job(size_t i, int sm) {
+    return samples[i].sm == sm ? &samples[i].job : NULL;
+}
+
+static void compiled(size_t i, device_suite *d) {
+    const sample *s = &samples[i];
+    if (nvrtc_check_compiled(&s->job, s->symbol, 1, s->what)) {
+        const char *ptx = s->job.out.ptx;
+        /* atomicAdd of a float whose result is unused compiles to red (or atom) .add.f32. */
+        const int atomics = strstr(ptx, ".global.add.f32") != NULL;
+        EXPECT(atomics == s->atomic, "%s: fp32 atomics %s in the PTX", s->what,
+               atomics ? "present" : "absent");
+        if (s->x_f16) EXPECT(strstr(ptx, "cvt.f32.f16"), "%s: x is not widened", s->what);
+    }
+    if (s->job.rc == LNTUNE_OK)
+        device_verify_backward(d, s->sm, s->job.source, s->job.out.data, s->symbol, s->op, s->types,
+                               s->fusion, s->fixed_h, s->what);
+}
+
+int main(void) {
+    static const compile_test t = {"backward variants", {90, 80}, {collect_sm90, collect_sm80},
+                                   collected,           job,      compiled,
+                                   &nsamples,           MAX_JOBS};
+    return compile_test_main(&t);
 }

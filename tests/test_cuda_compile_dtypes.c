@@ -17,18 +17,14 @@
  */
 #define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "check.h"
-#include "cuda_device.h"
+#include "cuda_compile_test.h"
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "generator.h"
 #include "lntune.h"
-#include "nvrtc.h"
-#include "nvrtc_check.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { SM = 90, MAX_JOBS = 26 * 2 * 4 + 24 * 2 };
 
@@ -48,17 +44,8 @@ typedef struct {
 static sample samples[MAX_JOBS];
 static size_t nsamples;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void add(lntune_gen *g, const char *op, const char *variant, const lntune_shape *shape) {
-    if (nsamples == MAX_JOBS) {
-        EXPECT(0, "more samples than %d", MAX_JOBS);
-        return;
-    }
+    if (!compile_test_room(nsamples, MAX_JOBS)) return;
     sample *s = &samples[nsamples];
     const lntune_types t = shape->types;
     snprintf(s->symbol, sizeof s->symbol, "lntune_%s_%s_%s_%s", op, lntune_type_name(t.x),
@@ -66,14 +53,10 @@ static void add(lntune_gen *g, const char *op, const char *variant, const lntune
     snprintf(s->what, sizeof s->what, "%s x=%s y=%s params=%s H=%lld %s", op, lntune_type_name(t.x),
              lntune_type_name(t.y), lntune_type_name(t.params), (long long)shape->H, variant);
     lntune_source src;
-    int rc = lntune_gen_emit(g, "cuda", op, variant, shape, s->symbol, &src);
-    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
-    if (rc) return;
+    if (!compile_test_emit(g, op, variant, shape, s->symbol, s->what, &src)) return;
     lntune_cuda_launch l;
     EXPECT(lntune_cuda_launch_parse(src.text, &l) == LNTUNE_OK, "launch line of %s", s->what);
-    s->job.source = src.text; /* freed after the compile */
-    src.text = NULL;
-    lntune_source_free(&src);
+    compile_test_take(&s->job, &src);
     s->x_f16 = t.x == LNTUNE_TYPE_F16;
     s->op = (lntune_op)lntune_op_parse(op);
     s->types = t;
@@ -85,31 +68,14 @@ static void add(lntune_gen *g, const char *op, const char *variant, const lntune
 /* The variants of op for shape: fp32's list, plus pack=8 (16-byte accesses) when x or y is 16-bit.
  */
 static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape, size_t *n) {
-    char **list = NULL;
-    int rc = lntune_gen_variants(g, "cuda", op, shape, &list, n);
-    EXPECT(rc == LNTUNE_OK && *n > 0, "variants of %s: %s", op, lntune_gen_errmsg(g));
     lntune_shape f32 = *shape;
     f32.types = (lntune_types){0};
-    char **ref = NULL;
-    size_t nref = 0;
-    if (lntune_gen_variants(g, "cuda", op, &f32, &ref, &nref) == LNTUNE_OK) {
-        size_t k = 0, pack8 = 0;
-        int same = 1;
-        for (size_t i = 0; same && i < *n; ++i) {
-            if (strstr(list[i], ",pack=8,")) {
-                ++pack8;
-                continue;
-            }
-            same = k < nref && strcmp(ref[k++], list[i]) == 0;
-        }
-        EXPECT(same && k == nref, "%s: %zu variants (%zu of pack=8), %zu for fp32", op, *n, pack8,
-               nref);
-        const lntune_types t = shape->types;
-        const int half = t.x != LNTUNE_TYPE_F32 || t.y != LNTUNE_TYPE_F32;
-        EXPECT((pack8 > 0) == half, "%s: %zu pack=8 variants for x=%s y=%s", op, pack8,
-               lntune_type_name(t.x), lntune_type_name(t.y));
-        lntune_gen_free_list(ref, nref);
-    }
+    size_t pack8 = 0;
+    char **list = compile_test_variants(g, op, shape, &f32, "for fp32", ",pack=8,", n, &pack8);
+    const lntune_types t = shape->types;
+    const int half = t.x != LNTUNE_TYPE_F32 || t.y != LNTUNE_TYPE_F32;
+    EXPECT(!list || (pack8 > 0) == half, "%s: %zu pack=8 variants for x=%s y=%s", op, pack8,
+           lntune_type_name(t.x), lntune_type_name(t.y));
     return list;
 }
 
@@ -159,49 +125,22 @@ static void collect(lntune_gen *g) {
             }
 }
 
-static void check(const sample *s) {
+static lntune_nvrtc_job *job(size_t i, int sm) {
+    (void)sm;
+    return &samples[i].job;
+}
+
+static void compiled(size_t i, device_suite *d) {
+    const sample *s = &samples[i];
     if (nvrtc_check_compiled(&s->job, s->symbol, 0, s->what) && s->x_f16)
         EXPECT(strstr(s->job.out.ptx, "cvt.f32.f16"), "%s: x is not widened", s->what);
+    if (s->job.rc == LNTUNE_OK)
+        device_verify_forward(d, SM, s->job.source, s->job.out.data, s->symbol, s->op, s->types,
+                              LNTUNE_FUSION_NONE, s->affine, s->fixed_h, s->what);
 }
 
 int main(void) {
-    lntune_nvrtc *nv = NULL;
-    int rc = nvrtc_check_open(&nv);
-    if (rc != 0) return rc;
-
-    lntune_gen *g = NULL;
-    rc = lntune_gen_open(NULL, &g);
-    EXPECT(rc == LNTUNE_OK, "gen open: %s", lntune_gen_errmsg(g));
-    if (rc == LNTUNE_OK) {
-        lntune_gen_set_cuda_arch(g, SM);
-        collect(g);
-    }
-    lntune_gen_close(g);
-
-    const double t0 = now_s();
-    lntune_nvrtc_job jobs[MAX_JOBS];
-    for (size_t i = 0; i < nsamples; ++i) jobs[i] = samples[i].job;
-    rc = lntune_nvrtc_compile_many(nv, SM, LNTUNE_NVRTC_CUBIN, jobs, nsamples, 0);
-    EXPECT(rc == LNTUNE_OK, "compile_many: rc %d", rc);
-    double ms = 0;
-    device_suite dev;
-    device_open(&dev);
-    for (size_t i = 0; i < nsamples; ++i) {
-        const sample *s = &samples[i];
-        samples[i].job = jobs[i];
-        if (rc == LNTUNE_OK) check(s);
-        if (rc == LNTUNE_OK && jobs[i].rc == LNTUNE_OK)
-            device_verify_forward(&dev, SM, jobs[i].source, jobs[i].out.data, s->symbol, s->op,
-                                  s->types, LNTUNE_FUSION_NONE, s->affine, s->fixed_h, s->what);
-        ms += jobs[i].out.compile_ms;
-        lntune_nvrtc_output_free(&jobs[i].out);
-        free((char *)jobs[i].source);
-    }
-    device_close(&dev);
-    printf("%zu variants compiled for sm_%d (and run on the GPU, if any) in %.1f s wall (NVRTC "
-           "%.1f s)\n",
-           nsamples, SM, now_s() - t0, ms / 1e3);
-    EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
-    lntune_nvrtc_close(nv);
-    return nvrtc_check_exit();
+    static const compile_test t = {"variants", {SM},     {collect}, NULL,
+                                   job,        compiled, &nsamples, MAX_JOBS};
+    return compile_test_main(&t);
 }

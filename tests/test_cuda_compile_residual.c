@@ -21,19 +21,15 @@
  */
 #define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "check.h"
-#include "cuda_device.h"
+#include "cuda_compile_test.h"
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
-#include "nvrtc.h"
-#include "nvrtc_check.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { NTUPLES = 8, MAX_JOBS = NTUPLES * 2 * 2 * 2 + 2 * 2 * 2, MAX_ITEMS = 128 };
 
@@ -66,7 +62,6 @@ typedef struct {
 
 static sample samples[MAX_JOBS];
 static size_t nsamples;
-static device_suite dev; /* the GPU the samples also run on, when there is one */
 
 /* Every "fusion:name=value" item of the lists sampled, and whether a sample had it. */
 static struct {
@@ -74,12 +69,6 @@ static struct {
     int seen;
 } items[MAX_ITEMS];
 static size_t nitems;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Finds (or with add, adds) "fusion:item"; NULL when absent. */
 static int *item_slot(int fusion, const char *item, int add) {
@@ -133,10 +122,7 @@ static const char *pick(char **list, size_t n, size_t start, int fusion) {
 
 static void add(lntune_gen *g, int sm, const char *op, const char *variant,
                 const lntune_shape *shape) {
-    if (nsamples == MAX_JOBS) {
-        EXPECT(0, "more samples than %d", MAX_JOBS);
-        return;
-    }
+    if (!compile_test_room(nsamples, MAX_JOBS)) return;
     sample *s = &samples[nsamples];
     const lntune_types t = shape->types;
     const int rt = lntune_types_residual(t);
@@ -148,9 +134,7 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
              op, lntune_fusion_name(shape->fusion), lntune_type_name(t.x), lntune_type_name(t.y),
              lntune_type_name(t.params), lntune_type_name(rt), (long long)shape->H, variant);
     lntune_source src, plain;
-    int rc = lntune_gen_emit(g, "cuda", op, variant, shape, s->symbol, &src);
-    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
-    if (rc) return;
+    if (!compile_test_emit(g, op, variant, shape, s->symbol, s->what, &src)) return;
     lntune_cuda_launch l;
     EXPECT(lntune_cuda_launch_parse(src.text, &l) == LNTUNE_OK, "launch line of %s", s->what);
     EXPECT(strstr(src.text, "__fadd_rn(a.v[e], b.v[e])"), "%s: x + residual is not formed",
@@ -166,9 +150,7 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
         EXPECT(0, "emit unfused %s: %s", s->what, lntune_gen_errmsg(g));
     }
     each_item(shape->fusion, variant, 1);
-    s->job.source = src.text; /* freed after the compile */
-    src.text = NULL;
-    lntune_source_free(&src);
+    compile_test_take(&s->job, &src);
     s->widen_f16 = t.x == LNTUNE_TYPE_F16 || rt == LNTUNE_TYPE_F16;
     s->op = (lntune_op)lntune_op_parse(op);
     s->types = t;
@@ -180,21 +162,9 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
 
 /* The variants of op for shape; the same list as without a residual (every layout fuses it). */
 static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape, size_t *n) {
-    char **list = NULL;
-    int rc = lntune_gen_variants(g, "cuda", op, shape, &list, n);
-    EXPECT(rc == LNTUNE_OK && *n > 0, "variants of %s: %s", op, lntune_gen_errmsg(g));
-    if (rc != LNTUNE_OK || *n == 0) return NULL;
     lntune_shape unfused = *shape;
     unfused.fusion = LNTUNE_FUSION_NONE;
-    char **ref = NULL;
-    size_t nref = 0;
-    if (lntune_gen_variants(g, "cuda", op, &unfused, &ref, &nref) == LNTUNE_OK) {
-        int same = nref == *n;
-        for (size_t i = 0; same && i < nref; ++i) same = strcmp(ref[i], list[i]) == 0;
-        EXPECT(same, "%s+%s: %zu variants, %zu unfused", op, lntune_fusion_name(shape->fusion), *n,
-               nref);
-        lntune_gen_free_list(ref, nref);
-    }
+    char **list = compile_test_variants(g, op, shape, &unfused, "unfused", NULL, n, NULL);
     for (size_t i = 0; i < *n; ++i) each_item(shape->fusion, list[i], 0);
     return list;
 }
@@ -203,14 +173,6 @@ static lntune_types tuple(int i) {
     lntune_types t = {.x = tuples[i][0], .y = tuples[i][1], .params = tuples[i][2]};
     lntune_types_set_residual(&t, tuples[i][3]);
     return t;
-}
-
-/* The h=fixed variants of list (pointers into it); their count. */
-static size_t fixed_only(char **list, size_t n, char **out, size_t cap) {
-    size_t nf = 0;
-    for (size_t i = 0; list && i < n && nf < cap; ++i)
-        if (strstr(list[i], "h=fixed")) out[nf++] = list[i];
-    return nf;
 }
 
 static void collect_sm90(lntune_gen *g) {
@@ -229,7 +191,7 @@ static void collect_sm90(lntune_gen *g) {
                 fixed.H = fixed_h[k % 3];
                 list = variants(g, ops[o], &fixed, &n);
                 char *fl[512];
-                const size_t nf = fixed_only(list, n, fl, 512);
+                const size_t nf = compile_test_fixed(list, n, fl, 512);
                 EXPECT(nf > 0, "%s H=%lld: no h=fixed variant", ops[o], (long long)fixed.H);
                 if (nf) add(g, 90, ops[o], pick(fl, nf, (size_t)k * 7, fusions[f]), &fixed);
                 lntune_gen_free_list(list, n);
@@ -249,75 +211,42 @@ static void collect_sm80(lntune_gen *g) {
             fixed.H = 4096;
             list = variants(g, ops[o], &fixed, &n);
             char *fl[512];
-            const size_t nf = fixed_only(list, n, fl, 512);
+            const size_t nf = compile_test_fixed(list, n, fl, 512);
             EXPECT(nf > 0, "sm_80 %s H=4096: no h=fixed variant", ops[o]);
             if (nf) add(g, 80, ops[o], fl[nf - 1], &fixed);
             lntune_gen_free_list(list, n);
         }
 }
 
-static void check(const sample *s) {
-    const lntune_nvrtc_output *out = &s->job.out;
-    if (!nvrtc_check_compiled(&s->job, s->symbol, 0, s->what)) return;
-    EXPECT(strstr(out->ptx, "add.rn.f32"), "%s: no add.rn.f32 (x + residual) in the PTX", s->what);
-    if (s->widen_f16) EXPECT(strstr(out->ptx, "cvt.f32.f16"), "%s: fp16 is not widened", s->what);
+/* Every knob value of the lists sampled came up in the sample of each fusion. */
+static void collected(const lntune_nvrtc *nv) {
+    (void)nv;
+    for (size_t i = 0; i < nitems; ++i)
+        EXPECT(items[i].seen, "knob value %s is in no sample", items[i].item);
+    printf("%zu knob values covered\n", nitems);
 }
 
-/* Compiles the samples for sm; returns the NVRTC milliseconds. */
-static double compile(const lntune_nvrtc *nv, int sm, size_t *count) {
-    lntune_nvrtc_job jobs[MAX_JOBS];
-    size_t idx[MAX_JOBS], n = 0;
-    for (size_t i = 0; i < nsamples; ++i)
-        if (samples[i].sm == sm) {
-            idx[n] = i;
-            jobs[n++] = samples[i].job;
-        }
-    int rc = lntune_nvrtc_compile_many(nv, sm, LNTUNE_NVRTC_CUBIN, jobs, n, 0);
-    EXPECT(rc == LNTUNE_OK, "compile_many sm_%d: rc %d", sm, rc);
-    double ms = 0;
-    for (size_t j = 0; j < n; ++j) {
-        sample *s = &samples[idx[j]];
-        s->job = jobs[j];
-        if (rc == LNTUNE_OK) check(s);
-        if (rc == LNTUNE_OK && jobs[j].rc == LNTUNE_OK)
-            device_verify_forward(&dev, sm, jobs[j].source, jobs[j].out.data, s->symbol, s->op,
-                                  s->types, s->fusion, s->affine, s->fixed_h, s->what);
-        ms += jobs[j].out.compile_ms;
-        lntune_nvrtc_output_free(&jobs[j].out);
-        free((char *)jobs[j].source);
+static lntune_nvrtc_job *job(size_t i, int sm) {
+    return samples[i].sm == sm ? &samples[i].job : NULL;
+}
+
+static void compiled(size_t i, device_suite *d) {
+    const sample *s = &samples[i];
+    const lntune_nvrtc_output *out = &s->job.out;
+    if (nvrtc_check_compiled(&s->job, s->symbol, 0, s->what)) {
+        EXPECT(strstr(out->ptx, "add.rn.f32"), "%s: no add.rn.f32 (x + residual) in the PTX",
+               s->what);
+        if (s->widen_f16)
+            EXPECT(strstr(out->ptx, "cvt.f32.f16"), "%s: fp16 is not widened", s->what);
     }
-    *count = n;
-    return ms;
+    if (s->job.rc == LNTUNE_OK)
+        device_verify_forward(d, s->sm, s->job.source, out->data, s->symbol, s->op, s->types,
+                              s->fusion, s->affine, s->fixed_h, s->what);
 }
 
 int main(void) {
-    lntune_nvrtc *nv = NULL;
-    int rc = nvrtc_check_open(&nv);
-    if (rc != 0) return rc;
-
-    lntune_gen *g = NULL;
-    rc = lntune_gen_open(NULL, &g);
-    EXPECT(rc == LNTUNE_OK, "gen open: %s", lntune_gen_errmsg(g));
-    if (rc == LNTUNE_OK) {
-        lntune_gen_set_cuda_arch(g, 90);
-        collect_sm90(g);
-        lntune_gen_set_cuda_arch(g, 80);
-        collect_sm80(g);
-    }
-    lntune_gen_close(g);
-    for (size_t i = 0; i < nitems; ++i)
-        EXPECT(items[i].seen, "knob value %s is in no sample", items[i].item);
-
-    device_open(&dev);
-    const double t0 = now_s();
-    size_t n90 = 0, n80 = 0;
-    const double ms = compile(nv, 90, &n90) + compile(nv, 80, &n80);
-    printf("%zu residual variants compiled for sm_90 and %zu for sm_80 (those for the GPU run on "
-           "it, if any) in %.1f s wall (NVRTC %.1f "
-           "s); %zu knob values covered\n",
-           n90, n80, now_s() - t0, ms / 1e3, nitems);
-    EXPECT(nsamples == MAX_JOBS, "%zu samples", nsamples);
-    device_close(&dev);
-    lntune_nvrtc_close(nv);
-    return nvrtc_check_exit();
+    static const compile_test t = {"residual variants", {90, 80}, {collect_sm90, collect_sm80},
+                                   collected,           job,      compiled,
+                                   &nsamples,           MAX_JOBS};
+    return compile_test_main(&t);
 }

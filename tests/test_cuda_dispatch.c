@@ -359,19 +359,14 @@ static void bf16_suite(const char *scratch, const lntune_cuda_info *info) {
         return;
     }
     setenv("MOCK_CUDA_TYPES", "bf16", 1); /* the stand-in's kernels; a real GPU ignores it */
-    fflush(stderr);
-    const int saved_stderr = dup(2);
-    if (!freopen(log_path, "w", stderr)) return;
-    setenv("LNTUNE_LOG", "debug", 1);
+    const int saved_stderr = log_capture_begin(log_path);
+    if (saved_stderr < 0) return;
     /* H = 1024 tuned; 1000, 1 and 4097 never tuned: the typed built-in, compiled for bf16. */
     static const int64_t hs[] = {1024, 1000, 1, 4097}, rows[] = {64, 8, 5, 3};
     int rcs[4] = {LNTUNE_ERROR, LNTUNE_ERROR, LNTUNE_ERROR, LNTUNE_ERROR}, bad[4] = {0};
     if (lntune_open(path, &ctx) == LNTUNE_OK)
         for (int i = 0; i < 4; ++i) rcs[i] = bf16_call(ctx, hs[i], rows[i], &bad[i]);
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    unsetenv("LNTUNE_LOG");
+    log_capture_end(saved_stderr);
     unsetenv("MOCK_CUDA_TYPES");
     for (int i = 0; i < 4; ++i) {
         char at[64];
@@ -458,10 +453,8 @@ int main(int argc, char **argv) {
     }
     char log_path[4096];
     snprintf(log_path, sizeof log_path, "%s/cuda_dispatch.log", scratch);
-    fflush(stderr);
-    int saved_stderr = dup(2);
-    if (!freopen(log_path, "w", stderr)) return 1;
-    setenv("LNTUNE_LOG", "debug", 1);
+    const int saved_stderr = log_capture_begin(log_path);
+    if (saved_stderr < 0) return 1;
     rc = lntune_open(path, &ctx);
     if (rc == LNTUNE_OK) {
         check_call(ctx, &b, LNTUNE_OP_LAYERNORM, 4096, 64, 1, 0, 1);
@@ -469,10 +462,7 @@ int main(int argc, char **argv) {
         check_call(ctx, &b, LNTUNE_OP_LAYERNORM, 65536, 64, 1, 0, 1);
         lntune_close(ctx);
     }
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    unsetenv("LNTUNE_LOG");
+    log_capture_end(saved_stderr);
     if (rc != LNTUNE_OK) {
         printf("FAIL open tuned: %s\n", lntune_errstr(rc));
         return 1;

@@ -41,71 +41,50 @@ static void check_rc(lntune *ctx, int op, lntune_args a, int want, const char *w
           lntune_errstr(rc), want, rc ? msg : "-");
 }
 
+/* check_rc of a call with device_args(), c, changed first by the expressions that follow. */
+#define CHECK_CHANGED(op, want, what, ...)                                                         \
+    do {                                                                                           \
+        lntune_args c = device_args();                                                             \
+        __VA_ARGS__;                                                                               \
+        check_rc(ctx, op, c, want, what);                                                          \
+    } while (0)
+
 int main(void) {
     lntune *ctx = NULL;
     int rc = lntune_open(NULL, &ctx); /* $LNTUNE_DB from ctest: a path with no database */
     CHECK(rc == LNTUNE_OK, "open: rc %d", rc);
     if (rc != LNTUNE_OK) return 1;
 
-    lntune_args a = device_args();
-    a.H = 0;
-    check_rc(ctx, 0, a, LNTUNE_EINVAL, "H = 0");
-    a = device_args();
-    a.x = NULL;
-    check_rc(ctx, 1, a, LNTUNE_EINVAL, "x NULL");
-    a = device_args();
-    a.y_stride = 15;
-    check_rc(ctx, 0, a, LNTUNE_EINVAL, "y_stride < H");
-    a = device_args();
-    a.eps = NAN;
-    check_rc(ctx, 0, a, LNTUNE_EINVAL, "eps NaN");
-    a = device_args();
-    a.beta = a.x;
-    check_rc(ctx, 1, a, LNTUNE_EINVAL, "RMSNorm with beta");
-    a = device_args();
-    a.residual = a.residual_out = (void *)(uintptr_t)0x7f0000003000;
-    check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "residual_out == residual (in place)");
-    a = device_args();
-    a.beta = a.x;
-    check_rc(ctx, 0, a, LNTUNE_EUNSUPPORTED, "beta without gamma");
-    a = device_args();
-    a.device_index = -1;
-    check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "device_index -1");
-    a = device_args();
-    a.rows = 0;
-    a.device_index = 7;
-    check_rc(ctx, 0, a, LNTUNE_OK, "rows = 0");
+    CHECK_CHANGED(0, LNTUNE_EINVAL, "H = 0", c.H = 0);
+    CHECK_CHANGED(1, LNTUNE_EINVAL, "x NULL", c.x = NULL);
+    CHECK_CHANGED(0, LNTUNE_EINVAL, "y_stride < H", c.y_stride = 15);
+    CHECK_CHANGED(0, LNTUNE_EINVAL, "eps NaN", c.eps = NAN);
+    CHECK_CHANGED(1, LNTUNE_EINVAL, "RMSNorm with beta", c.beta = c.x);
+    CHECK_CHANGED(0, LNTUNE_EUNSUPPORTED, "residual_out == residual (in place)",
+                  c.residual = c.residual_out = (void *)(uintptr_t)0x7f0000003000);
+    CHECK_CHANGED(0, LNTUNE_EUNSUPPORTED, "beta without gamma", c.beta = c.x);
+    CHECK_CHANGED(0, LNTUNE_ENODEVICE, "device_index -1", c.device_index = -1);
+    CHECK_CHANGED(0, LNTUNE_OK, "rows = 0", c.rows = 0, c.device_index = 7);
 
     lntune_cuda *cu = NULL;
     rc = lntune_cuda_open(0, &cu);
     if (rc == LNTUNE_ENODEVICE) {
         printf("no GPU here: %s\n", lntune_cuda_errmsg(cu));
         for (int i = 0; i < 2; ++i) { /* the second time from the kept failure */
-            a = device_args();
-            check_rc(ctx, i, a, LNTUNE_ENODEVICE, "no GPU");
+            check_rc(ctx, i, device_args(), LNTUNE_ENODEVICE, "no GPU");
             CHECK(strstr(lntune_errmsg(ctx), "CUDA device 0") != NULL,
                   "  the message names the device");
         }
-        a = device_args();
-        a.device_index = 3;
-        check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "no GPU, device_index 3");
-        a = device_args();
-        a.gamma = a.x;
-        a.stream = (void *)(uintptr_t)0x1234;
-        check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "no GPU, gamma and a stream");
+        CHECK_CHANGED(0, LNTUNE_ENODEVICE, "no GPU, device_index 3", c.device_index = 3);
+        CHECK_CHANGED(0, LNTUNE_ENODEVICE, "no GPU, gamma and a stream", c.gamma = c.x,
+                      c.stream = (void *)(uintptr_t)0x1234);
     }
     /* fp16/bf16 and the residual reach the device too (on a GPU they would run: the addresses
      * here are not real, so test_cuda_dispatch runs them there). */
     if (rc == LNTUNE_ENODEVICE) {
-        a = device_args();
-        a.dtype = LNTUNE_F16;
-        check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "no GPU, fp16");
-        a = device_args();
-        a.dtype = LNTUNE_BF16;
-        check_rc(ctx, 1, a, LNTUNE_ENODEVICE, "no GPU, bf16");
-        a = device_args();
-        a.residual = a.x;
-        check_rc(ctx, 0, a, LNTUNE_ENODEVICE, "no GPU, residual");
+        CHECK_CHANGED(0, LNTUNE_ENODEVICE, "no GPU, fp16", c.dtype = LNTUNE_F16);
+        CHECK_CHANGED(1, LNTUNE_ENODEVICE, "no GPU, bf16", c.dtype = LNTUNE_BF16);
+        CHECK_CHANGED(0, LNTUNE_ENODEVICE, "no GPU, residual", c.residual = c.x);
     } else {
         printf("a GPU is here (%s): the no-GPU cases are not checked\n",
                rc == LNTUNE_OK ? lntune_cuda_get_info(cu)->name : lntune_cuda_errmsg(cu));
@@ -114,7 +93,7 @@ int main(void) {
     /* The CPU is unaffected by a failed device. */
     float x[16], y[16];
     for (int i = 0; i < 16; ++i) x[i] = (float)i;
-    a = device_args();
+    lntune_args a = device_args();
     a.rows = 1;
     a.x = x;
     a.y = y;

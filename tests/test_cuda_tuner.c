@@ -12,13 +12,12 @@
  *  - a device that does not exist is a clear error.
  * Exits 77 (skipped) without NVRTC.
  */
-#define _GNU_SOURCE /* memmem, in nvrtc_check.h */
+#define _GNU_SOURCE /* memmem, mkdtemp, nftw: in cuda_tuner_test.h */
 #include "check.h"
 #include "cuda_tuner.h"
+#include "cuda_tuner_test.h"
 #include "lntune.h"
 #include "nvrtc.h"
-#include "nvrtc_check.h"
-#include "scratch_dir.h"
 #include "tuner_records.h"
 #include "tuning_db.h"
 
@@ -67,15 +66,9 @@ static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int
 }
 
 int main(void) {
-    lntune_nvrtc *nv = NULL;
-    const int skip = nvrtc_check_open(&nv); /* the tuner opens its own */
+    char dir[4096], db[4200], err[1024] = "";
+    const int skip = cuda_tuner_test_begin("cuda-tuner", dir, sizeof dir, db, sizeof db);
     if (skip) return skip;
-    lntune_nvrtc_close(nv);
-    char dir[4096];
-    if (scratch_dir_make(dir, sizeof dir, "cuda-tuner")) return 1;
-    char db[4200], err[1024] = "";
-    snprintf(db, sizeof db, "%s/tune.db", dir);
-    setenv("MOCK_CUDA_WRONG_EVERY", "3", 1);
     int rc;
 
     /* The order matters to the stand-in, which numbers the modules loaded in this process: the

@@ -14,16 +14,15 @@
  *  - a backward of an fp16 x with a bf16 y is refused with a message.
  * Exits 77 (skipped) without NVRTC.
  */
-#define _GNU_SOURCE /* memmem, in nvrtc_check.h */
+#define _GNU_SOURCE /* memmem, mkdtemp, nftw: in cuda_tuner_test.h */
 #include "check.h"
 #include "cuda_tuner.h"
+#include "cuda_tuner_test.h"
 #include "fusion.h"
 #include "lntune.h"
 #include "log_lines.h"
 #include "nvrtc.h"
-#include "nvrtc_check.h"
 #include "reference.h"
-#include "scratch_dir.h"
 #include "tuner_records.h"
 #include "tuning_db.h"
 
@@ -132,10 +131,8 @@ static int served(const char *db, const char *log_path, int64_t rows, int64_t H,
     /* The stand-in's wrong modules test the tuner's choice; the runtime's load of the winner
      * would otherwise be wrong whenever its number in this process is a multiple of 3. */
     setenv("MOCK_CUDA_WRONG_EVERY", "0", 1);
-    fflush(stderr);
-    const int saved = dup(2);
-    if (!freopen(log_path, "w", stderr)) exit(1);
-    setenv("LNTUNE_LOG", "debug", 1);
+    const int saved = log_capture_begin(log_path);
+    if (saved < 0) exit(1);
     lntune *ctx = NULL;
     *rc = lntune_open(db, &ctx);
     lntune_backward_args a;
@@ -145,10 +142,7 @@ static int served(const char *db, const char *log_path, int64_t rows, int64_t H,
     if (*rc == LNTUNE_OK) *rc = lntune_layernorm_backward(ctx, &a);
     if (*rc != LNTUNE_OK) printf("backward: %s\n", ctx ? lntune_errmsg(ctx) : "no handle");
     lntune_close(ctx);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    unsetenv("LNTUNE_LOG");
+    log_capture_end(saved);
     setenv("MOCK_CUDA_WRONG_EVERY", "3", 1);
     int bad = 0;
     for (int64_t r = 0; r < rows; ++r) {
@@ -166,16 +160,10 @@ static int served(const char *db, const char *log_path, int64_t rows, int64_t H,
 }
 
 int main(void) {
-    lntune_nvrtc *nv = NULL;
-    const int skip = nvrtc_check_open(&nv); /* the tuner opens its own */
+    char dir[4096], db[4200], log_path[4200], err[1024] = "";
+    const int skip = cuda_tuner_test_begin("cuda-tuner-backward", dir, sizeof dir, db, sizeof db);
     if (skip) return skip;
-    lntune_nvrtc_close(nv);
-    char dir[4096];
-    if (scratch_dir_make(dir, sizeof dir, "cuda-tuner-backward")) return 1;
-    char db[4200], log_path[4200], err[1024] = "";
-    snprintf(db, sizeof db, "%s/tune.db", dir);
     snprintf(log_path, sizeof log_path, "%s/lntune.log", dir);
-    setenv("MOCK_CUDA_WRONG_EVERY", "3", 1);
 
     check_tuned(db, "layernorm_backward", "f32", LNTUNE_FUSION_NONE, 64, 64,
                 LNTUNE_RIGOR_EXHAUSTIVE);

@@ -9,6 +9,7 @@
 # machine: show says so, and tuning adds this machine's row beside the other one's.
 set -u
 lntune=$1
+. "$(dirname "$0")/testlib.sh"
 dir=$(mktemp -d /tmp/lntune-dbfaults-XXXXXX)
 mounts=()
 cleanup() {
@@ -17,28 +18,8 @@ cleanup() {
 }
 trap cleanup EXIT
 export XDG_CACHE_HOME=$dir/cache
-failures=0
 tune=(--shape rows=64,H=64 --op rmsnorm --rigor quick --threads 1)
 
-ok() { echo "ok: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# expect CODE TEXT ARGS...: lntune ARGS exits CODE with TEXT in its output.
-expect() {
-    local code=$1 text=$2
-    shift 2
-    local out rc
-    out=$("$lntune" "$@" 2>&1)
-    rc=$?
-    if [ "$rc" -ne "$code" ] || ! grep -qF -- "$text" <<<"$out"; then
-        fail "lntune $* -> exit $rc (want $code and '$text'), output: ${out:0:400}"
-    else
-        ok "lntune $* -> $rc: $(grep -F -- "$text" <<<"$out" | head -n 1 | cut -c 1-110)"
-    fi
-}
 
 # untouched FILE SHA: the file is as it was, and nothing appeared beside it.
 untouched() {
@@ -159,5 +140,4 @@ kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 [ "$(sha1sum <"$dir/locked.db")" = "$sha" ] && ok "locked.db is unchanged" || fail "locked.db changed"
 
-[ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
-exit $((failures > 0))
+finish

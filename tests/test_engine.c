@@ -72,13 +72,13 @@ int main(void) {
     }
     test_render(g);
     test_space(g);
-    expect_error(g, "syntax", "", LNTUNE_ETEMPLATE, "templates/test/syntax.lua:9:");
-    expect_error(g, "runtime", "", LNTUNE_ETEMPLATE, "templates/test/runtime.lua:8:");
+    expect_error(g, "syntax", "", LNTUNE_ETEMPLATE, "templates/test/syntax.lua:7:");
+    expect_error(g, "runtime", "", LNTUNE_ETEMPLATE, "templates/test/runtime.lua:6:");
     expect_error(g, "undeclared", "", LNTUNE_ETEMPLATE,
-                 "templates/test/undeclared.lua:8: template parameter 'width' is not declared");
-    expect_error(g, "nilvalue", "", LNTUNE_ETEMPLATE, "templates/test/nilvalue.lua:8:");
+                 "templates/test/undeclared.lua:6: template parameter 'width' is not declared");
+    expect_error(g, "nilvalue", "", LNTUNE_ETEMPLATE, "templates/test/nilvalue.lua:6:");
     expect_error(g, "unterminated", "", LNTUNE_ETEMPLATE,
-                 "templates/test/unterminated.lua:7: unterminated '{{'");
+                 "templates/test/unterminated.lua:5: unterminated '{{'");
     expect_error(g, "notfamily", "", LNTUNE_ETEMPLATE, "must return lntune.family");
     expect_error(g, "filesyntax", "", LNTUNE_ETEMPLATE, "templates/test/filesyntax.lua:3:");
     expect_error(g, "nosuchop", "", LNTUNE_ENOTFOUND, "no template for op 'nosuchop'");

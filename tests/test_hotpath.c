@@ -145,18 +145,14 @@ static int calls(lntune *ctx, float *x, float *y, float *g, int repeat) {
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/hotpath.db", argv[1]);
-    lntune_cpu_info cpu;
-    lntune_cpu_info_get(&cpu);
-    lntune_db *db;
-    int64_t hw;
-    int rc = create_db_for(path, &cpu, &db, &hw);
+    tunedb_file t;
+    int rc = tunedb_create(&t, argv[1], "hotpath.db");
     if (rc == LNTUNE_OK)
-        rc = put_tuned(db, hw, "layernorm", "vec=8,affine=fused,threads=1", 768, 1, 1, 1,
+        rc = put_tuned(t.db, t.hw, "layernorm", "vec=8,affine=fused,threads=1", 768, 1, 1, 1,
                        TUNED_RUNS);
     test_case(rc == LNTUNE_OK, "a database with a tuned layernorm H=768: rc %d", rc);
-    lntune_db_close(db);
+    lntune_db_close(t.db);
+    const char *path = t.path;
 
     float *x = malloc(3000 * sizeof *x), *y = malloc(3000 * sizeof *y);
     float *g = malloc(3000 * sizeof *g);

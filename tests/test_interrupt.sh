@@ -9,17 +9,10 @@
 set -u
 lntune=$1
 export LNTUNE_TEMPLATE_DIR=$2
-dir=$(mktemp -d /tmp/lntune-interrupt-XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-export XDG_CACHE_HOME=$dir/cache
+. "$(dirname "$0")/testlib.sh"
+scratch interrupt
 db=$dir/tune.db
 args=(--shape rows=64,H=64 --op rmsnorm --rigor exhaustive --threads 1 --db "$db")
-failures=0
-ok() { echo "ok: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 rows() { sqlite3 "$db" "SELECT count(*) FROM measurements" 2>/dev/null || echo 0; }
 total=$("$lntune" variants --op rmsnorm --target cpu --shape H=64 | wc -l)
 [ "$total" -eq 256 ] && ok "$total variants" || fail "$total variants, want 256"
@@ -77,5 +70,4 @@ best=$(sqlite3 "$db" "SELECT count(*) FROM best")
 [ "$n" -eq "$total" ] && [ "$distinct" -eq "$total" ] && [ "$best" -eq 1 ] &&
     ok "one row per variant ($n), one best" || fail "$n rows, $distinct variants, $best best"
 
-[ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
-exit $((failures > 0))
+finish

@@ -9,12 +9,7 @@ set -u
 objdir=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-ok() { echo "ok: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+. "$(dirname "$0")/testlib.sh"
 
 # One line per object: SOURCE (the path under the target's .dir, without .o).
 find "$objdir" -path '*/tests/*' -prune -o -name '*.c.o' -print |
@@ -66,5 +61,4 @@ else
     ok "core/ calls nothing in runtime/"
 fi
 
-[ "$failures" -eq 0 ] && echo "passed" || echo "FAILED: $failures"
-exit $((failures > 0))
+finish

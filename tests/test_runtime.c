@@ -33,17 +33,11 @@ static void run_cases(lntune *ctx, const char *setting) {
                     test_fill(x, rows * xs, hi % 2 ? 1000.0 : 0.0, 1.0);
                     test_fill(gamma, H, 1.0, 0.3);
                     test_fill(beta, H, 0.0, 1.0);
-                    lntune_args a = {0};
-                    a.rows = rows;
-                    a.H = H;
-                    a.x = x;
-                    a.y = y;
-                    a.x_stride = strided ? xs : 0;
-                    a.y_stride = strided ? ys : 0;
+                    lntune_args a = {
+                        .rows = rows, .H = H, .x = x, .y = y, .mean = mean, .rstd = rstd};
+                    a.x_stride = strided ? xs : 0, a.y_stride = strided ? ys : 0;
                     a.gamma = affine == 1 || affine == 2 ? gamma : NULL;
                     a.beta = affine >= 2 ? beta : NULL;
-                    a.mean = mean;
-                    a.rstd = rstd;
                     int rc = op == 0 ? lntune_layernorm(ctx, &a) : lntune_rmsnorm(ctx, &a);
                     double err = rc == LNTUNE_OK
                                      ? test_error((lntune_op)op, x, xs, y, ys, rows, H, a.gamma,

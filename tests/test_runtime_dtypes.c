@@ -156,29 +156,25 @@ static void test_conversions(void) {
         0x7fffffffu, 0x7f802000u, 0x7f801fffu, 0x7f80ffffu, /* payloads in the low bits only */
     };
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i) DOWN(lntune_bits_to_f32(edges[i]));
-    /* Midpoints between neighbouring finite values (exact in float), and the floats beside. */
-    for (uint32_t p = 0; p <= 0x7bff; ++p) {
-        double lo = lntune_f16_to_f32((uint16_t)p);
-        double hi = p == 0x7bff ? 65536.0 : lntune_f16_to_f32((uint16_t)(p + 1));
-        float mid = (float)((lo + hi) / 2);
-        for (int s = 0; s < 2; ++s) {
-            float v = s ? -mid : mid;
-            DOWN(v);
-            DOWN(nextafterf(v, INFINITY));
-            DOWN(nextafterf(v, -INFINITY));
+    /* Midpoints between neighbouring finite values of fp16, then of bf16 (exact in float), and
+     * the floats beside: up to the largest finite one, max, and the next power of two, beyond. */
+    static const struct {
+        float (*to_f32)(uint16_t);
+        uint32_t max;
+        double beyond;
+    } types[] = {{lntune_f16_to_f32, 0x7bff, 65536.0}, {lntune_bf16_to_f32, 0x7f7f, 0x1p128}};
+    for (size_t k = 0; k < 2; ++k)
+        for (uint32_t p = 0; p <= types[k].max; ++p) {
+            double lo = types[k].to_f32((uint16_t)p);
+            double hi = p == types[k].max ? types[k].beyond : types[k].to_f32((uint16_t)(p + 1));
+            float mid = (float)((lo + hi) / 2);
+            for (int s = 0; s < 2; ++s) {
+                float v = s ? -mid : mid;
+                DOWN(v);
+                DOWN(nextafterf(v, INFINITY));
+                DOWN(nextafterf(v, -INFINITY));
+            }
         }
-    }
-    for (uint32_t p = 0; p <= 0x7f7f; ++p) {
-        double lo = lntune_bf16_to_f32((uint16_t)p);
-        double hi = p == 0x7f7f ? 0x1p128 : lntune_bf16_to_f32((uint16_t)(p + 1));
-        float mid = (float)((lo + hi) / 2);
-        for (int s = 0; s < 2; ++s) {
-            float v = s ? -mid : mid;
-            DOWN(v);
-            DOWN(nextafterf(v, INFINITY));
-            DOWN(nextafterf(v, -INFINITY));
-        }
-    }
     for (int i = 0; i < 1000000; ++i) {
         /* Random bit patterns (any exponent, NaNs included), then values from 2^-30 to 2^18. */
         DOWN(lntune_bits_to_f32((uint32_t)(test_uniform() * 4294967296.0)));
@@ -364,6 +360,20 @@ static double run_case(lntune *ctx, const dcase *c, char *why, size_t len) {
     return worst;
 }
 
+/* Runs c, one more of *ncases; *worst and what (whatlen bytes) keep the worst error and the case
+ * that made it. An error over the tolerance is printed with its reason. */
+static void run_kept(lntune *ctx, const dcase *c, double *worst, char *what, size_t whatlen,
+                     int *ncases) {
+    char why[256] = "";
+    const double err = run_case(ctx, c, why, sizeof why);
+    ++*ncases;
+    if (!(err <= *worst)) {
+        *worst = err;
+        describe(c, what, whatlen);
+    }
+    if (!(err <= 1.0)) printf("      %s: %s\n", what, why);
+}
+
 static void test_tuples(lntune *ctx) {
     static const int64_t hs[] = {1, 3, 17, 768, 4097};
     static const int64_t rows_list[] = {1, 7, 300};
@@ -378,29 +388,17 @@ static void test_tuples(lntune *ctx) {
                     continue; /* RMSNorm takes no beta */
                 double worst = 0.0;
                 int ncases = 0;
-                char what[160] = "", why[256] = "";
+                char what[160] = "";
                 for (size_t hi = 0; hi < sizeof hs / sizeof hs[0]; ++hi)
                     for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ++ri)
                         for (int pad = 0; pad < 2; ++pad) {
                             dcase c = {t, op, affine, hs[hi], rows_list[ri], pad, 1.0};
-                            double err = run_case(ctx, &c, why, sizeof why);
-                            ++ncases;
-                            if (!(err <= worst)) {
-                                worst = err;
-                                describe(&c, what, sizeof what);
-                            }
-                            if (!(err <= 1.0)) printf("      %s: %s\n", what, why);
+                            run_kept(ctx, &c, &worst, what, sizeof what, &ncases);
                         }
                 /* gamma (and beta) at 2^-17 and 2^15: fp16 subnormal outputs, and overflow. */
                 for (int s = 0; s < 2 && affine != AFFINE_NONE; ++s) {
                     dcase c = {t, op, affine, 768, 7, s, s ? 0x1p15 : 0x1p-17};
-                    double err = run_case(ctx, &c, why, sizeof why);
-                    ++ncases;
-                    if (!(err <= worst)) {
-                        worst = err;
-                        describe(&c, what, sizeof what);
-                    }
-                    if (!(err <= 1.0)) printf("      %s: %s\n", what, why);
+                    run_kept(ctx, &c, &worst, what, sizeof what, &ncases);
                 }
                 char types[32];
                 lntune_types_format(t, types, sizeof types);

@@ -14,6 +14,7 @@
  * With the sandbox off (LNTUNE_SANDBOX=off) the first faulty variant kills this test.
  */
 #define _GNU_SOURCE
+#include "check.h"
 #include "lntune.h"
 #include "scratch_dir.h"
 #include "tune_once.h"
@@ -23,21 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            failures++;                                                                            \
-        } else {                                                                                   \
-            printf("ok: ");                                                                        \
-        }                                                                                          \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        fflush(stdout);                                                                            \
-    } while (0)
 
 /* Each faulty variant and what its stored message must say. */
 static const struct {
@@ -107,11 +93,14 @@ static int count_backward(void *ud, const lntune_measurement *m) {
 }
 
 int main(void) {
+    /* Flushed at every line: a worker forked with lines still buffered would print them twice. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     char dir[4096];
     if (scratch_dir_make(dir, sizeof dir, "sandbox")) return 1;
     char db[4200], tpl[4200];
     snprintf(db, sizeof db, "%s/tune.db", dir);
-    snprintf(tpl, sizeof tpl, "%s/templates/sandbox", LNTUNE_TEST_SOURCE_DIR);
+    snprintf(tpl, sizeof tpl, "%s/templates/sandbox:%s/templates/common", LNTUNE_TEST_SOURCE_DIR,
+             LNTUNE_TEST_SOURCE_DIR);
     setenv("XDG_CACHE_HOME", dir, 1);
     setenv("LNTUNE_TEMPLATE_DIR", tpl, 1);
     setenv("LNTUNE_SANDBOX_TIMEOUT", "2", 0); /* the hanging variants each cost this */
@@ -125,13 +114,9 @@ int main(void) {
           "%d failed, %d of them crashed or hung, %d wrong (want %d, %d, 1)", r.failed, r.crashed,
           r.wrong, FAULTY, FAULTY);
 
-    lntune_db *h = NULL;
-    lntune_cpu_info cpu;
-    int64_t hw = 0;
-    lntune_cpu_info_get(&cpu);
-    CHECK(lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK &&
-              lntune_db_find_hardware(h, cpu.fingerprint, &hw) == LNTUNE_OK,
-          "the database holds this machine");
+    lntune_db *h;
+    int64_t hw;
+    CHECK(tune_db_this_machine(db, &h, &hw), "the database holds this machine");
     census c;
     memset(&c, 0, sizeof c);
     lntune_db_key key = {hw, "cpu", "layernorm", "f32", 64, 64, 1};
@@ -173,7 +158,6 @@ int main(void) {
               "backward quality=%s stored saying '%s': %s", backward_expected[i].quality,
               backward_expected[i].says, b.message[i]);
 
-    scratch_dir_finish(dir, failures);
-    printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
-    return failures ? 1 : 0;
+    scratch_dir_finish(dir, check_failures);
+    return CHECK_SUMMARY();
 }

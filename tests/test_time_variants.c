@@ -8,7 +8,7 @@
  *  - a value the template refuses is LNTUNE_EINVAL with its message; no variant, or more than
  *    LNTUNE_TIME_MAX_VARIANTS, is refused.
  *
- *   test_time_variants TEST_TEMPLATE_DIR
+ *   test_time_variants TEST_TEMPLATE_PATH (tests/templates/tuner:tests/templates/common)
  */
 #include "check.h"
 #include "lntune.h"

@@ -11,6 +11,7 @@
 #include "testutil.h"
 #include "tunedb.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* Runs one call; returns the tuned calls it made, or -1 on a wrong result. */
@@ -38,62 +39,60 @@ static int call(lntune *ctx, int op, int64_t H, int64_t rows, int gamma, int bet
     return calls;
 }
 
+/* The calls, in order, and how many tuned calls each must make. */
+static const struct {
+    int op;
+    int64_t H, rows;
+    int gamma, beta, least, most;
+    const char *what;
+} calls[] = {
+    {0, 768, 64, 1, 1, 1, INT_MAX, "layernorm H=768 rows=64 gamma+beta: tuned kernel ran"},
+    {0, 768, 40, 1, 0, 1, INT_MAX, "layernorm H=768 rows=40 gamma only: same bucket, tuned"},
+    {0, 768, 1, 1, 1, 1, 1, "layernorm H=768 rows=1: nearest tuned bucket serves it"},
+    {0, 768, 64, 0, 0, 0, 0, "layernorm H=768 without gamma: affine differs, built-in"},
+    {0, 769, 64, 1, 1, 0, 0, "layernorm H=769: not tuned, built-in"},
+    {1, 768, 64, 1, 0, 0, 0, "rmsnorm H=768: not tuned, built-in"},
+    {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000: tuned kernel declined, built-in gave the result"},
+    {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000 again: still asks the tuned one first"},
+    {0, 4096, 4096, 1, 1, 2, 2, "layernorm H=4096 rows=4096: tuned, split over its 2 threads"},
+    {0, 512, 1, 0, 0, 0, 0, "layernorm H=512: unloadable artifact, built-in serves"},
+};
+
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tuned.db", argv[1]);
-    lntune_cpu_info cpu;
-    lntune_cpu_info_get(&cpu);
-    lntune_db *db;
-    int64_t hw;
-    int rc = create_db_for(path, &cpu, &db, &hw);
+    tunedb_file t;
+    int rc = tunedb_create(&t, argv[1], "tuned.db");
     if (!test_case(rc == LNTUNE_OK, "create a database for this machine (%s): rc %d %s",
-                   cpu.fingerprint, rc, db ? lntune_db_errmsg(db) : "")) {
-        lntune_db_close(db);
+                   t.cpu.fingerprint, rc, t.db ? lntune_db_errmsg(t.db) : "")) {
+        lntune_db_close(t.db);
         return test_summary();
     }
     /* Winners: 768 at rows 9-64 (fixed H, 2 threads); 1000 declining; 4096 at 4096 rows. */
-    int ok =
-        put_tuned(db, hw, "layernorm", "vec=8,acc=4,stats=welford,affine=fused,h=fixed,threads=2",
-                  768, 64, 1, 2, TUNED_RUNS) == 0;
-    ok &= put_tuned(db, hw, "rmsnorm", "vec=4,stats=wide,affine=none,threads=1", 1000, 1, 0, 1,
+    int ok = put_tuned(t.db, t.hw, "layernorm",
+                       "vec=8,acc=4,stats=welford,affine=fused,h=fixed,threads=2", 768, 64, 1, 2,
+                       TUNED_RUNS) == 0;
+    ok &= put_tuned(t.db, t.hw, "rmsnorm", "vec=4,stats=wide,affine=none,threads=1", 1000, 1, 0, 1,
                     TUNED_DECLINES) == 0;
-    ok &= put_tuned(db, hw, "layernorm", "vec=8,acc=2,stats=onepass,affine=fused,threads=2", 4096,
-                    4096, 1, 2, TUNED_RUNS) == 0;
+    ok &= put_tuned(t.db, t.hw, "layernorm", "vec=8,acc=2,stats=onepass,affine=fused,threads=2",
+                    4096, 4096, 1, 2, TUNED_RUNS) == 0;
     /* A winner whose artifact holds no shared object the loader can use. */
     lntune_artifact junk = {"junk", "",  "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
                             15,     NULL};
-    lntune_db_key k = {hw, "cpu", "layernorm", "f32", 512, 1, 0};
+    lntune_db_key k = {t.hw, "cpu", "layernorm", "f32", 512, 1, 0};
     lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0};
-    ok &= lntune_db_put_artifact(db, &junk) == LNTUNE_OK && lntune_db_set_best(db, &k, &best) == 0;
+    ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
+          lntune_db_set_best(t.db, &k, &best) == 0;
     test_case(ok, "store four tuned winners with their artifacts");
-    lntune_db_close(db);
+    lntune_db_close(t.db);
 
     lntune *ctx = NULL;
-    rc = lntune_open(path, &ctx);
+    rc = lntune_open(t.path, &ctx);
     if (!test_case(rc == LNTUNE_OK, "open the runtime on it: rc %d", rc)) return test_summary();
     int n;
-    n = call(ctx, 0, 768, 64, 1, 1);
-    test_case(n >= 1, "layernorm H=768 rows=64 gamma+beta: tuned kernel ran (%d calls)", n);
-    n = call(ctx, 0, 768, 40, 1, 0);
-    test_case(n >= 1, "layernorm H=768 rows=40 gamma only: same bucket, tuned (%d calls)", n);
-    n = call(ctx, 0, 768, 1, 1, 1);
-    test_case(n == 1, "layernorm H=768 rows=1: nearest tuned bucket serves it (%d calls)", n);
-    n = call(ctx, 0, 768, 64, 0, 0);
-    test_case(n == 0, "layernorm H=768 without gamma: affine differs, built-in (%d calls)", n);
-    n = call(ctx, 0, 769, 64, 1, 1);
-    test_case(n == 0, "layernorm H=769: not tuned, built-in (%d calls)", n);
-    n = call(ctx, 1, 768, 64, 1, 0);
-    test_case(n == 0, "rmsnorm H=768: not tuned, built-in (%d calls)", n);
-    n = call(ctx, 1, 1000, 1, 0, 0);
-    test_case(n == 1, "rmsnorm H=1000: tuned kernel declined, built-in gave the result (%d calls)",
-              n);
-    n = call(ctx, 1, 1000, 1, 0, 0);
-    test_case(n == 1, "rmsnorm H=1000 again: still asks the tuned one first (%d calls)", n);
-    n = call(ctx, 0, 4096, 4096, 1, 1);
-    test_case(n == 2, "layernorm H=4096 rows=4096: tuned, split over its 2 threads (%d calls)", n);
-    n = call(ctx, 0, 512, 1, 0, 0);
-    test_case(n == 0, "layernorm H=512: unloadable artifact, built-in serves (%d calls)", n);
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; ++i) {
+        n = call(ctx, calls[i].op, calls[i].H, calls[i].rows, calls[i].gamma, calls[i].beta);
+        test_case(n >= calls[i].least && n <= calls[i].most, "%s (%d calls)", calls[i].what, n);
+    }
     for (int i = 0; i < 3; ++i) n = call(ctx, 0, 768, 64, 1, 1);
     test_case(n >= 1, "repeat calls keep the tuned kernel (%d calls)", n);
     lntune_close(ctx);

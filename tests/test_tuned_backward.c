@@ -128,13 +128,8 @@ done:
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    char db[4096], log_path[4096], cache[4096];
-    snprintf(db, sizeof db, "%s/tuned_backward.db", argv[1]);
-    snprintf(log_path, sizeof log_path, "%s/tuned_backward.log", argv[1]);
-    snprintf(cache, sizeof cache, "%s/tuned_backward_cache", argv[1]);
-    unlink(db);
-    setenv("XDG_CACHE_HOME", cache, 1); /* the JIT's object cache */
-    unsetenv("LNTUNE_TEMPLATE_DIR");
+    char db[4096], log_path[4096];
+    tune_test_files(argv[1], "tuned_backward", db, log_path, sizeof db);
     tuned cases[] = {
         {"layernorm_backward", {0}, LNTUNE_DTYPE_DEFAULT, LNTUNE_DTYPE_DEFAULT, 0, "", "", 0},
         {"rmsnorm_backward",
@@ -170,13 +165,9 @@ int main(int argc, char **argv) {
     }
 
     /* The best rows as the runtime will look them up: op text, dtype text, affine "gamma". */
-    lntune_db *h = NULL;
-    lntune_cpu_info cpu;
-    int64_t hw = 0;
-    lntune_cpu_info_get(&cpu);
-    CHECK(lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK &&
-              lntune_db_find_hardware(h, cpu.fingerprint, &hw) == LNTUNE_OK,
-          "the database holds this machine");
+    lntune_db *h;
+    int64_t hw;
+    CHECK(tune_db_this_machine(db, &h, &hw), "the database holds this machine");
     for (size_t c = 0; c < ncases; ++c) {
         char dtype[24];
         lntune_types_format(cases[c].types, dtype, sizeof dtype);
@@ -187,15 +178,15 @@ int main(int argc, char **argv) {
               cases[c].threads);
     }
     lntune_db_close(h);
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
     most_threads = cpu.cores;
     for (size_t c = 0; c < ncases; ++c)
         if (cases[c].threads > most_threads) most_threads = cases[c].threads;
 
     /* The runtime, its debug log in a file we read back. */
-    fflush(stderr);
-    int saved_stderr = dup(2);
-    if (!freopen(log_path, "w", stderr)) return 1;
-    setenv("LNTUNE_LOG", "debug", 1);
+    const int saved_stderr = log_capture_begin(log_path);
+    if (saved_stderr < 0) return 1;
     lntune *ctx = NULL;
     int rc = lntune_open(db, &ctx);
     int right = 0, calls = 0;
@@ -206,10 +197,7 @@ int main(int argc, char **argv) {
             calls += 2;
         }
     lntune_close(ctx);
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    unsetenv("LNTUNE_LOG");
+    log_capture_end(saved_stderr);
     CHECK(rc == LNTUNE_OK && right == calls, "%d of %d calls through the runtime are right", right,
           calls);
     for (size_t c = 0; c < ncases; ++c) {

@@ -34,13 +34,8 @@ typedef struct {
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    char db[4096], log_path[4096], cache[4096];
-    snprintf(db, sizeof db, "%s/tuned_residual.db", argv[1]);
-    snprintf(log_path, sizeof log_path, "%s/tuned_residual.log", argv[1]);
-    snprintf(cache, sizeof cache, "%s/tuned_residual_cache", argv[1]);
-    unlink(db);
-    setenv("XDG_CACHE_HOME", cache, 1); /* the JIT's object cache */
-    unsetenv("LNTUNE_TEMPLATE_DIR");
+    char db[4096], log_path[4096];
+    tune_test_files(argv[1], "tuned_residual", db, log_path, sizeof db);
     tuned cases[] = {{"layernorm", LNTUNE_FUSION_RESIDUAL_OUT, "f32", {0}, ""},
                      {"rmsnorm", LNTUNE_FUSION_RESIDUAL, "bf16/bf16/f32/f32", {0}, ""}};
     const size_t ncases = sizeof cases / sizeof cases[0];
@@ -62,10 +57,8 @@ int main(int argc, char **argv) {
     }
 
     /* The runtime, its debug log in a file read back below. */
-    fflush(stderr);
-    int saved_stderr = dup(2);
-    if (!freopen(log_path, "w", stderr)) return 1;
-    setenv("LNTUNE_LOG", "debug", 1);
+    const int saved_stderr = log_capture_begin(log_path);
+    if (saved_stderr < 0) return 1;
     lntune *ctx = NULL;
     int rc = lntune_open(db, &ctx);
     int right[2] = {0, 0}, other = 0;
@@ -79,10 +72,7 @@ int main(int argc, char **argv) {
         other += check_call(ctx, op, cases[c].types, !out, 1, ROWS, H, 0);     /* other fusion */
     }
     lntune_close(ctx);
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    unsetenv("LNTUNE_LOG");
+    log_capture_end(saved_stderr);
     test_case(rc == LNTUNE_OK, "open the runtime on the database: rc %d", rc);
     test_case(other == 2, "calls with the other fusion match the reference (%d of 2)", other);
     for (size_t c = 0; c < ncases; ++c) {

@@ -160,13 +160,9 @@ int main(void) {
           "--retune measures again, hitting the object cache (compiled %d, cache hits %d)",
           re.compiled, re.cache_hits);
 
-    lntune_db *h = NULL;
-    lntune_cpu_info cpu;
-    int64_t hw = 0;
-    lntune_cpu_info_get(&cpu);
-    CHECK(lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK &&
-              lntune_db_find_hardware(h, cpu.fingerprint, &hw) == LNTUNE_OK,
-          "database holds this machine");
+    lntune_db *h;
+    int64_t hw;
+    CHECK(tune_db_this_machine(db, &h, &hw), "database holds this machine");
     lntune_db_key key = {hw, "cpu", "rmsnorm", "f32", 96, 64, 1};
     char art_key[64] = "";
     int art_ok = 0;
@@ -176,7 +172,8 @@ int main(void) {
     lntune_db_close(h);
 
     /* Planted faults: the wrong variant is faster but never chosen; the broken one is recorded. */
-    snprintf(tpl, sizeof tpl, "%s/templates/tuner", LNTUNE_TEST_SOURCE_DIR);
+    snprintf(tpl, sizeof tpl, "%s/templates/tuner:%s/templates/common", LNTUNE_TEST_SOURCE_DIR,
+             LNTUNE_TEST_SOURCE_DIR);
     setenv("LNTUNE_TEMPLATE_DIR", tpl, 1);
     r = tune_once(db, "layernorm", (lntune_shape){.rows = 64, .H = 64}, LNTUNE_RIGOR_EXHAUSTIVE, 0,
                   0, &rc);

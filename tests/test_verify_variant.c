@@ -4,7 +4,7 @@
  * the tolerance; with the test templates (tests/templates/tuner) a wrong one is LNTUNE_EVERIFY
  * with the verifier's message; a value the template refuses and an unknown op are LNTUNE_EINVAL.
  *
- *   test_verify_variant TEST_TEMPLATE_DIR
+ *   test_verify_variant TEST_TEMPLATE_PATH (tests/templates/tuner:tests/templates/common)
  */
 #include "check.h"
 #include "lntune.h"

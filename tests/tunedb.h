@@ -77,6 +77,21 @@ static int create_db_for(const char *path, const lntune_cpu_info *cpu, lntune_db
     return rc;
 }
 
+/* A test's database for this machine: DIR/NAME, created with create_db_for. */
+typedef struct {
+    char path[4096];
+    lntune_cpu_info cpu;
+    lntune_db *db;
+    int64_t hw;
+} tunedb_file;
+
+static int tunedb_create(tunedb_file *t, const char *dir, const char *name) __attribute__((unused));
+static int tunedb_create(tunedb_file *t, const char *dir, const char *name) {
+    snprintf(t->path, sizeof t->path, "%s/%s", dir, name);
+    lntune_cpu_info_get(&t->cpu);
+    return create_db_for(t->path, &t->cpu, &t->db, &t->hw);
+}
+
 /*
  * Stores a tuned kernel for (op, dtype text, H, rows' bucket, affine) on hardware hw: variant
  * generated for H, the types and the fusion of op's text ("layernorm+residual_out"), wrapped

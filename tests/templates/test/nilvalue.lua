@@ -1,8 +1,6 @@
--- Line 8 interpolates an expression that is nil.
+-- Line 6 interpolates an expression that is nil.
 return lntune.family {
-    op = "nilvalue",
-    target = "test",
-    params = { { name = "n", values = { 1 } } },
+    op = "nilvalue", target = "test", params = { { name = "n", values = { 1 } } },
     source = lntune.template [==[
 int a;
 int b = {{ ({}).missing }};

@@ -1,8 +1,6 @@
--- Line 8 reads a parameter the family does not declare.
+-- Line 6 reads a parameter the family does not declare.
 return lntune.family {
-    op = "undeclared",
-    target = "test",
-    params = { { name = "n", values = { 1 } } },
+    op = "undeclared", target = "test", params = { { name = "n", values = { 1 } } },
     source = lntune.template [==[
 int a;
 int b[{{p.width}}];

@@ -1,8 +1,6 @@
--- Line 7 opens {{ and never closes it.
+-- Line 5 opens {{ and never closes it.
 return lntune.family {
-    op = "unterminated",
-    target = "test",
-    params = { { name = "n", values = { 1 } } },
+    op = "unterminated", target = "test", params = { { name = "n", values = { 1 } } },
     source = lntune.template [==[
 int a = {{ p.n ;
 ]==],

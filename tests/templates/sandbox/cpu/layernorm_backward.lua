@@ -3,18 +3,8 @@
 -- NULL at verification, late_segv only at the tuned shape (rows > 32), so during timing;
 -- dx_overrun writes one element before dx and parts_overrun one float before its dgamma
 -- partials (the guard zones must see both: wrong, not a crash). fp32 only.
-return lntune.family {
-    op = "layernorm_backward",
-    target = "cpu",
-    params = {
-        { name = "quality", values = { "right", "segv", "late_segv", "dx_overrun", "parts_overrun" } },
-        { name = "threads", values = { 1 }, launch = true },
-    },
-    derive = function()
-        return { backward_abi = (lntune_backward_abi_header:gsub('#include "lntune_kernel.h"\n', "")) }
-    end,
-    properties = function(p) return { threads = p.threads, affine = "fused" } end,
-    source = lntune.template [==[
+local qualities = { "right", "segv", "late_segv", "dx_overrun", "parts_overrun" }
+return lntune.import("test_family.lua").family("layernorm_backward", qualities, lntune.template [==[
 {{ lntune.abi_header() }}
 {{ backward_abi }}
 
@@ -41,31 +31,9 @@ int {{symbol}}(const lntune_backward_kernel_args *a, int64_t row_begin, int64_t 
         const float *x = (const float *)a->x + r * a->x_stride;
         const float *dy = (const float *)a->dy + r * a->dy_stride;
         float *dx = (float *)a->dx + r * a->dx_stride;
-        double mean = 0.0, rstd;
-        if (a->rstd) {
-            mean = a->mean[r];
-            rstd = a->rstd[r];
-        } else {
-            double var = 0.0;
-            for (int64_t i = 0; i < H; ++i) mean += x[i];
-            mean /= (double)H;
-            for (int64_t i = 0; i < H; ++i) var += (x[i] - mean) * (x[i] - mean);
-            rstd = 1.0 / __builtin_sqrt(var / (double)H + (double)a->eps);
-        }
-        double sg = 0.0, sgx = 0.0;
-        for (int64_t i = 0; i < H; ++i) {
-            const double xh = (x[i] - mean) * rstd, g = (double)dy[i] * (gm ? gm[i] : 1.0f);
-            sg += g;
-            sgx += g * xh;
-            if (dgamma) dgamma[i] += (float)(dy[i] * xh);
-            if (dbeta) dbeta[i] += dy[i];
-        }
-        for (int64_t i = 0; i < H; ++i) {
-            const double xh = (x[i] - mean) * rstd, g = (double)dy[i] * (gm ? gm[i] : 1.0f);
-            dx[i] = (float)(rstd * (g - sg / (double)H - xh * sgx / (double)H));
-        }
+{{backward_stats}}
+{{backward_row}}
     }
     return LNTUNE_KERNEL_OK;
 }
-]==],
-}
+]==])

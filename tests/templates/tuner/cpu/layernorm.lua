@@ -1,15 +1,8 @@
 -- A LayerNorm family with planted faults, for test_tuner: quality=wrong skips the normalization
 -- (the fastest variant, and wrong), quality=broken does not compile. The tuner must record
 -- both and choose a right one.
-return lntune.family {
-    op = "layernorm",
-    target = "cpu",
-    params = {
-        { name = "quality", values = { "right", "wrong", "broken" } },
-        { name = "threads", values = { 1 }, launch = true },
-    },
-    properties = function(p) return { threads = p.threads, affine = "fused" } end,
-    source = lntune.template [==[
+local qualities = { "right", "wrong", "broken" }
+return lntune.import("test_family.lua").family("layernorm", qualities, lntune.template [==[
 {{ lntune.abi_header() }}
 @ if p.quality == "broken" then
 this is not C;
@@ -26,16 +19,9 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 @ if p.quality == "wrong" then
         for (int64_t i = 0; i < a->H; ++i) y[i] = x[i] * g[i];
 @ else
-        double mean = 0.0, var = 0.0;
-        for (int64_t i = 0; i < a->H; ++i) mean += x[i];
-        mean /= (double)a->H;
-        for (int64_t i = 0; i < a->H; ++i) var += (x[i] - mean) * (x[i] - mean);
-        const double rstd = 1.0 / __builtin_sqrt(var / (double)a->H + (double)a->eps);
-        for (int64_t i = 0; i < a->H; ++i)
-            y[i] = (float)((x[i] - mean) * rstd * g[i] + (b ? b[i] : 0.0f));
+{{forward_row}}
 @ end
     }
     return LNTUNE_KERNEL_OK;
 }
-]==],
-}
+]==])
