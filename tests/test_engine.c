@@ -64,6 +64,68 @@ static void test_space(lntune_gen *g) {
     printf("ok: parameter space with a constraint\n");
 }
 
+/* Asks for preset name of op; expects rc and, on success, variant want, else a message with want.
+ */
+static void expect_preset(lntune_gen *g, const char *op, const char *name,
+                          const lntune_shape *shape, int rc_want, const char *want) {
+    char *variant = (char *)"unset";
+    int rc = lntune_gen_preset(g, "test", op, name, shape, &variant);
+    const char *got = rc == LNTUNE_OK ? variant : lntune_gen_errmsg(g);
+    CHECK(rc == rc_want, "preset %s/%s: rc %d, expected %d (%s)", op, name ? name : "NULL", rc,
+          rc_want, got ? got : "NULL");
+    CHECK(rc == LNTUNE_OK ? strcmp(got, want) == 0 : strstr(got, want) != NULL && !variant,
+          "preset %s/%s: '%s' (want '%s')", op, name ? name : "NULL", got ? got : "NULL", want);
+    if (rc == LNTUNE_OK) free(variant);
+}
+
+static void test_presets(lntune_gen *g) {
+    static const lntune_shape wide = {.H = 64}, plain = {.affine = LNTUNE_AFFINE_NONE};
+    static const struct {
+        const char *op, *name;
+        const lntune_shape *shape;
+        int rc;
+        const char *want; /* the variant, or a part of the message */
+    } cases[] = {
+        /* Canonical order, left-out knobs at their first value, functions of the shape. */
+        {"good", "plain", NULL, LNTUNE_OK, "n=2,kind=b"},
+        {"good", "partial", NULL, LNTUNE_OK, "n=1,kind=b"},
+        {"good", "shaped", NULL, LNTUNE_OK, "n=1,kind=a"},
+        {"good", "shaped", &wide, LNTUNE_OK, "n=3,kind=a"},
+        {"good", "shaped", &plain, LNTUNE_OK, "n=1,kind=b"},
+        /* An unknown preset names the ones there are. */
+        {"good", "nosuch", NULL, LNTUNE_ENOTFOUND,
+         "no preset 'nosuch' for test/good (templates/test/good.lua has badvalue, fails, "
+         "invalid, notable, partial, plain, shaped, unknown)"},
+        {"nilvalue", "builtin", NULL, LNTUNE_ENOTFOUND,
+         "no preset 'builtin' for test/nilvalue (templates/test/nilvalue.lua has none)"},
+        {"nosuchop", "builtin", NULL, LNTUNE_ENOTFOUND, "no template for op 'nosuchop'"},
+        /* Knob values a variant string could not have either. */
+        {"good", "unknown", NULL, LNTUNE_EINVAL,
+         "preset 'unknown' for test/good: unknown parameter 'width'"},
+        {"good", "badvalue", NULL, LNTUNE_EINVAL,
+         "preset 'badvalue' for test/good: parameter 'n' = '7' is not one of 1, 2, 3"},
+        {"good", "invalid", NULL, LNTUNE_EINVAL, "n=3 needs kind=a"},
+        /* Faulty presets name the template. */
+        {"good", "notable", NULL, LNTUNE_ETEMPLATE,
+         "templates/test/good.lua: preset 'notable' gave a number, not a table"},
+        {"good", "fails", NULL, LNTUNE_ETEMPLATE, "templates/test/good.lua:23: this preset fails"},
+        {"badpreset", "builtin", NULL, LNTUNE_ETEMPLATE,
+         "templates/test/badpreset.lua:7: preset 'builtin' needs knob values"},
+        {"good", NULL, NULL, LNTUNE_EINVAL, "a preset name is required"},
+        /* The handle stays usable. */
+        {"good", "plain", NULL, LNTUNE_OK, "n=2,kind=b"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+        expect_preset(g, cases[i].op, cases[i].name, cases[i].shape, cases[i].rc, cases[i].want);
+    char *variant = NULL;
+    CHECK(lntune_gen_preset(g, "test", "good", "plain", NULL, NULL) == LNTUNE_EINVAL &&
+              lntune_gen_preset(NULL, "test", "good", "plain", NULL, &variant) == LNTUNE_EINVAL &&
+              !variant,
+          "NULL handle or result: LNTUNE_EINVAL");
+    CHECK(lntune_gen_preset(g, NULL, "good", "plain", NULL, &variant) == LNTUNE_EINVAL && !variant,
+          "NULL target: LNTUNE_EINVAL");
+}
+
 int main(void) {
     lntune_gen *g = NULL;
     if (lntune_gen_open(LNTUNE_TEST_TEMPLATES, &g) != LNTUNE_OK) {
@@ -87,6 +149,7 @@ int main(void) {
     expect_error(g, "good", "n=3,kind=b", LNTUNE_EINVAL, "n=3 needs kind=a");
     expect_error(g, "good", "n", LNTUNE_EINVAL, "is not name=value");
     expect_error(g, "good", "n=1,n=2", LNTUNE_EINVAL, "given twice");
+    test_presets(g);
     /* The handle stays usable after every error. */
     test_render(g);
     lntune_gen_close(g);

@@ -108,6 +108,15 @@ local function family(spec)
         end
         seen[p.name] = true
     end
+    if spec.presets ~= nil and type(spec.presets) ~= "table" then
+        error(here .. "presets must be a table of named presets", 2)
+    end
+    for name, preset in pairs(spec.presets or {}) do
+        if type(preset) ~= "table" and type(preset) ~= "function" then
+            error(here .. "preset '" .. tostring(name) .. "' needs knob values (a table or a function)",
+                2)
+        end
+    end
     return spec
 end
 
@@ -247,6 +256,42 @@ function engine.parse(fam, text, host, shape)
         error("variant " .. canonical(fam, params) .. " is not valid here: " .. tostring(why), 0)
     end
     return params
+end
+
+-- The canonical variant of the family's preset name (fam.presets[name]: a table of knob values,
+-- or a function of host and shape that returns one; knobs left out take their first value), as
+-- parse checks a variant string. Returns the variant, or nil, "notfound" or "invalid", and why.
+function engine.preset(fam, name, host, shape)
+    local preset = (fam.presets or {})[name]
+    if preset == nil then
+        local names = {}
+        for n in pairs(fam.presets or {}) do names[#names + 1] = tostring(n) end
+        table.sort(names)
+        return nil, "notfound", "no preset '" .. name .. "' for " .. fam.target .. "/" .. fam.op .. " ("
+            .. fam.source_file .. " has " .. (#names > 0 and table.concat(names, ", ") or "none") .. ")"
+    end
+    if type(preset) == "function" then preset = preset(host, shape) end
+    if type(preset) ~= "table" then
+        error(fam.source_file .. ": preset '" .. name .. "' gave a " .. type(preset)
+            .. ", not a table of knob values", 0)
+    end
+    -- "name=value,..." in declaration order, then any undeclared names for parse to refuse.
+    local items, declared = {}, {}
+    for _, p in ipairs(fam.params) do
+        declared[p.name] = true
+        if preset[p.name] ~= nil then items[#items + 1] = p.name .. "=" .. tostring(preset[p.name]) end
+    end
+    local unknown = {}
+    for k in pairs(preset) do
+        if not declared[k] then unknown[#unknown + 1] = tostring(k) .. "=" .. tostring(preset[k]) end
+    end
+    table.sort(unknown)
+    for _, item in ipairs(unknown) do items[#items + 1] = item end
+    local ok, params = pcall(engine.parse, fam, table.concat(items, ","), host, shape)
+    if not ok then
+        return nil, "invalid", "preset '" .. name .. "' for " .. fam.target .. "/" .. fam.op .. ": " .. tostring(params)
+    end
+    return canonical(fam, params)
 end
 
 -- Renders the family's source for params. Returns the source, the canonical variant string,

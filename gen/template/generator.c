@@ -311,6 +311,34 @@ int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char 
     return *text ? LNTUNE_OK : LNTUNE_ENOMEM;
 }
 
+int lntune_gen_preset(lntune_gen *g, const char *target, const char *op, const char *name,
+                      const lntune_shape *shape, char **variant) {
+    if (!g || !variant) return LNTUNE_EINVAL;
+    *variant = NULL;
+    if (!name) {
+        set_error(g, "%s", "a preset name is required");
+        return LNTUNE_EINVAL;
+    }
+    lua_State *L = g->L;
+    int top = lua_gettop(L);
+    int rc = load_family(g, target, op);
+    if (rc) return rc;
+    lua_pushstring(L, name);
+    push_host(g);
+    push_shape(L, shape);
+    if (call_engine(g, "preset", 4, 3) != 0) return LNTUNE_ETEMPLATE;
+    if (lua_isstring(L, -3)) {
+        *variant = strdup(lua_tostring(L, -3));
+        rc = *variant ? LNTUNE_OK : LNTUNE_ENOMEM;
+    } else {
+        const char *kind = lua_tostring(L, -2);
+        set_error(g, "%s", lua_tostring(L, -1));
+        rc = kind && strcmp(kind, "notfound") == 0 ? LNTUNE_ENOTFOUND : LNTUNE_EINVAL;
+    }
+    lua_settop(L, top);
+    return rc;
+}
+
 static lua_Integer int_field(lua_State *L, int idx, const char *name) {
     lua_getfield(L, idx, name);
     lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;

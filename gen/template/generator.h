@@ -67,6 +67,17 @@ void lntune_gen_set_cores(lntune_gen *g, int cores);
 /* The parameter space of target/op, one "name: v1 v2 ... - doc" line each (for --help). */
 int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char **text);
 
+/*
+ * The canonical variant string (malloc'd *variant) of the preset name that target/op's template
+ * declares (its presets table: the built-in kernels' "builtin", CUDA's "naive" ...) for shape
+ * (NULL: any H, all fp32; its affine picks affine=fused or none) on the host as set (ISA, CUDA
+ * architecture). LNTUNE_ENOTFOUND: no such op or preset; LNTUNE_EINVAL: the preset's knob values
+ * are not a valid variant for shape; LNTUNE_ETEMPLATE: the preset itself failed. On failure
+ * *variant is NULL and lntune_gen_errmsg says why.
+ */
+int lntune_gen_preset(lntune_gen *g, const char *target, const char *op, const char *name,
+                      const lntune_shape *shape, char **variant);
+
 /* Generates the source of one variant; symbol names the kernel function (NULL: "lntune_kernel"). */
 int lntune_gen_emit(lntune_gen *g, const char *target, const char *op, const char *variant,
                     const lntune_shape *shape, const char *symbol, lntune_source *out);
