@@ -65,6 +65,41 @@ local MAX_H_FOR_ROW_GROUPS = 4096
 -- pdensity's values, first the one every variant without prefetch takes.
 local PDENSITIES = { 4, 8, 1 }
 
+-- The built-in kernels' knob values (liblntune's untuned kernels and lntune export's generic ones,
+-- gen/template/builtin.c), one preset per instruction-set level: a heuristic, not a measurement.
+-- level.vec lanes of GCC vectors (4: SSE2 or NEON width, so the code runs on any x86-64 or aarch64
+-- without -march; 8: AVX2), 2 accumulators, sampled statistics for LayerNorm (one pass where the
+-- shift allows, else two: 19% faster than two passes at 256 x 4096 on one core) and blocked
+-- fp32-into-double sums for RMSNorm (both exact to a few ulps at any H), H read at run time, plain
+-- stores, one thread (threads are the caller's business). All-bf16 calls take the even/odd layout
+-- (bf16 widened by a shift or a mask, no lane shuffles); with level.native_f16, tuples with fp16 x,
+-- y or gamma/beta convert natively (F16C). level.streaming, for calls whose data exceed the cache,
+-- stores y non-temporally and prefetches the next row (prefetch=2), each line 4 times (the first
+-- pdensity: 8.7% faster than once at 2048 x 4096 fp32, both ops, Zen 4), and in fused calls the
+-- residual's next row too (rprefetch=1: 10-58% for bf16 Add & Norm, Zen 4); residual_out stays
+-- plain (rstore's first value: on a Zen 3, non-temporal residual_out was 2-9% faster at H =
+-- 1024-4096 but 1.4-1.6x slower at H = 768 and 776).
+local function builtin_preset(layernorm, level)
+    return function(_, shape)
+        local t = shape.types or {}
+        local f16 = t.x == "f16" or t.y == "f16" or t.params == "f16"
+        return {
+            vec = level.vec,
+            acc = 2,
+            stats = layernorm and "sampled" or "blocked",
+            affine = shape.affine or "fused",
+            rows = 1,
+            h = "runtime",
+            store = level.streaming and "nt" or "plain",
+            convert = (level.native_f16 and f16) and "native" or nil,
+            layout = evenodd_applies(shape) and "evenodd" or nil,
+            prefetch = level.streaming and 2 or 0,
+            rprefetch = (level.streaming and shape.fusion) and 1 or nil,
+            threads = 1,
+        }
+    end
+end
+
 function M.family(op)
     local layernorm = op == "layernorm"
     return lntune.family {
@@ -175,6 +210,13 @@ function M.family(op)
                     .. "loop, so that x streams in while y streams out, and the row after that is prefetched",
             },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
+        },
+        -- Named variants C code asks for (lntune_gen_preset); see builtin_preset above.
+        presets = {
+            builtin = builtin_preset(layernorm, { vec = 4 }),
+            builtin_avx2 = builtin_preset(layernorm, { vec = 8, native_f16 = true }),
+            builtin_avx2_streaming = builtin_preset(layernorm,
+                { vec = 8, native_f16 = true, streaming = true }),
         },
         valid = function(p, host, shape)
             local types = shape.types or { x = "f32", y = "f32", params = "f32" }

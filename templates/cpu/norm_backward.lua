@@ -33,6 +33,14 @@ local FILE_SCOPE_NAMES = {
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
+-- The built-in backward kernels' knob values (gen/template/builtin.c), per instruction-set
+-- level: the forward built-ins' heuristic (4-lane portable vectors, or 8 for AVX2; 2
+-- accumulators), one row at a time, plain stores; the streaming level is AVX2's (dx is stored
+-- plainly: the streaming copies are the forward's).
+local function builtin_preset(vec)
+    return { vec = vec, acc = 2, rows = 1, h = "runtime", store = "plain", threads = 1 }
+end
+
 function M.family(op)
     local layernorm = op == "layernorm_backward"
     return lntune.family {
@@ -54,6 +62,12 @@ function M.family(op)
             },
             { name = "store", values = { "plain", "nt" }, doc = "plain or non-temporal stores of dx" },
             { name = "threads", values = cpu.thread_counts, launch = true, doc = "threads across rows" },
+        },
+        -- Named variants C code asks for (lntune_gen_preset); see builtin_preset above.
+        presets = {
+            builtin = builtin_preset(4),
+            builtin_avx2 = builtin_preset(8),
+            builtin_avx2_streaming = builtin_preset(8),
         },
         valid = function(p, host, shape)
             local types = shape.types or { x = "f32", params = "f32" }

@@ -98,6 +98,30 @@ local function launch(p, host, shape)
     }
 end
 
+-- Named variants C code asks for (lntune_gen_preset), each a function of the layout and pack:
+--   builtin: lntune export's fallback and liblntune's built-in for any H
+--     (gen/template/builtin.c): a 256-thread block per row re-reading x, 16-byte accesses where
+--     aligned; any H, no shared memory, any compute capability.
+--   builtin_warp: liblntune's built-in for short rows (up to 1024 floats), a warp per row:
+--     measured on an H200 near the best with H read at run time.
+--   naive: the tuner's baseline for its speed-up, the block per row with scalar accesses.
+-- Statistics: LayerNorm's two passes, RMSNorm's sum of squares; affine as the call's.
+local function preset(layernorm, layout, pack)
+    return function(_, shape)
+        return {
+            layout = layout,
+            tpr = 32,
+            cluster = 1,
+            block = 256,
+            pack = pack,
+            cache = "none",
+            stats = layernorm and "twopass" or "sumsq",
+            h = "runtime",
+            affine = shape.affine or "fused",
+        }
+    end
+end
+
 function M.family(op)
     local layernorm = op == "layernorm"
     return lntune.family {
@@ -126,6 +150,11 @@ function M.family(op)
                 doc = "H read at run time, or fixed when the source is generated",
             },
             { name = "affine", values = { "fused", "none" }, doc = "gamma (and beta) in the normalize pass, or none" },
+        },
+        presets = {
+            builtin = preset(layernorm, "uncached", 4),
+            builtin_warp = preset(layernorm, "warp", 4),
+            naive = preset(layernorm, "uncached", 1),
         },
         valid = function(p, host, shape)
             local sm = host.sm or 0

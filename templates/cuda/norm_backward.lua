@@ -127,6 +127,18 @@ local function launch(p, host)
     }
 end
 
+-- Named variants C code asks for (lntune_gen_preset):
+--   builtin: the runtime's built-in (gen/template/builtin.c): a block per row re-reading x and
+--     dy, any H; dgamma and dbeta from per-row-group fp32 partials summed in order, so every run
+--     gives the same bits.
+--   naive: the tuner's baseline for its speed-up, the same with scalar accesses.
+local function preset(pack)
+    return {
+        layout = "uncached", tpr = 32, block = 256, pack = pack, cache = "none", h = "runtime",
+        dgamma = "partials",
+    }
+end
+
 function M.family(op)
     local layernorm = op == "layernorm_backward"
     return lntune.family {
@@ -151,6 +163,7 @@ function M.family(op)
               doc = "partials: fp32 sums per row group, reduced in order by a second kernel; "
                   .. "atomic: fp32 atomicAdd into one row, converted by a second kernel" },
         },
+        presets = { builtin = preset(4), naive = preset(1) },
         valid = function(p, host, shape)
             if shape.fusion and shape.fusion ~= "residual" then
                 return false, "the backward fuses only \"residual\" (dresidual_out given)"
