@@ -71,11 +71,12 @@ lntune_kernel_fn lntune_builtin_residual_streaming_kernel(int op, lntune_types t
 
 /*
  * The CUDA built-ins (generated at build time by tools/emit_builtin.c into
- * lntune_builtin_cuda.c, see gen/template/builtin.c for their parameters): per op and affine kind, the
- * first record whose max_h admits H serves an all-fp32 call without a residual; the typed record
- * of the call's fusion serves every other call, compiled with NVRTC for its element types. The
- * backward records (op LNTUNE_DESC_*_BACKWARD, affine LNTUNE_DESC_GAMMA: with or without gamma)
- * are typed pairs: the kernel and its "<symbol>_dgamma" second pass.
+ * lntune_builtin_cuda.c; their parameters are the CUDA templates' presets, see
+ * gen/template/builtin.c): per op and affine kind, the first record whose max_h admits H serves an
+ * all-fp32 call without a residual; the typed record of the call's fusion serves every other call,
+ * compiled with NVRTC for its element types. The backward records (op LNTUNE_DESC_*_BACKWARD,
+ * affine LNTUNE_DESC_GAMMA: with or without gamma) are typed pairs: the kernel and its
+ * "<symbol>_dgamma" second pass.
  */
 typedef struct lntune_builtin_cuda_kernel {
     int op;          /* LNTUNE_DESC_LAYERNORM, _RMSNORM, _LAYERNORM_BACKWARD, _RMSNORM_BACKWARD */

@@ -168,6 +168,7 @@ typedef struct {
     int fusion;
     lntune_types types;
     char symbol[160];
+    char variant[256]; /* the canonical variant, once generated */
     lntune_cuda_launch launch;
 } cuda_generic;
 
@@ -235,8 +236,9 @@ static int emit_generic(lntune_gen *g, int sm, cuda_generic *k, lntune_export_bu
     lntune_source src;
     const int is_typed = typed(k->fusion, k->types);
     int rc = is_typed ? lntune_builtin_emit_cuda_typed(g, i, k->fusion, k->symbol, &src)
-                      : lntune_gen_emit(g, "cuda", k->v->op, k->v->variant, NULL, k->symbol, &src);
+                      : lntune_builtin_emit_cuda_generic(g, i, k->symbol, &src);
     if (rc != LNTUNE_OK) return rc;
+    snprintf(k->variant, sizeof k->variant, "%s", src.variant);
     if ((rc = lntune_cuda_launch_parse(src.text, &k->launch)) == LNTUNE_OK)
         lntune_export_put_cuda_kernel(text, &src, k->symbol, sm, LNTUNE_EXPORT_UNGUARDED,
                                       is_typed ? &k->types : NULL);
@@ -371,7 +373,7 @@ static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const
         lntune_types_format(k->types, tuple, sizeof tuple);
         lntune_export_put(out, " *   %s %s %s %s: %s\n", k->v->op, tuple,
                           lntune_fusion_name(k->fusion), k->v->affine ? "affine" : "no affine",
-                          k->v->variant);
+                          k->variant);
     }
     lntune_export_put(out,
                       " *\n * backward pairs (tuned: GPU op dtype H rows-bucket: variant; time; "

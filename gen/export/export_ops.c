@@ -2,7 +2,7 @@
  * export_ops.c - the ops `lntune export` knows: one row each. A database row of any other op
  * (a fused or backward op newer than this export) is left out with a warning, never exported as
  * something it is not. Adding an op is adding a row here, plus its built-in variants (builtin.c)
- * for the generic fp32 kernel.
+ * for the generic fp32 kernel, whose knob values are its template's "builtin" presets.
  */
 #include "export_internal.h"
 

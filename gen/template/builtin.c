@@ -1,12 +1,11 @@
 /*
- * builtin.c - the parameters of the generic kernels and their generation into one source.
+ * builtin.c - the generic kernels: which ones there are, and their generation into one source.
  *
- * The choice is a heuristic, not a measurement: 4-lane GCC vectors (SSE2 or NEON width, so the
- * code runs on any x86-64 or aarch64 without -march), 2 accumulators, sampled statistics for
- * LayerNorm (one pass where the shift allows, else two: 19% faster than two passes at 256 x 4096
- * on one core) and blocked fp32-into-double sums for RMSNorm (both exact to a few ulps at any
- * H), H read at run time, plain stores. Threads are the caller's business. On x86-64 the same
- * variants come a second time at 8 lanes for AVX2 (lntune_builtin_avx2), chosen at run time.
+ * Their knob values are the templates' presets (lntune_gen_preset): "builtin" and, on x86-64,
+ * "builtin_avx2" (chosen at run time) and "builtin_avx2_streaming" in templates/cpu/norm.lua
+ * and norm_backward.lua; "builtin" and "builtin_warp" in templates/cuda/norm.lua, "builtin" in
+ * norm_backward.lua. Here are only the kernels' names, the
+ * calls they serve (op, affine kind, types, fusion) and the tables that index them.
  */
 #include "builtin.h"
 
@@ -20,68 +19,77 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COMMON "vec=4,acc=2,rows=1,h=runtime,store=plain,prefetch=0,threads=1"
-
 const lntune_builtin_variant lntune_builtin_variants[] = {
-    {"layernorm", 1, "stats=sampled,affine=fused," COMMON},
-    {"layernorm", 0, "stats=sampled,affine=none," COMMON},
-    {"rmsnorm", 1, "stats=blocked,affine=fused," COMMON},
-    {"rmsnorm", 0, "stats=blocked,affine=none," COMMON},
+    {"layernorm", 1},
+    {"layernorm", 0},
+    {"rmsnorm", 1},
+    {"rmsnorm", 0},
 };
 const size_t lntune_builtin_variant_count =
     sizeof lntune_builtin_variants / sizeof lntune_builtin_variants[0];
 
-/* CUDA (lntune export's fallback): a 256-thread block per row re-reading x, 16-byte accesses
- * where aligned; any H, no shared memory, any compute capability. */
-#define CUDA_COMMON "layout=uncached,tpr=32,cluster=1,block=256,pack=4,cache=none,h=runtime"
-
+/* CUDA: the templates' preset "builtin" (lntune export's fallback, the runtime's for any H). */
 const lntune_builtin_variant lntune_builtin_cuda_variants[] = {
-    {"layernorm", 1, CUDA_COMMON ",stats=twopass,affine=fused"},
-    {"layernorm", 0, CUDA_COMMON ",stats=twopass,affine=none"},
-    {"rmsnorm", 1, CUDA_COMMON ",stats=sumsq,affine=fused"},
-    {"rmsnorm", 0, CUDA_COMMON ",stats=sumsq,affine=none"},
+    {"layernorm", 1},
+    {"layernorm", 0},
+    {"rmsnorm", 1},
+    {"rmsnorm", 0},
 };
 const size_t lntune_builtin_cuda_variant_count =
     sizeof lntune_builtin_cuda_variants / sizeof lntune_builtin_cuda_variants[0];
 
-/* The CUDA backward (runtime's built-in): a block per row re-reading x and dy, any H; dgamma and
- * dbeta from per-row-group fp32 partials summed in order, so every run gives the same bits. */
-#define CUDA_BACKWARD "layout=uncached,tpr=32,block=256,pack=4,cache=none,h=runtime,dgamma=partials"
+/* The CUDA backward (runtime's built-in), preset "builtin", one kernel for calls with and without
+ * gamma. */
 const lntune_builtin_variant lntune_builtin_cuda_backward_variants[] = {
-    {"layernorm_backward", 1, CUDA_BACKWARD},
-    {"rmsnorm_backward", 1, CUDA_BACKWARD},
+    {"layernorm_backward", 1},
+    {"rmsnorm_backward", 1},
 };
 const size_t lntune_builtin_cuda_backward_variant_count =
     sizeof lntune_builtin_cuda_backward_variants / sizeof lntune_builtin_cuda_backward_variants[0];
 
 /* Generic: what the build host's compiler makes of plain C vectors without -march. */
-const lntune_builtin_level lntune_builtin_generic = {"generic", 4, 0, 0, 0};
+const lntune_builtin_level lntune_builtin_generic = {"generic", "builtin", 0};
 /* x86-64 with AVX2, FMA and F16C (x86-64-v3 less BMI and MOVBE, which kernels have no use for):
  * every x86-64 CPU sold since 2013-2015. Its features are given so that the build host's own
  * do not matter: the copy is the same wherever it is built. */
 #define AVX2_ISA                                                                                   \
     (LNTUNE_ISA_SSE | LNTUNE_ISA_SSE2 | LNTUNE_ISA_SSE4_2 | LNTUNE_ISA_AVX | LNTUNE_ISA_AVX2 |     \
      LNTUNE_ISA_FMA | LNTUNE_ISA_F16C)
-const lntune_builtin_level lntune_builtin_avx2 = {"avx2", 8, 1, 0, AVX2_ISA};
-const lntune_builtin_level lntune_builtin_avx2_streaming = {"avx2", 8, 1, 1, AVX2_ISA};
+const lntune_builtin_level lntune_builtin_avx2 = {"avx2", "builtin_avx2", AVX2_ISA};
+const lntune_builtin_level lntune_builtin_avx2_streaming = {"avx2", "builtin_avx2_streaming",
+                                                            AVX2_ISA};
 
-/* base (one of the variant strings here: all have "vec=4", the forward ones
- * "store=plain,prefetch=0") at level, with native fp16 conversions when f16 and the level has
- * them. Streaming prefetches each line 4 times (the template's first pdensity): 8.7% faster
- * than once at 2048 x 4096 fp32, both ops (Zen 4). */
-static void level_variant(const char *base, const lntune_builtin_level *level, int f16, char *buf,
-                          size_t size) {
-    static const char plain[] = "store=plain,prefetch=0";
-    const char *native = f16 && level->native_f16 ? ",convert=native" : "";
-    char widened[256];
-    const char *vec = strstr(base, "vec=4");
-    snprintf(widened, sizeof widened, "%.*svec=%d%s", (int)(vec - base), base, level->vec, vec + 5);
-    const char *stores = level->streaming ? strstr(widened, plain) : NULL;
-    if (stores)
-        snprintf(buf, size, "%.*sstore=nt,prefetch=2%s%s", (int)(stores - widened), widened,
-                 stores + sizeof plain - 1, native);
-    else
-        snprintf(buf, size, "%s%s", widened, native);
+/* The template's preset of target/op for a call of that affine kind (LNTUNE_AFFINE_*) and shape's
+ * types and fusion (NULL: fp32, unfused), on the host as set: its variant, malloc'd. */
+static int preset_variant(lntune_gen *g, const char *target, const char *op, const char *preset,
+                          int affine, const lntune_shape *shape, char **variant) {
+    lntune_shape call = shape ? *shape : (lntune_shape){0};
+    call.affine = affine;
+    return lntune_gen_preset(g, target, op, preset, &call, variant);
+}
+
+/* Generates that preset as symbol, for shape as lntune_gen_emit takes it. */
+static int emit_preset(lntune_gen *g, const char *target, const char *op, const char *preset,
+                       int affine, const lntune_shape *shape, const char *symbol,
+                       lntune_source *src) {
+    char *variant = NULL;
+    int rc = preset_variant(g, target, op, preset, affine, shape, &variant);
+    if (rc == LNTUNE_OK) rc = lntune_gen_emit(g, target, op, variant, shape, symbol, src);
+    free(variant);
+    return rc;
+}
+
+static int affine_kind(const lntune_builtin_variant *v) {
+    return v->affine ? LNTUNE_AFFINE_GAMMA : LNTUNE_AFFINE_NONE;
+}
+
+int lntune_builtin_variant_string(lntune_gen *g, const lntune_builtin_level *level, size_t i,
+                                  char **variant) {
+    const lntune_builtin_variant *v = &lntune_builtin_variants[i];
+    lntune_gen_set_isa(g, level->isa);
+    const int rc = preset_variant(g, "cpu", v->op, level->preset, affine_kind(v), NULL, variant);
+    lntune_gen_set_isa(g, 0);
+    return rc;
 }
 
 void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size) {
@@ -97,11 +105,11 @@ int lntune_builtin_emit(lntune_gen *g, const lntune_builtin_level *level, const 
     lntune_gen_set_isa(g, level->isa);
     int rc = LNTUNE_OK;
     for (size_t i = 0; i < lntune_builtin_variant_count && rc == LNTUNE_OK; ++i) {
-        char symbol[128], variant[256];
+        const lntune_builtin_variant *v = &lntune_builtin_variants[i];
+        char symbol[128];
         lntune_builtin_symbol(prefix, i, symbol, sizeof symbol);
-        level_variant(lntune_builtin_variants[i].variant, level, 0, variant, sizeof variant);
         lntune_source src;
-        rc = lntune_gen_emit(g, "cpu", lntune_builtin_variants[i].op, variant, NULL, symbol, &src);
+        rc = emit_preset(g, "cpu", v->op, level->preset, affine_kind(v), NULL, symbol, &src);
         if (rc != LNTUNE_OK) break;
         size_t n = strlen(src.text);
         char *grown = realloc(all, len + n + 2);
@@ -127,11 +135,11 @@ int lntune_builtin_emit(lntune_gen *g, const lntune_builtin_level *level, const 
 }
 
 /*
- * The forward built-ins of the tuples with fp16 or bf16 in them: the fp32 built-ins' parameters,
+ * The forward built-ins of the tuples with fp16 or bf16 in them: the fp32 built-ins' preset,
  * emitted for each (x, y, gamma/beta) tuple with its types as constants, so that an untuned
  * 16-bit call gets the same vectorized loops as an fp32 one (core/typed_kernel.h's generic
- * body, which they replace there, converts and sums one element at a time). All-bf16 calls take
- * the even/odd layout: bf16 widened by a shift or a mask, with no lane shuffles.
+ * body, which they replace there, converts and sums one element at a time). The preset picks
+ * the tuple's layout and conversions (all-bf16: the even/odd layout).
  */
 void lntune_builtin_typed_symbol(const char *prefix, size_t i, lntune_types t, char *buf,
                                  size_t size) {
@@ -142,18 +150,12 @@ void lntune_builtin_typed_symbol(const char *prefix, size_t i, lntune_types t, c
 
 int lntune_builtin_emit_typed_one(lntune_gen *g, const lntune_builtin_level *level, size_t i,
                                   lntune_types t, const char *symbol, lntune_source *src) {
-    const int evenodd = t.x == LNTUNE_TYPE_BF16 && t.y == t.x && t.params == t.x;
-    const int f16 = t.x == LNTUNE_TYPE_F16 || t.y == LNTUNE_TYPE_F16 || t.params == LNTUNE_TYPE_F16;
-    char base[256], variant[300];
-    snprintf(base, sizeof base, "%s%s", lntune_builtin_variants[i].variant,
-             evenodd ? ",layout=evenodd" : "");
-    level_variant(base, level, f16, variant, sizeof variant);
+    const lntune_builtin_variant *v = &lntune_builtin_variants[i];
     lntune_shape shape = {0};
     shape.types = t;
     shape.types.residual = 0;
     lntune_gen_set_isa(g, level->isa);
-    const int rc =
-        lntune_gen_emit(g, "cpu", lntune_builtin_variants[i].op, variant, &shape, symbol, src);
+    const int rc = emit_preset(g, "cpu", v->op, level->preset, affine_kind(v), &shape, symbol, src);
     lntune_gen_set_isa(g, 0);
     return rc;
 }
@@ -208,13 +210,11 @@ int lntune_builtin_emit_typed(lntune_gen *g, const lntune_builtin_level *level, 
 
 /*
  * The fused Add & Norm built-ins of the all-bf16 tuple (x, residual, y and gamma/beta bf16), the
- * fp32 built-ins' parameters in the even/odd layout. The runtime's residual built-in for other
- * tuples sums x + residual into an fp32 row and normalizes that with the unfused built-in
+ * fp32 built-ins' preset for that tuple and fusion (the even/odd layout; at the streaming level
+ * the residual's next row prefetched too). The runtime's residual built-in for other tuples sums
+ * x + residual into an fp32 row and normalizes that with the unfused built-in
  * (runtime/builtin_residual_body.h); for all-bf16 that path narrows y and residual_out with lane
- * shuffles and was slower than a separate add and LayerNorm. The streaming level stores y
- * non-temporally and residual_out plainly (rstore=plain): on a Zen 3, non-temporal residual_out
- * was 2-9% faster at H = 1024-4096 but 1.4-1.6x slower at H = 768 and 776. It prefetches the
- * next rows of x and of the residual (prefetch=2, rprefetch=1).
+ * shuffles and was slower than a separate add and LayerNorm.
  */
 static const int fused_bf16_fusions[] = {LNTUNE_FUSION_RESIDUAL, LNTUNE_FUSION_RESIDUAL_OUT};
 
@@ -230,11 +230,6 @@ int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *le
     lntune_gen_set_isa(g, level->isa);
     for (size_t i = 0; i < lntune_builtin_variant_count && rc == LNTUNE_OK; ++i) {
         const lntune_builtin_variant *v = &lntune_builtin_variants[i];
-        char base[300], variant[320];
-        snprintf(base, sizeof base, "%s,layout=evenodd", v->variant);
-        level_variant(base, level, 0, variant, sizeof variant);
-        if (level->streaming) /* the residual's next row too: 10-58% for bf16 Add & Norm (Zen 4) */
-            snprintf(variant + strlen(variant), sizeof variant - strlen(variant), ",rprefetch=1");
         fprintf(t, "    [%d][%d] = {", strcmp(v->op, "layernorm") != 0, v->affine);
         for (size_t k = 0; k < 2 && rc == LNTUNE_OK; ++k) {
             const int fusion = fused_bf16_fusions[k];
@@ -243,8 +238,8 @@ int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *le
                      v->affine ? "affine" : "plain", lntune_fusion_name(fusion));
             shape.fusion = fusion;
             lntune_source src;
-            if ((rc = lntune_gen_emit(g, "cpu", v->op, variant, &shape, symbol, &src)) != LNTUNE_OK)
-                break;
+            rc = emit_preset(g, "cpu", v->op, level->preset, affine_kind(v), &shape, symbol, &src);
+            if (rc != LNTUNE_OK) break;
             fprintf(f, "%s\n", src.text);
             lntune_source_free(&src);
             fprintf(t, "%s%s", k ? ", " : "", symbol);
@@ -255,12 +250,9 @@ int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *le
     return close_with_table(f, text, t, &table, prefix, "_fused_bf16[2][2][2]", rc);
 }
 
-/* The backward built-ins: the forward's heuristic (4-lane portable vectors, 2 accumulators),
- * one row at a time. Their row sums flush fp32 lanes into double, as the forward's do. Each
- * (op, x type, params type) comes unfused and fused (dresidual_out added to dx, fusion.h's
- * "residual"), the table's second index. */
-const char lntune_builtin_backward_variant[] = "vec=4,acc=2,rows=1,h=runtime,store=plain,threads=1";
-
+/* The backward built-ins: the level's preset of the backward templates. Each (op, x type, params
+ * type) comes unfused and fused (dresidual_out added to dx, fusion.h's "residual"), the table's
+ * second index. */
 int lntune_builtin_emit_backward(lntune_gen *g, const lntune_builtin_level *level,
                                  const char *prefix, char **text) {
     static const char *const ops[] = {"layernorm_backward", "rmsnorm_backward"};
@@ -269,8 +261,6 @@ int lntune_builtin_emit_backward(lntune_gen *g, const lntune_builtin_level *leve
     FILE *f = open_memstream(text, &len);
     if (!f) return LNTUNE_ENOMEM;
     int rc = LNTUNE_OK;
-    char variant[256];
-    level_variant(lntune_builtin_backward_variant, level, 0, variant, sizeof variant);
     lntune_gen_set_isa(g, level->isa);
     char table[8192] = "";
     size_t at = 0;
@@ -289,7 +279,8 @@ int lntune_builtin_emit_backward(lntune_gen *g, const lntune_builtin_level *leve
                         (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
                     shape.fusion = fused ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE;
                     lntune_source src;
-                    rc = lntune_gen_emit(g, "cpu", ops[op], variant, &shape, symbol, &src);
+                    rc = emit_preset(g, "cpu", ops[op], level->preset, LNTUNE_AFFINE_ANY, &shape,
+                                     symbol, &src);
                     if (rc != LNTUNE_OK) break;
                     fprintf(f, "%s\n", src.text);
                     lntune_source_free(&src);
@@ -315,14 +306,13 @@ int lntune_builtin_emit_backward(lntune_gen *g, const lntune_builtin_level *leve
     return rc;
 }
 
-/* The runtime's built-ins for short rows, tried before the generic ones above: a warp per row
- * (rows of up to 1024 floats; measured on an H200 near the best with H read at run time). */
-#define CUDA_WARP "layout=warp,tpr=32,cluster=1,block=256,pack=4,cache=none,h=runtime"
+/* The runtime's built-ins for short rows, tried before the generic ones above: the templates'
+ * preset "builtin_warp", a warp per row, for rows of up to 1024 floats. */
 const lntune_builtin_cuda_variant lntune_builtin_cuda_short_variants[] = {
-    {"layernorm", 1, 1024, "warp", CUDA_WARP ",stats=twopass,affine=fused"},
-    {"layernorm", 0, 1024, "warp", CUDA_WARP ",stats=twopass,affine=none"},
-    {"rmsnorm", 1, 1024, "warp", CUDA_WARP ",stats=sumsq,affine=fused"},
-    {"rmsnorm", 0, 1024, "warp", CUDA_WARP ",stats=sumsq,affine=none"},
+    {"layernorm", 1, 1024, "warp", "builtin_warp"},
+    {"layernorm", 0, 1024, "warp", "builtin_warp"},
+    {"rmsnorm", 1, 1024, "warp", "builtin_warp"},
+    {"rmsnorm", 0, 1024, "warp", "builtin_warp"},
 };
 const size_t lntune_builtin_cuda_short_variant_count =
     sizeof lntune_builtin_cuda_short_variants / sizeof lntune_builtin_cuda_short_variants[0];
@@ -337,11 +327,17 @@ void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, 
              fusion ? "_" : "", fusion ? lntune_fusion_name(fusion) : "");
 }
 
+int lntune_builtin_emit_cuda_generic(lntune_gen *g, size_t i, const char *symbol,
+                                     lntune_source *src) {
+    const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
+    return emit_preset(g, "cuda", v->op, "builtin", affine_kind(v), NULL, symbol, src);
+}
+
 int lntune_builtin_emit_cuda_typed(lntune_gen *g, size_t i, int fusion, const char *symbol,
                                    lntune_source *src) {
     const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
     const lntune_shape shape = {.fusion = fusion, .generic_types = 1};
-    return lntune_gen_emit(g, "cuda", v->op, v->variant, &shape, symbol, src);
+    return emit_preset(g, "cuda", v->op, "builtin", affine_kind(v), &shape, symbol, src);
 }
 
 void lntune_builtin_cuda_backward_symbol(const char *prefix, size_t i, int fusion, char *symbol,
@@ -355,7 +351,7 @@ int lntune_builtin_emit_cuda_backward(lntune_gen *g, size_t i, int fusion, const
                                       lntune_source *src) {
     const lntune_builtin_variant *v = &lntune_builtin_cuda_backward_variants[i];
     const lntune_shape shape = {.fusion = fusion, .generic_types = 1};
-    return lntune_gen_emit(g, "cuda", v->op, v->variant, &shape, symbol, src);
+    return emit_preset(g, "cuda", v->op, "builtin", LNTUNE_AFFINE_ANY, &shape, symbol, src);
 }
 
 /* Writes text as a C string literal, one source line per line of text. */
@@ -396,7 +392,7 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
         lntune_builtin_cuda_variant generic;
         if (i >= nshort) {
             const lntune_builtin_variant *c = &lntune_builtin_cuda_variants[i - nshort];
-            generic = (lntune_builtin_cuda_variant){c->op, c->affine, 0, "generic", c->variant};
+            generic = (lntune_builtin_cuda_variant){c->op, c->affine, 0, "generic", "builtin"};
         }
         const lntune_builtin_cuda_variant *v =
             i < nshort ? &lntune_builtin_cuda_short_variants[i] : &generic;
@@ -404,8 +400,9 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
         snprintf(symbol, sizeof symbol, "%s_cuda_%s_%s_%s", prefix, v->op,
                  v->affine ? "affine" : "plain", v->name);
         lntune_source src;
-        if ((rc = lntune_gen_emit(g, "cuda", v->op, v->variant, NULL, symbol, &src)) != LNTUNE_OK)
-            break;
+        rc = emit_preset(g, "cuda", v->op, v->preset,
+                         v->affine ? LNTUNE_AFFINE_GAMMA : LNTUNE_AFFINE_NONE, NULL, symbol, &src);
+        if (rc != LNTUNE_OK) break;
         lntune_nvrtc_output out = {0};
         if (nv && (rc = lntune_nvrtc_compile(nv, src.text, symbol, SM, LNTUNE_NVRTC_PTX, NULL,
                                              &out)) != LNTUNE_OK) {

@@ -2,7 +2,9 @@
  * builtin.h - the generic kernels every lntune build carries: one per op and affine kind, for
  * any H and any row count, from the same templates as the tuned ones. liblntune compiles them in
  * (through the build-only tool tools/emit_builtin.c) and `lntune export` copies them as the
- * fallback of its dispatch table.
+ * fallback of its dispatch table. Their knob values are the templates' presets
+ * (lntune_gen_preset): "builtin" and its levels' in templates/cpu/, "builtin" and
+ * "builtin_warp" in templates/cuda/.
  */
 #ifndef LNTUNE_GEN_BUILTIN_H
 #define LNTUNE_GEN_BUILTIN_H
@@ -13,9 +15,8 @@
 #include <stdint.h>
 
 typedef struct lntune_builtin_variant {
-    const char *op;      /* "layernorm", "rmsnorm" */
-    int affine;          /* 1: gamma (beta optional); 0: neither */
-    const char *variant; /* the heuristic parameters: portable, no ISA beyond plain C vectors */
+    const char *op; /* "layernorm", "rmsnorm" */
+    int affine;     /* 1: gamma (beta optional); 0: neither (the preset's call) */
 } lntune_builtin_variant;
 
 extern const lntune_builtin_variant lntune_builtin_variants[];
@@ -31,15 +32,13 @@ void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size)
 /*
  * An instruction set the CPU built-ins are generated for. liblntune carries the generic copy, and
  * on x86-64 an AVX2 copy too (compiled with -mavx2 -mfma -mf16c), and runs the best one the CPU
- * has (runtime/builtin_isa.c). The variants are lntune_builtin_variants' with this vector width
- * and, for tuples with fp16, native conversions where the level has them.
+ * has (runtime/builtin_isa.c). The variants are the CPU templates' preset of the level, for each
+ * call's op, affine kind, types and fusion.
  */
 typedef struct lntune_builtin_level {
-    const char *name; /* "generic", "avx2" */
-    int vec;          /* floats per vector */
-    int native_f16;   /* convert=native (F16C) for tuples with fp16 */
-    int streaming;    /* store=nt,prefetch=2 in place of store=plain,prefetch=0 */
-    uint32_t isa;     /* LNTUNE_ISA_* features the code may use; 0: the build host's */
+    const char *name;   /* "generic", "avx2" */
+    const char *preset; /* "builtin", "builtin_avx2", "builtin_avx2_streaming" */
+    uint32_t isa;       /* LNTUNE_ISA_* features the code may use; 0: the build host's */
 } lntune_builtin_level;
 
 extern const lntune_builtin_level lntune_builtin_generic; /* what lntune export copies */
@@ -47,6 +46,11 @@ extern const lntune_builtin_level lntune_builtin_avx2;
 /* The AVX2 forward kernels once more with non-temporal stores and the next row prefetched, for
  * calls whose data exceed the cache (the runtime's choice, runtime/api.c). */
 extern const lntune_builtin_level lntune_builtin_avx2_streaming;
+
+/* The canonical variant (malloc'd *variant) of built-in i of lntune_builtin_variants at level for
+ * all-fp32 calls, as lntune_builtin_emit generates it. */
+int lntune_builtin_variant_string(lntune_gen *g, const lntune_builtin_level *level, size_t i,
+                                  char **variant);
 
 /*
  * Generates every built-in variant at level into one translation unit (malloc'd *text), each
@@ -73,17 +77,13 @@ void lntune_builtin_typed_symbol(const char *prefix, size_t i, lntune_types t, c
 
 /*
  * Generates the fused Add & Norm built-ins of the all-bf16 tuple (x, residual, y, gamma/beta), each
- * variant of lntune_builtin_variants in layout=evenodd for fusion residual and residual_out, into
- * one translation unit (malloc'd *text), named "<prefix>_<op>_<affine|plain>_bf16_<fusion>",
- * followed by the table `const lntune_kernel_fn <prefix>_fused_bf16[2][2][2]` indexed [op][affine:
- * 0 plain, 1 gamma][0 residual, 1 residual_out].
+ * variant of lntune_builtin_variants (the level's preset for that tuple and fusion) for fusion
+ * residual and residual_out, into one translation unit (malloc'd *text), named
+ * "<prefix>_<op>_<affine|plain>_bf16_<fusion>", followed by the table `const lntune_kernel_fn
+ * <prefix>_fused_bf16[2][2][2]` indexed [op][affine: 0 plain, 1 gamma][0 residual, 1 residual_out].
  */
 int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *level,
                                    const char *prefix, char **text);
-
-/* The parameters of the built-in backward kernels (every type tuple of both ops), at the generic
- * level (another level sets its vector width). */
-extern const char lntune_builtin_backward_variant[];
 
 /*
  * Generates the built-in backward kernels of every (op, fusion, x/dy/dx type, params type) into
@@ -102,14 +102,18 @@ typedef struct lntune_builtin_cuda_variant {
     const char *op;
     int affine;
     int64_t max_h;
-    const char *name;    /* "warp": the symbol's suffix */
-    const char *variant; /* canonical parameter string */
+    const char *name;   /* "warp": the symbol's suffix */
+    const char *preset; /* the CUDA templates' preset: "builtin_warp" */
 } lntune_builtin_cuda_variant;
 
 extern const lntune_builtin_cuda_variant lntune_builtin_cuda_short_variants[];
 extern const size_t lntune_builtin_cuda_short_variant_count;
 
 typedef struct lntune_nvrtc lntune_nvrtc;
+
+/* The CUDA built-in i of lntune_builtin_cuda_variants for all-fp32 unfused calls. */
+int lntune_builtin_emit_cuda_generic(lntune_gen *g, size_t i, const char *symbol,
+                                     lntune_source *src);
 
 /*
  * The CUDA built-in of calls with fp16/bf16 data or a residual (fusion, LNTUNE_FUSION_*): the
