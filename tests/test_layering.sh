@@ -45,20 +45,19 @@ else
     ok "no circle among the files"
 fi
 
-up=$(awk '$1 ~ /^(runtime|core)\// && $2 ~ /^(gen|cli)\//' "$work/edges")
-if [ -n "$up" ]; then
-    fail "runtime/ or core/ calls into gen/ or cli/:"
-    echo "$up" | sed 's/^/    /'
-else
-    ok "runtime/ and core/ call nothing in gen/ or cli/"
-fi
+# no_calls FROM TO WHAT: no file under a folder matching FROM calls one under a folder matching TO.
+no_calls() {
+    local found
+    found=$(awk -v from="^($1)/" -v to="^($2)/" '$1 ~ from && $2 ~ to' "$work/edges")
+    if [ -n "$found" ]; then
+        fail "$3 calls into $2/:"
+        echo "$found" | sed 's/^/    /'
+    else
+        ok "$3 calls nothing in $2/"
+    fi
+}
+no_calls "runtime|core" "gen|cli" "runtime/ or core/"
 # core/ is what liblntune and gen share: it calls nothing of runtime/ either.
-down=$(awk '$1 ~ /^core\// && $2 ~ /^runtime\//' "$work/edges")
-if [ -n "$down" ]; then
-    fail "core/ calls into runtime/:"
-    echo "$down" | sed 's/^/    /'
-else
-    ok "core/ calls nothing in runtime/"
-fi
+no_calls "core" "runtime" "core/"
 
 finish

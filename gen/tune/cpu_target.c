@@ -504,19 +504,11 @@ static const char *refuse(void *state, const char *op, const lntune_shape *shape
     return NULL;
 }
 
-/* What the planner calls (target.h). */
-static const lntune_target cpu_functions = {.name = "cpu",
-                                            .top = TOP,
-                                            .default_rows = lntune_tune_default_rows,
-                                            .hardware = hardware,
-                                            .refuse = refuse,
-                                            .code_hash = code_hash,
-                                            .variants = variants,
-                                            .prepare = prepare,
-                                            .check = check,
-                                            .time = time_variants,
-                                            .artifact = artifact,
-                                            .end = end};
+/* What the planner calls (target.h): name, leaders, by H, then the functions in its order. */
+/* clang-format off */
+static const lntune_target cpu_functions = {"cpu", TOP, 0, lntune_tune_default_rows, hardware, refuse, code_hash,
+    variants, prepare, check, time_variants, artifact, end};
+/* clang-format on */
 
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *nresults,
                 char *err, size_t errlen) {

@@ -554,16 +554,6 @@ static void free_buffers(job *j) {
         lntune_cuda_free(j->cu, backward[i]);
 }
 
-/* The naive kernel of the GPU: one block per row, scalar accesses, two passes over x (the
- * backward: re-reading x and dy, dgamma/dbeta from partials). */
-static int is_naive(const job *j, const candidate *c) {
-    const char *how = j->backward                      ? "dgamma=partials"
-                      : j->norm == LNTUNE_OP_LAYERNORM ? "stats=twopass"
-                                                       : "stats=";
-    return strstr(c->variant, "layout=uncached,") && strstr(c->variant, "block=256,") &&
-           strstr(c->variant, "pack=1,") && strstr(c->variant, how);
-}
-
 static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads) {
     job *j = job_of(state, p);
     const candidate *w = &j->c[v];
@@ -597,19 +587,19 @@ static void size_workspace(job *j) {
     }
 }
 
-/* Every candidate emitted; the naive one (index 0 if none is). */
+/* Every candidate emitted; the naive one is the template's "naive" preset (none where the
+ * preset is not valid for the shape: H below its block of threads). */
 static int variants(void *state, lntune_plan *p, const char *const **list, size_t *n,
                     size_t *naive) {
     job *j = job_of(state, p);
     if (emit_all(j)) return LNTUNE_ETEMPLATE;
     *list = j->names;
-    *n = j->n;
-    *naive = 0;
-    for (size_t i = 0; i < j->n; ++i)
-        if (is_naive(j, &j->c[i])) {
-            *naive = i;
-            break;
-        }
+    *n = *naive = j->n;
+    char *preset = NULL;
+    if (lntune_gen_preset(j->gen, "cuda", j->op, "naive", &j->shape, &preset) == LNTUNE_OK)
+        for (size_t i = 0; i < j->n && *naive == j->n; ++i)
+            if (strcmp(j->c[i].variant, preset) == 0) *naive = i;
+    free(preset);
     return LNTUNE_OK;
 }
 
@@ -702,20 +692,11 @@ static const char *refuse(void *state, const char *op, const lntune_shape *shape
     return NULL;
 }
 
-/* What the planner calls (target.h). */
-static const lntune_target cuda_functions = {.name = "cuda",
-                                             .top = TOP,
-                                             .by_h = 1,
-                                             .default_rows = lntune_tune_cuda_default_rows,
-                                             .hardware = hardware,
-                                             .refuse = refuse,
-                                             .code_hash = code_hash,
-                                             .variants = variants,
-                                             .prepare = prepare,
-                                             .check = check,
-                                             .time = time_variants,
-                                             .artifact = artifact,
-                                             .end = end};
+/* What the planner calls (target.h): name, leaders, by H, then the functions in its order. */
+/* clang-format off */
+static const lntune_target cuda_functions = {"cuda", TOP, 1, lntune_tune_cuda_default_rows, hardware, refuse, code_hash,
+    variants, prepare, check, time_variants, artifact, end};
+/* clang-format on */
 
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,
                      size_t *nresults, char *err, size_t errlen) {

@@ -59,7 +59,8 @@ typedef struct lntune_target {
     const char *(*refuse)(void *state, const char *op, const lntune_shape *shape);
     /* The template hash and toolchain of op: measurements hold only for these. */
     int (*code_hash)(void *state, lntune_plan *p, char *out, size_t size);
-    /* The op x shape's variants, valid until end; index naive_index is the naive baseline. */
+    /* The op x shape's variants, valid until end; index naive_index is the naive baseline (n:
+     * there is none for this shape). */
     int (*variants)(void *state, lntune_plan *p, const char *const **list, size_t *n,
                     size_t *naive_index);
     /* Buffers, verifier and copy of the shape, before its first check; *bytes: what one call
