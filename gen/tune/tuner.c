@@ -410,7 +410,9 @@ static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune
  * finalists together), on the final run's copy scale. */
 static void time_naive(lntune_plan *p) {
     size_t v = p->naive;
-    if (v >= p->nvariants || p->res->copy_gbps <= 0 || check_all(p, &v, 1) == 0 || lntune_plan_stopped(p)) return;
+    if (v >= p->nvariants || p->res->copy_gbps <= 0 || check_all(p, &v, 1) == 0 ||
+        lntune_plan_stopped(p))
+        return;
     lntune_outcome o;
     time_and_record(p, &v, 1, LNTUNE_TIME_ALONE, &o);
     if (o.state == LNTUNE_OUTCOME_OK) p->res->naive_ns = o.t.median_ns;
