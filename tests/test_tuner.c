@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "fusion.h"
 #include "lntune.h"
 #include "scratch_dir.h"
 #include "tune_once.h"
@@ -234,8 +235,14 @@ int main(void) {
         (lntune_types){.x = LNTUNE_TYPE_BF16, .y = LNTUNE_TYPE_F32, .params = LNTUNE_TYPE_F32};
     bad.ops = bwd_ops;
     rc = lntune_tune(&bad, &none, &nnone, err, sizeof err);
-    CHECK(rc == LNTUNE_EINVAL && strstr(err, "y's type must be x's"),
+    CHECK(rc == LNTUNE_EINVAL && strstr(err, "dx and dy have x's type"),
           "backward with y's type unlike x's: %s", err);
+    free(none);
+    bad_shape.types = (lntune_types){0};
+    bad_shape.fusion = LNTUNE_FUSION_RESIDUAL_OUT;
+    rc = lntune_tune(&bad, &none, &nnone, err, sizeof err);
+    CHECK(rc == LNTUNE_EINVAL && strstr(err, "fuses no residual_out") && nnone == 0,
+          "backward with residual_out: %s", err);
     free(none);
 
     scratch_dir_finish(dir, check_failures);

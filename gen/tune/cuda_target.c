@@ -683,19 +683,10 @@ static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t e
     return rc;
 }
 
-static const char *refuse(void *state, const char *op, const lntune_shape *shape) {
-    (void)state;
-    const lntune_direction *dir = NULL;
-    if (lntune_op_text_parse(op, NULL, &dir, NULL) == 0 && dir->suffix[0] &&
-        (shape->types.y != shape->types.x || shape->fusion == LNTUNE_FUSION_RESIDUAL_OUT))
-        return "dx has x's type (dtype x or x/x/params), and the backward fuses no residual_out";
-    return NULL;
-}
-
 /* What the planner calls (target.h): name, leaders, by H, then the functions in its order. */
 /* clang-format off */
-static const lntune_target cuda_functions = {"cuda", TOP, 1, lntune_tune_cuda_default_rows, hardware, refuse, code_hash,
-    variants, prepare, check, time_variants, artifact, end};
+static const lntune_target cuda_functions = {"cuda", TOP, 1, lntune_tune_cuda_default_rows,
+    hardware, code_hash, variants, prepare, check, time_variants, artifact, end};
 /* clang-format on */
 
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,

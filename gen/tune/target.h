@@ -55,8 +55,6 @@ typedef struct lntune_target {
     int64_t (*default_rows)(int64_t H);
     /* Writes the hardware row of this machine and the target's toolchain; its id to *hw. */
     int (*hardware)(void *state, lntune_db *db, int64_t *hw, char *err, size_t errlen);
-    /* op is backward and shape's types and fusion are ones the target cannot tune: a message. */
-    const char *(*refuse)(void *state, const char *op, const lntune_shape *shape);
     /* The template hash and toolchain of op: measurements hold only for these. */
     int (*code_hash)(void *state, lntune_plan *p, char *out, size_t size);
     /* The op x shape's variants, valid until end; index naive_index is the naive baseline (n:

@@ -491,17 +491,20 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
     *results = NULL;
     *nresults = 0;
     for (size_t o = 0; o < cfg->nops; ++o) {
-        if (lntune_op_text_parse(cfg->ops[o], NULL, NULL, NULL) != 0) {
+        const lntune_direction *dir = NULL;
+        if (lntune_op_text_parse(cfg->ops[o], NULL, &dir, NULL) != 0) {
             snprintf(err, errlen, "unknown op '%s'", cfg->ops[o] ? cfg->ops[o] : "(null)");
             return LNTUNE_EINVAL;
         }
-        for (size_t s = 0; s < cfg->nshapes; ++s) {
-            const char *why = t->refuse(state, cfg->ops[o], &cfg->shapes[s]);
-            if (why) {
-                snprintf(err, errlen, "%s: %s", cfg->ops[o], why);
+        for (size_t s = 0; s < cfg->nshapes && dir->suffix[0]; ++s) /* the backward (problem.h) */
+            if (cfg->shapes[s].types.y != cfg->shapes[s].types.x ||
+                cfg->shapes[s].fusion == LNTUNE_FUSION_RESIDUAL_OUT) {
+                snprintf(err, errlen,
+                         "%s: dx and dy have x's type (dtype x or x/x/params), and the backward "
+                         "fuses no residual_out",
+                         cfg->ops[o]);
                 return LNTUNE_EINVAL;
             }
-        }
     }
     lntune_db *db = NULL;
     lntune_shape *shapes = NULL;
