@@ -43,9 +43,7 @@ end
 
 function M.family(op)
     local layernorm = op == "layernorm_backward"
-    return lntune.family {
-        op = op,
-        target = "cpu",
+    return lntune.family { op = op, target = "cpu",
         file_scope_names = FILE_SCOPE_NAMES,
         params = {
             { name = "vec", values = cpu.vector_widths, doc = "floats per SIMD vector" },

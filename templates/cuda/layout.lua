@@ -4,6 +4,14 @@ local M = {}
 
 function M.ceil_div(a, b) return (a + b - 1) // b end
 
+-- Dynamic shared memory a block may use, by compute capability: the opt-in maximum less 1 KiB
+-- for the kernels' static reduction buffers.
+function M.max_smem(sm)
+    if sm >= 90 then return 226 * 1024 end
+    if sm >= 80 then return 162 * 1024 end
+    return 47 * 1024
+end
+
 -- Whether layout=warp is valid for p at H (nil: any) and fixed (h=fixed), with the family's
 -- limits: max_regs floats a thread may cache (fixed H), max_loop columns it may loop over.
 -- Returns true, or false and the reason.

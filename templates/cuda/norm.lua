@@ -62,13 +62,7 @@ local M = {}
 local cv = lntune.import("cuda/convert.lua")
 local layout = lntune.import("cuda/layout.lua")
 
--- Dynamic shared memory a block may use, by compute capability: the opt-in maximum less 1 KiB
--- for the kernels' static reduction buffers.
-local function max_smem(sm)
-    if sm >= 90 then return 226 * 1024 end
-    if sm >= 80 then return 162 * 1024 end
-    return 47 * 1024
-end
+local max_smem = layout.max_smem -- by compute capability
 
 local WARP_MAX_REGS = 128  -- floats a warp-layout thread may cache (fixed H)
 local BLOCK_MAX_REGS = 64  -- floats a block-layout thread may cache (fixed H)
@@ -124,9 +118,7 @@ end
 
 function M.family(op)
     local layernorm = op == "layernorm"
-    return lntune.family {
-        op = op,
-        target = "cuda",
+    return lntune.family { op = op, target = "cuda",
         params = {
             { name = "layout", values = { "warp", "block", "uncached", "cluster" },
               doc = "warp: tpr threads per row; block: block per row, cached; uncached: block per row, "

@@ -83,12 +83,7 @@ local M = {}
 local cv = lntune.import("cuda/convert.lua")
 local layout = lntune.import("cuda/layout.lua")
 
--- Dynamic shared memory a block may use, by compute capability (as cuda/norm.lua).
-local function max_smem(sm)
-    if sm >= 90 then return 226 * 1024 end
-    if sm >= 80 then return 162 * 1024 end
-    return 47 * 1024
-end
+local max_smem = layout.max_smem -- by compute capability
 
 -- Floats a thread may hold per cached array with cache=regs: x, dy and (dgamma, dbeta) sums
 -- make four arrays, so a quarter of the forward's register budgets (128 warp, 64 block).
@@ -141,9 +136,7 @@ end
 
 function M.family(op)
     local layernorm = op == "layernorm_backward"
-    return lntune.family {
-        op = op,
-        target = "cuda",
+    return lntune.family { op = op, target = "cuda",
         params = {
             { name = "layout", values = { "warp", "block", "uncached" },
               doc = "warp: tpr threads per row; block: block per row, x and dy cached; uncached: "
@@ -500,34 +493,23 @@ LN_INLINE void {{fn_name}}(const lntune_backward_kernel_args &a, float *const wg
 @       "")
     }
 @ if regs then
-    if (pg) {
-#pragma unroll
-        for (int j = 0; j < NPACKS; ++j) {
-            const int64_t i = ((int64_t)j * T + t) * V;
-            if (i >= H) break;
-@   if atomic then
-            if (any)
-                for (int e = 0; e < V; ++e) atomicAdd(pg + i + e, ag[j].v[e]);
-@   else
-            store<V>(pg + i, ag[j]);
-@   end
-        }
-    }
-@   if LN then
-    if (pb) {
+@   -- the register sums out: dgamma's (pg, ag), and LayerNorm's dbeta (pb, ab)
+@   for _, out in ipairs(LN and { { "pg", "ag" }, { "pb", "ab" } } or { { "pg", "ag" } }) do
+    if ({{out[1]}}) {
 #pragma unroll
         for (int j = 0; j < NPACKS; ++j) {
             const int64_t i = ((int64_t)j * T + t) * V;
             if (i >= H) break;
 @     if atomic then
             if (any)
-                for (int e = 0; e < V; ++e) atomicAdd(pb + i + e, ab[j].v[e]);
+                for (int e = 0; e < V; ++e) atomicAdd({{out[1]}} + i + e, {{out[2]}}[j].v[e]);
 @     else
-            store<V>(pb + i, ab[j]);
+            store<V>({{out[1]}} + i, {{out[2]}}[j]);
 @     end
         }
     }
-@   else
+@   end
+@   if not LN then
     (void)ab;
 @   end
 @ end
