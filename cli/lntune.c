@@ -8,10 +8,9 @@
  * left as it was), 128 + N killed by signal N after saving the work done (130 SIGINT, 143 SIGTERM).
  */
 #ifdef LNTUNE_HAVE_CUDA
-#include "cuda_driver.h"
-#include "cuda_fingerprint.h"
 #include "cuda_tuner.h"
 #endif
+#include "cuda_devices.h"
 #include "export.h"
 #include "fusion.h"
 #include "generator.h"
@@ -427,18 +426,11 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
 
 /* The default target is every device found: is CUDA device `device` usable? */
 static int cuda_device_found(int device) {
-#ifdef LNTUNE_HAVE_CUDA
-    lntune_cuda *cu = NULL;
-    int rc = lntune_cuda_open(device, &cu);
-    if (rc != LNTUNE_OK)
-        fprintf(stderr, "lntune: no CUDA device to tune (%s); tuning the CPU\n",
-                cu ? lntune_cuda_errmsg(cu) : lntune_errstr(rc));
-    lntune_cuda_close(cu);
-    return rc == LNTUNE_OK;
-#else
-    (void)device;
-    return 0;
-#endif
+    char why[1024];
+    const int found = lntune_cuda_device_usable(device, why, sizeof why);
+    if (!found && why[0])
+        fprintf(stderr, "lntune: no CUDA device to tune (%s); tuning the CPU\n", why);
+    return found;
 }
 
 /* Tunes cfg on CUDA device `device`, appending its results to *r. */
@@ -580,24 +572,13 @@ static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b) {
     return 0;
 }
 
-/* The hardware rows of the GPUs of this machine that db knows (at most max). */
+/* The hardware rows of the GPUs of this machine that db knows (at most max, at most 8). */
 static int local_gpu_rows(lntune_db *db, int64_t *ids, int max) {
+    char gpus[8][17];
     int n = 0;
-#ifdef LNTUNE_HAVE_CUDA
-    for (int d = 0; d < max; ++d) {
-        lntune_cuda *cu = NULL;
-        if (lntune_cuda_open(d, &cu) != LNTUNE_OK) {
-            lntune_cuda_close(cu);
-            break;
-        }
-        lntune_gpu_info g;
-        lntune_cuda_gpu_info(lntune_cuda_get_info(cu), &g);
-        if (lntune_db_find_hardware(db, g.fingerprint, &ids[n]) == LNTUNE_OK) ++n;
-        lntune_cuda_close(cu);
-    }
-#else
-    (void)db, (void)ids, (void)max;
-#endif
+    const int ngpus = lntune_cuda_local_fingerprints(gpus, max < 8 ? max : 8);
+    for (int g = 0; g < ngpus; ++g)
+        if (lntune_db_find_hardware(db, gpus[g], &ids[n]) == LNTUNE_OK) ++n;
     return n;
 }
 
