@@ -10,16 +10,15 @@
 #ifdef LNTUNE_HAVE_CUDA
 #include "cuda_tuner.h"
 #endif
+#include "best_list.h"
 #include "cuda_devices.h"
 #include "export.h"
 #include "fusion.h"
 #include "generator.h"
-#include "hardware.h"
 #include "lntune.h"
 #include "shape.h"
 #include "time_variants.h"
 #include "tuner.h"
-#include "tuning_db.h"
 #include "verify.h"
 #include "verify_variant.h"
 
@@ -365,17 +364,6 @@ static void show_progress(void *ud, const lntune_tune_progress *p) {
             (long long)p->H, (long long)p->rows, p->stage, p->done, p->elapsed_s);
 }
 
-/* "forward" or "backward": the direction of an op text, its fusion suffix (fusion.h) aside. */
-static const char *direction(const char *op_key) {
-    const lntune_direction *dir = NULL;
-    char op[48];
-    int fusion;
-    return lntune_fusion_op_parse(op_key, op, sizeof op, &fusion) == 0 &&
-                   lntune_op_text_parse(op, NULL, &dir, NULL) == 0
-               ? dir->name
-               : "?";
-}
-
 static void print_results(const lntune_tune_result *r, size_t n, int json) {
     if (json) {
         printf("[");
@@ -389,7 +377,7 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
                 "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
                 "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
                 "\"from_db\": %s}",
-                i ? "," : "", r[i].target, r[i].op, direction(r[i].op), r[i].dtype,
+                i ? "," : "", r[i].target, r[i].op, lntune_op_direction(r[i].op), r[i].dtype,
                 (long long)r[i].rows, (long long)r[i].H, r[i].variant, r[i].median_ns * 1e-3,
                 r[i].gbps, r[i].copy_gbps, r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
                 r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, r[i].max_error,
@@ -547,67 +535,21 @@ static int cmd_tune(options *o) {
     return missing ? EXIT_FAIL : 0;
 }
 
-typedef struct {
-    int json, count;
-} show_state;
-
-static int show_best(void *ud, const lntune_db_key *k, const lntune_best *b) {
-    show_state *s = ud;
-    if (s->json) {
-        printf("%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", "
-               "\"direction\": \"%s\", \"dtype\": \"%s\", "
-               "\"H\": %lld, \"rows\": %lld, \"affine\": %d, \"variant\": \"%s\", \"threads\": %d, "
-               "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g}",
-               s->count ? "," : "", (long long)k->hardware_id, k->target, k->op, direction(k->op),
-               k->dtype, (long long)k->H, (long long)b->tuned_rows, k->affine, b->variant,
-               b->threads, b->median_ns * 1e-3, b->gbps, b->copy_gbps, b->max_error);
-    } else {
-        char shape[40];
-        snprintf(shape, sizeof shape, "%lldx%lld", (long long)b->tuned_rows, (long long)k->H);
-        printf("%-4lld %-4s %-18s %-4s %-14s %9.1fus %7.2f %5.2fx  %s\n", (long long)k->hardware_id,
-               k->target, k->op, k->dtype, shape, b->median_ns * 1e-3, b->gbps,
-               b->copy_gbps > 0 ? b->gbps / b->copy_gbps : 0.0, b->variant);
-    }
-    s->count++;
-    return 0;
-}
-
-/* The hardware rows of the GPUs of this machine that db knows (at most max, at most 8). */
-static int local_gpu_rows(lntune_db *db, int64_t *ids, int max) {
-    char gpus[8][17];
-    int n = 0;
-    const int ngpus = lntune_cuda_local_fingerprints(gpus, max < 8 ? max : 8);
-    for (int g = 0; g < ngpus; ++g)
-        if (lntune_db_find_hardware(db, gpus[g], &ids[n]) == LNTUNE_OK) ++n;
-    return n;
-}
-
 static int cmd_show(options *o) {
-    lntune_db *db = NULL;
     if (o->force) return usage_error("%s", "--force applies to tuning; show never writes");
-    int rc = lntune_db_open(o->db, LNTUNE_DB_READONLY, &db);
-    if (rc != LNTUNE_OK) {
-        fprintf(stderr, "lntune: %s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
-        lntune_db_close(db);
+    lntune_best_list l;
+    char err[1024] = "";
+    int rc = lntune_best_list_read(o->db, o->all, &l, err, sizeof err);
+    if (!l.opened) {
+        fprintf(stderr, "lntune: %s\n", err);
         return db_exit_code(rc);
     }
-    lntune_cpu_info cpu;
-    lntune_cpu_info_get(&cpu);
-    show_state s = {o->json, 0};
-    enum { MAX_GPUS = 8 };
-    int64_t ids[1 + MAX_GPUS];
-    int nids = 0;
-    if (!o->all) {
-        if (lntune_db_find_hardware(db, cpu.fingerprint, &ids[0]) == LNTUNE_OK) ++nids;
-        nids += local_gpu_rows(db, ids + nids, MAX_GPUS);
-    }
-    if (!o->all && nids == 0) {
+    if (!o->all && !l.machines) {
         if (!o->json)
-            printf("no tuning results for this machine (%s) in %s\n", cpu.fingerprint,
-                   lntune_db_path(db));
+            printf("no tuning results for this machine (%s) in %s\n", l.fingerprint, l.db_path);
         else
             printf("[]\n");
-        lntune_db_close(db);
+        lntune_best_list_free(&l);
         return 0;
     }
     if (!o->json)
@@ -615,12 +557,24 @@ static int cmd_show(options *o) {
                "time", "GB/s", "/copy", "variant");
     else
         printf("[");
-    if (o->all) rc = lntune_db_each_best(db, 0, show_best, &s);
-    for (int i = 0; i < nids && rc == LNTUNE_OK; ++i)
-        rc = lntune_db_each_best(db, ids[i], show_best, &s);
+    for (size_t i = 0; i < l.n; ++i) {
+        const lntune_best_row *b = &l.rows[i];
+        if (o->json)
+            printf("%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", "
+                   "\"direction\": \"%s\", \"dtype\": \"%s\", \"H\": %lld, \"rows\": %lld, "
+                   "\"affine\": %d, \"variant\": \"%s\", \"threads\": %d, \"time_us\": %.3f, "
+                   "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g}",
+                   i ? "," : "", (long long)b->hardware_id, b->target, b->op, b->direction,
+                   b->dtype, (long long)b->H, (long long)b->rows, b->affine, b->variant, b->threads,
+                   b->time_us, b->gbps, b->copy_gbps, b->max_error);
+        else
+            printf("%-4lld %-4s %-18s %-4s %-14s %9.1fus %7.2f %5.2fx  %s\n",
+                   (long long)b->hardware_id, b->target, b->op, b->dtype, b->shape, b->time_us,
+                   b->gbps, b->ratio_to_copy, b->variant);
+    }
     if (o->json) printf("\n]\n");
-    if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", lntune_db_errmsg(db));
-    lntune_db_close(db);
+    if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", err);
+    lntune_best_list_free(&l);
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 

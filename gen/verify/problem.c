@@ -265,6 +265,16 @@ const char *lntune_op_text(lntune_op op, int backward) {
     return op_texts[op == LNTUNE_OP_RMSNORM][backward != 0];
 }
 
+const char *lntune_op_direction(const char *op_key) {
+    const lntune_direction *dir = NULL;
+    char op[48];
+    int fusion;
+    return lntune_fusion_op_parse(op_key, op, sizeof op, &fusion) == 0 &&
+                   lntune_op_text_parse(op, NULL, &dir, NULL) == 0
+               ? dir->name
+               : "?";
+}
+
 int lntune_problem_init(lntune_problem *p, const char *op_text, lntune_types types, int fusion,
                         int64_t rows, int64_t H, int max_threads) {
     memset(p, 0, sizeof *p);

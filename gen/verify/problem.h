@@ -73,6 +73,10 @@ int lntune_op_text_parse(const char *text, lntune_op *op, const lntune_direction
 /* The op text of op in direction backward (0 or 1): "rmsnorm_backward". */
 const char *lntune_op_text(lntune_op op, int backward);
 
+/* The direction's name ("forward", "backward") of an op text with any fusion suffix (fusion.h,
+ * "layernorm_backward+residual"), as the tuning database keys it; "?" for a text not known. */
+const char *lntune_op_direction(const char *op_key);
+
 /*
  * Fills p for op_text at rows x H in types and fusion, with data that is the same every run. A
  * backward op's types must have y equal to x, and its fusion be none or LNTUNE_FUSION_RESIDUAL

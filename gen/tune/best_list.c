@@ -1,0 +1,98 @@
+/*
+ * best_list.c - `lntune show`'s listing (see best_list.h).
+ */
+#include "best_list.h"
+
+#include "cuda_devices.h"
+#include "hardware.h"
+#include "lntune.h"
+#include "problem.h"
+#include "tuning_db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    lntune_best_list *list;
+    int nomem; /* set when a row could not be kept: the listing stops */
+} listing;
+
+static void free_row(lntune_best_row *w) {
+    free(w->target);
+    free(w->op);
+    free(w->dtype);
+    free(w->variant);
+}
+
+static int add_row(void *ud, const lntune_db_key *k, const lntune_best *b) {
+    listing *s = ud;
+    lntune_best_list *l = s->list;
+    lntune_best_row w = {.hardware_id = k->hardware_id,
+                         .target = strdup(k->target),
+                         .op = strdup(k->op),
+                         .dtype = strdup(k->dtype),
+                         .variant = strdup(b->variant),
+                         .direction = lntune_op_direction(k->op),
+                         .H = k->H,
+                         .rows = b->tuned_rows,
+                         .affine = k->affine,
+                         .threads = b->threads,
+                         .time_us = b->median_ns * 1e-3,
+                         .gbps = b->gbps,
+                         .copy_gbps = b->copy_gbps,
+                         .max_error = b->max_error,
+                         .ratio_to_copy = b->copy_gbps > 0 ? b->gbps / b->copy_gbps : 0.0};
+    snprintf(w.shape, sizeof w.shape, "%lldx%lld", (long long)b->tuned_rows, (long long)k->H);
+    lntune_best_row *rows = realloc(l->rows, (l->n + 1) * sizeof *rows);
+    if (rows) l->rows = rows;
+    if (!rows || !w.target || !w.op || !w.dtype || !w.variant) {
+        free_row(&w);
+        s->nomem = 1;
+        return 1;
+    }
+    rows[l->n++] = w;
+    return 0;
+}
+
+int lntune_best_list_read(const char *db_path, int all, lntune_best_list *list, char *err,
+                          size_t errlen) {
+    memset(list, 0, sizeof *list);
+    listing s = {list, 0};
+    lntune_db *db = NULL;
+    int rc = lntune_db_open(db_path, LNTUNE_DB_READONLY, &db);
+    if (rc == LNTUNE_OK && !(list->db_path = strdup(lntune_db_path(db)))) s.nomem = 1;
+    list->opened = rc == LNTUNE_OK && !s.nomem;
+    enum { MAX_GPUS = 8 };
+    int64_t ids[1 + MAX_GPUS];
+    if (list->opened && !all) {
+        lntune_cpu_info cpu;
+        char gpus[MAX_GPUS][17];
+        lntune_cpu_info_get(&cpu);
+        memcpy(list->fingerprint, cpu.fingerprint, sizeof list->fingerprint);
+        if (lntune_db_find_hardware(db, cpu.fingerprint, &ids[0]) == LNTUNE_OK) ++list->machines;
+        const int ngpus = lntune_cuda_local_fingerprints(gpus, MAX_GPUS);
+        for (int g = 0; g < ngpus; ++g)
+            if (lntune_db_find_hardware(db, gpus[g], &ids[list->machines]) == LNTUNE_OK)
+                ++list->machines;
+    }
+    if (list->opened && all) rc = lntune_db_each_best(db, 0, add_row, &s);
+    for (int i = 0; i < list->machines && rc == LNTUNE_OK && !s.nomem; ++i)
+        rc = lntune_db_each_best(db, ids[i], add_row, &s);
+    /* the open's message, or the listing's */
+    if (rc != LNTUNE_OK) snprintf(err, errlen, "%s", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+    lntune_db_close(db);
+    if (rc == LNTUNE_OK && s.nomem) {
+        snprintf(err, errlen, "%s", lntune_errstr(LNTUNE_ENOMEM));
+        rc = LNTUNE_ENOMEM;
+    }
+    return rc;
+}
+
+void lntune_best_list_free(lntune_best_list *list) {
+    if (!list) return;
+    for (size_t i = 0; i < list->n; ++i) free_row(&list->rows[i]);
+    free(list->rows);
+    free(list->db_path);
+    memset(list, 0, sizeof *list);
+}
