@@ -7,18 +7,14 @@
  * value, a bad shape), 3 the tuning database was refused or could not be written (the file is
  * left as it was), 128 + N killed by signal N after saving the work done (130 SIGINT, 143 SIGTERM).
  */
-#ifdef LNTUNE_HAVE_CUDA
-#include "cuda_tuner.h"
-#endif
 #include "best_list.h"
-#include "cuda_devices.h"
 #include "export.h"
 #include "fusion.h"
 #include "generator.h"
 #include "lntune.h"
 #include "shape.h"
 #include "time_variants.h"
-#include "tuner.h"
+#include "tune_job.h"
 #include "verify.h"
 #include "verify_variant.h"
 
@@ -196,13 +192,6 @@ static int db_exit_code(int rc) {
     return rc == LNTUNE_EDB ? EXIT_DB : EXIT_FAIL;
 }
 
-/* SIGINT/SIGTERM while tuning: the tuner finishes the write in hand and stops. */
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig) {
-    stop_signal = sig;
-}
-
 /* Opens the generator (for CUDA, for --sm, else sm_90); prints its message on failure. */
 static lntune_gen *open_gen_for(const options *o) {
     lntune_gen *g = NULL;
@@ -343,196 +332,94 @@ static int cmd_time(options *o) {
 
 /* The progress bar on a terminal, one line per stage change elsewhere. */
 static void show_progress(void *ud, const lntune_tune_progress *p) {
-    static char last[64];
-    int tty = *(int *)ud;
-    double eta = p->done ? p->elapsed_s * (double)(p->total - p->done) / (double)p->done : 0.0;
-    if (tty) {
-        int width = 30, filled = p->total ? (int)(width * p->done / p->total) : 0;
+    lntune_tune_progress_state *s = ud;
+    int filled;
+    double eta;
+    if (!lntune_tune_progress_shown(s, p, 30, &filled, &eta)) return;
+    if (s->tty)
         fprintf(stderr, "\r%-9s H=%-6lld rows=%-7lld [%.*s%*s] %3zu/%-3zu %-7s %4.0fs ETA %3.0fs ",
                 p->op, (long long)p->H, (long long)p->rows, filled,
-                "##############################", width - filled, "", p->done, p->total, p->stage,
+                "##############################", 30 - filled, "", p->done, p->total, p->stage,
                 p->elapsed_s, eta);
-        fflush(stderr);
-        return;
-    }
-    char now[64];
-    if (strcmp(p->stage, "copy") != 0 && strcmp(p->stage, "retime") != 0) return;
-    snprintf(now, sizeof now, "%s %lld %s", p->op, (long long)p->H, p->stage);
-    if (strcmp(now, last) == 0) return;
-    snprintf(last, sizeof last, "%s", now);
-    fprintf(stderr, "%s H=%lld rows=%lld: %s (%zu variants so far, %.0f s)\n", p->op,
-            (long long)p->H, (long long)p->rows, p->stage, p->done, p->elapsed_s);
+    else
+        fprintf(stderr, "%s H=%lld rows=%lld: %s (%zu variants so far, %.0f s)\n", p->op,
+                (long long)p->H, (long long)p->rows, p->stage, p->done, p->elapsed_s);
+    fflush(stderr);
 }
 
 static void print_results(const lntune_tune_result *r, size_t n, int json) {
-    if (json) {
-        printf("[");
-        for (size_t i = 0; i < n; ++i)
-            printf(
-                "%s\n {\"target\": \"%s\", \"op\": \"%s\", \"direction\": \"%s\", "
-                "\"dtype\": \"%s\", \"rows\": %lld, "
-                "\"H\": %lld, "
-                "\"variant\": \"%s\", "
-                "\"time_us\": %.3f, \"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
-                "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
-                "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
-                "\"from_db\": %s}",
-                i ? "," : "", r[i].target, r[i].op, lntune_op_direction(r[i].op), r[i].dtype,
-                (long long)r[i].rows, (long long)r[i].H, r[i].variant, r[i].median_ns * 1e-3,
-                r[i].gbps, r[i].copy_gbps, r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
-                r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, r[i].max_error,
-                r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
-                r[i].from_db ? "true" : "false");
-        printf("\n]\n");
-        return;
-    }
+    if (json) printf("[");
     for (size_t i = 0; i < n; ++i) {
+        lntune_tune_row w;
+        lntune_tune_row_make(&r[i], &w);
+        if (json) {
+            printf("%s\n {\"target\": \"%s\", \"op\": \"%s\", \"direction\": \"%s\", \"dtype\": "
+                   "\"%s\", \"rows\": %lld, \"H\": %lld, \"variant\": \"%s\", \"time_us\": %.3f, "
+                   "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
+                   "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
+                   "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
+                   "\"from_db\": %s}",
+                   i ? "," : "", r[i].target, r[i].op, w.direction, r[i].dtype,
+                   (long long)r[i].rows, (long long)r[i].H, r[i].variant, w.time_us, r[i].gbps,
+                   r[i].copy_gbps, w.ratio_to_copy, w.speedup_over_naive, r[i].max_error,
+                   r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
+                   r[i].from_db ? "true" : "false");
+            continue;
+        }
         if (i == 0 || strcmp(r[i].target, r[i - 1].target) != 0)
             printf("%s%-4s %-18s %-16s %10s %8s %7s %8s  %-22s %s\n", i ? "\n" : "", "", "op",
                    "shape", "time", "GB/s", "/copy", "/naive", "compiled/cached/reused",
                    "best variant");
-        char shape[40];
-        snprintf(shape, sizeof shape, "%lldx%lld%s%s", (long long)r[i].rows, (long long)r[i].H,
-                 strcmp(r[i].dtype, "f32") ? " " : "", strcmp(r[i].dtype, "f32") ? r[i].dtype : "");
         if (!r[i].variant[0]) {
             printf("%-4s %-18s %-16s no correct variant (%d wrong, %d failed)\n", r[i].target,
-                   r[i].op, shape, r[i].wrong, r[i].failed);
+                   r[i].op, w.shape, r[i].wrong, r[i].failed);
             continue;
         }
-        char counts[48];
-        snprintf(counts, sizeof counts, "%d/%d/%d%s", r[i].compiled, r[i].cache_hits, r[i].reused,
-                 r[i].from_db ? " (db)" : "");
         printf("%-4s %-18s %-16s %8.1fus %8.2f %6.2fx %7.2fx  %-22s %s\n", r[i].target, r[i].op,
-               shape, r[i].median_ns * 1e-3, r[i].gbps,
-               r[i].copy_gbps > 0 ? r[i].gbps / r[i].copy_gbps : 0.0,
-               r[i].median_ns > 0 ? r[i].naive_ns / r[i].median_ns : 0.0, counts, r[i].variant);
+               w.shape, w.time_us, r[i].gbps, w.ratio_to_copy, w.speedup_over_naive, w.counts,
+               r[i].variant);
         if (r[i].wrong || r[i].failed)
             printf("%-4s %-18s %-16s %d variants wrong, %d failed (kept in the database)\n", "", "",
                    "", r[i].wrong, r[i].failed);
     }
-}
-
-/* The default target is every device found: is CUDA device `device` usable? */
-static int cuda_device_found(int device) {
-    char why[1024];
-    const int found = lntune_cuda_device_usable(device, why, sizeof why);
-    if (!found && why[0])
-        fprintf(stderr, "lntune: no CUDA device to tune (%s); tuning the CPU\n", why);
-    return found;
-}
-
-/* Tunes cfg on CUDA device `device`, appending its results to *r. */
-static int tune_cuda(const lntune_tune_config *cfg, int device, lntune_tune_result **r, size_t *n,
-                     char err[1024]) {
-#ifdef LNTUNE_HAVE_CUDA
-    lntune_tune_result *more = NULL;
-    size_t nmore = 0;
-    int rc = lntune_tune_cuda(cfg, device, &more, &nmore, err, 1024);
-    lntune_tune_result *all = realloc(*r, (*n + nmore + 1) * sizeof *all);
-    if (!all) {
-        free(more);
-        snprintf(err, 1024, "out of memory");
-        return LNTUNE_ENOMEM;
-    }
-    if (nmore) memcpy(all + *n, more, nmore * sizeof *more);
-    *r = all;
-    *n += nmore;
-    free(more);
-    return rc;
-#else
-    (void)cfg, (void)device, (void)r, (void)n;
-    snprintf(err, 1024, "this lntune was built without CUDA (LNTUNE_CUDA=OFF)");
-    return LNTUNE_EUNSUPPORTED;
-#endif
+    if (json) printf("\n]\n");
 }
 
 static int cmd_tune(options *o) {
-    const char *ops[2] = {op_text(o, "layernorm"), op_text(o, "rmsnorm")};
-    if (o->nshapes == 0) return usage_error("%s", "--shape is required, e.g. --shape H=4096");
-    const int want_cpu = !o->target || strcmp(o->target, "cpu") == 0;
-    int want_cuda = o->target && strcmp(o->target, "cuda") == 0;
-    if (o->target && !want_cpu && !want_cuda)
-        return usage_error("unknown target '%s' (expected cpu or cuda)", o->target);
-    if (o->op && lntune_op_parse(o->op) < 0)
-        return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
-    int rc;
-    lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
-    if (o->rigor) {
-        if (strcmp(o->rigor, "quick") == 0)
-            rigor = LNTUNE_RIGOR_QUICK;
-        else if (strcmp(o->rigor, "exhaustive") == 0)
-            rigor = LNTUNE_RIGOR_EXHAUSTIVE;
-        else if (strcmp(o->rigor, "measure") != 0)
-            return usage_error("unknown rigor '%s' (expected quick, measure or exhaustive)",
-                               o->rigor);
-    }
-    /* x and y of the tuned shape must fit in memory: at most half of it. */
-    const double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    for (size_t i = 0; i < o->nshapes && want_cpu; ++i) {
-        const lntune_shape *s = &o->shapes[i];
-        const double rows = s->rows ? (double)s->rows : (double)lntune_tune_default_rows(s->H);
-        if (s->H > (INT64_C(1) << 26))
-            return usage_error("%s",
-                               "H above 2^26 is not tuned (the verifier's inputs would not fit)");
-        /* fp32-sized buffers: the backward's two each hold x + dy (+ dresidual_out with
-         * --residual; or dx and the copy's rows); the forward's x and y, and residual and
-         * residual_out with --residual */
-        const double per_element = o->backward ? (o->fusion ? 24.0 : 16.0)
-                                   : o->fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 16.0
-                                   : o->fusion                               ? 12.0
-                                                                             : 8.0;
-        if (memory > 0 && rows * (double)s->H * per_element > memory / 2) {
-            char msg[160];
-            snprintf(msg, sizeof msg,
-                     "rows x H = %.0f x %lld needs %.1f GiB for %s, over half "
-                     "of this machine's memory",
-                     rows, (long long)s->H, rows * (double)s->H * per_element / (1 << 30),
-                     o->backward ? "x, dy (, dresidual_out) and dx" : "its buffers");
-            return usage_error("%s", msg);
-        }
-    }
-    if (o->op) ops[0] = op_text(o, o->op);
-    int tty = isatty(2);
-    lntune_tune_config cfg = {o->db, ops,       o->op ? 1 : 2, o->shapes, o->nshapes,   o->threads,
-                              rigor, o->retune, show_progress, &tty,      &stop_signal, o->force};
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    if (!o->target) want_cuda = cuda_device_found(o->device);
+    lntune_tune_progress_state progress = {isatty(2), ""};
+    /* SIGINT, SIGTERM: the tuner saves what it has done and stops */
+    const volatile sig_atomic_t *stop = lntune_tune_stop_on_signals();
+    const lntune_tune_request req = {o->db,      o->op,         o->target, o->rigor,   o->shapes,
+                                     o->nshapes, o->backward,   o->device, o->threads, o->retune,
+                                     o->force,   show_progress, &progress, stop,       0};
+    lntune_tune_job job;
+    char err[1024] = "";
+    if (lntune_tune_job_init(&job, &req, err, sizeof err) != LNTUNE_OK)
+        return usage_error("%s", err);
+    lntune_tune_job_find_cuda(&job, err, sizeof err);
+    if (err[0]) fprintf(stderr, "lntune: %s\n", err);
     lntune_tune_result *r = NULL;
     size_t n = 0;
-    char err[1024] = "";
-    rc = LNTUNE_OK;
-    if (want_cpu) rc = lntune_tune(&cfg, &r, &n, err, sizeof err);
-    if (want_cuda && rc == LNTUNE_OK && !stop_signal) rc = tune_cuda(&cfg, o->device, &r, &n, err);
-    if (tty) fprintf(stderr, "\r%*s\r", 110, "");
-    int saved = 0;
-    for (size_t i = 0; i < n; ++i) saved += r[i].saved;
+    int rc = lntune_tune_job_run(&job, &r, &n, err, sizeof err), saved, missing;
+    const int sig = *stop;
+    if (progress.tty) fprintf(stderr, "\r%*s\r", 110, "");
+    lntune_tune_results_count(r, n, &saved, &missing);
     if (rc != LNTUNE_OK) {
-        fprintf(stderr, "lntune: %s\n", err[0] ? err : lntune_errstr(rc));
+        fprintf(stderr, "lntune: %s\n", err);
         if (n)
             fprintf(stderr, "lntune: %d measurements of this run were saved before it stopped\n",
                     saved);
-        free(r);
-        return db_exit_code(rc);
-    }
-    if (stop_signal) {
+    } else if (sig) {
         fprintf(stderr,
                 "lntune: stopped by %s: %d measurements of this run saved in %s; the same "
                 "command resumes from them\n",
-                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", saved,
+                sig == SIGINT ? "SIGINT" : "SIGTERM", saved,
                 o->db ? o->db : "the default database");
-        free(r);
-        return EXIT_SIGNAL + stop_signal;
+    } else {
+        print_results(r, n, o->json);
     }
-    print_results(r, n, o->json);
-    int missing = 0;
-    for (size_t i = 0; i < n; ++i) missing += !r[i].variant[0];
     free(r);
-    return missing ? EXIT_FAIL : 0;
+    return rc != LNTUNE_OK ? db_exit_code(rc) : sig ? EXIT_SIGNAL + sig : missing ? EXIT_FAIL : 0;
 }
 
 static int cmd_show(options *o) {

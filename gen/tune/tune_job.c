@@ -1,0 +1,202 @@
+/*
+ * tune_job.c - `lntune [tune]`'s job (see tune_job.h).
+ */
+#include "tune_job.h"
+
+#include "cuda_devices.h"
+#include "fusion.h"
+#include "lntune.h"
+#include "reference.h"
+#ifdef LNTUNE_HAVE_CUDA
+#include "cuda_tuner.h"
+#endif
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* x and y of a tuned CPU shape (and its other rows x H buffers) must fit in half the memory. */
+static int check_memory(const lntune_tune_request *req, const lntune_shape *s, char *err,
+                        size_t errlen) {
+    const double memory = req->memory_bytes > 0
+                              ? req->memory_bytes
+                              : (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    const double rows = s->rows ? (double)s->rows : (double)lntune_tune_default_rows(s->H);
+    if (s->H > (INT64_C(1) << 26)) {
+        snprintf(err, errlen, "H above 2^26 is not tuned (the verifier's inputs would not fit)");
+        return LNTUNE_EINVAL;
+    }
+    /* fp32-sized buffers: the backward's two each hold x + dy (+ dresidual_out with --residual;
+     * or dx and the copy's rows); the forward's x and y, and residual and residual_out with
+     * --residual */
+    const double per_element = req->backward                             ? (s->fusion ? 24.0 : 16.0)
+                               : s->fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 16.0
+                               : s->fusion                               ? 12.0
+                                                                         : 8.0;
+    if (memory > 0 && rows * (double)s->H * per_element > memory / 2) {
+        snprintf(err, errlen,
+                 "rows x H = %.0f x %lld needs %.1f GiB for %s, over half of this machine's "
+                 "memory",
+                 rows, (long long)s->H, rows * (double)s->H * per_element / (1 << 30),
+                 req->backward ? "x, dy (, dresidual_out) and dx" : "its buffers");
+        return LNTUNE_EINVAL;
+    }
+    return LNTUNE_OK;
+}
+
+int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, char *err,
+                         size_t errlen) {
+    memset(job, 0, sizeof *job);
+    if (req->nshapes == 0) {
+        snprintf(err, errlen, "--shape is required, e.g. --shape H=4096");
+        return LNTUNE_EINVAL;
+    }
+    job->cpu = !req->target || strcmp(req->target, "cpu") == 0;
+    job->cuda = req->target && strcmp(req->target, "cuda") == 0;
+    job->find_cuda = !req->target;
+    job->device = req->device;
+    if (req->target && !job->cpu && !job->cuda) {
+        snprintf(err, errlen, "unknown target '%s' (expected cpu or cuda)", req->target);
+        return LNTUNE_EINVAL;
+    }
+    if (req->op && lntune_op_parse(req->op) < 0) {
+        snprintf(err, errlen, "unknown op '%s' (expected layernorm or rmsnorm)", req->op);
+        return LNTUNE_EINVAL;
+    }
+    lntune_rigor rigor = LNTUNE_RIGOR_MEASURE;
+    if (req->rigor) {
+        if (strcmp(req->rigor, "quick") == 0)
+            rigor = LNTUNE_RIGOR_QUICK;
+        else if (strcmp(req->rigor, "exhaustive") == 0)
+            rigor = LNTUNE_RIGOR_EXHAUSTIVE;
+        else if (strcmp(req->rigor, "measure") != 0) {
+            snprintf(err, errlen, "unknown rigor '%s' (expected quick, measure or exhaustive)",
+                     req->rigor);
+            return LNTUNE_EINVAL;
+        }
+    }
+    for (size_t i = 0; i < req->nshapes && job->cpu; ++i) {
+        int rc = check_memory(req, &req->shapes[i], err, errlen);
+        if (rc != LNTUNE_OK) return rc;
+    }
+    if (req->op) {
+        job->ops[0] = lntune_op_text((lntune_op)lntune_op_parse(req->op), req->backward);
+    } else {
+        job->ops[0] = lntune_op_text(LNTUNE_OP_LAYERNORM, req->backward);
+        job->ops[1] = lntune_op_text(LNTUNE_OP_RMSNORM, req->backward);
+    }
+    job->cfg = (lntune_tune_config){.db_path = req->db_path,
+                                    .ops = job->ops,
+                                    .nops = req->op ? 1 : 2,
+                                    .shapes = req->shapes,
+                                    .nshapes = req->nshapes,
+                                    .max_threads = req->threads,
+                                    .rigor = rigor,
+                                    .retune = req->retune,
+                                    .progress = req->progress,
+                                    .progress_ud = req->progress_ud,
+                                    .stop = req->stop,
+                                    .force = req->force};
+    return LNTUNE_OK;
+}
+
+void lntune_tune_job_find_cuda(lntune_tune_job *job, char *note, size_t notelen) {
+    if (notelen) note[0] = '\0';
+    if (!job->find_cuda) return;
+    char why[1024];
+    job->cuda = lntune_cuda_device_usable(job->device, why, sizeof why);
+    if (!job->cuda && why[0])
+        snprintf(note, notelen, "no CUDA device to tune (%s); tuning the CPU", why);
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) {
+    stop_signal = sig;
+}
+
+const volatile sig_atomic_t *lntune_tune_stop_on_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return &stop_signal;
+}
+
+/* Tunes cfg on CUDA device `device`, appending its results to *r. */
+static int tune_cuda(const lntune_tune_config *cfg, int device, lntune_tune_result **r, size_t *n,
+                     char *err, size_t errlen) {
+#ifdef LNTUNE_HAVE_CUDA
+    lntune_tune_result *more = NULL;
+    size_t nmore = 0;
+    int rc = lntune_tune_cuda(cfg, device, &more, &nmore, err, errlen);
+    lntune_tune_result *all = realloc(*r, (*n + nmore + 1) * sizeof *all);
+    if (!all) {
+        free(more);
+        snprintf(err, errlen, "out of memory");
+        return LNTUNE_ENOMEM;
+    }
+    if (nmore) memcpy(all + *n, more, nmore * sizeof *more);
+    *r = all;
+    *n += nmore;
+    free(more);
+    return rc;
+#else
+    (void)cfg, (void)device, (void)r, (void)n;
+    snprintf(err, errlen, "this lntune was built without CUDA (LNTUNE_CUDA=OFF)");
+    return LNTUNE_EUNSUPPORTED;
+#endif
+}
+
+int lntune_tune_job_run(const lntune_tune_job *job, lntune_tune_result **results, size_t *n,
+                        char *err, size_t errlen) {
+    lntune_tune_config cfg = job->cfg;
+    cfg.ops = job->ops; /* job may have been copied */
+    *results = NULL;
+    *n = 0;
+    if (errlen) err[0] = '\0';
+    int rc = LNTUNE_OK;
+    if (job->cpu) rc = lntune_tune(&cfg, results, n, err, errlen);
+    if (job->cuda && rc == LNTUNE_OK && !(cfg.stop && *cfg.stop))
+        rc = tune_cuda(&cfg, job->device, results, n, err, errlen);
+    if (rc != LNTUNE_OK && errlen && !err[0]) snprintf(err, errlen, "%s", lntune_errstr(rc));
+    return rc;
+}
+
+void lntune_tune_results_count(const lntune_tune_result *results, size_t n, int *saved,
+                               int *missing) {
+    *saved = *missing = 0;
+    for (size_t i = 0; i < n; ++i) {
+        *saved += results[i].saved;
+        *missing += !results[i].variant[0];
+    }
+}
+
+int lntune_tune_progress_shown(lntune_tune_progress_state *s, const lntune_tune_progress *p,
+                               int width, int *filled, double *eta_s) {
+    *eta_s = p->done ? p->elapsed_s * (double)(p->total - p->done) / (double)p->done : 0.0;
+    *filled = p->total ? (int)(width * p->done / p->total) : 0;
+    if (s->tty) return 1;
+    char now[64];
+    if (strcmp(p->stage, "copy") != 0 && strcmp(p->stage, "retime") != 0) return 0;
+    snprintf(now, sizeof now, "%s %lld %s", p->op, (long long)p->H, p->stage);
+    if (strcmp(now, s->last) == 0) return 0;
+    snprintf(s->last, sizeof s->last, "%s", now);
+    return 1;
+}
+
+void lntune_tune_row_make(const lntune_tune_result *r, lntune_tune_row *row) {
+    const int f32 = strcmp(r->dtype, "f32") == 0;
+    row->direction = lntune_op_direction(r->op);
+    row->time_us = r->median_ns * 1e-3;
+    row->ratio_to_copy = r->copy_gbps > 0 ? r->gbps / r->copy_gbps : 0.0;
+    row->speedup_over_naive = r->median_ns > 0 ? r->naive_ns / r->median_ns : 0.0;
+    snprintf(row->shape, sizeof row->shape, "%lldx%lld%s%s", (long long)r->rows, (long long)r->H,
+             f32 ? "" : " ", f32 ? "" : r->dtype);
+    snprintf(row->counts, sizeof row->counts, "%d/%d/%d%s", r->compiled, r->cache_hits, r->reused,
+             r->from_db ? " (db)" : "");
+}

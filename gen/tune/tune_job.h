@@ -1,0 +1,103 @@
+/*
+ * tune_job.h - `lntune [tune]`: what the command line asks for (op, target, rigor, shapes,
+ * direction) made into the tuner's job, and run. Bad usage is refused here, before anything is
+ * opened: an unknown op, target or rigor, H above 2^26, or a CPU shape whose buffers would take
+ * over half of the memory. The job tunes the CPU, then CUDA device `device` (with no target:
+ * when that device is found), into one result list, and the rows printed of each result are
+ * computed here, so that the command line only prints them.
+ */
+#ifndef LNTUNE_TUNE_JOB_H
+#define LNTUNE_TUNE_JOB_H
+
+#include "tuner.h"
+
+#include <signal.h>
+#include <stddef.h>
+
+typedef struct lntune_tune_request {
+    const char *db_path;        /* NULL: the default database */
+    const char *op;             /* "layernorm" or "rmsnorm"; NULL: both */
+    const char *target;         /* "cpu" or "cuda"; NULL: the CPU, and CUDA when found */
+    const char *rigor;          /* "quick", "measure" or "exhaustive"; NULL: measure */
+    const lntune_shape *shapes; /* with their types and fusion; rows 0: the default */
+    size_t nshapes;
+    int backward; /* the gradients' ops ("rmsnorm_backward") */
+    int device;   /* the CUDA device index */
+    int threads;  /* 0: every core */
+    int retune, force;
+    /* As lntune_tune_config's: the progress reports, and a flag that stops the run (may be NULL;
+     * lntune_tune_stop_on_signals) */
+    void (*progress)(void *ud, const lntune_tune_progress *p);
+    void *progress_ud;
+    const volatile sig_atomic_t *stop;
+    double memory_bytes; /* what the CPU's buffers may take half of; 0: this machine's memory */
+} lntune_tune_request;
+
+typedef struct lntune_tune_job {
+    lntune_tune_config cfg; /* the tuner's configuration */
+    const char *ops[2];     /* cfg's op texts */
+    int cpu, cuda;          /* the targets tuned */
+    int find_cuda;          /* no target given: lntune_tune_job_find_cuda sets cuda */
+    int device;
+} lntune_tune_job;
+
+/*
+ * Fills job from req. Returns LNTUNE_OK, or LNTUNE_EINVAL with the fault in err (bad usage:
+ * nothing was opened).
+ */
+int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, char *err,
+                         size_t errlen);
+
+/*
+ * With no target given, probes job's CUDA device: job->cuda says whether it opens; when it does
+ * not, note says why (empty without CUDA in this build). Otherwise leaves job as it is and note
+ * empty.
+ */
+void lntune_tune_job_find_cuda(lntune_tune_job *job, char *note, size_t notelen);
+
+/*
+ * Makes SIGINT and SIGTERM set the flag returned (to the signal's number) instead of ending the
+ * process: given as cfg.stop, it has the tuner finish the write in hand and stop, and the run
+ * returns what was done.
+ */
+const volatile sig_atomic_t *lntune_tune_stop_on_signals(void);
+
+/*
+ * Tunes the CPU, then (unless *cfg.stop is set by then) the CUDA device; *results (malloc'd, *n
+ * entries, NULL and 0 when nothing was tuned) holds both's. Returns LNTUNE_OK, or the first
+ * failure with its message in err; what was tuned before it is in *results.
+ */
+int lntune_tune_job_run(const lntune_tune_job *job, lntune_tune_result **results, size_t *n,
+                        char *err, size_t errlen);
+
+/* The measurements results[0..n) saved, and how many of them have no correct variant. */
+void lntune_tune_results_count(const lntune_tune_result *results, size_t n, int *saved,
+                               int *missing);
+
+/* What the progress reports of one run have shown (zero it first; tty: they go to a terminal). */
+typedef struct lntune_tune_progress_state {
+    int tty;
+    char last[64]; /* off a terminal: the op, H and stage of the last line */
+} lntune_tune_progress_state;
+
+/*
+ * Whether report p is shown: on a terminal each one (a bar drawn again), elsewhere a line at the
+ * first "copy" and "retime" report of each op and H. With the bar's fill out of width in *filled
+ * and the time left, from the rate so far, in *eta_s.
+ */
+int lntune_tune_progress_shown(lntune_tune_progress_state *s, const lntune_tune_progress *p,
+                               int width, int *filled, double *eta_s);
+
+/* What is printed of one result beside its own fields. */
+typedef struct lntune_tune_row {
+    const char *direction;     /* "forward", "backward"; "?" for an op text not known */
+    double time_us;            /* the median */
+    double ratio_to_copy;      /* gbps / copy_gbps; 0 without a copy */
+    double speedup_over_naive; /* naive_ns / median_ns; 0 without a time */
+    char shape[40];            /* "64x96", "64x96 bf16": the dtype unless f32 */
+    char counts[48];           /* compiled/cache hits/reused, and " (db)" when read back */
+} lntune_tune_row;
+
+void lntune_tune_row_make(const lntune_tune_result *r, lntune_tune_row *row);
+
+#endif /* LNTUNE_TUNE_JOB_H */
