@@ -10,6 +10,7 @@
 #include "best_list.h"
 #include "export.h"
 #include "fusion.h"
+#include "gen_text.h"
 #include "generator.h"
 #include "lntune.h"
 #include "shape.h"
@@ -46,7 +47,8 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    int (*run)(options *o);
+    int (*run)(options *o);    /* NULL: print_gen_text(o, text) */
+    lntune_gen_text_kind text; /* variants, params, emit: what they print */
     const char *usage;
 } command;
 
@@ -192,23 +194,8 @@ static int db_exit_code(int rc) {
     return rc == LNTUNE_EDB ? EXIT_DB : EXIT_FAIL;
 }
 
-/* Opens the generator (for CUDA, for --sm, else sm_90); prints its message on failure. */
-static lntune_gen *open_gen_for(const options *o) {
-    lntune_gen *g = NULL;
-    int rc = lntune_gen_open(NULL, &g);
-    if (rc == LNTUNE_OK && o && o->target && strcmp(o->target, "cuda") == 0)
-        rc = lntune_gen_set_cuda_arch(g, o->sm ? o->sm : 90);
-    if (rc != LNTUNE_OK) {
-        fprintf(stderr, "lntune: %s\n", g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
-        lntune_gen_close(g);
-        return NULL;
-    }
-    return g;
-}
-
-static int gen_failure(lntune_gen *g, int rc) {
-    fprintf(stderr, "lntune: %s\n", lntune_gen_errmsg(g));
-    lntune_gen_close(g);
+/* A failure of gen/'s: exit 2 for what the templates refuse, else 1. */
+static int gen_exit_code(int rc) {
     return rc == LNTUNE_EINVAL || rc == LNTUNE_ENOTFOUND ? EXIT_USAGE : EXIT_FAIL;
 }
 
@@ -216,49 +203,18 @@ static const lntune_shape *the_shape(const options *o) {
     return o->nshapes ? &o->shapes[0] : o->dtype || o->fusion ? &o->dtype_shape : NULL;
 }
 
-static int cmd_variants(options *o) {
-    int rc = check_op_target(o, 0);
+/* variants, params and emit: the generator's text for --op and --target. */
+static int print_gen_text(options *o, lntune_gen_text_kind kind) {
+    int rc = check_op_target(o, kind == LNTUNE_GEN_TEXT_SOURCE);
     if (rc) return rc;
-    lntune_gen *g = open_gen_for(o);
-    if (!g) return EXIT_FAIL;
-    char **list;
-    size_t n;
-    if ((rc = lntune_gen_variants(g, o->target, op_text(o, o->op), the_shape(o), &list, &n)) !=
-        LNTUNE_OK)
-        return gen_failure(g, rc);
-    for (size_t i = 0; i < n; ++i) puts(list[i]);
-    lntune_gen_free_list(list, n);
-    lntune_gen_close(g);
-    return 0;
-}
-
-static int cmd_params(options *o) {
-    int rc = check_op_target(o, 0);
-    if (rc) return rc;
-    lntune_gen *g = open_gen_for(o);
-    if (!g) return EXIT_FAIL;
-    char *text;
-    if ((rc = lntune_gen_describe(g, o->target, op_text(o, o->op), &text)) != LNTUNE_OK)
-        return gen_failure(g, rc);
-    fputs(text, stdout);
+    const lntune_gen_text_request req = {o->target,    op_text(o, o->op), o->sm,
+                                         the_shape(o), o->variant,        o->symbol};
+    char *text, err[1024] = "";
+    rc = lntune_gen_text(kind, &req, &text, err, sizeof err);
+    if (rc == LNTUNE_OK) fputs(text, stdout);
+    if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", err);
     free(text);
-    lntune_gen_close(g);
-    return 0;
-}
-
-static int cmd_emit(options *o) {
-    int rc = check_op_target(o, 1);
-    if (rc) return rc;
-    lntune_gen *g = open_gen_for(o);
-    if (!g) return EXIT_FAIL;
-    lntune_source src;
-    rc =
-        lntune_gen_emit(g, o->target, op_text(o, o->op), o->variant, the_shape(o), o->symbol, &src);
-    if (rc != LNTUNE_OK) return gen_failure(g, rc);
-    fputs(src.text, stdout);
-    lntune_source_free(&src);
-    lntune_gen_close(g);
-    return 0;
+    return rc == LNTUNE_OK ? 0 : gen_exit_code(rc);
 }
 
 static int cmd_verify(options *o) {
@@ -277,9 +233,7 @@ static int cmd_verify(options *o) {
         fprintf(stderr, "lntune: %s: %s\n", r.variant, r.check.message);
     else
         fprintf(stderr, "lntune: %s\n", err);
-    return rc == LNTUNE_OK                                 ? 0
-           : rc == LNTUNE_EINVAL || rc == LNTUNE_ENOTFOUND ? EXIT_USAGE
-                                                           : EXIT_FAIL;
+    return rc == LNTUNE_OK ? 0 : gen_exit_code(rc);
 }
 
 /*
@@ -303,7 +257,7 @@ static int cmd_time(options *o) {
     rc = lntune_time_variants(&c, &r, err, sizeof err);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune: %s\n", err);
-        return rc == LNTUNE_EINVAL || rc == LNTUNE_ENOTFOUND ? EXIT_USAGE : EXIT_FAIL;
+        return gen_exit_code(rc);
     }
     int wrong = 0;
     for (int i = 0; i < o->nvariants; ++i)
@@ -487,7 +441,7 @@ static int cmd_export(options *o) {
 }
 
 static const command commands[] = {
-    {"tune", cmd_tune,
+    {"tune", cmd_tune, 0,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
      "              [--device N] [--threads N] [--rigor quick|measure|exhaustive] [--db PATH]\n"
      "              [--dtype T] [--backward] [--retune] [--force] [--json]\n"
@@ -503,28 +457,28 @@ static const command commands[] = {
      "  not SQLite, another application's, newer) is never touched; --force moves it to\n"
      "  PATH.bak and starts a new one. Ctrl-C keeps every measurement taken; rerun to resume.\n"
      "  Exit: 0 ok, 1 failed, 2 bad usage, 3 database refused or unwritable, 130/143 signal.\n"},
-    {"show", cmd_show,
+    {"show", cmd_show, 0,
      "lntune show [--db PATH] [--all] [--json]\n"
      "  Lists the best variants stored for this machine and its GPUs (--all: for every\n"
      "  machine).\n"},
-    {"variants", cmd_variants,
+    {"variants", NULL, LNTUNE_GEN_TEXT_VARIANTS,
      "lntune variants --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--shape H=N[,rows=N]]\n"
      "                [--dtype T] [--backward]\n"
      "  Lists every valid variant, one canonical parameter string a line.\n"},
-    {"params", cmd_params,
+    {"params", NULL, LNTUNE_GEN_TEXT_PARAMS,
      "lntune params --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--backward]\n"
      "  Shows the parameter space: each knob, its values and what it does.\n"},
-    {"emit", cmd_emit,
+    {"emit", NULL, LNTUNE_GEN_TEXT_SOURCE,
      "lntune emit --op OP --target cpu|cuda --variant STRING [--shape H=N] [--symbol NAME]\n"
      "            [--dtype T] [--backward]\n"
      "  Prints the generated source of one variant (--backward: of the gradients' kernel).\n"
      "  Parameters left out take their first value.\n"
      "  CUDA sources are for --sm (compute capability, default 90).\n"},
-    {"verify", cmd_verify,
+    {"verify", cmd_verify, 0,
      "lntune verify --op OP --target cpu --variant STRING [--shape H=N] [--dtype T] [--backward]\n"
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
      "  adversarial suite against the float64 reference.\n"},
-    {"time", cmd_time,
+    {"time", cmd_time, 0,
      "lntune time --op OP --target cpu --shape [rows=R,]H=N --variant V [--variant V ...]\n"
      "            [--dtype T] [--backward] [--seconds N]\n"
      "  Verifies the variants (up to 16), then times them in one interleaved run with the three\n"
@@ -536,7 +490,7 @@ static const command commands[] = {
      "  Bytes: x read and y written; backward: x and dy (--residual: and dresidual_out) read, dx\n"
      "  written (gamma, the statistics and the dgamma/dbeta partials do not grow with rows x H\n"
      "  and are left out).\n"},
-    {"export", cmd_export,
+    {"export", cmd_export, 0,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"
      "  tuple, a dispatch table, the generic kernels and a small thread pool, as plain C\n"
@@ -580,7 +534,7 @@ int main(int argc, char **argv) {
         if (rc == 0 && o.help) {
             fputs(commands[i].usage, stdout);
         } else if (rc == 0) {
-            rc = commands[i].run(&o);
+            rc = commands[i].run ? commands[i].run(&o) : print_gen_text(&o, commands[i].text);
         }
         free(o.shapes);
         return rc;
