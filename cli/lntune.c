@@ -39,10 +39,9 @@ typedef struct {
     int sm, device; /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
     const char *variants[16]; /* every --variant (time takes several) */
     int nvariants;
-    int cmake;                /* export --cmake */
-    lntune_types types;       /* --dtype, given to every shape */
-    int fusion;               /* --residual: LNTUNE_FUSION_* (fusion.h), given to every shape */
-    lntune_shape dtype_shape; /* the_shape() when --dtype or --residual comes without --shape */
+    int cmake;         /* export --cmake */
+    int fusion;        /* --residual: LNTUNE_FUSION_* (fusion.h) */
+    lntune_shape kind; /* --dtype's types and the fusion, given to every shape (the_shape()) */
 } options;
 
 typedef struct {
@@ -147,29 +146,13 @@ static int parse_options(int argc, char **argv, options *o) {
         int rc = lntune_shape_parse(value, &o->shapes, &o->nshapes, err, sizeof err);
         if (rc != LNTUNE_OK) return usage_error("%s", err);
     }
-    if (o->dtype && lntune_types_parse(o->dtype, &o->types) != 0)
-        return usage_error("unknown dtype '%s' (expected f32, f16 or bf16 for every tensor, or "
-                           "x/y/params types such as bf16/bf16/f32)",
-                           o->dtype);
-    /* The fusion flags and the direction combine with every dtype but these. */
-    if (o->backward && o->types.y != o->types.x)
-        return usage_error("--backward with dtype '%s': dx and dy have x's type, so give one "
-                           "type (bf16) or x/x/params (bf16/bf16/f32)",
-                           o->dtype);
-    /* The backward of the fused Add & Norm adds the gradient arriving at residual_out to dx;
-     * without residual_out there is none, and the plain backward's dx is dresidual already. */
-    if (o->backward && o->fusion == LNTUNE_FUSION_RESIDUAL)
-        return usage_error("%s", "--backward with --residual=noout: a forward without "
-                                 "residual_out passes no gradient back through it, so the plain "
-                                 "backward (no --residual) serves it; its dx is also dresidual");
-    if (o->backward && o->fusion == LNTUNE_FUSION_RESIDUAL_OUT)
-        o->fusion = LNTUNE_FUSION_RESIDUAL; /* fusion.h's "residual": dresidual_out given */
+    char err[1024];
+    if (lntune_shape_kind(o->dtype, o->fusion, o->backward, &o->kind, err, sizeof err) != LNTUNE_OK)
+        return usage_error("%s", err);
     for (size_t i = 0; i < o->nshapes; ++i) {
-        o->shapes[i].types = o->types;
-        o->shapes[i].fusion = o->fusion;
+        o->shapes[i].types = o->kind.types;
+        o->shapes[i].fusion = o->kind.fusion;
     }
-    o->dtype_shape.types = o->types;
-    o->dtype_shape.fusion = o->fusion;
     return 0;
 }
 
@@ -200,7 +183,7 @@ static int gen_exit_code(int rc) {
 }
 
 static const lntune_shape *the_shape(const options *o) {
-    return o->nshapes ? &o->shapes[0] : o->dtype || o->fusion ? &o->dtype_shape : NULL;
+    return o->nshapes ? &o->shapes[0] : o->dtype || o->fusion ? &o->kind : NULL;
 }
 
 /* variants, params and emit: the generator's text for --op and --target. */

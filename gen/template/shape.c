@@ -4,6 +4,8 @@
  */
 #include "shape.h"
 
+#include "dtypes.h"
+#include "fusion.h"
 #include "lntune.h"
 
 #include <stdio.h>
@@ -100,5 +102,38 @@ int lntune_shape_parse(const char *text, lntune_shape **list, size_t *count, cha
         for (size_t j = 0; j < nh; ++j)
             grown[(*count)++] =
                 (lntune_shape){.rows = rows[i], .H = hs[j], .affine = LNTUNE_AFFINE_ANY};
+    return LNTUNE_OK;
+}
+
+int lntune_shape_kind(const char *dtype, int fusion, int backward, lntune_shape *kind, char *err,
+                      size_t errlen) {
+    memset(kind, 0, sizeof *kind);
+    if (dtype && lntune_types_parse(dtype, &kind->types) != 0) {
+        snprintf(err, errlen,
+                 "unknown dtype '%s' (expected f32, f16 or bf16 for every tensor, or x/y/params "
+                 "types such as bf16/bf16/f32)",
+                 dtype);
+        return LNTUNE_EINVAL;
+    }
+    /* The fusions and the direction combine with every dtype but these. */
+    if (backward && kind->types.y != kind->types.x) {
+        snprintf(err, errlen,
+                 "--backward with dtype '%s': dx and dy have x's type, so give one type (bf16) "
+                 "or x/x/params (bf16/bf16/f32)",
+                 dtype);
+        return LNTUNE_EINVAL;
+    }
+    /* The backward of the fused Add & Norm adds the gradient arriving at residual_out to dx;
+     * without residual_out there is none, and the plain backward's dx is dresidual already. */
+    if (backward && fusion == LNTUNE_FUSION_RESIDUAL) {
+        snprintf(err, errlen,
+                 "--backward with --residual=noout: a forward without residual_out passes no "
+                 "gradient back through it, so the plain backward (no --residual) serves it; its "
+                 "dx is also dresidual");
+        return LNTUNE_EINVAL;
+    }
+    /* fusion.h's backward "residual": dresidual_out given */
+    kind->fusion =
+        backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT ? LNTUNE_FUSION_RESIDUAL : fusion;
     return LNTUNE_OK;
 }
