@@ -19,7 +19,6 @@
 #include "verify.h"
 #include "verify_variant.h"
 
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,11 +229,8 @@ static int cmd_time(options *o) {
     if (strcmp(o->target, "cpu") != 0)
         return usage_error("%s", "time runs CPU variants (CUDA: lntune --target cuda)");
     if (!o->nshapes) return usage_error("%s", "--shape is required, e.g. --shape H=4096");
-    const lntune_time_config c = {.op = op_text(o, o->op),
-                                  .shape = o->shapes[0],
-                                  .variants = (const char *const *)o->variants,
-                                  .nvariants = (size_t)o->nvariants,
-                                  .seconds = o->seconds};
+    const lntune_time_config c = {op_text(o, o->op), o->shapes[0], (const char *const *)o->variants,
+                                  (size_t)o->nvariants, o->seconds};
     lntune_time_result r;
     char err[1024] = "";
     rc = lntune_time_variants(&c, &r, err, sizeof err);
@@ -242,28 +238,20 @@ static int cmd_time(options *o) {
         fprintf(stderr, "lntune: %s\n", err);
         return gen_exit_code(rc);
     }
-    int wrong = 0;
     for (int i = 0; i < o->nvariants; ++i)
-        if (r.v[i].wrong) {
+        if (r.v[i].wrong)
             fprintf(stderr, "lntune: %s is wrong, not timed: %s\n", o->variants[i], r.v[i].message);
-            wrong = 1;
-        }
-    if (wrong) return EXIT_FAIL;
+    if (r.wrong) return EXIT_FAIL;
     printf("%s %lldx%lld, one interleaved run; the better copy (best of %zu copy variants): "
            "%.1f us, %.2f GB/s\n%10s %10s %8s %7s  %s\n",
            r.op_key, (long long)r.rows, (long long)c.shape.H, r.ncopy_variants, r.copy_ns * 1e-3,
-           r.bytes / r.copy_ns, "time", "score", "GB/s", "/copy", "variant");
-    double lo = INFINITY, hi = 0.0, slo = INFINITY, shi = 0.0;
-    for (int i = 0; i < o->nvariants; ++i) {
-        const lntune_time_entry *e = &r.v[i];
-        printf("%8.1fus %8.1fus %8.2f %6.2fx  %s\n", e->median_ns * 1e-3, e->score_ns * 1e-3,
-               e->gbps, r.copy_ns / e->median_ns, o->variants[i]);
-        lo = fmin(lo, e->median_ns), hi = fmax(hi, e->median_ns);
-        slo = fmin(slo, e->score_ns), shi = fmax(shi, e->score_ns);
-    }
+           r.copy_gbps, "time", "score", "GB/s", "/copy", "variant");
+    for (int i = 0; i < o->nvariants; ++i)
+        printf("%8.1fus %8.1fus %8.2f %6.2fx  %s\n", r.v[i].median_ns * 1e-3,
+               r.v[i].score_ns * 1e-3, r.v[i].gbps, r.v[i].ratio_to_copy, o->variants[i]);
     if (o->nvariants > 1)
         printf("spread: the slowest is %.1f%% slower than the fastest (score: %.1f%%)\n",
-               (hi / lo - 1.0) * 100.0, (shi / slo - 1.0) * 100.0);
+               r.spread * 100.0, r.score_spread * 100.0);
     return 0;
 }
 

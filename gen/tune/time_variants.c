@@ -71,7 +71,8 @@ int lntune_time_variants(const lntune_time_config *c, lntune_time_result *r, cha
                          size_t errlen) {
     memset(r, 0, sizeof *r);
     for (size_t i = 0; i < LNTUNE_TIME_MAX_VARIANTS; ++i)
-        r->v[i].median_ns = r->v[i].score_ns = r->v[i].gbps = NAN;
+        r->v[i].median_ns = r->v[i].score_ns = r->v[i].gbps = r->v[i].ratio_to_copy = NAN;
+    r->copy_gbps = r->spread = r->score_spread = NAN;
     if (!c || !c->op || c->nvariants < 1 || c->nvariants > LNTUNE_TIME_MAX_VARIANTS) {
         snprintf(err, errlen, "time takes 1 to %d variants", LNTUNE_TIME_MAX_VARIANTS);
         return LNTUNE_EINVAL;
@@ -130,12 +131,20 @@ int lntune_time_variants(const lntune_time_config *c, lntune_time_result *r, cha
         for (size_t i = nv; i < nt; ++i)
             if (!t[i].failed && t[i].median_ns < r->copy_ns) r->copy_ns = t[i].median_ns;
         r->bytes = prob.bytes;
+        r->copy_gbps = prob.bytes / r->copy_ns;
+        double lo = INFINITY, hi = 0.0, slo = INFINITY, shi = 0.0;
         for (size_t i = 0; i < nv; ++i) {
             r->v[i].median_ns = t[i].median_ns;
             r->v[i].score_ns = t[i].score_ns;
             r->v[i].gbps = prob.bytes / t[i].median_ns;
+            r->v[i].ratio_to_copy = r->copy_ns / t[i].median_ns;
+            lo = fmin(lo, t[i].median_ns), hi = fmax(hi, t[i].median_ns);
+            slo = fmin(slo, t[i].score_ns), shi = fmax(shi, t[i].score_ns);
         }
+        r->spread = hi / lo - 1.0;
+        r->score_spread = shi / slo - 1.0;
     }
+    r->wrong = wrong > 0 ? wrong : 0;
     for (size_t i = 0; i < n; ++i) lntune_source_free(&src[i]);
     lntune_problem_free(&prob);
     lntune_pool_destroy(pool);

@@ -23,6 +23,7 @@ typedef struct lntune_time_config {
 
 typedef struct lntune_time_entry {
     double median_ns, score_ns, gbps; /* timing.h's median and score; NAN when not timed */
+    double ratio_to_copy;             /* the better copy's median / median_ns */
     int wrong;                        /* failed verification, so not timed */
     char message[512];                /* why it is wrong */
 } lntune_time_entry;
@@ -32,7 +33,12 @@ typedef struct lntune_time_result {
     char op_key[48];       /* the op text with its fusion: "layernorm+residual_out" */
     double bytes;          /* what a call reads and writes (problem.h) */
     double copy_ns;        /* the better copy's median in the same run */
+    double copy_gbps;      /* bytes / copy_ns; NAN when nothing was timed */
     size_t ncopy_variants; /* copy variants the fastest were chosen from */
+    int wrong;             /* variants that failed verification */
+    /* How much slower the slowest variant is than the fastest, by median and by score (0.1:
+     * 10%); NAN when nothing was timed */
+    double spread, score_spread;
     lntune_time_entry v[LNTUNE_TIME_MAX_VARIANTS];
 } lntune_time_result;
 
