@@ -20,6 +20,7 @@
 #include "verify_variant.h"
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,17 +29,16 @@
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DB = 3, EXIT_SIGNAL = 128 };
 
 typedef struct {
-    const char *op, *target, *variant, *symbol, *db, *rigor, *dtype;
-    const char *out, *gpu; /* export */
+    const char *op, *target, *symbol, *db, *rigor, *dtype;
+    const char *out, *gpu;    /* export */
+    const char *variants[16]; /* every --variant: time takes several, other commands the first */
+    int nvariants;
     lntune_shape *shapes;
     size_t nshapes;
-    int help, retune, json, all, threads, force;
-    int seconds;    /* time --seconds: the interleaved run's budget (0: the default) */
-    int backward;   /* --backward: the gradients' ops (op text "<op>_backward") */
-    int sm, device; /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
-    const char *variants[16]; /* every --variant (time takes several) */
-    int nvariants;
-    int cmake;         /* export --cmake */
+    int help, retune, json, all, threads, force, cmake;
+    int seconds;       /* time --seconds: the interleaved run's budget (0: the default) */
+    int backward;      /* --backward: the gradients' ops (op text "<op>_backward") */
+    int sm, device;    /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
     int fusion;        /* --residual: LNTUNE_FUSION_* (fusion.h) */
     lntune_shape kind; /* --dtype's types and the fusion, given to every shape (the_shape()) */
 } options;
@@ -57,93 +57,77 @@ static int usage_error(const char *fmt, const char *arg) {
     return EXIT_USAGE;
 }
 
+/* The options of every command: each one's kind and where its value goes. */
+enum { FLAG, TEXT, NUMBER, VARIANT, SHAPE };
+typedef struct {
+    const char *name;
+    int kind;
+    size_t at;         /* offsetof(options, ...) */
+    long lo, hi;       /* FLAG: the value set (lo); NUMBER: the range */
+    const char *range; /* NUMBER: the message for a value outside it */
+} option_spec;
+
+/* clang-format off */
+#define OPT(n, k, f) {.name = n, .kind = k, .at = offsetof(options, f), .lo = 1}
+#define SET(n, f, v) {.name = n, .kind = FLAG, .at = offsetof(options, f), .lo = v}
+#define NUM(n, f, l, h, why)                                                                       \
+    {.name = n, .kind = NUMBER, .at = offsetof(options, f), .lo = l, .hi = h, .range = why}
+static const option_spec option_specs[] = {
+    OPT("--help", FLAG, help),       OPT("-h", FLAG, help),           OPT("--retune", FLAG, retune),
+    OPT("--json", FLAG, json),       OPT("--all", FLAG, all),         OPT("--force", FLAG, force),
+    OPT("--cmake", FLAG, cmake),     OPT("--backward", FLAG, backward),
+    SET("--residual", fusion, LNTUNE_FUSION_RESIDUAL_OUT),
+    SET("--residual=out", fusion, LNTUNE_FUSION_RESIDUAL_OUT),
+    SET("--residual=noout", fusion, LNTUNE_FUSION_RESIDUAL),
+    NUM("--sm", sm, 50, 200, "--sm needs a compute capability such as 80 or 90"),
+    NUM("--device", device, 0, 64, "--device needs a CUDA device index from 0 to 64"),
+    NUM("--threads", threads, 1, 4096, "--threads needs a whole number from 1 to 4096"),
+    NUM("--seconds", seconds, 1, 3600, "--seconds needs a whole number from 1 to 3600"),
+    OPT("--op", TEXT, op),           OPT("--db", TEXT, db),           OPT("--out", TEXT, out),
+    OPT("--gpu", TEXT, gpu),         OPT("--rigor", TEXT, rigor),     OPT("--target", TEXT, target),
+    OPT("--symbol", TEXT, symbol),   OPT("--dtype", TEXT, dtype),
+    OPT("--variant", VARIANT, variants), OPT("--shape", SHAPE, shapes)};
+/* clang-format on */
+
+static const option_spec *find_option(const char *a) {
+    for (size_t k = 0; k < sizeof option_specs / sizeof option_specs[0]; ++k)
+        if (strcmp(a, option_specs[k].name) == 0) return &option_specs[k];
+    return NULL;
+}
+
 /* Parses the options shared by every command; returns 0 or an exit code. */
 static int parse_options(int argc, char **argv, options *o) {
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
-        const char **slot = NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            o->help = 1;
-            continue;
-        }
-        int *flag = strcmp(a, "--retune") == 0     ? &o->retune
-                    : strcmp(a, "--json") == 0     ? &o->json
-                    : strcmp(a, "--all") == 0      ? &o->all
-                    : strcmp(a, "--force") == 0    ? &o->force
-                    : strcmp(a, "--cmake") == 0    ? &o->cmake
-                    : strcmp(a, "--backward") == 0 ? &o->backward
-                                                   : NULL;
-        if (flag) {
-            *flag = 1;
-            continue;
-        }
-        if (strncmp(a, "--residual", 10) == 0) { /* --residual[=out|noout] */
-            const char *how = a[10] == '=' ? a + 11 : a[10] ? NULL : "out";
-            if (!how || (strcmp(how, "out") != 0 && strcmp(how, "noout") != 0))
-                return usage_error("unknown option '%s' (expected --residual, --residual=out or "
-                                   "--residual=noout)",
-                                   a);
-            o->fusion =
-                strcmp(how, "out") == 0 ? LNTUNE_FUSION_RESIDUAL_OUT : LNTUNE_FUSION_RESIDUAL;
-            continue;
-        }
-        if (strcmp(a, "--sm") == 0 || strcmp(a, "--device") == 0) {
-            const int sm = a[2] == 's';
-            char *end;
-            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
-            if (i + 1 >= argc || *end || n < (sm ? 50 : 0) || n > (sm ? 200 : 64))
-                return usage_error("%s", sm ? "--sm needs a compute capability such as 80 or 90"
-                                            : "--device needs a CUDA device index from 0 to 64");
-            *(sm ? &o->sm : &o->device) = (int)n;
+        const option_spec *s = find_option(a);
+        if (!s && strncmp(a, "--residual", 10) == 0)
+            return usage_error("unknown option '%s' (expected --residual, --residual=out or "
+                               "--residual=noout)",
+                               a);
+        if (!s) return usage_error("unknown option '%s'", a);
+        void *field = (char *)o + s->at;
+        if (s->kind == FLAG) {
+            *(int *)field = (int)s->lo;
+        } else if (s->kind == NUMBER) {
+            char *end = NULL; /* stays NULL when the value is missing */
+            const long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (!end || *end || n < s->lo || n > s->hi) return usage_error("%s", s->range);
+            *(int *)field = (int)n;
             ++i;
-            continue;
-        }
-        if (strcmp(a, "--threads") == 0 || strcmp(a, "--seconds") == 0) {
-            const int threads = a[2] == 't';
-            char *end;
-            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || *end || n < 1 || n > (threads ? 4096 : 3600))
-                return usage_error("%s", threads ? "--threads needs a whole number from 1 to 4096"
-                                                 : "--seconds needs a whole number from 1 to 3600");
-            *(threads ? &o->threads : &o->seconds) = (int)n;
-            ++i;
-            continue;
-        }
-        if (strcmp(a, "--op") == 0)
-            slot = &o->op;
-        else if (strcmp(a, "--db") == 0)
-            slot = &o->db;
-        else if (strcmp(a, "--out") == 0)
-            slot = &o->out;
-        else if (strcmp(a, "--gpu") == 0)
-            slot = &o->gpu;
-        else if (strcmp(a, "--rigor") == 0)
-            slot = &o->rigor;
-        else if (strcmp(a, "--target") == 0)
-            slot = &o->target;
-        else if (strcmp(a, "--variant") == 0)
-            slot = &o->variant;
-        else if (strcmp(a, "--symbol") == 0)
-            slot = &o->symbol;
-        else if (strcmp(a, "--dtype") == 0)
-            slot = &o->dtype;
-        else if (strcmp(a, "--shape") != 0)
-            return usage_error("unknown option '%s'", a);
-        if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
-        const char *value = argv[++i];
-        if (slot == &o->variant) {
+        } else if (i + 1 >= argc) {
+            return usage_error("option '%s' needs a value", a);
+        } else if (s->kind == TEXT) {
+            *(const char **)field = argv[++i];
+        } else if (s->kind == VARIANT) {
             if (o->nvariants == (int)(sizeof o->variants / sizeof o->variants[0]))
                 return usage_error("%s", "at most 16 --variant");
-            o->variants[o->nvariants++] = value;
-            if (o->variant) continue; /* the first one is o->variant */
+            o->variants[o->nvariants++] = argv[++i];
+        } else {
+            char err[256];
+            if (lntune_shape_parse(argv[++i], &o->shapes, &o->nshapes, err, sizeof err) !=
+                LNTUNE_OK)
+                return usage_error("%s", err);
         }
-        if (slot) {
-            *slot = value;
-            continue;
-        }
-        char err[256];
-        int rc = lntune_shape_parse(value, &o->shapes, &o->nshapes, err, sizeof err);
-        if (rc != LNTUNE_OK) return usage_error("%s", err);
     }
     char err[1024];
     if (lntune_shape_kind(o->dtype, o->fusion, o->backward, &o->kind, err, sizeof err) != LNTUNE_OK)
@@ -167,7 +151,7 @@ static int check_op_target(const options *o, int need_variant) {
     if (!o->target) return usage_error("%s", "--target is required (cpu or cuda)");
     if (strcmp(o->target, "cpu") != 0 && strcmp(o->target, "cuda") != 0)
         return usage_error("unknown target '%s' (expected cpu or cuda)", o->target);
-    if (need_variant && !o->variant) return usage_error("%s", "--variant is required");
+    if (need_variant && !o->nvariants) return usage_error("%s", "--variant is required");
     if (o->nshapes > 1) return usage_error("%s", "give one shape");
     return 0;
 }
@@ -190,7 +174,7 @@ static int print_gen_text(options *o, lntune_gen_text_kind kind) {
     int rc = check_op_target(o, kind == LNTUNE_GEN_TEXT_SOURCE);
     if (rc) return rc;
     const lntune_gen_text_request req = {o->target,    op_text(o, o->op), o->sm,
-                                         the_shape(o), o->variant,        o->symbol};
+                                         the_shape(o), o->variants[0],    o->symbol};
     char *text, err[1024] = "";
     rc = lntune_gen_text(kind, &req, &text, err, sizeof err);
     if (rc == LNTUNE_OK) fputs(text, stdout);
@@ -207,7 +191,8 @@ static int cmd_verify(options *o) {
                                  "the GPU by 'lntune --target cuda --shape ...'");
     lntune_verify_variant_result r;
     char err[1024] = "";
-    rc = lntune_verify_variant(op_text(o, o->op), o->variant, the_shape(o), &r, err, sizeof err);
+    rc =
+        lntune_verify_variant(op_text(o, o->op), o->variants[0], the_shape(o), &r, err, sizeof err);
     if (rc == LNTUNE_OK)
         printf("ok: %s: %d cases, max error %.3g (tolerance %.3g) at %s\n", r.variant,
                r.check.cases, r.check.max_error, LNTUNE_VERIFY_TOLERANCE, r.check.worst);
@@ -483,13 +468,10 @@ static void print_help(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        print_help(stderr);
-        return EXIT_USAGE;
-    }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        print_help(stdout);
-        return 0;
+    const int help = argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    if (argc < 2 || help) {
+        print_help(help ? stdout : stderr);
+        return help ? 0 : EXIT_USAGE;
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("lntune %s\n", lntune_version());
@@ -502,11 +484,10 @@ int main(int argc, char **argv) {
         if (strcmp(name, commands[i].name) != 0) continue;
         options o = {0};
         int rc = parse_options(argc - first, argv + first, &o);
-        if (rc == 0 && o.help) {
+        if (rc == 0 && o.help)
             fputs(commands[i].usage, stdout);
-        } else if (rc == 0) {
+        else if (rc == 0)
             rc = commands[i].run ? commands[i].run(&o) : print_gen_text(&o, commands[i].text);
-        }
         free(o.shapes);
         return rc;
     }
