@@ -2,8 +2,8 @@
  * builtin_isa.c - which copy of the CPU built-ins this process runs. liblntune is built for the
  * architecture's baseline (it runs on any x86-64), so its generic built-ins use 4-lane vectors
  * and portable fp16 conversions. On x86-64 it also carries the same kernels compiled for AVX2,
- * FMA and F16C (CMakeLists.txt, gen/template/builtin.c's lntune_builtin_avx2), run where the CPU and the
- * OS have those (core/hardware.c's detection, the one the tuning fingerprint uses). Decided
+ * FMA and F16C (CMakeLists.txt, gen/template/builtin.c's lntune_builtin_avx2), run where the CPU
+ * and the OS have those (core/hardware.c's detection, the one the tuning fingerprint uses). Decided
  * once per process; a race between first calls decides twice, alike.
  */
 #include "builtin.h"

@@ -1,8 +1,9 @@
 /*
  * builtin_typed.c - the built-in kernels of every fp16/bf16 type tuple (x, y, gamma/beta), for
- * shapes no one tuned: the generated, vectorized ones (gen/template/builtin.c, lntune_builtin_emit_typed)
- * with gamma or with neither, and the generic body below for beta without gamma, which the
- * templates have no variant of. fp32 has its own generated built-ins (builtin.c).
+ * shapes no one tuned: the generated, vectorized ones (gen/template/builtin.c,
+ * lntune_builtin_emit_typed) with gamma or with neither, and the generic body below for beta
+ * without gamma, which the templates have no variant of. fp32 has its own generated built-ins
+ * (builtin.c).
  *
  * The generated ones have the fp32 built-ins' numerics (fp32 partial sums added into double),
  * rounded once to y's type. For beta without gamma, the kernel ABI carries no types, so each (op,

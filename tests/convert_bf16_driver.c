@@ -1,7 +1,7 @@
 /*
  * convert_bf16_driver.c - the CPU template's bf16 vector narrowing (templates/cpu/convert.lua
- * and cpu/norm.lua, portable or convert=native) against the verifier's (gen/verify/half_ref.h), lane
- * for lane: the floats at and next to every rounding midpoint between two bf16 (both signs),
+ * and cpu/norm.lua, portable or convert=native) against the verifier's (gen/verify/half_ref.h),
+ * lane for lane: the floats at and next to every rounding midpoint between two bf16 (both signs),
  * every 61st float of fp32's subnormal range, zeros, the overflow edge, Inf and NaNs, and every
  * 97th float pattern of all 2^32.
  * test_convert.sh compiles it with KERNEL naming a source from `lntune emit --dtype bf16`

@@ -1,9 +1,9 @@
 /*
  * cuda_device.h - the CUDA compile tests' second half, on a GPU: each sample compiled for the
  * device's compute capability is loaded and run through the verifier's suite on the device
- * (gen/verify/cuda_check.c for forward kernels, fused or not; gen/verify/cuda_check_backward.c for backward
- * pairs). Without a GPU (CI) nothing runs and the test says so; with a GPU every failure counts
- * through EXPECT (check.h), and a kernel fault stops the test, since it leaves the context
+ * (gen/verify/cuda_check.c for forward kernels, fused or not; gen/verify/cuda_check_backward.c for
+ * backward pairs). Without a GPU (CI) nothing runs and the test says so; with a GPU every failure
+ * counts through EXPECT (check.h), and a kernel fault stops the test, since it leaves the context
  * unusable.
  */
 #ifndef LNTUNE_TEST_CUDA_DEVICE_H

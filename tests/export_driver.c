@@ -17,8 +17,8 @@
  * 4. Backward through lntune_kernels_<op>_backward: the two backward winners of export_makedb
  *    at their tuned shapes and untuned H, fp32 and bf16/bf16/f32, statistics saved and
  *    recomputed, with gamma and without, with dresidual_out and without; dx, dgamma and dbeta
- *    against the float64 reference gradients within gen/verify/verify_backward.h's bounds, dx poisoned
- *    and every element checked, nothing written between its rows.
+ *    against the float64 reference gradients within gen/verify/verify_backward.h's bounds, dx
+ * poisoned and every element checked, nothing written between its rows.
  * 5. Concurrent callers (alone with the argument "concurrent", which test_export.sh runs under
  *    ThreadSanitizer): threads calling at once, each on its own tensors, a tuned multi-threaded
  *    shape and an untuned one, so that calls share the pool or find it busy; every output checked.
@@ -384,7 +384,8 @@ static double half_ulp(int t, double v) {
 
 /*
  * One backward call of op; returns the worst error as a fraction of its bound (<= 1 passes), or
- * INFINITY with why set. Bounds as gen/verify/verify_backward.h's, at 16 units of 2^-24, n = rows + 64.
+ * INFINITY with why set. Bounds as gen/verify/verify_backward.h's, at 16 units of 2^-24, n = rows
+ * + 64.
  */
 static double run_backward(int op, int xt, int pt, int64_t H, int64_t rows, int saved,
                            int with_gamma, int fused, char *why, size_t len) {

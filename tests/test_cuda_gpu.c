@@ -1,13 +1,13 @@
 /*
  * test_cuda_gpu.c - every CUDA variant of both ops gives the float64 reference's answer on a real
- * GPU, on the verifier's adversarial suite (gen/verify/verify.h): randn, 1000 + randn, 1 + 1e-3 randn,
- * constant rows, NaN/Inf rows; contiguous rows, x and y misaligned by 4 bytes, row strides larger
- * than H; H in {1, 3, 17, 768, 1000, 4096, 4097, 12288, 65536}; y poisoned before each run, so an
- * element never written, or written outside the rows, is caught.
+ * GPU, on the verifier's adversarial suite (gen/verify/verify.h): randn, 1000 + randn, 1 + 1e-3
+ * randn, constant rows, NaN/Inf rows; contiguous rows, x and y misaligned by 4 bytes, row strides
+ * larger than H; H in {1, 3, 17, 768, 1000, 4096, 4097, 12288, 65536}; y poisoned before each run,
+ * so an element never written, or written outside the rows, is caught.
  *
- * The device side of each case is gen/verify/cuda_check.c (the tuner's own verifier): x copied at the
- * same alignment (mod 16 bytes), poisoned guard zones around y. Variants with fixed H run at that
- * H only; shared-memory variants only up to their max_h.
+ * The device side of each case is gen/verify/cuda_check.c (the tuner's own verifier): x copied at
+ * the same alignment (mod 16 bytes), poisoned guard zones around y. Variants with fixed H run at
+ * that H only; shared-memory variants only up to their max_h.
  *
  * Exits 77 (skipped) when there is no GPU, no driver, or no NVRTC. Labelled `cuda` in ctest.
  */

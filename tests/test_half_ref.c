@@ -1,6 +1,6 @@
 /*
- * test_half_ref.c - the verifier's fp16/bf16 conversions (gen/verify/half_ref.h), exhaustively: every
- * 16-bit value decodes exactly and encodes back to itself, each midpoint between neighbours
+ * test_half_ref.c - the verifier's fp16/bf16 conversions (gen/verify/half_ref.h), exhaustively:
+ * every 16-bit value decodes exactly and encodes back to itself, each midpoint between neighbours
  * rounds to the even one and its float neighbours to the nearer one, overflow gives Inf, NaNs
  * stay quiet NaNs and never become the verifier's poison.
  */

@@ -1,7 +1,7 @@
 /*
- * test_incumbent.c - the planner's drift reference (gen/tune/incumbent.c) on simulated batches, whose
- * figures are made the way lntune_time_interleaved makes them: each kernel's true time, times a
- * drift common to the batch, times its own noise; a candidate's figure is its ratio to the
+ * test_incumbent.c - the planner's drift reference (gen/tune/incumbent.c) on simulated batches,
+ * whose figures are made the way lntune_time_interleaved makes them: each kernel's true time, times
+ * a drift common to the batch, times its own noise; a candidate's figure is its ratio to the
  * batch's reference times that reference's figure, which is its own time in the batch.
  *   - A search-like run: the best candidates get faster for a while, then many time within 8%
  *     of each other, in batches that drift by +-30% with figures +-3%. A kernel's figures late

@@ -1,5 +1,6 @@
 /*
- * test_sandbox.c - a variant that crashes or hangs never takes the tuner down (gen/verify/sandbox.h):
+ * test_sandbox.c - a variant that crashes or hangs never takes the tuner down
+ * (gen/verify/sandbox.h):
  *  - tests/templates/sandbox holds variants that write to NULL, write 1 TiB past their output,
  *    divide an integer by zero, execute a trap instruction and loop forever, at verification,
  *    and two that crash or hang only at the tuned shape, so during timing;

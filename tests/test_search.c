@@ -1,6 +1,6 @@
 /*
- * test_search.c - the planner's search (gen/tune/search.c) on synthetic spaces with made-up times, so
- * that what it evaluates and what it picks are exact:
+ * test_search.c - the planner's search (gen/tune/search.c) on synthetic spaces with made-up times,
+ * so that what it evaluates and what it picks are exact:
  *   - a space where the fastest variant needs two knobs changed at once (like convert=native,
  *     which needs vec >= 4, while vec alone only slows portable conversions down): measure and
  *     quick find it from the naive variant, through the one-knob repair of an excluded step;

@@ -9,4 +9,3 @@ static int lntune_complete_backward_args(lntune_backward_kernel_args *a) {
     return a->x_stride >= a->H && a->dy_stride >= a->H && a->dx_stride >= a->H &&
            (!a->dresidual_out || a->dresidual_out_stride >= a->H);
 }
-

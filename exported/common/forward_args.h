@@ -10,4 +10,3 @@ static int lntune_complete_args(lntune_kernel_args *a) {
            (!a->residual || a->residual_stride >= a->H) &&
            (!a->residual_out || a->residual_out_stride >= a->H);
 }
-

@@ -15,7 +15,7 @@ typedef struct {
     size_t len;
 } embedded_file;
 
-extern const embedded_file lntune_embedded_engine[];    /* gen/template/engine.lua and the headers */
+extern const embedded_file lntune_embedded_engine[]; /* gen/template/engine.lua and the headers */
 extern const embedded_file lntune_embedded_templates[]; /* templates/ */
 extern const embedded_file lntune_embedded_exported[];  /* exported/ */
 

@@ -1,12 +1,12 @@
 /*
  * export_cuda_backward.c - the backward in lntune_kernels.cu: the tuned pairs of each GPU
  * (`lntune --target cuda --backward`), each regenerated for its GPU's architecture; the runtime's
- * built-in backward pairs (gen/template/builtin.c: a block per row re-reading x and dy, dgamma/dbeta from
- * per-row-group partials summed in order by a second kernel), one per op, fusion and (x, params)
- * tuple, their element types chosen by #defines around the typed source; a table of them all
- * with their launch lines; and lntune_kernels_cuda_<op>_backward, which launches the tuned pair
- * of the call's GPU, op, fusion, types, H and nearest rows bucket, else the generic one, on the
- * caller's stream with its workspace allocated and freed on that stream (cudaMallocAsync), as
+ * built-in backward pairs (gen/template/builtin.c: a block per row re-reading x and dy,
+ * dgamma/dbeta from per-row-group partials summed in order by a second kernel), one per op, fusion
+ * and (x, params) tuple, their element types chosen by #defines around the typed source; a table of
+ * them all with their launch lines; and lntune_kernels_cuda_<op>_backward, which launches the tuned
+ * pair of the call's GPU, op, fusion, types, H and nearest rows bucket, else the generic one, on
+ * the caller's stream with its workspace allocated and freed on that stream (cudaMallocAsync), as
  * runtime/cuda_dispatch.c does.
  */
 #include "export_internal.h"

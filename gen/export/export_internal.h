@@ -55,10 +55,10 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
                                      const unsigned char used[64], int avx2);
 
 /*
- * Appends generated kernels of two levels under one name (gen/template/builtin.c's lntune_builtin_avx2
- * and lntune_builtin_generic): avx2's text where the file is compiled for AVX2, FMA and F16C
- * (LNTUNE_KERNELS_AVX2, which the exported file defines), else generic's. avx2 NULL: generic's
- * alone.
+ * Appends generated kernels of two levels under one name (gen/template/builtin.c's
+ * lntune_builtin_avx2 and lntune_builtin_generic): avx2's text where the file is compiled for AVX2,
+ * FMA and F16C (LNTUNE_KERNELS_AVX2, which the exported file defines), else generic's. avx2 NULL:
+ * generic's alone.
  */
 void lntune_export_put_levels(lntune_export_buf *b, const char *avx2, const char *generic);
 

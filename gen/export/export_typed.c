@@ -3,11 +3,11 @@
  * a tuple (x, y, gamma/beta) no exported winner covers, as runtime/builtin_typed.c does for
  * liblntune.
  *
- * The tuples the winners have get liblntune's built-ins for them (gen/template/builtin.c: the templates'
- * generic variants with the tuple's types), so an untuned H of a tuned tuple runs vectorized.
- * Every other tuple, and beta without gamma, gets one small portable body instantiated per (op,
- * tuple), serving every affine kind: all 104 generated kernels would be 0.9 MB of C that take gcc
- * 17 s at -O3 for every app, even one calling fp32 only. The body is core/typed_kernel.h,
+ * The tuples the winners have get liblntune's built-ins for them (gen/template/builtin.c: the
+ * templates' generic variants with the tuple's types), so an untuned H of a tuned tuple runs
+ * vectorized. Every other tuple, and beta without gamma, gets one small portable body instantiated
+ * per (op, tuple), serving every affine kind: all 104 generated kernels would be 0.9 MB of C that
+ * take gcc 17 s at -O3 for every app, even one calling fp32 only. The body is core/typed_kernel.h,
  * copied in as text (it needs nothing of liblntune).
  */
 #include "export_internal.h"
@@ -111,8 +111,8 @@ int lntune_export_put_typed_fallback(lntune_export_buf *b, lntune_gen *g,
     return b->oom ? LNTUNE_ENOMEM : LNTUNE_OK;
 }
 
-/* The fused Add & Norm built-ins of all-bf16 calls (gen/template/builtin.c) with the level's text: the
- * AVX2 and streaming copies where the file is compiled for AVX2, else the generic one. */
+/* The fused Add & Norm built-ins of all-bf16 calls (gen/template/builtin.c) with the level's text:
+ * the AVX2 and streaming copies where the file is compiled for AVX2, else the generic one. */
 static int put_fused_bf16_levels(lntune_export_buf *b, lntune_gen *g, int avx2) {
     char *generic = NULL, *wide = NULL, *streaming = NULL;
     int rc = lntune_builtin_emit_fused_bf16(g, &lntune_builtin_generic, "lntune_kernels_generic",

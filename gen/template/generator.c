@@ -1,6 +1,7 @@
 /*
- * generator.c - the C side of the template engine: a Lua 5.4 state running gen/template/engine.lua, fed
- * the host's features, reading templates from a directory or from the copies built into the binary.
+ * generator.c - the C side of the template engine: a Lua 5.4 state running gen/template/engine.lua,
+ * fed the host's features, reading templates from a directory or from the copies built into the
+ * binary.
  */
 #include "generator.h"
 
