@@ -204,7 +204,7 @@ static lntune_outcome unit_outcome(const cpu_target *c, size_t v) {
     const compiled *u = &c->s.units[c->s.unit_of[v]];
     o.max_error = u->max_error;
     o.compile_ms = u->obj.compile_ms;
-    o.artifact_key = u->obj.key[0] ? u->obj.key : NULL;
+    snprintf(o.artifact_key, sizeof o.artifact_key, "%s", u->obj.key);
     o.crashed = u->crashed;
     snprintf(o.message, sizeof o.message, "%s", u->message);
     if (u->lost)

@@ -35,8 +35,9 @@ typedef struct lntune_outcome {
     int crashed;      /* of failed: crashed or hung in a sandbox (sandbox.h) */
     double max_error; /* the verifier's, once checked */
     double compile_ms;
-    const char *artifact_key; /* the compiled object's, if the target has one (valid until end) */
-    lntune_timed t;           /* time: median_ns, min_ns, max_ns, score_ns */
+    char artifact_key[64]; /* the compiled object's, if the target has one ("" if not); a copy:
+                            * the planner keeps outcomes while the target's objects move */
+    lntune_timed t;        /* time: median_ns, min_ns, max_ns, score_ns */
     char message[512];
 } lntune_outcome;
 

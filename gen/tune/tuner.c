@@ -155,7 +155,7 @@ static void record(lntune_plan *p, size_t v, const lntune_outcome *o, int timed)
     m.template_hash = p->code_hash;
     m.status = status[o->state];
     m.message = o->message[0] ? o->message : NULL;
-    m.artifact_key = o->artifact_key;
+    m.artifact_key = o->artifact_key[0] ? o->artifact_key : NULL;
     m.compile_ms = o->compile_ms;
     m.max_error = o->max_error;
     m.median_ns = m.min_ns = m.max_ns = m.gbps = NAN;
