@@ -22,6 +22,7 @@
  */
 #include "args_check.h"
 #include "context.h"
+#include "builtin_policy.h"
 #include "cuda_dispatch.h"
 #include "dispatch.h"
 #include "dtypes.h"
@@ -29,10 +30,6 @@
 
 #include <math.h>
 #include <stdint.h>
-
-/* Built-in kernels split rows across the pool from this many elements per call: below it, the
- * wake-up of the workers costs more than the second core gains. */
-#define BUILTIN_PARALLEL_ELEMENTS (INT64_C(1) << 18)
 
 static const char *const api_names[] = {"lntune_layernorm", "lntune_rmsnorm"};
 
@@ -153,8 +150,7 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
 
-    int builtin_threads =
-        a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->max_threads : 1;
+    const int builtin_threads = lntune_builtin_threads(a->rows, a->H, ctx->max_threads);
     lntune_kernel_fn kernel = e->kernel;
     int threads = e->threads;
     if (kernel == e->fallback) {

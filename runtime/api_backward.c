@@ -17,6 +17,7 @@
 #include "backward.h"
 #include "args_check.h"
 #include "context.h"
+#include "builtin_policy.h"
 #include "cuda_dispatch.h"
 #include "dispatch.h"
 #include "dtypes.h"
@@ -24,9 +25,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-
-/* As the forward (api.c): below this many elements a call runs on the calling thread. */
-#define BUILTIN_PARALLEL_ELEMENTS (INT64_C(1) << 18)
 
 static const char *const api_names[] = {"lntune_layernorm_backward", "lntune_rmsnorm_backward"};
 
@@ -107,8 +105,7 @@ static int run(lntune *ctx, const lntune_backward_args *a, int op) {
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
 
-    const int builtin_threads =
-        a->rows > 1 && a->rows * a->H >= BUILTIN_PARALLEL_ELEMENTS ? ctx->max_threads : 1;
+    const int builtin_threads = lntune_builtin_threads(a->rows, a->H, ctx->max_threads);
     const int tuned = e->backward != e->backward_fallback;
     int threads = tuned ? e->threads : builtin_threads;
     lntune_pool *pool = NULL;

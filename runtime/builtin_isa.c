@@ -7,6 +7,7 @@
  * once per process; a race between first calls decides twice, alike.
  */
 #include "builtin.h"
+#include "builtin_policy.h"
 #include "hardware.h"
 #include "lntune.h"
 
@@ -23,8 +24,7 @@ static int forced_generic(const char *setting) {
 static int detect(void) {
     if (forced_generic(getenv("LNTUNE_BUILTIN_ISA"))) return LNTUNE_BUILTIN_GENERIC;
 #ifdef LNTUNE_HAVE_BUILTIN_AVX2
-    const uint32_t avx2 = LNTUNE_ISA_AVX2 | LNTUNE_ISA_FMA | LNTUNE_ISA_F16C;
-    if ((lntune_hw_isa() & avx2) == avx2) return LNTUNE_BUILTIN_AVX2;
+    if (lntune_builtin_avx2_usable(lntune_hw_isa())) return LNTUNE_BUILTIN_AVX2;
 #endif
     return LNTUNE_BUILTIN_GENERIC;
 }

@@ -24,6 +24,7 @@
 #include "dispatch.h"
 
 #include "builtin.h"
+#include "builtin_policy.h"
 #include "dtypes.h"
 #include "fusion.h"
 #include "loader.h"
@@ -73,11 +74,24 @@ static long long env_positive(const lntune *ctx, const char *name) {
     return set;
 }
 
-/* The bytes (x read and y written) above which a built-in call stores y non-temporally:
- * $LNTUNE_STREAMING_BYTES, else the last-level cache, which y would leave before it is read. */
+/* The bytes (x read and y written) from which a built-in call stores y non-temporally
+ * (core/builtin_policy.h): the crossover the tuner measured at this many threads (the nearest
+ * measured), when the database knows this machine. */
 static void streaming_threshold(lntune *ctx) {
-    const long long set = env_positive(ctx, "LNTUNE_STREAMING_BYTES");
-    ctx->streaming_bytes = set ? set : lntune_cpu_last_level_cache(&ctx->cpu);
+    const char *ignored = NULL;
+    int64_t measured = 0;
+    int at = 0;
+    if (ctx->db && ctx->cpu_known &&
+        lntune_db_get_crossover(ctx->db, ctx->hardware_id, "streaming_bytes", ctx->max_threads,
+                                &measured, &at, NULL, 0) != LNTUNE_OK)
+        measured = 0;
+    ctx->streaming_bytes = lntune_builtin_streaming_bytes(&ctx->cpu, measured, &ignored);
+    if (ignored)
+        lntune_ctx_debug(ctx, "LNTUNE_STREAMING_BYTES='%s' is not a positive integer: ignored",
+                         ignored);
+    else if (measured > 0 && !getenv("LNTUNE_STREAMING_BYTES"))
+        lntune_ctx_debug(ctx, "streaming crossover %lld bytes, measured at %d thread(s)",
+                         (long long)measured, at);
 }
 
 /* The threads a CPU call may use: $LNTUNE_NUM_THREADS (for an app that runs threads of its own),
@@ -103,12 +117,9 @@ static void describe_builtins(const lntune *ctx) {
         lntune_ctx_debug(ctx, "built-in CPU kernels: %s", lntune_builtin_isa());
 }
 
-int lntune_dispatch_open(lntune *ctx, const char *db_path) {
-    lntune_cpu_info_get(&ctx->cpu);
-    find_buckets(ctx);
-    streaming_threshold(ctx);
-    thread_limit(ctx);
-    describe_builtins(ctx);
+/* The tuning database, read-only, into ctx->db when it opens (and cpu_known when it knows this
+ * CPU); any failure is a debug line, never an error. */
+static void open_database(lntune *ctx, const char *db_path) {
     char path[4096] = "";
     if (db_path)
         snprintf(path, sizeof path, "%s", db_path);
@@ -122,7 +133,7 @@ int lntune_dispatch_open(lntune *ctx, const char *db_path) {
                          "runs a built-in kernel",
                          path, db ? lntune_db_errmsg(db) : lntune_errstr(rc));
         lntune_db_close(db);
-        return LNTUNE_OK;
+        return;
     }
     rc = lntune_db_find_hardware(db, ctx->cpu.fingerprint, &ctx->hardware_id);
     if (rc != LNTUNE_OK && rc != LNTUNE_ENOTFOUND) {
@@ -131,7 +142,7 @@ int lntune_dispatch_open(lntune *ctx, const char *db_path) {
                          "runs a built-in kernel",
                          path, lntune_db_errmsg(db));
         lntune_db_close(db);
-        return LNTUNE_OK;
+        return;
     }
     /* Kept open when it does not know this CPU: it may know this machine's GPUs. */
     ctx->db = db;
@@ -143,6 +154,15 @@ int lntune_dispatch_open(lntune *ctx, const char *db_path) {
                          "no tuned CPU kernels: tuning database %s has no record of this machine "
                          "(%s); every CPU shape runs a built-in kernel",
                          path, ctx->cpu.fingerprint);
+}
+
+int lntune_dispatch_open(lntune *ctx, const char *db_path) {
+    lntune_cpu_info_get(&ctx->cpu);
+    find_buckets(ctx);
+    thread_limit(ctx);
+    open_database(ctx, db_path);
+    streaming_threshold(ctx);
+    describe_builtins(ctx);
     return LNTUNE_OK;
 }
 

@@ -3,11 +3,14 @@
  * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, a multi-threaded
  * winner on the pool, a winner that declines its args (the built-in takes over), and a winner
  * whose artifact is not a loadable shared object (the built-in serves, the call succeeds).
- * Every result is also checked against the float64 reference.
+ * Every result is also checked against the float64 reference. The built-ins store
+ * non-temporally from the streaming crossover the tuner measured and stored for this machine
+ * (the nearest thread count's), and LNTUNE_STREAMING_BYTES overrides it (the debug log says).
  *
  *   test_tuned SCRATCH_DIR
  */
 #include "lntune.h"
+#include "log_lines.h"
 #include "testutil.h"
 #include "tunedb.h"
 
@@ -83,7 +86,33 @@ int main(int argc, char **argv) {
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
     test_case(ok, "store four tuned winners with their artifacts");
+    ok = lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 1, 1234567, "h") == LNTUNE_OK &&
+         lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 64, 7654321, "h") == LNTUNE_OK;
+    test_case(ok, "store streaming crossovers at 1 and 64 threads");
     lntune_db_close(t.db);
+
+    char log[4200];
+    snprintf(log, sizeof log, "%s/crossover.log", argv[1]);
+    for (int env = 0; env < 2; ++env) {
+        if (env) setenv("LNTUNE_STREAMING_BYTES", "999", 1);
+        lntune *probe = NULL;
+        const int saved = log_capture_begin(log);
+        setenv("LNTUNE_NUM_THREADS", "1", 1);
+        rc = lntune_open(t.path, &probe);
+        lntune_close(probe);
+        unsetenv("LNTUNE_NUM_THREADS");
+        log_capture_end(saved);
+        unsetenv("LNTUNE_STREAMING_BYTES");
+        const char *want = env ? "from 999 bytes" : "from 1234567 bytes";
+        if (log_lines(log, "built-in CPU kernels: generic", "", 0) == 1) {
+            printf("skip: the generic built-ins have no streaming copy\n");
+            continue;
+        }
+        test_case(rc == LNTUNE_OK && log_lines(log, "non-temporal stores", want, 0) == 1,
+                  "the built-ins stream %s (%s)", want,
+                  env ? "LNTUNE_STREAMING_BYTES over the measured crossover"
+                      : "the crossover measured at 1 thread, for a 1-thread handle");
+    }
 
     lntune *ctx = NULL;
     rc = lntune_open(t.path, &ctx);

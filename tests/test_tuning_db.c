@@ -282,7 +282,7 @@ static int get_one_artifact(void *ud, const lntune_artifact *a) {
 /* ---- cases ---- */
 
 static void schema_version_is_the_last_section(void) {
-    CHECK(lntune_db_schema_version() == 2);
+    CHECK(lntune_db_schema_version() == 3);
 }
 
 static void rows_bucket_boundaries(void) {
@@ -704,16 +704,50 @@ static void migrates_version_1(void) {
     raw_exec(p, "ALTER TABLE hardware DROP COLUMN kind; ALTER TABLE hardware DROP COLUMN "
                 "compute_capability; ALTER TABLE hardware DROP COLUMN memory_bus_bits; "
                 "ALTER TABLE hardware DROP COLUMN driver_version; ALTER TABLE artifacts DROP "
-                "COLUMN ptx; PRAGMA user_version = 1;");
+                "COLUMN ptx; DROP TABLE crossovers; PRAGMA user_version = 1;");
     CHECK(raw_int(p, "PRAGMA user_version") == 1);
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
-    CHECK(raw_int(p, "PRAGMA user_version") == 2);
+    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
     CHECK(raw_int(p, "SELECT count(*) FROM hardware WHERE kind = 'cpu'") == 1);
     CHECK_RC(db, lntune_db_find_hardware(db, "00000000000000cc", &hw), LNTUNE_OK);
     lntune_artifact a = {.key = "k", .source = "s", .symbol = "f", .ptx = ".version 9.0"};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
     lntune_db_close(db);
     CHECK(raw_int(p, "SELECT length(ptx) FROM artifacts WHERE key = 'k'") == 12);
+}
+
+/* Crossovers: stored per machine, name and threads; read back at the nearest thread count; a
+ * version-2 database (before them) gains the table and keeps its rows. */
+static void crossovers(void) {
+    char p[512];
+    lntune_db *db = NULL;
+    CHECK_RC(db, lntune_db_open(tpath(p, "crossovers.db"), 0, &db), LNTUNE_OK);
+    int64_t hw = 0, value = 0;
+    int at = 0;
+    char hash[32] = "";
+    lntune_cpu_info cpu = test_cpu("00000000000000dd");
+    CHECK_RC(db, lntune_db_put_hardware(db, &cpu, "cc", &hw), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_get_crossover(db, hw, "streaming_bytes", 2, &value, &at, hash, 32),
+             LNTUNE_ENOTFOUND);
+    CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 1, 100, "h1"), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 4, 400, "h4"), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 4, 444, "h4b"), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_get_crossover(db, hw, "streaming_bytes", 3, &value, &at, hash, 32),
+             LNTUNE_OK);
+    CHECK(value == 444 && at == 4 && strcmp(hash, "h4b") == 0); /* nearest, replaced */
+    CHECK_RC(db, lntune_db_get_crossover(db, hw, "streaming_bytes", 2, &value, NULL, NULL, 0),
+             LNTUNE_OK);
+    CHECK(value == 100); /* a tie goes to the lower thread count */
+    CHECK_RC(db, lntune_db_get_crossover(db, hw + 1, "streaming_bytes", 1, &value, NULL, NULL, 0),
+             LNTUNE_ENOTFOUND);
+    CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 0, 1, "h"), LNTUNE_EINVAL);
+    lntune_db_close(db);
+    raw_exec(p, "DROP TABLE crossovers; PRAGMA user_version = 2;");
+    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
+    CHECK(raw_int(p, "PRAGMA user_version") == 3);
+    CHECK(raw_int(p, "SELECT count(*) FROM hardware") == 1);
+    CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 1, 7, "h"), LNTUNE_OK);
+    lntune_db_close(db);
 }
 
 static void readonly_missing_is_notfound(void) {
@@ -905,6 +939,7 @@ int main(void) {
         {"a 0-byte file is migrated to the current schema", migrates_an_empty_file},
         {"a GPU's hardware row round-trips", gpu_hardware_round_trip},
         {"a version-1 database migrates to the GPU columns", migrates_version_1},
+        {"crossovers: per machine, name and threads; version 2 migrates", crossovers},
         {"read-only open of a missing file is ENOTFOUND", readonly_missing_is_notfound},
         {"read-only open never writes", readonly_never_writes},
         {"refused unchanged: a text file", refuses_text_file},

@@ -550,3 +550,51 @@ int lntune_db_each_best(lntune_db *db, int64_t hardware_id,
     }
     return finish(db, st, src, "cannot read the best variants");
 }
+
+int lntune_db_put_crossover(lntune_db *db, int64_t hw, const char *name, int threads, int64_t value,
+                            const char *template_hash) {
+    sqlite3_stmt *st;
+    int rc = not_open(db);
+    if (rc) return rc;
+    if (!name || !template_hash || threads < 1)
+        return lntune_dbi_fail(db, LNTUNE_EINVAL, "put_crossover: needs a name, hash and threads");
+    rc = prepare(db,
+                 "INSERT INTO crossovers (hardware_id, name, threads, value, template_hash) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (hardware_id, name, threads) DO UPDATE "
+                 "SET value = excluded.value, template_hash = excluded.template_hash, "
+                 "measured_at = excluded.measured_at",
+                 &st);
+    if (rc) return rc;
+    int src = bind_int(st, 1, hw, SQLITE_OK);
+    src = bind_text(st, 2, name, src);
+    src = bind_int(st, 3, threads, src);
+    src = bind_int(st, 4, value, src);
+    src = bind_text(st, 5, template_hash, src);
+    return run(db, st, src, "cannot store a crossover");
+}
+
+int lntune_db_get_crossover(lntune_db *db, int64_t hw, const char *name, int threads,
+                            int64_t *value, int *measured_threads, char *hash, size_t size) {
+    sqlite3_stmt *st;
+    int rc = not_open(db);
+    if (rc) return rc;
+    if (!name || !value) return lntune_dbi_fail(db, LNTUNE_EINVAL, "get_crossover: NULL argument");
+    rc = prepare(db,
+                 "SELECT value, template_hash, threads FROM crossovers WHERE hardware_id = ?1 AND "
+                 "name = ?2 ORDER BY abs(threads - ?3), threads LIMIT 1",
+                 &st);
+    if (rc) return rc;
+    int src = bind_int(st, 1, hw, SQLITE_OK);
+    src = bind_text(st, 2, name, src);
+    src = bind_int(st, 3, threads, src);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        *value = sqlite3_column_int64(st, 0);
+        if (measured_threads) *measured_threads = sqlite3_column_int(st, 2);
+        if (hash && size) snprintf(hash, size, "%s", col_text(st, 1) ? col_text(st, 1) : "");
+    }
+    rc = finish(db, st, src, "cannot read a crossover");
+    if (!rc && src == SQLITE_DONE)
+        rc = lntune_dbi_fail(db, LNTUNE_ENOTFOUND, "no crossover %s measured", name);
+    return rc;
+}

@@ -104,3 +104,19 @@ ALTER TABLE hardware ADD COLUMN driver_version INTEGER;
 -- CUDA artifacts: object holds the cubin for the device's exact architecture, ptx the PTX of the
 -- same compile (loaded by the driver's JIT where the cubin does not fit).
 ALTER TABLE artifacts ADD COLUMN ptx TEXT;
+
+-- @version 3
+
+-- Size crossovers of the built-in kernels measured on a machine (the tuner measures them at its
+-- first CPU tune there, and again when the templates change), which liblntune follows instead of
+-- cache-size rules. 'streaming_bytes': the bytes of x and y a call moves from which the built-in's
+-- non-temporal stores beat its plain ones, at that many threads.
+CREATE TABLE crossovers (
+    hardware_id INTEGER NOT NULL REFERENCES hardware (id),
+    name TEXT NOT NULL,
+    threads INTEGER NOT NULL CHECK (threads > 0),
+    value INTEGER NOT NULL,
+    template_hash TEXT NOT NULL,
+    measured_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    PRIMARY KEY (hardware_id, name, threads)
+);

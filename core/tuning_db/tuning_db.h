@@ -133,6 +133,15 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
 /* The winner for key's rows bucket; LNTUNE_ENOTFOUND if none. */
 int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
                        int (*cb)(void *ud, const lntune_best *b), void *ud);
+/* A size crossover measured on hardware row hw (schema.sql's crossovers): name at threads, with
+ * the template hash it was measured with (replaces an earlier one). */
+int lntune_db_put_crossover(lntune_db *db, int64_t hw, const char *name, int threads, int64_t value,
+                            const char *template_hash);
+/* The crossover name of hw measured at threads, else at the nearest thread count (the lower on a
+ * tie): its value, the threads it was measured at (measured_threads may be NULL) and its template
+ * hash (hash may be NULL) into hash[size]. LNTUNE_ENOTFOUND if none. */
+int lntune_db_get_crossover(lntune_db *db, int64_t hw, const char *name, int threads,
+                            int64_t *value, int *measured_threads, char *hash, size_t size);
 /* Every winner of one hardware row (0: of all), with its key, ordered by target, op, dtype, H. */
 int lntune_db_each_best(lntune_db *db, int64_t hardware_id,
                         int (*cb)(void *ud, const lntune_db_key *key, const lntune_best *b),

@@ -117,9 +117,9 @@ static void put_levels_switch(lntune_export_buf *b, int64_t streaming_bytes) {
         "/* A generic call whose tensors (x, y, residual and residual_out) reach this many bytes\n"
         " * takes the AVX2 copy that stores non-temporally and prefetches the next row: its "
         "output\n"
-        " * would leave the cache before anyone read it. The default is the last-level cache of\n"
-        " * the machine this file was exported on; -DLNTUNE_KERNELS_STREAMING_BYTES=N sets\n"
-        " * another. */\n"
+        " * would leave the cache before anyone read it. The default is the crossover the tuner\n"
+        " * measured on the machine this file was exported on (else its last-level cache);\n"
+        " * -DLNTUNE_KERNELS_STREAMING_BYTES=N sets another. */\n"
         "#ifndef LNTUNE_KERNELS_STREAMING_BYTES\n"
         "#define LNTUNE_KERNELS_STREAMING_BYTES %lld\n"
         "#endif\n\n"
@@ -342,7 +342,11 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     /* The generic kernels, at AVX2's width too where the file may be compiled for it, and there
      * once more with non-temporal stores for large calls. */
     const int avx2 = strcmp(cpu.arch, "x86_64") == 0;
-    put_levels_switch(&kernels, lntune_cpu_last_level_cache(&cpu));
+    int64_t crossover = 0; /* measured by the tuner on this machine, at every core */
+    if (lntune_db_get_crossover(db, hw, "streaming_bytes", cpu.cores, &crossover, NULL, NULL, 0) !=
+        LNTUNE_OK)
+        crossover = 0;
+    put_levels_switch(&kernels, crossover > 0 ? crossover : lntune_cpu_last_level_cache(&cpu));
     char *generic = NULL, *wide = NULL, *streaming = NULL;
     if ((rc = lntune_builtin_emit(g, &lntune_builtin_generic, "lntune_kernels_generic",
                                   &generic)) != LNTUNE_OK ||

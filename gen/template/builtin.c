@@ -92,6 +92,26 @@ int lntune_builtin_variant_string(lntune_gen *g, const lntune_builtin_level *lev
     return rc;
 }
 
+int lntune_builtin_run_variant(lntune_gen *g, const lntune_builtin_level *level, const char *op,
+                               const lntune_shape *shape, int threads, char **variant) {
+    char *preset = NULL;
+    *variant = NULL;
+    int rc = lntune_gen_preset(g, "cpu", op, level->preset, shape, &preset);
+    if (rc != LNTUNE_OK) return rc;
+    /* A preset is written for one thread; threads is a launch knob, the canonical text's last. */
+    const char *knob = strstr(preset, "threads=");
+    const size_t size = strlen(preset) + 16;
+    if (!knob || strchr(knob, ',')) {
+        rc = LNTUNE_ETEMPLATE;
+    } else if (!(*variant = malloc(size))) {
+        rc = LNTUNE_ENOMEM;
+    } else {
+        snprintf(*variant, size, "%.*sthreads=%d", (int)(knob - preset), preset, threads);
+    }
+    free(preset);
+    return rc;
+}
+
 void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size) {
     const lntune_builtin_variant *v = &lntune_builtin_variants[i];
     snprintf(buf, size, "%s_%s_%s", prefix, v->op, v->affine ? "affine" : "plain");

@@ -47,6 +47,14 @@ extern const lntune_builtin_level lntune_builtin_avx2;
  * calls whose data exceed the cache (the runtime's choice, runtime/api.c). */
 extern const lntune_builtin_level lntune_builtin_avx2_streaming;
 
+/*
+ * The variant (malloc'd *variant) the tuner times as the built-in of op for shape at level, as
+ * liblntune runs it on threads threads (core/builtin_policy.h): the level's preset, with its
+ * launch knob threads set, on the generator's host as set.
+ */
+int lntune_builtin_run_variant(lntune_gen *g, const lntune_builtin_level *level, const char *op,
+                               const lntune_shape *shape, int threads, char **variant);
+
 /* The canonical variant (malloc'd *variant) of built-in i of lntune_builtin_variants at level for
  * all-fp32 calls, as lntune_builtin_emit generates it. */
 int lntune_builtin_variant_string(lntune_gen *g, const lntune_builtin_level *level, size_t i,

@@ -11,6 +11,9 @@
 #define _GNU_SOURCE
 #include "tuner.h"
 
+#include "builtin.h"
+#include "builtin_policy.h"
+#include "crossover.h"
 #include "generator.h"
 #include "hardware.h"
 #include "incumbent.h"
@@ -73,7 +76,9 @@ typedef struct {
     lntune_jit *jit;
     lntune_pool *pool;
     lntune_cpu_info cpu;
-    char host_flag[64]; /* -DLNTUNE_HOST=<fingerprint>, see build_units */
+    char host_flag[64];      /* -DLNTUNE_HOST=<fingerprint>, see build_units */
+    int retune;              /* the run's --retune: measure the crossovers again too */
+    int64_t streaming_bytes; /* the built-in's threshold, as liblntune's (builtin_policy.h) */
     shape_state s;
 } cpu_target;
 
@@ -407,8 +412,32 @@ static int prepare(void *state, lntune_plan *p, double *bytes) {
     return LNTUNE_OK;
 }
 
-static int variants(void *state, lntune_plan *p, const char *const **list, size_t *n,
-                    size_t *naive) {
+/*
+ * The index in the list of the kernel liblntune runs for the shape untuned, run as it runs it
+ * (core/builtin_policy.h: its ISA level, its threads, non-temporal stores past the crossover);
+ * c->s.n when the template names none for the op (or the shape rules it out).
+ */
+static size_t builtin_index(cpu_target *c, lntune_plan *p) {
+    const lntune_shape *s = lntune_plan_shape(p);
+    const int avx2 = lntune_builtin_avx2_usable(c->cpu.isa);
+    const int64_t bytes = lntune_tune_bytes_per_element(s->types, s->fusion);
+    const int streams = avx2 && lntune_builtin_streams(s->rows * s->H, bytes, c->streaming_bytes);
+    const lntune_builtin_level *level = !avx2     ? &lntune_builtin_generic
+                                        : streams ? &lntune_builtin_avx2_streaming
+                                                  : &lntune_builtin_avx2;
+    char *want = NULL;
+    size_t found = c->s.n;
+    const int threads = lntune_builtin_threads(s->rows, s->H, lntune_pool_threads(c->pool));
+    if (lntune_builtin_run_variant(c->gen, level, lntune_plan_op(p), s, threads, &want) ==
+        LNTUNE_OK)
+        for (size_t i = 0; i < c->s.n && found == c->s.n; ++i)
+            if (strcmp(c->s.list[i], want) == 0) found = i;
+    free(want);
+    return found;
+}
+
+static int variants(void *state, lntune_plan *p, const char *const **list, size_t *n, size_t *naive,
+                    size_t *builtin) {
     cpu_target *c = state;
     if (lntune_gen_variants(c->gen, "cpu", lntune_plan_op(p), lntune_plan_shape(p), &c->s.list,
                             &c->s.n) != LNTUNE_OK)
@@ -424,6 +453,7 @@ static int variants(void *state, lntune_plan *p, const char *const **list, size_
     *list = (const char *const *)c->s.list;
     *n = c->s.n;
     *naive = 0; /* every knob's first value (search.h) */
+    *builtin = builtin_index(c, p);
     return LNTUNE_OK;
 }
 
@@ -472,15 +502,12 @@ static void end(void *state, lntune_plan *p) {
     memset(&c->s, 0, sizeof c->s);
 }
 
-/* template hash + compiler version: a measurement holds only for both. */
-static int code_hash(void *state, lntune_plan *p, char *out, size_t size) {
-    cpu_target *c = state;
+/* op's template hash + compiler version: a measurement holds only for both. */
+static int op_code_hash(cpu_target *c, const char *op, char *out, size_t size) {
     lntune_source src;
     lntune_shape any = {0};
-    if (lntune_gen_emit(c->gen, "cpu", lntune_plan_op(p), "", &any, NULL, &src) != LNTUNE_OK) {
-        lntune_plan_fail(p, LNTUNE_ETEMPLATE, "%s", lntune_gen_errmsg(c->gen));
+    if (lntune_gen_emit(c->gen, "cpu", op, "", &any, NULL, &src) != LNTUNE_OK)
         return LNTUNE_ETEMPLATE;
-    }
     const char *cv = lntune_jit_compiler_version(c->jit);
     snprintf(out, size, "%s-%08llx", src.template_hash,
              (unsigned long long)(lntune_fnv1a(LNTUNE_FNV_INIT, cv, strlen(cv)) & 0xffffffffu));
@@ -488,10 +515,48 @@ static int code_hash(void *state, lntune_plan *p, char *out, size_t size) {
     return LNTUNE_OK;
 }
 
+static int code_hash(void *state, lntune_plan *p, char *out, size_t size) {
+    cpu_target *c = state;
+    if (op_code_hash(c, lntune_plan_op(p), out, size) != LNTUNE_OK) {
+        lntune_plan_fail(p, LNTUNE_ETEMPLATE, "%s", lntune_gen_errmsg(c->gen));
+        return LNTUNE_ETEMPLATE;
+    }
+    return LNTUNE_OK;
+}
+
+/*
+ * The built-in's streaming crossover at this run's threads (crossover.h): read back when it was
+ * measured with these templates and compiler, else measured and stored. Where it cannot be
+ * measured (no streaming built-in, templates without the presets) liblntune's rule stands.
+ */
+static void streaming_crossover(cpu_target *c, lntune_db *db, int64_t hw) {
+    static const char name[] = "streaming_bytes";
+    const int threads = lntune_pool_threads(c->pool);
+    char hash[64], stored_hash[64] = "";
+    int64_t measured = 0;
+    int at = 0;
+    if (op_code_hash(c, "layernorm", hash, sizeof hash) == LNTUNE_OK &&
+        (c->retune ||
+         lntune_db_get_crossover(db, hw, name, threads, &measured, &at, stored_hash,
+                                 sizeof stored_hash) != LNTUNE_OK ||
+         at != threads || strcmp(stored_hash, hash) != 0)) {
+        char err[256];
+        const char *flags[] = {c->host_flag, NULL};
+        measured = 0;
+        if (lntune_crossover_streaming(c->gen, c->jit, c->pool, &c->cpu, flags, &measured, err,
+                                       sizeof err) == LNTUNE_OK)
+            lntune_db_put_crossover(db, hw, name, threads, measured, hash);
+    }
+    c->streaming_bytes = lntune_builtin_streaming_bytes(&c->cpu, measured, NULL);
+}
+
 static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t errlen) {
     cpu_target *c = state;
     const int rc = lntune_db_put_hardware(db, &c->cpu, lntune_jit_compiler_version(c->jit), hw);
-    if (rc != LNTUNE_OK) snprintf(err, errlen, "%s", lntune_db_errmsg(db));
+    if (rc != LNTUNE_OK)
+        snprintf(err, errlen, "%s", lntune_db_errmsg(db));
+    else
+        streaming_crossover(c, db, *hw);
     return rc;
 }
 
@@ -511,6 +576,7 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
     int threads =
         cfg->max_threads > 0 && cfg->max_threads < c.cpu.cores ? cfg->max_threads : c.cpu.cores;
     snprintf(c.host_flag, sizeof c.host_flag, "-DLNTUNE_HOST=0x%s", c.cpu.fingerprint);
+    c.retune = cfg->retune;
     if ((rc = lntune_gen_open(NULL, &c.gen)) != LNTUNE_OK) {
         snprintf(err, errlen, "%s", lntune_gen_errmsg(c.gen));
         goto done;

@@ -589,12 +589,12 @@ static void size_workspace(job *j) {
 
 /* Every candidate emitted; the naive one is the template's "naive" preset (none where the
  * preset is not valid for the shape: H below its block of threads). */
-static int variants(void *state, lntune_plan *p, const char *const **list, size_t *n,
-                    size_t *naive) {
+static int variants(void *state, lntune_plan *p, const char *const **list, size_t *n, size_t *naive,
+                    size_t *builtin) {
     job *j = job_of(state, p);
     if (emit_all(j)) return LNTUNE_ETEMPLATE;
     *list = j->names;
-    *n = *naive = j->n;
+    *n = *naive = *builtin = j->n; /* the CUDA built-in as a finalist: issue 37 */
     char *preset = NULL;
     if (lntune_gen_preset(j->gen, "cuda", j->op, "naive", &j->shape, &preset) == LNTUNE_OK)
         for (size_t i = 0; i < j->n && *naive == j->n; ++i)

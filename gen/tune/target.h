@@ -58,10 +58,11 @@ typedef struct lntune_target {
     int (*hardware)(void *state, lntune_db *db, int64_t *hw, char *err, size_t errlen);
     /* The template hash and toolchain of op: measurements hold only for these. */
     int (*code_hash)(void *state, lntune_plan *p, char *out, size_t size);
-    /* The op x shape's variants, valid until end; index naive_index is the naive baseline (n:
-     * there is none for this shape). */
+    /* The op x shape's variants, valid until end; index naive_index is the naive baseline and
+     * builtin_index the kernel liblntune runs for the shape untuned (n: none for this shape).
+     * The built-in is always a finalist, so that a tuned shape is never served slower. */
     int (*variants)(void *state, lntune_plan *p, const char *const **list, size_t *n,
-                    size_t *naive_index);
+                    size_t *naive_index, size_t *builtin_index);
     /* Buffers, verifier and copy of the shape, before its first check; *bytes: what one call
      * reads and writes (and the copy moves). */
     int (*prepare)(void *state, lntune_plan *p, double *bytes);

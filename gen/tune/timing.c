@@ -11,7 +11,6 @@
 #include <time.h>
 
 enum { MAX_ROUNDS = 1000 };
-static const double SHORT_CALL_NS = 100e3; /* shorter calls are timed on a second call */
 
 double lntune_now_ns(void) {
     struct timespec ts;
@@ -93,39 +92,50 @@ void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t st
     free(ratio);
 }
 
+/*
+ * How candidate i is timed, from one call of it (after one untimed call): calls shorter than
+ * WARM_CALL_NS are timed warm, after an untimed call of the same kernel, so that each sample sees
+ * the caches as a loop of calls leaves them (bench/ and an app see that, not what the previous
+ * candidate left: one with non-temporal stores leaves y out of the caches, and its stores still
+ * draining, which once made a plain-store copy of one row of 4096 floats time 1.4 us after it
+ * against 0.09 us after itself, and a LayerNorm "1.57x" faster than the copy). A sample is a burst
+ * of back-to-back calls lasting at least BURST_NS: one call of a short shape is too short for
+ * the clock and the loop around it.
+ */
+static const double WARM_CALL_NS = 5e6;
+static const double BURST_NS = 20e3;
+enum { MAX_BURST = 4096 };
+
+static void plan_sample(double call_ns, unsigned char *warm, int *burst) {
+    *warm = call_ns < WARM_CALL_NS;
+    const double calls = call_ns > 1.0 ? BURST_NS / call_ns : MAX_BURST;
+    *burst = calls <= 1.0 ? 1 : calls >= MAX_BURST ? MAX_BURST : (int)calls + 1;
+}
+
 void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
                              lntune_pool *pool, int min_rounds, double budget_ns) {
     if (n == 0) return;
     double *samples = malloc(sizeof(double) * n * MAX_ROUNDS);
-    if (!samples) {
+    unsigned char *warm = calloc(n, 1);
+    int *burst = calloc(n, sizeof *burst);
+    size_t *order = malloc(sizeof *order * n);
+    if (!samples || !warm || !burst || !order) {
         for (size_t i = 0; i < n; ++i) c[i].failed = 1;
-        return;
+        goto done;
     }
-    /*
-     * A short call (latency shapes) costs mostly what the kernel before it left in the caches
-     * (a non-temporal store evicts y, and the next plain store must fetch it back), so it is
-     * timed on its second call back to back: as an app calling it in a loop sees it.
-     */
-    unsigned char *twice = calloc(n, 1);
     for (size_t i = 0; i < n; ++i) {
         lntune_heartbeat((int64_t)i); /* names the candidate a crash or hang is blamed on */
-        const double t0 = lntune_now_ns();
         c[i].failed = run(pool, &c[i], args) != 0;
-        if (twice) twice[i] = lntune_now_ns() - t0 < SHORT_CALL_NS;
+        const double t0 = lntune_now_ns();
+        c[i].failed |= run(pool, &c[i], args) != 0;
+        plan_sample(lntune_now_ns() - t0, &warm[i], &burst[i]);
     }
     /*
-     * Each round visits the candidates in a fresh random order. A kernel leaves the caches in its
-     * own state (a plain-store copy leaves y dirty, and the next kernel pays for the write-back),
-     * so with a fixed cyclic order every candidate would always follow the same predecessor and
-     * carry its cost: the same variant listed twice was seen 33% apart that way.
+     * Each round visits the candidates in a fresh random order, so that drift and what one
+     * candidate leaves the next (in a cold sample) hit all alike: with a fixed cyclic order every
+     * candidate would always follow the same predecessor and carry its cost (the same variant
+     * listed twice was seen 33% apart that way).
      */
-    size_t *order = malloc(sizeof *order * n);
-    if (!order) {
-        free(samples);
-        free(twice);
-        for (size_t i = 0; i < n; ++i) c[i].failed = 1;
-        return;
-    }
     for (size_t i = 0; i < n; ++i) order[i] = i;
     uint64_t rng = 0x9e3779b97f4a7c15ULL; /* fixed: the same run twice visits alike */
     const double start = lntune_now_ns();
@@ -141,16 +151,18 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
             size_t i = order[k];
             if (c[i].failed) continue;
             lntune_heartbeat((int64_t)i);
-            int rc = twice && twice[i] ? run(pool, &c[i], args) : 0;
-            double t0 = lntune_now_ns();
-            rc |= run(pool, &c[i], args);
-            samples[i * MAX_ROUNDS + (size_t)rounds] = lntune_now_ns() - t0;
+            int rc = warm[i] ? run(pool, &c[i], args) : 0;
+            const double t0 = lntune_now_ns();
+            for (int b = 0; b < burst[i]; ++b) rc |= run(pool, &c[i], args);
+            samples[i * MAX_ROUNDS + (size_t)rounds] = (lntune_now_ns() - t0) / burst[i];
             if (rc) c[i].failed = 1;
         }
         rounds++;
     }
     lntune_timing_figures(c, n, samples, MAX_ROUNDS, rounds);
-    free(twice);
+done:
+    free(burst);
+    free(warm);
     free(order);
     free(samples);
 }

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_TOP = 16, FINALISTS = 4, MAX_FINALISTS = 8 };
+enum { MAX_TOP = 16, FINALISTS = 4, MAX_FINALISTS = 8, FINAL_RUNS = 3 };
 static const double NOISE = 0.01;           /* within 1%, the simpler variant wins */
 static const double FINALIST_WINDOW = 1.15; /* see lntune_tune_finalists */
 
@@ -51,7 +51,7 @@ struct lntune_plan {
     stored *db_rows; /* measurements from earlier runs */
     size_t ndb_rows;
     const char *const *variants;
-    size_t nvariants, naive;
+    size_t nvariants, naive, builtin;
     lntune_space *space;
     lntune_outcome *checked; /* per variant: its check's outcome, once checked */
     unsigned char *was_checked;
@@ -213,16 +213,12 @@ static size_t check_all(lntune_plan *p, size_t *v, size_t n) {
 }
 
 /*
- * Times the correct variants v[0..n) in mode; out[k] is v[k]'s outcome. A variant that failed
- * while timed is recorded failed and never timed again; the others are recorded with their new
- * figures (a failure in a batch counts as one). Returns the copy's median of a FINAL run.
+ * Records the outcomes out[0..n) of variants v[0..n) timed in mode: a variant that failed while
+ * timed is recorded failed and never timed again; the others with their new figures (a failure
+ * in a batch counts as one).
  */
-static double time_and_record(lntune_plan *p, const size_t *v, size_t n, lntune_time_mode mode,
-                              lntune_outcome *out) {
-    double copy_ns = NAN;
-    for (size_t k = 0; k < n; ++k) out[k] = p->checked[v[k]];
-    if (n == 0) return copy_ns;
-    p->t->time(p->state, p, v, n, mode, out, &copy_ns);
+static void record_timed(lntune_plan *p, const size_t *v, size_t n, lntune_time_mode mode,
+                         lntune_outcome *out) {
     for (size_t k = 0; k < n; ++k) {
         if (out[k].state == LNTUNE_OUTCOME_LOST) continue;
         p->res->timed += !p->was_timed[v[k]];
@@ -237,7 +233,38 @@ static double time_and_record(lntune_plan *p, const size_t *v, size_t n, lntune_
         }
         record(p, v[k], &out[k], 1);
     }
+}
+
+/* Times the correct variants v[0..n) in mode, unrecorded; out[k] is v[k]'s outcome. Returns the
+ * copy's median of a FINAL run. */
+static double time_only(lntune_plan *p, const size_t *v, size_t n, lntune_time_mode mode,
+                        lntune_outcome *out) {
+    double copy_ns = NAN;
+    for (size_t k = 0; k < n; ++k) out[k] = p->checked[v[k]];
+    if (n > 0) p->t->time(p->state, p, v, n, mode, out, &copy_ns);
     return copy_ns;
+}
+
+/* time_only, then record_timed. */
+static double time_and_record(lntune_plan *p, const size_t *v, size_t n, lntune_time_mode mode,
+                              lntune_outcome *out) {
+    const double copy_ns = time_only(p, v, n, mode, out);
+    record_timed(p, v, n, mode, out);
+    return copy_ns;
+}
+
+/*
+ * The fastest of out[0..n) against the copy (copy_ns / its median), 0 when none timed. A kernel
+ * cannot move its bytes faster than the best copy of them: above LNTUNE_MAX_COPY_RATIO the copy
+ * and the kernel were measured in different states (caches, a phase of the host), and the figure
+ * is a measurement fault.
+ */
+static double best_ratio(const lntune_outcome *out, size_t n, double copy_ns) {
+    double best = 0.0;
+    for (size_t k = 0; k < n; ++k)
+        if (out[k].state == LNTUNE_OUTCOME_OK && copy_ns / out[k].t.median_ns > best)
+            best = copy_ns / out[k].t.median_ns;
+    return isnan(best) ? 0.0 : best;
 }
 
 /* The search's evaluate callback: reuse a stored measurement, or check and time. */
@@ -372,8 +399,8 @@ static void as_timed(const lntune_outcome *o, size_t n, lntune_timed *t) {
  * only rows=2 and rows=4 finalists, and the winner at 0.87x the copy.
  */
 static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune_outcome *w) {
-    lntune_outcome outs[MAX_TOP];
-    lntune_timed group[MAX_TOP];
+    lntune_outcome outs[MAX_TOP + 1];
+    lntune_timed group[MAX_TOP + 1];
     lntune_plan_progress(p, "retime");
     size_t nlead = check_all(p, top, ntop); /* measured by an earlier run: checked here first */
     time_and_record(p, top, nlead, LNTUNE_TIME_FINAL, outs);
@@ -384,18 +411,36 @@ static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune
     for (size_t k = 0; values && k < nlead; ++k)
         for (size_t q = 0; q < nknobs; ++q)
             values[k * nknobs + q] = lntune_space_value(p->space, top[k], (int)q);
-    size_t fin[MAX_FINALISTS];
-    const size_t nfin =
+    size_t fin[MAX_FINALISTS + 1];
+    size_t nfin =
         lntune_tune_finalists(group, nlead, values, nknobs, FINALISTS, fin, MAX_FINALISTS);
     free(values);
     if (nfin == 0) return p->nvariants;
     for (size_t k = 0; k < nfin; ++k) fin[k] = top[fin[k]];
-    const double copy_ns = time_and_record(p, fin, nfin, LNTUNE_TIME_FINAL, outs);
-    if (lntune_plan_stopped(p)) return p->nvariants;
+    /* The built-in, whatever the search made of it: the winner must beat it side by side. */
+    size_t builtin = p->builtin;
+    if (builtin < p->nvariants && !is_finalist(fin, nfin, builtin) && check_all(p, &builtin, 1))
+        fin[nfin++] = builtin;
+    double copy_ns = NAN, ratio = 0.0;
+    for (int run = 0; run < FINAL_RUNS; ++run) { /* a fault is timed again, never stored */
+        copy_ns = time_only(p, fin, nfin, LNTUNE_TIME_FINAL, outs);
+        if (lntune_plan_stopped(p)) return p->nvariants;
+        if ((ratio = best_ratio(outs, nfin, copy_ns)) <= LNTUNE_MAX_COPY_RATIO) break;
+    }
+    if (ratio > LNTUNE_MAX_COPY_RATIO) {
+        lntune_plan_fail(p, LNTUNE_ERROR,
+                         "%s %lldx%lld: a finalist timed %.2fx faster than the copy of its bytes "
+                         "in %d runs, a measurement fault (the host is too busy?): nothing stored; "
+                         "run again",
+                         p->op_key, (long long)p->shape.rows, (long long)p->shape.H, ratio,
+                         FINAL_RUNS);
+        return p->nvariants;
+    }
     p->res->copy_gbps = isnan(copy_ns) ? 0.0 : p->bytes / copy_ns;
+    record_timed(p, fin, nfin, LNTUNE_TIME_FINAL, outs);
     as_timed(outs, nfin, group);
-    int complexity[MAX_FINALISTS];
-    const char *variant[MAX_FINALISTS];
+    int complexity[MAX_FINALISTS + 1];
+    const char *variant[MAX_FINALISTS + 1];
     for (size_t k = 0; k < nfin; ++k) {
         complexity[k] = lntune_space_complexity(p->space, fin[k]);
         variant[k] = p->variants[fin[k]];
@@ -446,7 +491,8 @@ static void tune_one(lntune_plan *p) {
     lntune_db_each_measurement(p->db, &p->key, p->code_hash, collect_stored, p);
     if (!p->cfg->retune) lntune_db_get_best(p->db, &p->key, from_best, p);
     if (p->res->from_db) return;
-    if (t->variants(p->state, p, &p->variants, &p->nvariants, &p->naive) != LNTUNE_OK ||
+    if (t->variants(p->state, p, &p->variants, &p->nvariants, &p->naive, &p->builtin) !=
+            LNTUNE_OK ||
         p->nvariants == 0)
         return;
     if (lntune_space_create((char *const *)p->variants, p->nvariants, &p->space) != LNTUNE_OK) {

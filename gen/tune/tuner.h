@@ -122,4 +122,8 @@ size_t lntune_tune_copy_finalists(lntune_timed *copies, size_t n, size_t max);
  * variants). */
 enum { LNTUNE_COPY_FINALISTS = 3 };
 
+/* The most a stored figure may exceed the copy of the same bytes by (tuner.c's best_ratio): a
+ * final run above it is timed again, three times at most, then the shape fails unstored. */
+#define LNTUNE_MAX_COPY_RATIO 1.05
+
 #endif /* LNTUNE_TUNER_H */

@@ -1,0 +1,111 @@
+/*
+ * crossover.c - see crossover.h. Why measured: the last-level cache is the textbook threshold
+ * (y written with plain stores stays in it for the next reader; past it, the write-allocate
+ * reads of y are wasted), but the 2-core Xeon guest reports a 260 MiB L3 while its streaming
+ * built-in won from 4 MiB moved (0.94x the plain one's time, 0.55x at 64 MiB; 1.39x at 2 MiB:
+ * its L2), so untuned 2048x4096 LayerNorms ran plain, at 0.25x of the copy where the tuned
+ * kernel made 0.74x (issue 36).
+ */
+#include "crossover.h"
+
+#include "builtin.h"
+#include "builtin_policy.h"
+#include "lntune.h"
+#include "timing.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { H = 4096, SIZES = 10, MIN_ROUNDS = 5 };
+static const int64_t SMALLEST = INT64_C(512) << 10; /* bytes of x and y; doubled SIZES - 1 times */
+static const double BUDGET_NS = 60e6;               /* per size */
+
+/* Compiles and loads the level's fp32 LayerNorm built-in at threads. */
+static int build(lntune_gen *g, lntune_jit *jit, const lntune_builtin_level *level, int threads,
+                 const char *const *flags, lntune_jit_module **module, lntune_kernel_fn *fn,
+                 char *err, size_t errlen) {
+    lntune_shape shape = {
+        .H = H, .rows = (SMALLEST << (SIZES - 1)) / (8 * H), .affine = LNTUNE_AFFINE_GAMMA};
+    char *variant = NULL;
+    lntune_source src = {0};
+    lntune_jit_object obj = {0};
+    int rc = lntune_builtin_run_variant(g, level, "layernorm", &shape, threads, &variant);
+    if (rc == LNTUNE_OK) rc = lntune_gen_emit(g, "cpu", "layernorm", variant, &shape, NULL, &src);
+    if (rc != LNTUNE_OK)
+        snprintf(err, errlen, "the %s preset: %s", level->preset, lntune_gen_errmsg(g));
+    else if ((rc = lntune_jit_compile(jit, src.text, flags, &obj)) != LNTUNE_OK ||
+             (rc = lntune_jit_load(jit, obj.data, obj.len, "lntune_kernel", module, fn)) !=
+                 LNTUNE_OK)
+        snprintf(err, errlen, "the %s preset does not compile: %s", level->preset,
+                 obj.diag ? obj.diag : lntune_jit_errmsg(jit));
+    lntune_jit_object_free(&obj);
+    lntune_source_free(&src);
+    free(variant);
+    return rc;
+}
+
+int lntune_crossover_streaming(lntune_gen *g, lntune_jit *jit, lntune_pool *pool,
+                               const lntune_cpu_info *cpu, const char *const *flags, int64_t *bytes,
+                               char *err, size_t errlen) {
+    if (!lntune_builtin_avx2_usable(cpu->isa)) {
+        snprintf(err, errlen, "no streaming built-in on this CPU (it lacks AVX2, FMA or F16C)");
+        return LNTUNE_EUNSUPPORTED;
+    }
+    const int threads = lntune_pool_threads(pool);
+    lntune_jit_module *modules[2] = {NULL, NULL};
+    lntune_timed c[2] = {{.threads = threads}, {.threads = threads}}; /* plain, streaming */
+    int rc =
+        build(g, jit, &lntune_builtin_avx2, threads, flags, &modules[0], &c[0].fn, err, errlen);
+    if (rc == LNTUNE_OK)
+        rc = build(g, jit, &lntune_builtin_avx2_streaming, threads, flags, &modules[1], &c[1].fn,
+                   err, errlen);
+    const int64_t largest = SMALLEST << (SIZES - 1), max_rows = largest / (8 * H);
+    float *x = rc ? NULL : aligned_alloc(64, (size_t)(max_rows * H) * sizeof(float));
+    float *y = rc ? NULL : aligned_alloc(64, (size_t)(max_rows * H) * sizeof(float));
+    float *gamma = rc ? NULL : aligned_alloc(64, H * sizeof(float));
+    if (rc == LNTUNE_OK && (!x || !y || !gamma)) {
+        snprintf(err, errlen, "out of memory for %lld MiB of buffers", (long long)(largest >> 20));
+        rc = LNTUNE_ENOMEM;
+    }
+    double ratio[SIZES]; /* streaming / plain */
+    for (int64_t i = 0; rc == LNTUNE_OK && i < max_rows * H; ++i) {
+        x[i] = (float)(i % 97) * 0.25f - 12.0f; /* every page touched before timing */
+        y[i] = 0.0f;
+    }
+    for (int i = 0; rc == LNTUNE_OK && i < H; ++i) gamma[i] = 1.0f;
+    for (int k = 0; rc == LNTUNE_OK && k < SIZES; ++k) {
+        const lntune_kernel_args a = {.rows = (SMALLEST << k) / (8 * H),
+                                      .H = H,
+                                      .x_stride = H,
+                                      .y_stride = H,
+                                      .x = x,
+                                      .y = y,
+                                      .gamma = gamma,
+                                      .eps = 1e-5f};
+        c[0].failed = c[1].failed = 0;
+        c[0].threads = c[1].threads =
+            lntune_builtin_threads(a.rows, H, threads); /* a launch knob */
+        lntune_time_interleaved(c, 2, &a, pool, MIN_ROUNDS, BUDGET_NS);
+        if (c[0].failed || c[1].failed) {
+            snprintf(err, errlen, "a built-in returned an error code at %lld rows",
+                     (long long)a.rows);
+            rc = LNTUNE_ERROR;
+        }
+        ratio[k] = c[1].median_ns / c[0].median_ns;
+    }
+    if (rc == LNTUNE_OK) {
+        int first = SIZES; /* the smallest size from which streaming wins at every size */
+        while (first > 0 && ratio[first - 1] < 1.0) --first;
+        *bytes = first == SIZES ? 2 * largest
+                 : first == 0   ? SMALLEST
+                                : (int64_t)((double)(SMALLEST << first) / sqrt(2.0));
+    }
+    free(x);
+    free(y);
+    free(gamma);
+    lntune_jit_unload(modules[0]);
+    lntune_jit_unload(modules[1]);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * crossover.h - size crossovers of the built-in kernels, measured on this machine (the tuner
+ * stores them: tuning_db.h's crossovers; liblntune follows them: core/builtin_policy.h).
+ */
+#ifndef LNTUNE_CROSSOVER_H
+#define LNTUNE_CROSSOVER_H
+
+#include "generator.h"
+#include "hardware.h"
+#include "jit.h"
+#include "pool.h"
+
+#include <stdint.h>
+
+/*
+ * The bytes of x and y a call moves from which the fp32 LayerNorm built-in with non-temporal
+ * stores beats the plain one, on threads threads of pool (*bytes). Both are timed interleaved, as
+ * the tuner times (timing.h), at 0.5 to 256 MiB moved, doubling, each run as liblntune runs it
+ * (its threads: builtin_policy.h); the crossover is the geometric mean
+ * of the largest size where the plain one won and the next, above which the streaming one wins
+ * at every size; twice the largest size when it never wins there. flags: the JIT's extra flags.
+ * LNTUNE_EUNSUPPORTED where the CPU has no streaming built-in (runtime/builtin_isa.c); other
+ * codes with the reason in err.
+ */
+int lntune_crossover_streaming(lntune_gen *g, lntune_jit *jit, lntune_pool *pool,
+                               const lntune_cpu_info *cpu, const char *const *flags, int64_t *bytes,
+                               char *err, size_t errlen);
+
+#endif /* LNTUNE_CROSSOVER_H */

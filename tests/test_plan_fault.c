@@ -1,0 +1,198 @@
+/*
+ * test_plan_fault.c - the planner (gen/tune/tuner.c) on a mock target whose timings the test
+ * sets, for what a real machine cannot be made to do on demand:
+ *  - a final run in which a finalist beats the copy of its bytes by more than
+ *    LNTUNE_MAX_COPY_RATIO is a measurement fault: it is timed again, and the figures stored
+ *    are those of the run that passed (the winner at or under the limit, in best and in the
+ *    measurements);
+ *  - three faulty final runs fail the shape with a message saying so, and store no winner;
+ *  - the built-in variant the target names is re-timed with the finalists whatever the search
+ *    made of it, and wins when it is the fastest there (tuned is never slower than built-in).
+ */
+#define _GNU_SOURCE
+#include "check.h"
+#include "hardware.h"
+#include "lntune.h"
+#include "scratch_dir.h"
+#include "target.h"
+#include "tuner.h"
+#include "tuning_db.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const variants_list[] = {"v=1", "v=2", "v=3", "v=4", "v=5", "v=6"};
+enum { NV = sizeof variants_list / sizeof variants_list[0] };
+
+typedef struct {
+    int faulty_runs;     /* finalist runs that report a kernel 2x faster than the copy */
+    size_t builtin;      /* the target's built-in index (NV: none) */
+    double batch_ns[NV]; /* what a search batch sees */
+    double final_ns[NV]; /* what a final run sees */
+    int finals, finalist_runs, builtin_in_final;
+    int64_t hw;
+} mock;
+
+static int64_t rows_for(int64_t H) {
+    (void)H;
+    return 8;
+}
+
+static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t errlen) {
+    mock *m = state;
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
+    const int rc = lntune_db_put_hardware(db, &cpu, "mock compiler", hw);
+    if (rc != LNTUNE_OK) snprintf(err, errlen, "%s", lntune_db_errmsg(db));
+    m->hw = *hw;
+    return rc;
+}
+
+static int code_hash(void *state, lntune_plan *p, char *out, size_t size) {
+    (void)state, (void)p;
+    snprintf(out, size, "mock-hash");
+    return LNTUNE_OK;
+}
+
+static int variants(void *state, lntune_plan *p, const char *const **list, size_t *n, size_t *naive,
+                    size_t *builtin) {
+    mock *m = state;
+    (void)p;
+    *list = variants_list;
+    *n = NV;
+    *naive = NV;
+    *builtin = m->builtin;
+    return LNTUNE_OK;
+}
+
+static int prepare(void *state, lntune_plan *p, double *bytes) {
+    (void)state, (void)p;
+    *bytes = 1e6;
+    return LNTUNE_OK;
+}
+
+static void check(void *state, lntune_plan *p, const size_t *v, size_t n, lntune_outcome *out) {
+    (void)state, (void)p, (void)v;
+    for (size_t k = 0; k < n; ++k) out[k] = (lntune_outcome){.state = LNTUNE_OUTCOME_OK};
+}
+
+static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n,
+                          lntune_time_mode mode, lntune_outcome *out, double *copy_ns) {
+    mock *m = state;
+    (void)p;
+    const int finalists = mode == LNTUNE_TIME_FINAL && m->finals++ > 0;
+    const int faulty = finalists && m->finalist_runs++ < m->faulty_runs;
+    *copy_ns = 100.0;
+    for (size_t k = 0; k < n; ++k) {
+        double t = mode == LNTUNE_TIME_BATCH ? m->batch_ns[v[k]] : m->final_ns[v[k]];
+        if (faulty) t = 50.0;
+        if (finalists && v[k] == m->builtin) m->builtin_in_final = 1;
+        out[k].state = LNTUNE_OUTCOME_OK;
+        out[k].t.median_ns = out[k].t.score_ns = out[k].t.min_ns = out[k].t.max_ns = t;
+    }
+}
+
+static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads) {
+    (void)state, (void)p, (void)v;
+    static const char bytes[] = "not code";
+    *art = (lntune_artifact){"mock-key", "int x;",     "mock compiler", "-O2",        "k",
+                             bytes,      sizeof bytes, bytes,           sizeof bytes, NULL};
+    *threads = 1;
+    return LNTUNE_OK;
+}
+
+static void end(void *state, lntune_plan *p) {
+    (void)state, (void)p;
+}
+
+/* clang-format off */
+static const lntune_target mock_target = {"cpu", 16, 0, rows_for, hardware, code_hash, variants,
+    prepare, check, time_variants, artifact, end};
+/* clang-format on */
+
+static int got_best(void *ud, const lntune_best *b) {
+    *(lntune_best *)ud = *b;
+    ((lntune_best *)ud)->variant = strdup(b->variant);
+    ((lntune_best *)ud)->artifact_key = NULL;
+    return 0;
+}
+
+/* Tunes layernorm 8x64 with m into a fresh database under dir; the best stored, if any. */
+static int tune(const char *dir, const char *name, mock *m, lntune_tune_result *res, char *err,
+                size_t errlen, lntune_best *best) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.db", dir, name);
+    const char *ops[] = {"layernorm"};
+    lntune_shape shape = {.H = 64, .rows = 8};
+    lntune_tune_config cfg = {.db_path = path,
+                              .ops = ops,
+                              .nops = 1,
+                              .shapes = &shape,
+                              .nshapes = 1,
+                              .rigor = LNTUNE_RIGOR_EXHAUSTIVE};
+    lntune_tune_result *r = NULL;
+    size_t nr = 0;
+    err[0] = '\0';
+    const int rc = lntune_plan_run(&cfg, &mock_target, m, &r, &nr, err, errlen);
+    if (nr == 1) *res = r[0];
+    free(r);
+    memset(best, 0, sizeof *best);
+    lntune_db *db = NULL;
+    if (lntune_db_open(path, LNTUNE_DB_READONLY, &db) == LNTUNE_OK) {
+        lntune_db_key key = {m->hw, "cpu", "layernorm", "f32", 64, 8, 1};
+        lntune_db_get_best(db, &key, got_best, best);
+    }
+    lntune_db_close(db);
+    return rc;
+}
+
+static mock plain_mock(void) {
+    mock m = {.builtin = NV};
+    for (size_t i = 0; i < NV; ++i) m.batch_ns[i] = m.final_ns[i] = 110.0 + 10.0 * (double)i;
+    return m;
+}
+
+int main(void) {
+    char dir[512], err[1024];
+    if (scratch_dir_make(dir, sizeof dir, "plan_fault") != 0) return 1;
+    lntune_tune_result res;
+    lntune_best best;
+
+    mock m = plain_mock();
+    m.faulty_runs = 1;
+    int rc = tune(dir, "once", &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && m.finalist_runs == 2 && best.variant &&
+              strcmp(best.variant, "v=1") == 0 && best.copy_gbps > 0 &&
+              best.gbps / best.copy_gbps <= LNTUNE_MAX_COPY_RATIO,
+          "one faulty final run is timed again: rc %d, %d finalist runs, best %s at %.2fx copy", rc,
+          m.finalist_runs, best.variant ? best.variant : "(none)",
+          best.copy_gbps > 0 ? best.gbps / best.copy_gbps : NAN);
+    CHECK(fabs(res.median_ns - 110.0) < 1e-9 && res.copy_gbps > 0 &&
+              res.gbps / res.copy_gbps <= LNTUNE_MAX_COPY_RATIO,
+          "the result carries the passing run's figures: %.1f ns, %.2fx copy", res.median_ns,
+          res.gbps / res.copy_gbps);
+    free((char *)best.variant);
+
+    m = plain_mock();
+    m.faulty_runs = 3;
+    rc = tune(dir, "always", &m, &res, err, sizeof err, &best);
+    CHECK(rc != LNTUNE_OK && strstr(err, "measurement fault") && m.finalist_runs == 3 &&
+              !best.variant,
+          "three faulty final runs fail the shape, nothing stored as best: rc %d, %d runs, '%s'",
+          rc, m.finalist_runs, err);
+
+    /* The built-in (v=6) looked slow in the search's batches but is the fastest side by side. */
+    m = plain_mock();
+    m.builtin = 5;
+    m.batch_ns[5] = 1000.0;
+    m.final_ns[5] = 100.0;
+    rc = tune(dir, "builtin", &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && m.builtin_in_final && best.variant && strcmp(best.variant, "v=6") == 0,
+          "the built-in is a finalist and wins when fastest: rc %d, in final %d, best %s", rc,
+          m.builtin_in_final, best.variant ? best.variant : "(none)");
+    free((char *)best.variant);
+
+    scratch_dir_finish(dir, check_failures);
+    return CHECK_SUMMARY();
+}
