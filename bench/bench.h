@@ -1,10 +1,10 @@
 /*
  * bench.h - lntune against its peers: times LayerNorm and RMSNorm forward for lntune (tuned and
- * built-in, through the public runtime API), oneDNN, PyTorch CPU, a naive two-pass C kernel, and
- * two memory copies of the same bytes, in one process at one thread count. A run has one element
- * type (fp32, fp16 or bf16) for x, y, gamma and beta alike, as `lntune --dtype T` tunes. Every
- * implementation is checked against the float64 reference before it is timed, and every
- * measurement says how much CPU other processes took while it ran.
+ * built-in, through the public runtime API), oneDNN 2.x and 3.x, PyTorch CPU, a naive two-pass C
+ * kernel, and two memory copies of the same bytes, in one process at one thread count. A run has
+ * one element type (fp32, fp16 or bf16) for x, y, gamma and beta alike, as `lntune --dtype T`
+ * tunes. Every implementation is checked against the float64 reference before it is timed, and
+ * every measurement says how much CPU other processes took while it ran.
  *
  * Results are records (one per implementation x shape x thread count) that travel as JSON lines,
  * so that runs at several thread counts (one process each) and PyTorch (a Python process) merge
@@ -46,7 +46,7 @@ typedef struct lntune_bench_config {
     int threads;              /* 0: every core */
     const char *tuned_db;     /* the database lntune tuned reads; NULL: $LNTUNE_DB or the default */
     const char *torch_script; /* bench_torch.py; NULL: the source tree's; "" skips PyTorch */
-    const char *python;       /* NULL: /usr/bin/python3 */
+    const char *python;       /* NULL: the peers folder's bin/python3, else /usr/bin/python3 */
     int reps;                 /* repetitions per implementation; below 7 is raised to 7 */
     double rep_ms;            /* minimum length of one repetition; below 50 is raised to 50 */
     void (*progress)(void *ud, const lntune_bench_progress *p);
@@ -93,6 +93,13 @@ int lntune_bench_run(const lntune_bench_config *cfg, lntune_bench_records *out, 
 
 /* 1 when this build calls lntune through the runtime library; 0 when lntune is reported n/a. */
 int lntune_bench_has_runtime(void);
+
+/*
+ * The folder bench/install-deps puts the peers it installs in (a Python virtual environment with
+ * PyTorch; oneDNN 3.x's lib/libdnnl.so.3): $LNTUNE_BENCH_PEERS, else the build's
+ * LNTUNE_BENCH_PEERS_DIR (CMake; /opt/lntune-bench by default).
+ */
+const char *lntune_bench_peers_dir(void);
 
 /* The distinct (tuned rows, H) of this machine's best kernels in db (NULL: default path). */
 int lntune_bench_db_shapes(const char *db, lntune_bench_shape **shapes, size_t *n, char *err,

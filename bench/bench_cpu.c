@@ -5,7 +5,7 @@
  * so thread pools and OpenMP start fresh) and writes the markdown report and the SVG chart.
  *
  *   bench_cpu [--db PATH] [--db1 PATH] [--export SO] [--export1 SO] [--out PREFIX]
- *             [--shapes RxH,...] [--dtype T] [--no-torch]
+ *             [--shapes RxH,...] [--dtype T] [--no-torch] [--python PATH]
  *   bench_cpu --threads N [...] > records.jsonl
  *   bench_cpu --threads N --markdown [...]   (the table of that thread count to stdout)
  *   bench_cpu --tuned --db PATH [...]   (the shapes tuned in PATH instead of --shapes)
@@ -30,7 +30,8 @@
 extern char **environ;
 
 typedef struct {
-    const char *db, *db1, *export_lib, *export_lib1, *out, *shapes_text, *torch_script, *title;
+    const char *db, *db1, *export_lib, *export_lib1, *out, *shapes_text, *torch_script, *title,
+        *python;
     int threads, no_torch, reps, report, type, markdown, tuned;
     double rep_ms;
     lntune_bench_shape *shapes;
@@ -45,7 +46,7 @@ static int usage(const char *why) {
             "usage: bench_cpu [--db PATH] [--db1 PATH] [--export SO] [--export1 SO]\n"
             "                 [--out PREFIX] [--shapes RxH,...]\n"
             "                 [--reps N] [--rep-ms MS] [--torch SCRIPT | --no-torch]\n"
-            "                 [--dtype f32|f16|bf16]\n"
+            "                 [--python PATH] [--dtype f32|f16|bf16]\n"
             "       bench_cpu --threads N [same options]   (JSON records to stdout)\n"
             "       bench_cpu --threads N --markdown [...]  (a markdown table instead)\n"
             "       bench_cpu --report PREFIX FILE.jsonl...\n"
@@ -55,8 +56,12 @@ static int usage(const char *why) {
             "  --export1's default: --export).\n"
             "  PREFIX gets .md and .svg (default bench/results/cpu-DATE, or\n"
             "  cpu-TYPE-DATE). --dtype: of x, y, gamma and beta, as tuned by lntune --dtype T.\n"
-            "  --tuned: the shapes tuned in --db (else --shapes, else the anchor shapes).\n",
-            why);
+            "  --tuned: the shapes tuned in --db (else --shapes, else the anchor shapes).\n"
+            "  --python: the Python that runs bench_torch.py (default: bin/python3 of the folder\n"
+            "  bench/install-deps fills, where there is one: %s ($LNTUNE_BENCH_PEERS);\n"
+            "  else /usr/bin/python3). oneDNN 3.x: $LNTUNE_BENCH_ONEDNN3, else that folder's\n"
+            "  lib/libdnnl.so.3.\n",
+            why, lntune_bench_peers_dir());
     return 2;
 }
 
@@ -92,6 +97,7 @@ static int measure(const options *o) {
         .threads = o->threads,
         .tuned_db = o->threads == 1 && o->db1 ? o->db1 : o->db,
         .torch_script = o->no_torch ? "" : o->torch_script,
+        .python = o->python,
         .reps = o->reps,
         .rep_ms = o->rep_ms,
         .progress = show_progress,
@@ -211,6 +217,8 @@ int main(int argc, char **argv) {
             o.out = v;
         else if (strcmp(a, "--torch") == 0)
             o.torch_script = v;
+        else if (strcmp(a, "--python") == 0)
+            o.python = v;
         else if (strcmp(a, "--threads") == 0)
             o.threads = atoi(v);
         else if (strcmp(a, "--reps") == 0)

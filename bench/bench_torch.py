@@ -5,10 +5,15 @@ processes' CPU use measured from /proc), printing one JSON record a line for the
 
 Each op is timed twice: allocating its output per call, as models call it, and writing into a
 preallocated output. torch.nn.functional.layer_norm has no out= form, so the second LayerNorm
-figure is torch.ops.aten.native_layer_norm.out (which also writes mean and rstd). The RMSNorm
-formula x * rsqrt(mean(x^2) + eps) * w is timed as written, and with out= at every step; for
-fp16 and bf16 (--dtype) as models write it for those types: computed in fp32 and rounded to the
-type before the weight's multiply (x.float(), then .to(dtype) * w).
+figure is torch.ops.aten.native_layer_norm.out (which also writes mean and rstd). RMSNorm is
+torch.nn.functional.rms_norm (PyTorch 2.4 and later; an older torch times the formula below in
+its place), and, as it has no out= form either, the formula x * rsqrt(mean(x^2) + eps) * w with
+out= at every step; for fp16 and bf16 (--dtype) the formula is as models write it for those
+types, and as F.rms_norm computes: in fp32, rounded to the type before the weight's multiply
+(x.float(), then .to(dtype) * w). Every note starts with the torch version.
+
+The bench's own PyTorch is bench/install-deps's (a virtual environment, bench_cpu's default
+Python); any Python with torch runs this script.
 """
 import argparse
 import json
@@ -89,8 +94,9 @@ def bench_shape(torch, rows, H, args):
     y = torch.empty_like(x)
     xf = torch.empty(rows, H)  # fp32 work space of the 16-bit RMSNorm
     tmp = torch.empty(rows, H)
-    mean = torch.empty(rows, 1)
-    rstd = torch.empty(rows, 1)
+    # mean and rstd as native_layer_norm returns them: fp32 in torch 1.13, x's type in 2.x.
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x[:1], [H], w, b, EPS)
+    mean, rstd = mean.new_empty(rows, 1), rstd.new_empty(rows, 1)
     ms = torch.empty(rows, 1)
 
     def ln_out():
@@ -118,15 +124,23 @@ def bench_shape(torch, rows, H, args):
         h = x.float()
         return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)).to(dt) * w
 
+    in_fp32 = "" if dt == torch.float32 else " (in fp32, rounded before *w)"
+    if hasattr(F, "rms_norm"):
+        rms_cand = (lambda: F.rms_norm(x, (H,), w, EPS),
+                    "F.rms_norm, allocates its output (it has no out=)")
+        rms_out_note = "x*rsqrt(mean(x^2)+eps)*w with out= at every step" + in_fp32
+    else:
+        rms_cand = (rms, "no F.rms_norm: x*rsqrt(mean(x^2)+eps)*w, allocates" + in_fp32)
+        rms_out_note = "the same formula with out= at every step"
+    version = f"torch {torch.__version__}: "
     cands = [
         ("torch", "layernorm", lambda: F.layer_norm(x, (H,), w, b, EPS),
          "F.layer_norm, allocates its output (it has no out=)"),
         ("torch_out", "layernorm", ln_out, "aten.native_layer_norm.out, preallocated y, mean, rstd"),
-        ("torch", "rmsnorm", rms,
-         "x*rsqrt(mean(x^2)+eps)*w, allocates" + ("" if dt == torch.float32 else
-                                                  " (in fp32, rounded before *w)")),
-        ("torch_out", "rmsnorm", rms_out, "the same formula with out= at every step"),
+        ("torch", "rmsnorm", rms_cand[0], rms_cand[1]),
+        ("torch_out", "rmsnorm", rms_out, rms_out_note),
     ]
+    cands = [(impl, op, fn, (version + note)[:118]) for impl, op, fn, note in cands]
     rep_s = max(args.rep_ms, 50.0) / 1e3
     reps = max(args.reps, 7)
     state = []

@@ -1,7 +1,8 @@
 /*
  * peers.h - the in-process implementations the bench times, behind one small interface, so that
  * the runner treats lntune, oneDNN, the naive kernel and the copies alike. Each peers_*.c file
- * exports a table of them; PyTorch runs in its own process (peers_torch.c).
+ * exports a table of them; PyTorch runs in its own process (peers_torch.c). The peers that are
+ * not part of the build (oneDNN 3.x, PyTorch) come from the folder bench/install-deps fills.
  */
 #ifndef LNTUNE_BENCH_PEERS_H
 #define LNTUNE_BENCH_PEERS_H
@@ -16,7 +17,7 @@ enum { LNTUNE_BENCH_LAYERNORM = 0, LNTUNE_BENCH_RMSNORM = 1, LNTUNE_BENCH_COPY =
 /*
  * One problem: y = norm(x) * gamma (+ beta), rows x H contiguous, x, y, gamma and beta of one
  * element type. gamma_f32 and beta_f32 hold the same values widened to fp32, for a peer that
- * takes its scale and shift only in fp32 (oneDNN).
+ * takes its scale and shift only in fp32 (oneDNN 2.x and 3.2).
  */
 typedef struct lntune_bench_problem {
     int64_t rows, H;
@@ -49,12 +50,14 @@ typedef struct lntune_bench_family {
 } lntune_bench_family;
 
 extern const lntune_bench_family lntune_bench_naive_copy_family;
-extern const lntune_bench_family lntune_bench_onednn_family;
-extern const lntune_bench_family lntune_bench_lntune_family; /* empty without the runtime */
-extern const lntune_bench_family lntune_bench_export_family; /* config's export_lib */
+extern const lntune_bench_family lntune_bench_onednn_family;  /* 2.x; n/a without its header */
+extern const lntune_bench_family lntune_bench_onednn3_family; /* libdnnl.so.3, at run time */
+extern const lntune_bench_family lntune_bench_lntune_family;  /* empty without the runtime */
+extern const lntune_bench_family lntune_bench_export_family;  /* config's export_lib */
 
 /*
- * Runs the PyTorch script at cfg's threads on shapes and appends its records. A missing
+ * Runs the PyTorch script at cfg's threads on shapes and appends its records, with cfg's python,
+ * else the peers folder's bin/python3 where there is one, else /usr/bin/python3. A missing
  * Python or torch adds n/a records saying so; it is not an error.
  */
 int lntune_bench_torch(const lntune_bench_config *cfg, const lntune_bench_shape *shapes,

@@ -1,18 +1,23 @@
 /*
- * peers_onednn.c - oneDNN's layer normalization primitive (C API of oneDNN 2.x), forward
- * inference with scale and shift, on the CPU engine. src and dst take the run's type; oneDNN 2.x
- * takes scale and shift in fp32 only, so it gets the same values widened (gamma_f32, beta_f32).
- * oneDNN 2.6 has no RMSNorm primitive, so the bench reports it as n/a rather than composing one
- * that oneDNN does not ship.
+ * peers_onednn.c - oneDNN's layer normalization primitive (C API of oneDNN 2.x: Debian 12's
+ * libdnnl-dev, 2.6), forward inference with scale and shift, on the CPU engine. src and dst take
+ * the run's type; oneDNN 2.x takes scale and shift in fp32 only, so it gets the same values
+ * widened (gamma_f32, beta_f32). oneDNN 2.6 has no RMSNorm primitive, so the bench reports it as
+ * n/a rather than composing one that oneDNN does not ship. Compiled against the library only
+ * where CMake found its header (LNTUNE_BENCH_HAVE_ONEDNN2); elsewhere the family is n/a.
+ * oneDNN 3.x is peers_onednn3.c.
  */
 #include "peers.h"
 
 #include "dtypes.h"
 #include "lntune.h"
 
-#include <dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#if LNTUNE_BENCH_HAVE_ONEDNN2
+
+#include <dnnl.h>
 
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
@@ -113,3 +118,23 @@ static const lntune_bench_peer peers[] = {
 
 const lntune_bench_family lntune_bench_onednn_family = {peers, sizeof peers / sizeof peers[0], init,
                                                         fini};
+
+#else /* no oneDNN 2.x header in this build */
+
+static int init_absent(const lntune_bench_config *cfg, char *note, size_t notelen) {
+    (void)cfg;
+    snprintf(note, notelen,
+             "built without oneDNN 2.x (its header dnnl.h: libdnnl-dev, "
+             "bench/install-deps)");
+    return LNTUNE_EUNSUPPORTED;
+}
+
+static const lntune_bench_peer peers[] = {
+    {"onednn", LNTUNE_BENCH_LAYERNORM, NULL, NULL, NULL},
+    {"onednn", LNTUNE_BENCH_RMSNORM, NULL, NULL, NULL},
+};
+
+const lntune_bench_family lntune_bench_onednn_family = {peers, sizeof peers / sizeof peers[0],
+                                                        init_absent, NULL};
+
+#endif

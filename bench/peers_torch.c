@@ -2,6 +2,8 @@
  * peers_torch.c - PyTorch CPU, run as bench_torch.py in a Python process of its own at the same
  * thread count (before the in-process implementations, so the two never compete). The script
  * prints records as JSON lines; a missing Python or torch becomes n/a records, not an error.
+ * Its Python: --python, else the peers folder's (bench/install-deps: PyTorch 2.x in a virtual
+ * environment of the bench's own), else the system's.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "peers.h"
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef LNTUNE_BENCH_TORCH_SCRIPT
 #define LNTUNE_BENCH_TORCH_SCRIPT ""
@@ -43,7 +46,11 @@ static int add_absent(lntune_bench_records *out, const lntune_bench_shape *shape
 int lntune_bench_torch(const lntune_bench_config *cfg, const lntune_bench_shape *shapes,
                        size_t nshapes, int threads, lntune_bench_records *out) {
     const char *script = cfg->torch_script ? cfg->torch_script : LNTUNE_BENCH_TORCH_SCRIPT;
-    const char *python = cfg->python ? cfg->python : "/usr/bin/python3";
+    char peers_python[4096];
+    snprintf(peers_python, sizeof peers_python, "%s/bin/python3", lntune_bench_peers_dir());
+    const char *python = cfg->python                       ? cfg->python
+                         : access(peers_python, X_OK) == 0 ? peers_python
+                                                           : "/usr/bin/python3";
     if (!script[0]) return add_absent(out, shapes, nshapes, threads, cfg->type, "PyTorch not run");
     if (strchr(script, '\'') || strchr(python, '\''))
         return add_absent(out, shapes, nshapes, threads, cfg->type,

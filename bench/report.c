@@ -9,16 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const impl_order[] = {"lntune_tuned", "lntune_builtin", "lntune_export",
-                                         "onednn",       "torch",          "torch_out",
-                                         "naive",        "copy_memcpy",    "copy_nt"};
+static const char *const impl_order[] = {
+    "lntune_tuned", "lntune_builtin", "lntune_export", "onednn",      "onednn3",
+    "torch",        "torch_out",      "naive",         "copy_memcpy", "copy_nt"};
 enum { NIMPL = sizeof impl_order / sizeof impl_order[0] };
 
 const char *lntune_bench_impl_label(const char *impl) {
     static const char *const labels[][2] = {{"lntune_tuned", "lntune tuned"},
                                             {"lntune_builtin", "lntune built-in"},
                                             {"lntune_export", "lntune export"},
-                                            {"onednn", "oneDNN"},
+                                            {"onednn", "oneDNN 2"},
+                                            {"onednn3", "oneDNN 3"},
                                             {"torch", "PyTorch"},
                                             {"torch_out", "PyTorch out="},
                                             {"naive", "naive C"},
@@ -129,11 +130,13 @@ void lntune_bench_write_markdown(FILE *f, const lntune_bench_records *rs, const 
     if (strcmp(dtype, "f32") == 0)
         fprintf(f, "fp32 forward");
     else
-        fprintf(f,
-                "%s forward: x, y, gamma and beta in %s (oneDNN takes gamma and beta in fp32 "
-                "only: it gets the same values widened); the error of a %s y is against half an "
-                "ulp of %s, scaled so that 2^-20 is the verifier's bound",
-                dtype, dtype, dtype, dtype);
+        fprintf(
+            f,
+            "%s forward: x, y, gamma and beta in %s (the oneDNN peers get the same gamma and beta "
+            "widened to fp32, the only type 2.x and 3.2 take); the error of a %s y is against half "
+            "an "
+            "ulp of %s, scaled so that 2^-20 is the verifier's bound",
+            dtype, dtype, dtype, dtype);
     fprintf(f, ", y = norm(x) * gamma (+ beta), rows x H contiguous. GB/s counts x read "
                "once and y written once; the ratio is to the better of the two copies of the same "
                "bytes (memcpy, non-temporal stores) in the same run. Median per-call time of at "

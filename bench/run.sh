@@ -9,19 +9,26 @@
 #   BENCH_DTYPE=f16|bf16: x, y, gamma and beta of that type (tuned with lntune --dtype; own
 #   databases; cpu-TYPE-DATE; the shapes gain issue #6's 4096x4096),
 #   BENCH_SHAPES="RxH ..." (default: bench/bench.c's shapes),
-#   BENCH_OUT=PREFIX (default bench/results/cpu[-TYPE]-DATE: PREFIX.md, .svg, -t*.jsonl).
+#   BENCH_OUT=PREFIX (default bench/results/cpu[-TYPE]-DATE: PREFIX.md, .svg, -t*.jsonl),
+#   LNTUNE_BENCH_PEERS (default /opt/lntune-bench: oneDNN 3.x and PyTorch, bench/install-deps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 results=bench/results
+peers=${LNTUNE_BENCH_PEERS:-/opt/lntune-bench} # bench/install-deps: oneDNN 3.x and PyTorch
 
 have_deps() {
     { [ -e /usr/include/dnnl.h ] || [ -e /usr/include/oneapi/dnnl/dnnl.h ]; } &&
-        /usr/bin/python3 -c 'import torch' 2>/dev/null && command -v clang-14 >/dev/null
+        [ -e "$peers/lib/libdnnl.so.3" ] && "$peers/bin/python3" -c 'import torch' 2>/dev/null &&
+        command -v clang-14 >/dev/null
 }
 if ! have_deps; then
     echo "run.sh: installing the bench dependencies (bench/install-deps)" >&2
-    if [ "$(id -u)" -eq 0 ]; then bench/install-deps; else sudo bench/install-deps; fi
+    if [ "$(id -u)" -eq 0 ]; then
+        LNTUNE_BENCH_PEERS=$peers bench/install-deps
+    else
+        sudo env LNTUNE_BENCH_PEERS="$peers" bench/install-deps
+    fi
 fi
 
 echo "run.sh: building in $build" >&2

@@ -2,7 +2,7 @@
  * test_bench_report.c - the bench's records and report, without timing anything: records survive
  * the JSON-lines round trip (ours and Python's json.dumps spelling), the markdown table gives the
  * ratio to the better copy, says n/a with its reason, and marks busy and disagreeing cells; the
- * SVG is one complete document. Built only with the bench (oneDNN present).
+ * SVG is one complete document. Built only with the bench (LNTUNE_BUILD_BENCH).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
@@ -124,14 +124,27 @@ int main(void) {
                      "0.80x") != NULL,
           "the copy target names the cell below 0.9x");
     CHECK(strstr(md, "RMSNorm 2048x4096 1t 0.95x") == NULL, "a cell at 0.95x is not named");
-    CHECK(strstr(md, "**missed:** never slower than oneDNN (1 of 1 cells slower): LayerNorm "
-                     "2048x4096 1t 0.89x oneDNN's speed") != NULL,
+    CHECK(strstr(md, "**missed:** never slower than oneDNN 2 (1 of 1 cells slower): LayerNorm "
+                     "2048x4096 1t 0.89x oneDNN 2's speed") != NULL,
           "the oneDNN target names the slower cell");
-    CHECK(strstr(md, ">= 1.3x oneDNN in geometric mean: 0.89x over 1 cells") != NULL,
+    CHECK(strstr(md, ">= 1.3x oneDNN 2 in geometric mean: 0.89x over 1 cells") != NULL,
           "the geometric mean over the cells both measured");
     CHECK(strstr(md, "**missed:** LayerNorm 1x4096 at 1 thread <= 0.7 us: 0.91 us") != NULL &&
               strstr(md, "**met:** RMSNorm 1x4096 at 1 thread <= 0.7 us: 0.45 us") != NULL,
           "the latency target per op");
+    free(md);
+
+    /* With oneDNN 3 beside oneDNN 2, each cell is against the faster of the two. */
+    lntune_bench_record d3 = rec("onednn3", "layernorm", 12.0, 0.0, 0, "");
+    lntune_bench_records_add(&ts, &d3);
+    md = render(&ts, 0);
+    CHECK(strstr(md, "**missed:** never slower than the faster of oneDNN 2 and 3 (1 of 1 cells "
+                     "slower): LayerNorm 2048x4096 1t 0.67x oneDNN 3's speed") != NULL,
+          "the faster oneDNN is the one named");
+    CHECK(strstr(md, ">= 1.3x the faster of oneDNN 2 and 3 in geometric mean: 0.67x over 1 "
+                     "cells") != NULL,
+          "one cell, against the faster oneDNN");
+    CHECK(strstr(md, "| oneDNN 2 | oneDNN 3 |") != NULL, "a column per oneDNN");
     free(md);
 
     /* A bf16 run: its intro names the type, and its target is issue #6's, LayerNorm 4096x4096
