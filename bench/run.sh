@@ -3,7 +3,8 @@
 # bench dependencies if missing, builds, tunes the bench shapes into bench databases (1 thread
 # and every core; minutes per shape), then runs bench_cpu, which measures at 1 thread and at
 # every core in one process each and writes the report. lntune export's output for each database,
-# built at -O3 -march=native as an app would, is measured beside them ("lntune export").
+# built at -O3 -march=native as an app would, is measured beside them ("lntune export"). Last,
+# bench/figures.py puts `lntune show`'s figures beside the bench's (PREFIX-figures.md).
 #   BUILD_DIR (default build), BENCH_SKIP_TUNE=1 (use the databases as they are),
 #   BENCH_ARGS (extra bench_cpu options, e.g. "--no-torch"),
 #   BENCH_DTYPE=f16|bf16: x, y, gamma and beta of that type (tuned with lntune --dtype; own
@@ -76,7 +77,18 @@ if [ -e "$db" ] && [ -e "$db1" ]; then
         --export1 "$build/bench-export$tag-t1/liblntune_kernels.so")
 fi
 
+out=${BENCH_OUT:-$results/cpu$tag-$(date +%Y-%m-%d)}
 echo "run.sh: measuring (about two minutes per thread count)" >&2
 # shellcheck disable=SC2086
 "$build/bench/bench_cpu" --db "$db" --db1 "$db1" "${export_args[@]}" --dtype "$dtype" \
-    --shapes "$shape_list" --out "${BENCH_OUT:-$results/cpu$tag-$(date +%Y-%m-%d)}" ${BENCH_ARGS:-}
+    --shapes "$shape_list" --out "$out" ${BENCH_ARGS:-}
+
+# What lntune show reports against what the bench measured of the same databases (figures.py).
+if [ "$dtype" = f32 ] && [ -e "$db" ] && [ -e "$db1" ]; then
+    "$build/lntune" show --json --db "$db1" >"$out-show-t1.json"
+    "$build/lntune" show --json --db "$db" >"$out-show-all.json"
+    all=$(ls "$out"-t*.jsonl | grep -v -- '-t1.jsonl$' | head -1)
+    python3 bench/figures.py "$out-show-t1.json" "$out-t1.jsonl" "$out-show-all.json" "$all" \
+        >"$out-figures.md" || echo "run.sh: figures.py found rows that fail: $out-figures.md" >&2
+    echo "run.sh: show against the bench: $out-figures.md" >&2
+fi

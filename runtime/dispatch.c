@@ -9,7 +9,9 @@
  * best kernel of that bucket. Policy when the bucket has none: the nearest tuned bucket of the
  * same op, dtype, H and affine serves it (one bucket away first, the larger row count first on a
  * tie), since any kernel tuned for this H on this machine beats the generic one by more than a
- * neighbouring bucket's tuning differs; with no tuned bucket at all the built-in kernel does.
+ * neighbouring bucket's tuning differs. With no tuned bucket of this H, the winner of the nearest
+ * H (by ratio, then rows bucket) whose kernel reads H at run time serves it (the tuner verifies
+ * those at H = 1 and 17 besides the tuned H: problem.c); with none at all the built-in does.
  * The database keys dtype by the type tuple's text ("f32", "bf16", "bf16/f32/f32") and the
  * fusion in the op text ("layernorm+residual_out", fusion.h); a tuple with fp16/bf16 in it has
  * the typed built-in (builtin_typed.c), a residual call the residual built-in
@@ -199,6 +201,7 @@ static int copy_best(void *ud, const lntune_best *b) {
     c->threads = b->threads;
     c->tuned_rows = b->tuned_rows;
     c->median_ns = b->median_ns;
+    c->H = b->H;
     return 0;
 }
 
@@ -225,7 +228,9 @@ int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *targ
             if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
         }
     }
-    return LNTUNE_ENOTFOUND;
+    key.rows = rows;
+    rc = lntune_db_get_nearest_best(ctx->db, &key, copy_best, best);
+    return rc == LNTUNE_OK && !best->found ? LNTUNE_ENOTFOUND : rc;
 }
 
 typedef struct {
@@ -290,6 +295,14 @@ void lntune_dispatch_describe(const lntune_desc *d, int64_t rows, char *buf, siz
              (long long)rows, (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
 }
 
+/* ", tuned for H=N" when best was tuned for another H than d's (a nearest-H winner), else "". */
+static const char *nearest_h(const lntune_best_copy *best, const lntune_desc *d, char *buf,
+                             size_t size) {
+    if (best->H == d->H) return "";
+    snprintf(buf, size, ", tuned for H=%lld", (long long)best->H);
+    return buf;
+}
+
 int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows,
                             const lntune_entry **out) {
     pthread_mutex_lock(&ctx->lock);
@@ -340,7 +353,7 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
                LNTUNE_OK) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (not tuned on this machine)", what);
     } else {
-        char err[768];
+        char err[768], near[64];
         lntune_kernel_fn fn = tuned_kernel(ctx, &best, err, sizeof err);
         if (!fn) {
             lntune_ctx_debug(ctx, "%s: built-in kernel (tuned %s unusable: %s)", what, best.variant,
@@ -349,13 +362,15 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
             /* the artifact's symbol has the backward ABI (the tuner stored it for this op) */
             memcpy(&e->backward, &fn, sizeof fn);
             e->threads = best.threads > 0 ? best.threads : 1;
-            lntune_ctx_debug(ctx, "%s: tuned %s, %d thread(s), measured %.0f ns at rows=%lld", what,
-                             best.variant, e->threads, best.median_ns, (long long)best.tuned_rows);
+            lntune_ctx_debug(ctx, "%s: tuned %s, %d thread(s), measured %.0f ns at rows=%lld%s",
+                             what, best.variant, e->threads, best.median_ns,
+                             (long long)best.tuned_rows, nearest_h(&best, d, near, sizeof near));
         } else {
             e->kernel = fn;
             e->threads = best.threads > 0 ? best.threads : 1;
-            lntune_ctx_debug(ctx, "%s: tuned %s, %d thread(s), measured %.0f ns at rows=%lld", what,
-                             best.variant, e->threads, best.median_ns, (long long)best.tuned_rows);
+            lntune_ctx_debug(ctx, "%s: tuned %s, %d thread(s), measured %.0f ns at rows=%lld%s",
+                             what, best.variant, e->threads, best.median_ns,
+                             (long long)best.tuned_rows, nearest_h(&best, d, near, sizeof near));
         }
     }
     lntune_registry_insert(&ctx->registry, e, hash);

@@ -27,11 +27,13 @@ typedef struct lntune_best_copy {
     int threads;
     int64_t tuned_rows;
     double median_ns;
+    int64_t H; /* the record's: another H than the call's for a nearest-H winner */
 } lntune_best_copy;
 
 /*
  * The best record of target ("cpu", "cuda") on hardware_id for d at rows, else for the nearest
- * tuned bucket (the policy in dispatch.c); LNTUNE_ENOTFOUND if none. Under ctx->lock.
+ * tuned bucket, else of the nearest H that reads H at run time (the policy in dispatch.c);
+ * LNTUNE_ENOTFOUND if none. Under ctx->lock.
  */
 int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
                               const lntune_desc *d, int64_t rows, lntune_best_copy *best);

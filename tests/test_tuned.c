@@ -1,6 +1,7 @@
 /*
  * test_tuned.c - shapes tuned on this machine run their tuned kernel, loaded from the database's
- * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, a multi-threaded
+ * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, the nearest H
+ * whose winner reads H at run time (a fixed-H winner never serves another H), a multi-threaded
  * winner on the pool, a winner that declines its args (the built-in takes over), and a winner
  * whose artifact is not a loadable shared object (the built-in serves, the call succeeds).
  * Every result is also checked against the float64 reference. The built-ins store
@@ -53,7 +54,10 @@ static const struct {
     {0, 768, 40, 1, 0, 1, INT_MAX, "layernorm H=768 rows=40 gamma only: same bucket, tuned"},
     {0, 768, 1, 1, 1, 1, 1, "layernorm H=768 rows=1: nearest tuned bucket serves it"},
     {0, 768, 64, 0, 0, 0, 0, "layernorm H=768 without gamma: affine differs, built-in"},
-    {0, 769, 64, 1, 1, 0, 0, "layernorm H=769: not tuned, built-in"},
+    {0, 769, 64, 1, 1, 2, 2,
+     "layernorm H=769: not tuned; the nearest run-time-H winner (H=4096, not the fixed-H 768) "
+     "serves it, on its 2 threads"},
+    {0, 100000, 3, 1, 1, 1, 2, "layernorm H=100000: the nearest run-time-H winner serves it"},
     {1, 768, 64, 1, 0, 0, 0, "rmsnorm H=768: not tuned, built-in"},
     {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000: tuned kernel declined, built-in gave the result"},
     {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000 again: still asks the tuned one first"},
@@ -82,7 +86,7 @@ int main(int argc, char **argv) {
     lntune_artifact junk = {"junk", "",  "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
                             15,     NULL};
     lntune_db_key k = {t.hw, "cpu", "layernorm", "f32", 512, 1, 0};
-    lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0};
+    lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0, 0, 0};
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
     test_case(ok, "store four tuned winners with their artifacts");

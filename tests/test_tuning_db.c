@@ -182,7 +182,7 @@ static void make_full_db(const char *path) {
         "art",       "int f(void);",     "cc", "-O2", "f", object_blob, sizeof object_blob,
         shared_blob, sizeof shared_blob, NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
-    lntune_best b = {"vec=8", "art", 2, 512, 2, 5, 6, 7, 10};
+    lntune_best b = {"vec=8", "art", 2, 512, 2, 5, 6, 7, 10, 0, 0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     /* Enough pages that a truncated copy loses b-tree pages, not only free space. */
     for (int i = 0; i < 40; ++i) {
@@ -514,7 +514,7 @@ static void best_per_bucket(void) {
     int64_t hw = 0;
     lntune_db *db = open_new("best.db", &hw);
     lntune_db_key k = test_key(hw, "rmsnorm", 4096, 4096); /* bucket 513-4096 */
-    lntune_best a = {"A", "artA", 2, 4096, 100, 50, 60, 1e-7, 300};
+    lntune_best a = {"A", "artA", 2, 4096, 100, 50, 60, 1e-7, 300, 0, 0};
     one_best o = {0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &a), LNTUNE_OK);
     for (int64_t rows = 513; rows <= 4096; rows += 3583) {
@@ -533,7 +533,7 @@ static void best_per_bucket(void) {
     k.rows = 512;
     CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_ENOTFOUND);
 
-    lntune_best b = {"B", NULL, 1, 1000, 90, 55, 60, 0, NAN};
+    lntune_best b = {"B", NULL, 1, 1000, 90, 55, 60, 0, NAN, 0, 0};
     k.rows = 1000; /* same bucket: replaces A */
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     memset(&o, 0, sizeof o);
@@ -542,7 +542,7 @@ static void best_per_bucket(void) {
     CHECK_STR(o.variant, "B");
     CHECK(o.b.tuned_rows == 1000 && o.b.artifact_key == NULL && isnan(o.b.naive_ns));
 
-    lntune_best c = {"C", NULL, 1, 1, 5, 1, 1, 0, 6};
+    lntune_best c = {"C", NULL, 1, 1, 5, 1, 1, 0, 6, 0, 0};
     k.rows = 1;
     CHECK_RC(db, lntune_db_set_best(db, &k, &c), LNTUNE_OK);
     memset(&o, 0, sizeof o);
@@ -575,7 +575,7 @@ static void each_best_is_ordered(void) {
     for (size_t i = 0; i < sizeof put / sizeof put[0]; ++i) {
         lntune_db_key k = {put[i].hw, put[i].target, put[i].op, put[i].dtype,
                            put[i].H,  put[i].rows,   1};
-        lntune_best b = {"v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1};
+        lntune_best b = {"v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1, 0, 0};
         CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     }
     char want[6][128];
@@ -704,7 +704,8 @@ static void migrates_version_1(void) {
     raw_exec(p, "ALTER TABLE hardware DROP COLUMN kind; ALTER TABLE hardware DROP COLUMN "
                 "compute_capability; ALTER TABLE hardware DROP COLUMN memory_bus_bits; "
                 "ALTER TABLE hardware DROP COLUMN driver_version; ALTER TABLE artifacts DROP "
-                "COLUMN ptx; DROP TABLE crossovers; PRAGMA user_version = 1;");
+                "COLUMN ptx; DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; "
+                "PRAGMA user_version = 1;");
     CHECK(raw_int(p, "PRAGMA user_version") == 1);
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
     CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
@@ -742,11 +743,53 @@ static void crossovers(void) {
              LNTUNE_ENOTFOUND);
     CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 0, 1, "h"), LNTUNE_EINVAL);
     lntune_db_close(db);
-    raw_exec(p, "DROP TABLE crossovers; PRAGMA user_version = 2;");
+    raw_exec(p,
+             "DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; PRAGMA user_version = 2;");
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
     CHECK(raw_int(p, "PRAGMA user_version") == 3);
     CHECK(raw_int(p, "SELECT count(*) FROM hardware") == 1);
     CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 1, 7, "h"), LNTUNE_OK);
+    lntune_db_close(db);
+}
+
+static int copy_h(void *ud, const lntune_best *b) {
+    *(int64_t *)ud = b->any_h ? b->H : -b->H;
+    return 0;
+}
+
+/* The nearest run-time-H winner: by H's ratio, then rows bucket; fixed-H and other affine,
+ * dtype or op never. */
+static void nearest_best(void) {
+    char p[512];
+    lntune_db *db = NULL;
+    CHECK_RC(db, lntune_db_open(tpath(p, "nearest.db"), 0, &db), LNTUNE_OK);
+    int64_t hw = 0, got = 0;
+    lntune_cpu_info cpu = test_cpu("00000000000000ee");
+    CHECK_RC(db, lntune_db_put_hardware(db, &cpu, "cc", &hw), LNTUNE_OK);
+    const struct {
+        int64_t H, rows;
+        int affine, any_h;
+        const char *dtype;
+    } put[] = {{1024, 64, 1, 1, "f32"}, {4096, 64, 1, 1, "f32"},  {3000, 64, 1, 0, "f32"},
+               {2900, 64, 0, 1, "f32"}, {2950, 64, 1, 1, "bf16"}, {4096, 1, 1, 1, "f32"}};
+    for (size_t i = 0; i < sizeof put / sizeof put[0]; ++i) {
+        lntune_db_key k = {hw,       "cpu",       "layernorm",  put[i].dtype,
+                           put[i].H, put[i].rows, put[i].affine};
+        lntune_best b = {"v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1, put[i].any_h, 0};
+        CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
+    }
+    lntune_db_key want = {hw, "cpu", "layernorm", "f32", 2900, 64, 1};
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h, &got), LNTUNE_OK);
+    CHECK(got == 4096); /* 4096/2900 = 1.41 beats 2900/1024 = 2.83; 3000 is fixed-H */
+    want.H = 1500;
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h, &got), LNTUNE_OK);
+    CHECK(got == 1024);
+    want.affine = 0;
+    want.H = 100;
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h, &got), LNTUNE_OK);
+    CHECK(got == 2900);
+    want.dtype = "f16";
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h, &got), LNTUNE_ENOTFOUND);
     lntune_db_close(db);
 }
 
@@ -785,7 +828,7 @@ static void readonly_never_writes(void) {
     one_artifact *a = calloc(1, sizeof *a);
     CHECK_RC(db, lntune_db_get_artifact(db, "art", get_one_artifact, a), LNTUNE_OK);
     free(a);
-    lntune_best b = {"other", NULL, 1, 512, 1, 1, 1, 0, 1};
+    lntune_best b = {"other", NULL, 1, 512, 1, 1, 1, 0, 1, 0, 0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_EDB);
     CHECK(strstr(lntune_db_errmsg(db), "readonly") != NULL);
     lntune_measurement m = {"x", "h", "ok", NULL, NULL, 0, 0, 0, 0, 0, 0, 0};
@@ -940,6 +983,7 @@ int main(void) {
         {"a GPU's hardware row round-trips", gpu_hardware_round_trip},
         {"a version-1 database migrates to the GPU columns", migrates_version_1},
         {"crossovers: per machine, name and threads; version 2 migrates", crossovers},
+        {"the nearest run-time-H winner", nearest_best},
         {"read-only open of a missing file is ENOTFOUND", readonly_missing_is_notfound},
         {"read-only open never writes", readonly_never_writes},
         {"refused unchanged: a text file", refuses_text_file},

@@ -135,7 +135,8 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
              (long long)rows, affine, behaviour);
     lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len, NULL};
     lntune_db_key k = {hw, "cpu", op, dtype, H, rows, affine};
-    lntune_best best = {src.variant, key, threads, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0};
+    lntune_best best = {src.variant, key,  threads, rows,   1000.0,
+                        10.0,        20.0, 1e-7,    2000.0, .any_h = !src.fixed_h};
     rc = so ? lntune_db_put_artifact(db, &art) : -1;
     if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &k, &best);
     if (rc != LNTUNE_OK) fprintf(stderr, "put_tuned: %s\n", lntune_db_errmsg(db));

@@ -439,7 +439,9 @@ int lntune_db_get_artifact(lntune_db *db, const char *key,
 /* ---- best ---- */
 
 #define BEST_COLUMNS                                                                               \
-    "variant, artifact_key, threads, tuned_rows, median_ns, gbps, copy_gbps, max_error, naive_ns"
+    "variant, artifact_key, threads, tuned_rows, median_ns, gbps, copy_gbps, max_error, "          \
+    "naive_ns, "                                                                                   \
+    "any_h, H"
 
 static lntune_best best_row(sqlite3_stmt *st, int i) {
     lntune_best b = {
@@ -452,6 +454,8 @@ static lntune_best best_row(sqlite3_stmt *st, int i) {
         .copy_gbps = col_real(st, i + 6),
         .max_error = col_real(st, i + 7),
         .naive_ns = col_real(st, i + 8),
+        .any_h = sqlite3_column_int(st, i + 9),
+        .H = sqlite3_column_int64(st, i + 10),
     };
     return b;
 }
@@ -464,14 +468,15 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
     if ((rc = begin(db))) return rc;
     rc = prepare(
         db,
-        "INSERT INTO best (hardware_id, target, op, dtype, H, rows_bucket, affine, " BEST_COLUMNS
-        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-        "?14, ?15, ?16) ON CONFLICT (hardware_id, target, op, dtype, H, rows_bucket, "
+        "INSERT INTO best (hardware_id, target, op, dtype, H, rows_bucket, affine, variant, "
+        "artifact_key, threads, tuned_rows, median_ns, gbps, copy_gbps, max_error, naive_ns, "
+        "any_h) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+        "?14, ?15, ?16, ?17) ON CONFLICT (hardware_id, target, op, dtype, H, rows_bucket, "
         "affine) DO UPDATE SET variant = excluded.variant, artifact_key = "
         "excluded.artifact_key, threads = excluded.threads, tuned_rows = "
         "excluded.tuned_rows, median_ns = excluded.median_ns, gbps = excluded.gbps, "
         "copy_gbps = excluded.copy_gbps, max_error = excluded.max_error, naive_ns = "
-        "excluded.naive_ns, chosen_at = excluded.chosen_at",
+        "excluded.naive_ns, any_h = excluded.any_h, chosen_at = excluded.chosen_at",
         &st);
     if (!rc) {
         int src = bind_key(st, key, lntune_rows_bucket(key->rows));
@@ -484,6 +489,7 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
         src = bind_real(st, 14, b->copy_gbps, src);
         src = bind_real(st, 15, b->max_error, src);
         src = bind_real(st, 16, b->naive_ns, src);
+        src = bind_int(st, 17, b->any_h != 0, src);
         rc = run(db, st, src, "cannot store the best variant");
     }
     return end(db, rc);
@@ -511,6 +517,31 @@ int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
         rc = lntune_dbi_fail(
             db, LNTUNE_ENOTFOUND, "no best variant for %s %s %s H=%lld rows=%lld affine=%d",
             key->target, key->op, key->dtype, (long long)key->H, (long long)key->rows, key->affine);
+    return rc;
+}
+
+int lntune_db_get_nearest_best(lntune_db *db, const lntune_db_key *key,
+                               int (*cb)(void *ud, const lntune_best *b), void *ud) {
+    sqlite3_stmt *st;
+    int rc = not_open(db);
+    if (rc || (rc = check_key(db, key, "get_nearest_best"))) return rc;
+    if (!cb) return lntune_dbi_fail(db, LNTUNE_EINVAL, "get_nearest_best: NULL callback");
+    rc = prepare(db,
+                 "SELECT " BEST_COLUMNS " FROM best WHERE hardware_id = ?1 AND target = ?2 AND "
+                 "op = ?3 AND dtype = ?4 AND affine = ?7 AND any_h = 1 ORDER BY "
+                 "max(H, ?5) * 1.0 / min(H, ?5), abs(rows_bucket - ?6), H LIMIT 1",
+                 &st);
+    if (rc) return rc;
+    int src = bind_key(st, key, lntune_rows_bucket(key->rows));
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        lntune_best b = best_row(st, 0);
+        cb(ud, &b);
+    }
+    rc = finish(db, st, src, "cannot read the best variants");
+    if (!rc && src == SQLITE_DONE)
+        rc = lntune_dbi_fail(db, LNTUNE_ENOTFOUND, "no run-time H winner for %s %s %s affine=%d",
+                             key->target, key->op, key->dtype, key->affine);
     return rc;
 }
 

@@ -120,3 +120,7 @@ CREATE TABLE crossovers (
     measured_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
     PRIMARY KEY (hardware_id, name, threads)
 );
+
+-- Whether a winner's kernel reads H at run time (the CPU templates' h=runtime): liblntune serves a
+-- shape never tuned with the nearest such winner of the same op, dtype and affine (dispatch.c).
+ALTER TABLE best ADD COLUMN any_h INTEGER NOT NULL DEFAULT 0 CHECK (any_h IN (0, 1));

@@ -126,6 +126,8 @@ typedef struct lntune_best {
     int64_t tuned_rows; /* the row count it was measured at */
     double median_ns, gbps, copy_gbps, max_error;
     double naive_ns; /* the naive two-pass kernel, same run */
+    int any_h;       /* the kernel reads H at run time: it may serve other H (schema.sql) */
+    int64_t H;       /* read back: the record's H (set_best takes the key's) */
 } lntune_best;
 
 /* Sets the winner for key's rows bucket (BEGIN IMMEDIATE; replaces any earlier one). */
@@ -142,6 +144,10 @@ int lntune_db_put_crossover(lntune_db *db, int64_t hw, const char *name, int thr
  * hash (hash may be NULL) into hash[size]. LNTUNE_ENOTFOUND if none. */
 int lntune_db_get_crossover(lntune_db *db, int64_t hw, const char *name, int threads,
                             int64_t *value, int *measured_threads, char *hash, size_t size);
+/* The any_h winner of key's hardware, target, op, dtype and affine whose H is nearest key's (by
+ * ratio; then the nearest rows bucket, then the smaller H); LNTUNE_ENOTFOUND if none. */
+int lntune_db_get_nearest_best(lntune_db *db, const lntune_db_key *key,
+                               int (*cb)(void *ud, const lntune_best *b), void *ud);
 /* Every winner of one hardware row (0: of all), with its key, ordered by target, op, dtype, H. */
 int lntune_db_each_best(lntune_db *db, int64_t hardware_id,
                         int (*cb)(void *ud, const lntune_db_key *key, const lntune_best *b),

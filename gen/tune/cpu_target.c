@@ -457,7 +457,8 @@ static int variants(void *state, lntune_plan *p, const char *const **list, size_
     return LNTUNE_OK;
 }
 
-static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads) {
+static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
+                    int *any_h) {
     cpu_target *c = state;
     if (c->s.unit_of[v] < 0 || !c->s.units[c->s.unit_of[v]].ok ||
         lntune_gen_emit(c->gen, "cpu", lntune_plan_op(p), c->s.list[v], lntune_plan_shape(p), NULL,
@@ -479,6 +480,7 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                              so_len,
                              NULL};
     *threads = c->s.winner_src.threads;
+    *any_h = !c->s.winner_src.fixed_h;
     return LNTUNE_OK;
 }
 

@@ -72,8 +72,10 @@ typedef struct lntune_target {
      * *copy_ns (FINAL) the copy's median in that run, NAN when it failed. */
     void (*time)(void *state, lntune_plan *p, const size_t *v, size_t n, lntune_time_mode mode,
                  lntune_outcome *out, double *copy_ns);
-    /* The winner's artifact (art's strings and bytes valid until end) and its threads. */
-    int (*artifact)(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads);
+    /* The winner's artifact (art's strings and bytes valid until end), its threads, and whether
+     * it reads H at run time (it may then serve shapes of other H untuned). */
+    int (*artifact)(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
+                    int *any_h);
     void (*end)(void *state, lntune_plan *p);
 } lntune_target;
 

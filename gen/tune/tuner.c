@@ -465,11 +465,18 @@ static void time_naive(lntune_plan *p) {
 
 static void store_winner(lntune_plan *p, size_t v, const lntune_outcome *w) {
     lntune_artifact art;
-    int threads = 1;
-    if (p->t->artifact(p->state, p, v, &art, &threads) != LNTUNE_OK) return;
-    lntune_best b = {p->variants[v],    art.key,        threads,
-                     p->shape.rows,     w->t.median_ns, p->bytes / w->t.median_ns,
-                     p->res->copy_gbps, w->max_error,   p->res->naive_ns};
+    int threads = 1, any_h = 0;
+    if (p->t->artifact(p->state, p, v, &art, &threads, &any_h) != LNTUNE_OK) return;
+    const lntune_best b = {.variant = p->variants[v],
+                           .artifact_key = art.key,
+                           .threads = threads,
+                           .tuned_rows = p->shape.rows,
+                           .median_ns = w->t.median_ns,
+                           .gbps = p->bytes / w->t.median_ns,
+                           .copy_gbps = p->res->copy_gbps,
+                           .max_error = w->max_error,
+                           .naive_ns = p->res->naive_ns,
+                           .any_h = any_h};
     if (lntune_db_put_artifact(p->db, &art) != LNTUNE_OK ||
         lntune_db_set_best(p->db, &p->key, &b) != LNTUNE_OK)
         lntune_plan_fail(p, LNTUNE_EDB, "cannot write the tuning database, stopped: %s",
