@@ -30,3 +30,8 @@ int lntune_builtin_avx2_usable(uint32_t isa) {
     const uint32_t avx2 = LNTUNE_ISA_AVX2 | LNTUNE_ISA_FMA | LNTUNE_ISA_F16C;
     return (isa & avx2) == avx2;
 }
+
+int lntune_builtin_avx512_usable(uint32_t isa) {
+    const uint32_t avx512 = LNTUNE_ISA_AVX512F | LNTUNE_ISA_AVX512BW | LNTUNE_ISA_AVX512VL;
+    return lntune_builtin_avx2_usable(isa) && (isa & avx512) == avx512;
+}

@@ -32,5 +32,8 @@ int lntune_builtin_streams(int64_t elements, int64_t bytes_per_element, int64_t 
 /* Whether a CPU with features isa (LNTUNE_ISA_*) runs the AVX2 + FMA + F16C copy of the built-ins
  * (where liblntune carries one: runtime/builtin_isa.c). */
 int lntune_builtin_avx2_usable(uint32_t isa);
+/* Whether it also runs the AVX-512 F/BW/VL copy of the forward built-ins (where liblntune has
+ * one). */
+int lntune_builtin_avx512_usable(uint32_t isa);
 
 #endif /* LNTUNE_BUILTIN_POLICY_H */

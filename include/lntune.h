@@ -238,13 +238,16 @@ LNTUNE_API const char *lntune_errstr(int rc); /* static text; never NULL */
 LNTUNE_API const char *lntune_version(void);
 /*
  * The instruction set of the built-in CPU kernels, which serve every shape the database has no
- * tuned kernel for: "avx2" (x86-64 with AVX2, FMA and F16C: 8-lane vectors, hardware fp16
- * conversions) or "generic" (the architecture's baseline: 4-lane vectors, fp16 converted in
- * portable C). Decided at the first call in the process; LNTUNE_BUILTIN_ISA=generic in the
- * environment forces "generic" (any other value leaves the choice to the CPU; LNTUNE_LOG=debug
- * names a value other than "auto"). Static text.
- * The "avx2" built-ins store y (and residual_out) non-temporally in calls whose bytes (x, y, and
- * residual and residual_out when given) reach the last-level cache's size, or
+ * tuned kernel for: "avx512" (AVX-512 F/BW/VL besides the below: the forward kernels at 16
+ * lanes, residual and backward calls as "avx2"), "avx2" (x86-64 with AVX2, FMA and F16C: 8-lane
+ * vectors, hardware fp16 conversions) or "generic" (the architecture's baseline: 4-lane vectors,
+ * fp16 converted in portable C). Decided at the first call in the process;
+ * LNTUNE_BUILTIN_ISA=generic in the environment forces "generic", =avx2 at most "avx2" (any
+ * other value leaves the choice to the CPU; LNTUNE_LOG=debug names a value other than "auto").
+ * Static text.
+ * The "avx2" and "avx512" built-ins store y (and residual_out) non-temporally in calls whose
+ * bytes (x, y, and residual and residual_out when given) reach the crossover the tuner measured
+ * on this machine (stored in the database), else the last-level cache's size, or
  * $LNTUNE_STREAMING_BYTES (read by lntune_open). New in 0.4.
  */
 LNTUNE_API const char *lntune_builtin_isa(void);

@@ -10,12 +10,24 @@
 
 #include <stddef.h>
 
-/* The copies of the CPU built-ins: the generic one, the AVX2 one, and the AVX2 forward kernels
- * with non-temporal stores (which serve large calls of the AVX2 level). */
-enum { LNTUNE_BUILTIN_GENERIC, LNTUNE_BUILTIN_AVX2, LNTUNE_BUILTIN_AVX2_NT };
-/* The level this process runs (builtin_isa.c): LNTUNE_BUILTIN_GENERIC or _AVX2, decided once. */
+/* The copies of the CPU built-ins: the generic one, the AVX2 one, the AVX2 forward kernels with
+ * non-temporal stores (which serve large calls of the AVX2 level), and the forward kernels at
+ * AVX-512's width, plain and non-temporal. */
+enum {
+    LNTUNE_BUILTIN_GENERIC,
+    LNTUNE_BUILTIN_AVX2,
+    LNTUNE_BUILTIN_AVX2_NT,
+    LNTUNE_BUILTIN_AVX512,
+    LNTUNE_BUILTIN_AVX512_NT
+};
+/* The level this process runs (builtin_isa.c) for residual, backward and beta-only calls:
+ * LNTUNE_BUILTIN_GENERIC or _AVX2, decided once. */
 int lntune_builtin_level(void);
-/* $LNTUNE_BUILTIN_ISA when it is neither "generic" nor "auto" (so ignored); else NULL. */
+/* The copy that serves forward calls (fp32 and typed): _AVX512 where the CPU has AVX-512 F/BW/VL
+ * and the build carries that copy, else lntune_builtin_level(); with streaming, its
+ * non-temporal copy (-1 at the generic level, which has none). */
+int lntune_builtin_forward_copy(int streaming);
+/* $LNTUNE_BUILTIN_ISA when it is none of "generic", "avx2" and "auto" (so ignored); else NULL. */
 const char *lntune_builtin_isa_ignored_setting(void);
 
 /*

@@ -74,6 +74,6 @@ lntune_kernel_fn lntune_builtin_typed_kernel(int op, int affine, lntune_types t)
     if ((op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) || t.x >= LNTUNE_TYPE_COUNT ||
         t.y >= LNTUNE_TYPE_COUNT || t.params >= LNTUNE_TYPE_COUNT || lntune_types_all_f32(t))
         return NULL;
-    lntune_kernel_fn fn = lntune_builtin_generated(lntune_builtin_level(), op, affine, t);
+    lntune_kernel_fn fn = lntune_builtin_generated(lntune_builtin_forward_copy(0), op, affine, t);
     return fn ? fn : typed_kernels[op][t.x][t.y][t.params];
 }

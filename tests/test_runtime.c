@@ -96,18 +96,24 @@ static int cpu_has(const char *flag) {
 }
 
 /* The built-ins run the AVX2 copy exactly where the build has one and the CPU lists avx2, fma
- * and f16c, unless LNTUNE_BUILTIN_ISA=generic (ctest runs the runtime tests both ways). */
+ * and f16c, and its AVX-512 forward copy where the CPU lists avx512f, avx512bw and avx512vl too,
+ * unless LNTUNE_BUILTIN_ISA=generic or =avx2 (ctest runs the runtime tests each way). */
 static void test_builtin_isa(void) {
     const char *forced = getenv("LNTUNE_BUILTIN_ISA");
     const int generic = forced && strcmp(forced, "generic") == 0;
+    const int only_avx2 = forced && strcmp(forced, "avx2") == 0;
     const int avx2 = LNTUNE_TEST_BUILTIN_AVX2 && !generic && cpu_has("avx2") && cpu_has("fma") &&
                      cpu_has("f16c");
+    const int avx512 = LNTUNE_TEST_BUILTIN_AVX512 && avx2 && !only_avx2 && cpu_has("avx512f") &&
+                       cpu_has("avx512bw") && cpu_has("avx512vl");
+    const char *want = avx512 ? "avx512" : avx2 ? "avx2" : "generic";
     const char *got = lntune_builtin_isa();
-    test_case(got && strcmp(got, avx2 ? "avx2" : "generic") == 0,
-              "built-in kernels: %s (build with the AVX2 copy: %d, LNTUNE_BUILTIN_ISA=%s, "
-              "cpuinfo avx2 %d fma %d f16c %d)",
-              got ? got : "(null)", LNTUNE_TEST_BUILTIN_AVX2, forced ? forced : "(unset)",
-              cpu_has("avx2"), cpu_has("fma"), cpu_has("f16c"));
+    test_case(got && strcmp(got, want) == 0,
+              "built-in kernels: %s (build with the AVX2 copy: %d, AVX-512: %d, "
+              "LNTUNE_BUILTIN_ISA=%s, cpuinfo avx2 %d fma %d f16c %d avx512f %d bw %d vl %d)",
+              got ? got : "(null)", LNTUNE_TEST_BUILTIN_AVX2, LNTUNE_TEST_BUILTIN_AVX512,
+              forced ? forced : "(unset)", cpu_has("avx2"), cpu_has("fma"), cpu_has("f16c"),
+              cpu_has("avx512f"), cpu_has("avx512bw"), cpu_has("avx512vl"));
 }
 
 int main(int argc, char **argv) {

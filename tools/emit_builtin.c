@@ -1,16 +1,19 @@
 /*
  * emit_builtin.c - build-only tool: writes the built-in kernels' source for liblntune.
  *
- *   lntune_emit_builtin TEMPLATE_DIR PREFIX OUT.c [--avx2 OUT_AVX2.c] [--cuda CUDA_OUT.c]
+ *   lntune_emit_builtin TEMPLATE_DIR PREFIX OUT.c [--avx2 OUT_AVX2.c] [--avx512 OUT_AVX512.c]
+ *                       [--cuda CUDA_OUT.c]
  *
  * Run by CMake (add_custom_command) into the build directory, so that liblntune carries kernels
  * generated from the same templates as the tuned ones while depending on neither Lua nor gen/.
  * OUT.c receives the generic CPU built-ins. OUT_AVX2.c receives the same at AVX2's width, named
  * PREFIX_avx2_*, and its forward ones with non-temporal stores, PREFIX_avx2_nt_* (to be compiled
- * with -mavx2 -mfma -mf16c). CUDA_OUT.c receives the CUDA built-ins: their sources, and their PTX
- * where NVRTC can be loaded at build time (without it the runtime compiles the sources with NVRTC
- * at first use, or says why it cannot). Each output is written to a temporary file and renamed,
- * so an interrupted (or doubled) build step never leaves a half-written file.
+ * with -mavx2 -mfma -mf16c). OUT_AVX512.c receives the forward fp32 and typed ones at AVX-512's
+ * width, PREFIX_avx512_* and PREFIX_avx512_nt_* (compiled with AVX-512 F/BW/VL too; residual and
+ * backward calls keep the AVX2 copy). CUDA_OUT.c receives the CUDA built-ins: their sources, and
+ * their PTX where NVRTC can be loaded at build time (without it the runtime compiles the sources
+ * with NVRTC at first use, or says why it cannot). Each output is written to a temporary file and
+ * renamed, so an interrupted (or doubled) build step never leaves a half-written file.
  */
 #include "builtin.h"
 #include "generator.h"
@@ -63,7 +66,8 @@ static int emit_cuda(lntune_gen *g, const char *prefix, const char *path) {
  * PREFIX_nt_*).
  */
 static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
-                    const lntune_builtin_level *streaming, const char *prefix, const char *path) {
+                    const lntune_builtin_level *streaming, int forward_only, const char *prefix,
+                    const char *path) {
     typedef int (*emit_fn)(lntune_gen *, const lntune_builtin_level *, const char *, char **);
     char nt_prefix[128];
     snprintf(nt_prefix, sizeof nt_prefix, "%s_nt", prefix);
@@ -74,11 +78,11 @@ static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
     } parts[] = {
         {lntune_builtin_emit, level, prefix},
         {lntune_builtin_emit_typed, level, prefix},
-        {lntune_builtin_emit_fused_bf16, level, prefix},
-        {lntune_builtin_emit_backward, level, prefix},
+        {lntune_builtin_emit_fused_bf16, forward_only ? NULL : level, prefix},
+        {lntune_builtin_emit_backward, forward_only ? NULL : level, prefix},
         {lntune_builtin_emit, streaming, nt_prefix},
         {lntune_builtin_emit_typed, streaming, nt_prefix},
-        {lntune_builtin_emit_fused_bf16, streaming, nt_prefix},
+        {lntune_builtin_emit_fused_bf16, forward_only ? NULL : streaming, nt_prefix},
     };
     char *all = NULL;
     size_t len = 0;
@@ -104,11 +108,13 @@ static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
 }
 
 int main(int argc, char **argv) {
-    const char *avx2 = NULL, *cuda = NULL;
+    const char *avx2 = NULL, *avx512 = NULL, *cuda = NULL;
     int bad = argc < 4;
     for (int i = 4; i < argc && !bad; i += 2) {
         if (i + 1 < argc && strcmp(argv[i], "--avx2") == 0)
             avx2 = argv[i + 1];
+        else if (i + 1 < argc && strcmp(argv[i], "--avx512") == 0)
+            avx512 = argv[i + 1];
         else if (i + 1 < argc && strcmp(argv[i], "--cuda") == 0)
             cuda = argv[i + 1];
         else
@@ -116,7 +122,7 @@ int main(int argc, char **argv) {
     }
     if (bad) {
         fprintf(stderr, "usage: lntune_emit_builtin TEMPLATE_DIR PREFIX OUT.c [--avx2 OUT_AVX2.c] "
-                        "[--cuda CUDA_OUT.c]\n");
+                        "[--avx512 OUT_AVX512.c] [--cuda CUDA_OUT.c]\n");
         return 2;
     }
     lntune_gen *g = NULL;
@@ -125,12 +131,16 @@ int main(int argc, char **argv) {
         lntune_gen_close(g);
         return 1;
     }
-    char avx2_prefix[128];
+    char avx2_prefix[128], avx512_prefix[128];
     snprintf(avx2_prefix, sizeof avx2_prefix, "%s_avx2", argv[2]);
-    int failed = emit_cpu(g, &lntune_builtin_generic, NULL, argv[2], argv[3]);
+    snprintf(avx512_prefix, sizeof avx512_prefix, "%s_avx512", argv[2]);
+    int failed = emit_cpu(g, &lntune_builtin_generic, NULL, 0, argv[2], argv[3]);
     if (!failed && avx2)
         failed =
-            emit_cpu(g, &lntune_builtin_avx2, &lntune_builtin_avx2_streaming, avx2_prefix, avx2);
+            emit_cpu(g, &lntune_builtin_avx2, &lntune_builtin_avx2_streaming, 0, avx2_prefix, avx2);
+    if (!failed && avx512)
+        failed = emit_cpu(g, &lntune_builtin_avx512, &lntune_builtin_avx512_streaming, 1,
+                          avx512_prefix, avx512);
     if (!failed && cuda) failed = emit_cuda(g, argv[2], cuda);
     lntune_gen_close(g);
     return failed;

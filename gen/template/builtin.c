@@ -8,6 +8,7 @@
  * calls they serve (op, affine kind, types, fusion) and the tables that index them.
  */
 #include "builtin.h"
+#include "builtin_policy.h"
 
 #include "dtypes.h"
 #include "fusion.h"
@@ -58,6 +59,11 @@ const lntune_builtin_level lntune_builtin_generic = {"generic", "builtin", 0};
 const lntune_builtin_level lntune_builtin_avx2 = {"avx2", "builtin_avx2", AVX2_ISA};
 const lntune_builtin_level lntune_builtin_avx2_streaming = {"avx2", "builtin_avx2_streaming",
                                                             AVX2_ISA};
+/* AVX-512 F, BW and VL on top (Skylake-SP and later, Zen 4): the forward kernels at 16 lanes. */
+#define AVX512_ISA (AVX2_ISA | LNTUNE_ISA_AVX512F | LNTUNE_ISA_AVX512BW | LNTUNE_ISA_AVX512VL)
+const lntune_builtin_level lntune_builtin_avx512 = {"avx512", "builtin_avx512", AVX512_ISA};
+const lntune_builtin_level lntune_builtin_avx512_streaming = {"avx512", "builtin_avx512_streaming",
+                                                              AVX512_ISA};
 
 /* The template's preset of target/op for a call of that affine kind (LNTUNE_AFFINE_*) and shape's
  * types and fusion (NULL: fp32, unfused), on the host as set: its variant, malloc'd. */
@@ -90,6 +96,22 @@ int lntune_builtin_variant_string(lntune_gen *g, const lntune_builtin_level *lev
     const int rc = preset_variant(g, "cpu", v->op, level->preset, affine_kind(v), NULL, variant);
     lntune_gen_set_isa(g, 0);
     return rc;
+}
+
+const lntune_builtin_level *lntune_builtin_level_for(uint32_t isa, int forward_unfused,
+                                                     int streaming) {
+#ifdef LNTUNE_HAVE_BUILTIN_AVX512
+    if (forward_unfused && lntune_builtin_avx512_usable(isa))
+        return streaming ? &lntune_builtin_avx512_streaming : &lntune_builtin_avx512;
+#else
+    (void)forward_unfused;
+#endif
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+    if (lntune_builtin_avx2_usable(isa))
+        return streaming ? &lntune_builtin_avx2_streaming : &lntune_builtin_avx2;
+#endif
+    (void)isa;
+    return streaming ? NULL : &lntune_builtin_generic;
 }
 
 int lntune_builtin_run_variant(lntune_gen *g, const lntune_builtin_level *level, const char *op,

@@ -36,7 +36,7 @@ void lntune_builtin_symbol(const char *prefix, size_t i, char *buf, size_t size)
  * call's op, affine kind, types and fusion.
  */
 typedef struct lntune_builtin_level {
-    const char *name;   /* "generic", "avx2" */
+    const char *name;   /* "generic", "avx2", "avx512" */
     const char *preset; /* "builtin", "builtin_avx2", "builtin_avx2_streaming" */
     uint32_t isa;       /* LNTUNE_ISA_* features the code may use; 0: the build host's */
 } lntune_builtin_level;
@@ -46,6 +46,10 @@ extern const lntune_builtin_level lntune_builtin_avx2;
 /* The AVX2 forward kernels once more with non-temporal stores and the next row prefetched, for
  * calls whose data exceed the cache (the runtime's choice, runtime/api.c). */
 extern const lntune_builtin_level lntune_builtin_avx2_streaming;
+/* The forward kernels (fp32 and typed, plain and streaming) once more for AVX-512 F/BW/VL, which
+ * the runtime runs where the CPU has it; residual and backward calls keep the AVX2 copy. */
+extern const lntune_builtin_level lntune_builtin_avx512;
+extern const lntune_builtin_level lntune_builtin_avx512_streaming;
 
 /*
  * The variant (malloc'd *variant) the tuner times as the built-in of op for shape at level, as
@@ -54,6 +58,15 @@ extern const lntune_builtin_level lntune_builtin_avx2_streaming;
  */
 int lntune_builtin_run_variant(lntune_gen *g, const lntune_builtin_level *level, const char *op,
                                const lntune_shape *shape, int threads, char **variant);
+
+/*
+ * The level liblntune runs (runtime/builtin_isa.c) on a CPU with features isa (LNTUNE_ISA_*), for
+ * a forward call without a residual (forward_unfused) or another one, with or without
+ * non-temporal stores: AVX-512 for the former where this build carries that copy, else AVX2,
+ * else generic; NULL for streaming at the generic level, which has no such copy.
+ */
+const lntune_builtin_level *lntune_builtin_level_for(uint32_t isa, int forward_unfused,
+                                                     int streaming);
 
 /* The canonical variant (malloc'd *variant) of built-in i of lntune_builtin_variants at level for
  * all-fp32 calls, as lntune_builtin_emit generates it. */

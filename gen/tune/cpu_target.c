@@ -14,6 +14,7 @@
 #include "builtin.h"
 #include "builtin_policy.h"
 #include "crossover.h"
+#include "fusion.h"
 #include "generator.h"
 #include "hardware.h"
 #include "incumbent.h"
@@ -419,12 +420,15 @@ static int prepare(void *state, lntune_plan *p, double *bytes) {
  */
 static size_t builtin_index(cpu_target *c, lntune_plan *p) {
     const lntune_shape *s = lntune_plan_shape(p);
-    const int avx2 = lntune_builtin_avx2_usable(c->cpu.isa);
     const int64_t bytes = lntune_tune_bytes_per_element(s->types, s->fusion);
-    const int streams = avx2 && lntune_builtin_streams(s->rows * s->H, bytes, c->streaming_bytes);
-    const lntune_builtin_level *level = !avx2     ? &lntune_builtin_generic
-                                        : streams ? &lntune_builtin_avx2_streaming
-                                                  : &lntune_builtin_avx2;
+    const lntune_direction *dir = NULL;
+    const int backward =
+        lntune_op_text_parse(lntune_plan_op(p), NULL, &dir, NULL) != 0 || dir->suffix[0] != '\0';
+    const int streams =
+        !backward && lntune_builtin_streams(s->rows * s->H, bytes, c->streaming_bytes);
+    const lntune_builtin_level *level =
+        lntune_builtin_level_for(c->cpu.isa, !backward && s->fusion == LNTUNE_FUSION_NONE, streams);
+    if (!level) level = lntune_builtin_level_for(c->cpu.isa, 0, 0); /* generic: never streams */
     char *want = NULL;
     size_t found = c->s.n;
     const int threads = lntune_builtin_threads(s->rows, s->H, lntune_pool_threads(c->pool));

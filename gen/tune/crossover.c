@@ -49,18 +49,18 @@ static int build(lntune_gen *g, lntune_jit *jit, const lntune_builtin_level *lev
 int lntune_crossover_streaming(lntune_gen *g, lntune_jit *jit, lntune_pool *pool,
                                const lntune_cpu_info *cpu, const char *const *flags, int64_t *bytes,
                                char *err, size_t errlen) {
-    if (!lntune_builtin_avx2_usable(cpu->isa)) {
+    const lntune_builtin_level *plain = lntune_builtin_level_for(cpu->isa, 1, 0),
+                               *streaming = lntune_builtin_level_for(cpu->isa, 1, 1);
+    if (!streaming) {
         snprintf(err, errlen, "no streaming built-in on this CPU (it lacks AVX2, FMA or F16C)");
         return LNTUNE_EUNSUPPORTED;
     }
     const int threads = lntune_pool_threads(pool);
     lntune_jit_module *modules[2] = {NULL, NULL};
     lntune_timed c[2] = {{.threads = threads}, {.threads = threads}}; /* plain, streaming */
-    int rc =
-        build(g, jit, &lntune_builtin_avx2, threads, flags, &modules[0], &c[0].fn, err, errlen);
+    int rc = build(g, jit, plain, threads, flags, &modules[0], &c[0].fn, err, errlen);
     if (rc == LNTUNE_OK)
-        rc = build(g, jit, &lntune_builtin_avx2_streaming, threads, flags, &modules[1], &c[1].fn,
-                   err, errlen);
+        rc = build(g, jit, streaming, threads, flags, &modules[1], &c[1].fn, err, errlen);
     const int64_t largest = SMALLEST << (SIZES - 1), max_rows = largest / (8 * H);
     float *x = rc ? NULL : aligned_alloc(64, (size_t)(max_rows * H) * sizeof(float));
     float *y = rc ? NULL : aligned_alloc(64, (size_t)(max_rows * H) * sizeof(float));

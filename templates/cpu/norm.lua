@@ -215,6 +215,9 @@ function M.family(op)
             builtin_avx2 = builtin_preset(layernorm, { vec = 8, native_f16 = true }),
             builtin_avx2_streaming = builtin_preset(layernorm,
                 { vec = 8, native_f16 = true, streaming = true }),
+            builtin_avx512 = builtin_preset(layernorm, { vec = 16, native_f16 = true }),
+            builtin_avx512_streaming = builtin_preset(layernorm,
+                { vec = 16, native_f16 = true, streaming = true }),
         },
         valid = function(p, host, shape)
             local types = shape.types or { x = "f32", y = "f32", params = "f32" }
