@@ -35,3 +35,7 @@ int lntune_builtin_avx512_usable(uint32_t isa) {
     const uint32_t avx512 = LNTUNE_ISA_AVX512F | LNTUNE_ISA_AVX512BW | LNTUNE_ISA_AVX512VL;
     return lntune_builtin_avx2_usable(isa) && (isa & avx512) == avx512;
 }
+
+int lntune_builtin_rows_stream(int64_t H, int64_t y_size) {
+    return (H * y_size) % 64 == 0;
+}

@@ -29,6 +29,11 @@ int64_t lntune_builtin_streaming_bytes(const lntune_cpu_info *cpu, int64_t measu
  * residuals), streams at streaming_bytes (above). */
 int lntune_builtin_streams(int64_t elements, int64_t bytes_per_element, int64_t streaming_bytes);
 
+/* Whether rows of H elements of y_size bytes keep every row's start 64-byte aligned (when the
+ * first is), as the built-ins' widest non-temporal stores need: on other rows they store plainly,
+ * and their streaming copy ran 4096x777 and 4096x1000 at 0.80-0.84x the plain one's speed. */
+int lntune_builtin_rows_stream(int64_t H, int64_t y_size);
+
 /* Whether a CPU with features isa (LNTUNE_ISA_*) runs the AVX2 + FMA + F16C copy of the built-ins
  * (where liblntune carries one: runtime/builtin_isa.c). */
 int lntune_builtin_avx2_usable(uint32_t isa);

@@ -8,10 +8,12 @@
  * The first call of a descriptor (op, dtype, H, rows bucket, affine) asks the database for the
  * best kernel of that bucket. Policy when the bucket has none: the nearest tuned bucket of the
  * same op, dtype, H and affine serves it (one bucket away first, the larger row count first on a
- * tie), since any kernel tuned for this H on this machine beats the generic one by more than a
- * neighbouring bucket's tuning differs. With no tuned bucket of this H, the winner of the nearest
- * H (by ratio, then rows bucket) whose kernel reads H at run time serves it (the tuner verifies
- * those at H = 1 and 17 besides the tuned H: problem.c); with none at all the built-in does.
+ * tie), since a kernel tuned for this H on this machine mostly beats the generic one. With no
+ * tuned bucket of this H, the winner of the nearest H (by ratio, then rows bucket) whose kernel
+ * reads H at run time serves it (the tuner verifies those at H = 1 and 17 besides the tuned H:
+ * problem.c); with none the built-in does. On the CPU, a winner of another bucket or H serves
+ * only a call on its side of the streaming crossover, and another H only rows aligned as its own
+ * (serves(), with the figures that made the rule).
  * The database keys dtype by the type tuple's text ("f32", "bf16", "bf16/f32/f32") and the
  * fusion in the op text ("layernorm+residual_out", fusion.h); a tuple with fp16/bf16 in it has
  * the typed built-in (builtin_typed.c), a residual call the residual built-in
@@ -205,8 +207,48 @@ static int copy_best(void *ud, const lntune_best *b) {
     return 0;
 }
 
+/* The bytes a call of d moves per element of x: x and y, and the residuals it reads and writes. */
+static int64_t element_bytes(const lntune_desc *d) {
+    const lntune_types t = lntune_types_unpacked(lntune_desc_dtype(d));
+    const int fusion = lntune_desc_fusion(d);
+    const int64_t rs = (int64_t)lntune_type_size(lntune_types_residual(t));
+    return (int64_t)(lntune_type_size(t.x) + lntune_type_size(t.y)) +
+           (fusion == LNTUNE_FUSION_RESIDUAL       ? rs
+            : fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 2 * rs
+                                                   : 0);
+}
+
+/* The largest power of two (up to 64) dividing a row's bytes: where the next rows start. */
+static int64_t row_alignment(int64_t H, size_t element) {
+    const int64_t bytes = H * (int64_t)element;
+    int64_t a = 1;
+    while (a < 64 && bytes % (2 * a) == 0) a *= 2;
+    return a;
+}
+
+/*
+ * Whether a CPU winner tuned for another bucket or H may serve this call of rows x d->H. Its
+ * tuned data must lie on the same side of the streaming crossover as the call's (a kernel tuned
+ * to stream its stores past the caches loses on a call that fits in them, and the other way
+ * round: a 2048x4096 winner ran 100x4096 at 0.73x its own tuned speed, below the built-in), and
+ * for another H the call's rows must be aligned at least as the tuned ones (non-temporal and
+ * vector stores of a 4096x768 winner ran 4096x777 at 0.40x the built-in's speed).
+ */
+static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
+                  const lntune_best_copy *b) {
+    const int64_t bytes = element_bytes(d);
+    const int streams = lntune_builtin_streams(rows * d->H, bytes, ctx->streaming_bytes);
+    if (lntune_builtin_streams(b->tuned_rows * b->H, bytes, ctx->streaming_bytes) != streams)
+        return 0;
+    const lntune_types t = lntune_types_unpacked(lntune_desc_dtype(d));
+    const size_t element = lntune_type_size(t.y) < lntune_type_size(t.x) ? lntune_type_size(t.y)
+                                                                         : lntune_type_size(t.x);
+    return b->H == d->H || row_alignment(d->H, element) >= row_alignment(b->H, element);
+}
+
 int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
                               const lntune_desc *d, int64_t rows, lntune_best_copy *best) {
+    const int cpu = strcmp(target, "cpu") == 0;
     char dtype[32], op[48];
     lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
     lntune_fusion_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d), op, sizeof op);
@@ -224,13 +266,17 @@ int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *targ
             if (j < 0 || j >= ctx->nbuckets) continue;
             key.rows = ctx->bucket_rows[j];
             rc = lntune_db_get_best(ctx->db, &key, copy_best, best);
-            if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
+            if (rc == LNTUNE_OK && best->found && (!cpu || serves(ctx, d, rows, best)))
+                return LNTUNE_OK;
             if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
+            best->found = 0;
         }
     }
     key.rows = rows;
     rc = lntune_db_get_nearest_best(ctx->db, &key, copy_best, best);
-    return rc == LNTUNE_OK && !best->found ? LNTUNE_ENOTFOUND : rc;
+    if (rc == LNTUNE_OK && best->found && (!cpu || serves(ctx, d, rows, best))) return LNTUNE_OK;
+    best->found = 0;
+    return rc == LNTUNE_OK || rc == LNTUNE_ENOTFOUND ? LNTUNE_ENOTFOUND : rc;
 }
 
 typedef struct {
@@ -332,15 +378,11 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
                 : lntune_builtin_typed_kernel(op, lntune_desc_affine(d), types);
     if (!backward) {
         const int fusion = lntune_desc_fusion(d);
-        const size_t rs = lntune_type_size(lntune_types_residual(types));
-        const size_t bytes = lntune_type_size(types.x) + lntune_type_size(types.y) +
-                             (fusion == LNTUNE_FUSION_RESIDUAL       ? rs
-                              : fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 2 * rs
-                                                                     : 0);
+        const int64_t bytes = element_bytes(d);
         e->streaming = fusion == LNTUNE_FUSION_NONE
                            ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(d), types)
                            : lntune_builtin_residual_streaming_kernel(op, types);
-        e->streaming_elements = ctx->streaming_bytes / (int64_t)bytes;
+        e->streaming_elements = ctx->streaming_bytes / bytes;
     }
     char what[160];
     lntune_dispatch_describe(d, rows, what, sizeof what);

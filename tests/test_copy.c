@@ -1,7 +1,7 @@
 /*
  * test_copy.c - every copy variant (templates/cpu/copy.lua, the bandwidth every kernel is
  * measured against) compiles and copies exactly: H = 1, 17, 4097, rows 7, contiguous, y
- * misaligned by 4 bytes (non-temporal variants fall back to plain stores there), and strided.
+ * misaligned by 4 bytes (non-temporal variants stream from the first aligned float), and strided.
  * The tuner skips a copy variant that fails, so a broken one would silently weaken "the better
  * copy" (it once did: every non-temporal variant failed to compile).
  */

@@ -177,9 +177,9 @@ int main(int argc, char **argv) {
     atomic_store(&counting, 1);
     rc = calls(ctx, x, y, g, 2500);
     atomic_store(&counting, 0);
-    /* layernorm H=100 runs the H=768 winner too: it reads H at run time (dispatch.c). */
-    test_case(rc == LNTUNE_OK && lntune_test_tuned_calls - tuned_before == 5000,
-              "10000 more calls: rc %d, the tuned kernel ran %d times (H=768 and H=100)", rc,
+    /* Not for layernorm H=100: its rows are less aligned than the H=768 winner's (dispatch.c). */
+    test_case(rc == LNTUNE_OK && lntune_test_tuned_calls - tuned_before == 2500,
+              "10000 more calls: rc %d, the tuned kernel ran %d times", rc,
               lntune_test_tuned_calls - tuned_before);
     test_case(atomic_load(&n_sql) == 0, "  no SQL after the first call: %d", atomic_load(&n_sql));
     test_case(atomic_load(&n_file) == 0, "  no file I/O, memfd or dlopen: %d",

@@ -54,10 +54,15 @@ static const struct {
     {0, 768, 40, 1, 0, 1, INT_MAX, "layernorm H=768 rows=40 gamma only: same bucket, tuned"},
     {0, 768, 1, 1, 1, 1, 1, "layernorm H=768 rows=1: nearest tuned bucket serves it"},
     {0, 768, 64, 0, 0, 0, 0, "layernorm H=768 without gamma: affine differs, built-in"},
-    {0, 769, 64, 1, 1, 2, 2,
-     "layernorm H=769: not tuned; the nearest run-time-H winner (H=4096, not the fixed-H 768) "
+    {0, 769, 64, 1, 1, 0, 0,
+     "layernorm H=769: not tuned, and its rows are less aligned than any winner's: built-in"},
+    {0, 3072, 64, 1, 1, 2, 2,
+     "layernorm H=3072: not tuned; the nearest run-time-H winner (H=4096, not the fixed-H 768) "
      "serves it, on its 2 threads"},
     {0, 100000, 3, 1, 1, 1, 2, "layernorm H=100000: the nearest run-time-H winner serves it"},
+    {0, 4096, 4, 1, 1, 0, 0,
+     "layernorm H=4096 rows=4: the 4096-row winner streams past the crossover, this call fits "
+     "under it: built-in"},
     {1, 768, 64, 1, 0, 0, 0, "rmsnorm H=768: not tuned, built-in"},
     {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000: tuned kernel declined, built-in gave the result"},
     {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000 again: still asks the tuned one first"},

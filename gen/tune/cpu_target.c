@@ -424,8 +424,9 @@ static size_t builtin_index(cpu_target *c, lntune_plan *p) {
     const lntune_direction *dir = NULL;
     const int backward =
         lntune_op_text_parse(lntune_plan_op(p), NULL, &dir, NULL) != 0 || dir->suffix[0] != '\0';
-    const int streams =
-        !backward && lntune_builtin_streams(s->rows * s->H, bytes, c->streaming_bytes);
+    const int streams = !backward &&
+                        lntune_builtin_streams(s->rows * s->H, bytes, c->streaming_bytes) &&
+                        lntune_builtin_rows_stream(s->H, (int64_t)lntune_type_size(s->types.y));
     const lntune_builtin_level *level =
         lntune_builtin_level_for(c->cpu.isa, !backward && s->fusion == LNTUNE_FUSION_NONE, streams);
     if (!level) level = lntune_builtin_level_for(c->cpu.isa, 0, 0); /* generic: never streams */

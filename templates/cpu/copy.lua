@@ -75,10 +75,17 @@ static void copy_row(const float *const x[{{p.rows}}], float *const y[{{p.rows}}
 {
     (void)next;
 @   if p.store == "nt" then
-    /* Non-temporal stores need aligned rows: a group with a misaligned row is copied plainly. */
+    /* Non-temporal stores need aligned addresses: a group with a misaligned row is copied row by
+     * row, each from its first aligned float (the floats before it plainly). Copied plainly, such
+     * rows (H = 777) made the copy 1.6x slower than a streaming RMSNorm of the same bytes. */
     for (int r = 0; r < {{p.rows}}; ++r)
         if (((uintptr_t)y[r] & {{p.vec * 4 - 1}}) != 0) {
-            for (int q = 0; q < {{p.rows}}; ++q) __builtin_memcpy(y[q], x[q], (uint64_t)H * sizeof(float));
+            for (int q = 0; q < {{p.rows}}; ++q) {
+                int64_t i = 0;
+                for (; i < H && ((uintptr_t)(y[q] + i) & {{p.vec * 4 - 1}}) != 0; ++i) y[q][i] = x[q][i];
+                for (; i + {{p.vec}} <= H; i += {{p.vec}}) store(y[q] + i, load(x[q] + i));
+                for (; i < H; ++i) y[q][i] = x[q][i];
+            }
             return;
         }
 @   end
