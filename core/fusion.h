@@ -15,6 +15,9 @@
 #ifndef LNTUNE_FUSION_H
 #define LNTUNE_FUSION_H
 
+#include "dtypes.h"
+
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,6 +59,17 @@ static inline int lntune_fusion_op_parse(const char *key, char *op, size_t size,
             return 0;
         }
     return -1;
+}
+
+/*
+ * Bytes a forward call moves per element of a row: x read and y written, plus with a residual
+ * residual read and residual_out written, each in its type. gamma/beta are not counted (H
+ * elements, not rows x H). The tuner's bytes and copy, and liblntune's streaming choice.
+ */
+static inline int64_t lntune_fusion_bytes_per_element(lntune_types types, int fusion) {
+    const int64_t r = (int64_t)lntune_type_size(lntune_types_residual(types));
+    return (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y)) +
+           (fusion != LNTUNE_FUSION_NONE ? r : 0) + (fusion == LNTUNE_FUSION_RESIDUAL_OUT ? r : 0);
 }
 
 #endif /* LNTUNE_FUSION_H */

@@ -155,9 +155,7 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     int threads = e->threads;
     if (kernel == e->fallback) {
         threads = builtin_threads;
-        if (e->streaming && a->rows * a->H >= e->streaming_elements &&
-            lntune_builtin_rows_stream(a->H, (int64_t)lntune_type_size(types.y)))
-            kernel = e->streaming;
+        if (e->streaming && a->rows * a->H >= e->streaming_elements) kernel = e->streaming;
     }
     lntune_pool *pool = NULL;
     if (threads > 1 && !(pool = atomic_load_explicit(&ctx->pool, memory_order_acquire)))

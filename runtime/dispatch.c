@@ -207,15 +207,10 @@ static int copy_best(void *ud, const lntune_best *b) {
     return 0;
 }
 
-/* The bytes a call of d moves per element of x: x and y, and the residuals it reads and writes. */
+/* The bytes a call of d moves per element of x (fusion.h). */
 static int64_t element_bytes(const lntune_desc *d) {
-    const lntune_types t = lntune_types_unpacked(lntune_desc_dtype(d));
-    const int fusion = lntune_desc_fusion(d);
-    const int64_t rs = (int64_t)lntune_type_size(lntune_types_residual(t));
-    return (int64_t)(lntune_type_size(t.x) + lntune_type_size(t.y)) +
-           (fusion == LNTUNE_FUSION_RESIDUAL       ? rs
-            : fusion == LNTUNE_FUSION_RESIDUAL_OUT ? 2 * rs
-                                                   : 0);
+    return lntune_fusion_bytes_per_element(lntune_types_unpacked(lntune_desc_dtype(d)),
+                                           lntune_desc_fusion(d));
 }
 
 /* The largest power of two (up to 64) dividing a row's bytes: where the next rows start. */
@@ -379,9 +374,11 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     if (!backward) {
         const int fusion = lntune_desc_fusion(d);
         const int64_t bytes = element_bytes(d);
-        e->streaming = fusion == LNTUNE_FUSION_NONE
-                           ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(d), types)
-                           : lntune_builtin_residual_streaming_kernel(op, types);
+        /* Rows that do not keep 64-byte alignment never stream (builtin_policy.h). */
+        if (lntune_builtin_rows_stream(d->H, (int64_t)lntune_type_size(types.y)))
+            e->streaming = fusion == LNTUNE_FUSION_NONE
+                               ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(d), types)
+                               : lntune_builtin_residual_streaming_kernel(op, types);
         e->streaming_elements = ctx->streaming_bytes / bytes;
     }
     char what[160];

@@ -53,7 +53,8 @@ typedef struct lntune_entry {
     lntune_kernel_fn kernel;      /* tuned, or the built-in */
     lntune_kernel_fn fallback;    /* the built-in; for a tuned kernel that declines the args */
     /* The built-in with non-temporal stores, for built-in calls of at least streaming_elements
-     * (rows x H); NULL: none (see lntune_builtin_streaming_kernel). */
+     * (rows x H); NULL: none (see lntune_builtin_streaming_kernel), or rows of H that would not
+     * keep 64-byte alignment (lntune_builtin_rows_stream). */
     lntune_kernel_fn streaming;
     int64_t streaming_elements;
     lntune_backward_kernel_fn backward;          /* backward entries: tuned, or the built-in */

@@ -440,8 +440,7 @@ int lntune_db_get_artifact(lntune_db *db, const char *key,
 
 #define BEST_COLUMNS                                                                               \
     "variant, artifact_key, threads, tuned_rows, median_ns, gbps, copy_gbps, max_error, "          \
-    "naive_ns, "                                                                                   \
-    "any_h, H"
+    "naive_ns, any_h, H"
 
 static lntune_best best_row(sqlite3_stmt *st, int i) {
     lntune_best b = {
@@ -495,17 +494,15 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
     return end(db, rc);
 }
 
-int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
-                       int (*cb)(void *ud, const lntune_best *b), void *ud) {
+/* Runs sql (a SELECT of BEST_COLUMNS from best bound by bind_key) and hands its first row to cb;
+ * LNTUNE_ENOTFOUND with missing's message when there is none. */
+static int one_best(lntune_db *db, const lntune_db_key *key, const char *what, const char *sql,
+                    int (*cb)(void *ud, const lntune_best *b), void *ud, const char *missing) {
     sqlite3_stmt *st;
     int rc = not_open(db);
-    if (rc || (rc = check_key(db, key, "get_best"))) return rc;
-    if (!cb) return lntune_dbi_fail(db, LNTUNE_EINVAL, "get_best: NULL callback");
-    rc = prepare(db,
-                 "SELECT " BEST_COLUMNS " FROM best WHERE hardware_id = ?1 AND target = ?2 AND "
-                 "op = ?3 AND dtype = ?4 AND H = ?5 AND rows_bucket = ?6 AND affine = ?7",
-                 &st);
-    if (rc) return rc;
+    if (rc || (rc = check_key(db, key, what))) return rc;
+    if (!cb) return lntune_dbi_fail(db, LNTUNE_EINVAL, "%s: NULL callback", what);
+    if ((rc = prepare(db, sql, &st))) return rc;
     int src = bind_key(st, key, lntune_rows_bucket(key->rows));
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
@@ -514,35 +511,27 @@ int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
     }
     rc = finish(db, st, src, "cannot read the best variant");
     if (!rc && src == SQLITE_DONE)
-        rc = lntune_dbi_fail(
-            db, LNTUNE_ENOTFOUND, "no best variant for %s %s %s H=%lld rows=%lld affine=%d",
-            key->target, key->op, key->dtype, (long long)key->H, (long long)key->rows, key->affine);
+        rc = lntune_dbi_fail(db, LNTUNE_ENOTFOUND, "%s for %s %s %s H=%lld rows=%lld affine=%d",
+                             missing, key->target, key->op, key->dtype, (long long)key->H,
+                             (long long)key->rows, key->affine);
     return rc;
+}
+
+int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
+                       int (*cb)(void *ud, const lntune_best *b), void *ud) {
+    return one_best(db, key, "get_best",
+                    "SELECT " BEST_COLUMNS " FROM best WHERE hardware_id = ?1 AND target = ?2 AND "
+                    "op = ?3 AND dtype = ?4 AND H = ?5 AND rows_bucket = ?6 AND affine = ?7",
+                    cb, ud, "no best variant");
 }
 
 int lntune_db_get_nearest_best(lntune_db *db, const lntune_db_key *key,
                                int (*cb)(void *ud, const lntune_best *b), void *ud) {
-    sqlite3_stmt *st;
-    int rc = not_open(db);
-    if (rc || (rc = check_key(db, key, "get_nearest_best"))) return rc;
-    if (!cb) return lntune_dbi_fail(db, LNTUNE_EINVAL, "get_nearest_best: NULL callback");
-    rc = prepare(db,
-                 "SELECT " BEST_COLUMNS " FROM best WHERE hardware_id = ?1 AND target = ?2 AND "
-                 "op = ?3 AND dtype = ?4 AND affine = ?7 AND any_h = 1 ORDER BY "
-                 "max(H, ?5) * 1.0 / min(H, ?5), abs(rows_bucket - ?6), H LIMIT 1",
-                 &st);
-    if (rc) return rc;
-    int src = bind_key(st, key, lntune_rows_bucket(key->rows));
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        lntune_best b = best_row(st, 0);
-        cb(ud, &b);
-    }
-    rc = finish(db, st, src, "cannot read the best variants");
-    if (!rc && src == SQLITE_DONE)
-        rc = lntune_dbi_fail(db, LNTUNE_ENOTFOUND, "no run-time H winner for %s %s %s affine=%d",
-                             key->target, key->op, key->dtype, key->affine);
-    return rc;
+    return one_best(db, key, "get_nearest_best",
+                    "SELECT " BEST_COLUMNS " FROM best WHERE hardware_id = ?1 AND target = ?2 AND "
+                    "op = ?3 AND dtype = ?4 AND affine = ?7 AND any_h = 1 ORDER BY "
+                    "max(H, ?5) * 1.0 / min(H, ?5), abs(rows_bucket - ?6), H LIMIT 1",
+                    cb, ud, "no run-time H winner");
 }
 
 int lntune_db_each_best(lntune_db *db, int64_t hardware_id,

@@ -110,8 +110,8 @@ const lntune_builtin_level *lntune_builtin_level_for(uint32_t isa, int forward_u
     if (lntune_builtin_avx2_usable(isa))
         return streaming ? &lntune_builtin_avx2_streaming : &lntune_builtin_avx2;
 #endif
-    (void)isa;
-    return streaming ? NULL : &lntune_builtin_generic;
+    (void)isa, (void)streaming;
+    return &lntune_builtin_generic; /* no streaming copy: liblntune runs the plain one */
 }
 
 int lntune_builtin_run_variant(lntune_gen *g, const lntune_builtin_level *level, const char *op,

@@ -63,7 +63,7 @@ int lntune_builtin_run_variant(lntune_gen *g, const lntune_builtin_level *level,
  * The level liblntune runs (runtime/builtin_isa.c) on a CPU with features isa (LNTUNE_ISA_*), for
  * a forward call without a residual (forward_unfused) or another one, with or without
  * non-temporal stores: AVX-512 for the former where this build carries that copy, else AVX2,
- * else generic; NULL for streaming at the generic level, which has no such copy.
+ * else generic (which has no streaming copy: liblntune runs its plain one, returned then).
  */
 const lntune_builtin_level *lntune_builtin_level_for(uint32_t isa, int forward_unfused,
                                                      int streaming);

@@ -420,7 +420,7 @@ static int prepare(void *state, lntune_plan *p, double *bytes) {
  */
 static size_t builtin_index(cpu_target *c, lntune_plan *p) {
     const lntune_shape *s = lntune_plan_shape(p);
-    const int64_t bytes = lntune_tune_bytes_per_element(s->types, s->fusion);
+    const int64_t bytes = lntune_fusion_bytes_per_element(s->types, s->fusion);
     const lntune_direction *dir = NULL;
     const int backward =
         lntune_op_text_parse(lntune_plan_op(p), NULL, &dir, NULL) != 0 || dir->suffix[0] != '\0';
@@ -429,7 +429,6 @@ static size_t builtin_index(cpu_target *c, lntune_plan *p) {
                         lntune_builtin_rows_stream(s->H, (int64_t)lntune_type_size(s->types.y));
     const lntune_builtin_level *level =
         lntune_builtin_level_for(c->cpu.isa, !backward && s->fusion == LNTUNE_FUSION_NONE, streams);
-    if (!level) level = lntune_builtin_level_for(c->cpu.isa, 0, 0); /* generic: never streams */
     char *want = NULL;
     size_t found = c->s.n;
     const int threads = lntune_builtin_threads(s->rows, s->H, lntune_pool_threads(c->pool));

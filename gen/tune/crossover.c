@@ -53,7 +53,7 @@ int lntune_crossover_streaming(lntune_gen *g, lntune_jit *jit, lntune_pool *pool
                                char *err, size_t errlen) {
     const lntune_builtin_level *plain = lntune_builtin_level_for(cpu->isa, 1, 0),
                                *streaming = lntune_builtin_level_for(cpu->isa, 1, 1);
-    if (!streaming) {
+    if (streaming == plain) { /* the generic level: no streaming copy */
         snprintf(err, errlen, "no streaming built-in on this CPU (it lacks AVX2, FMA or F16C)");
         return LNTUNE_EUNSUPPORTED;
     }

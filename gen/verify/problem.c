@@ -33,16 +33,10 @@ static void *alloc(lntune_problem *p, size_t bytes) {
     return p->mem[k] = aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
-int64_t lntune_tune_bytes_per_element(lntune_types types, int fusion) {
-    const int64_t r = (int64_t)lntune_type_size(lntune_types_residual(types));
-    return (int64_t)(lntune_type_size(types.x) + lntune_type_size(types.y)) +
-           (fusion != LNTUNE_FUSION_NONE ? r : 0) + (fusion == LNTUNE_FUSION_RESIDUAL_OUT ? r : 0);
-}
-
 lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types,
                                          int fusion) {
     lntune_kernel_args c = *a;
-    const int64_t moved = lntune_tune_bytes_per_element(types, fusion);
+    const int64_t moved = lntune_fusion_bytes_per_element(types, fusion);
     c.H = c.x_stride = c.y_stride = (moved * a->H + 7) / 8;
     c.gamma = c.beta = NULL;
     c.residual = c.residual_out = NULL;
@@ -58,7 +52,7 @@ static int forward_init(lntune_problem *p, int max_threads) {
      * also hold the copy of the same bytes, which moves more than x and y with a residual. */
     const size_t elems = (size_t)(p->rows * p->H), H = (size_t)p->H;
     const int fusion = p->fusion;
-    const int64_t moved = lntune_tune_bytes_per_element(p->types, fusion);
+    const int64_t moved = lntune_fusion_bytes_per_element(p->types, fusion);
     const size_t xy_bytes = elems * (size_t)(moved > 8 ? (moved + 1) / 2 : 4);
     float *x = alloc(p, xy_bytes), *y = alloc(p, xy_bytes);
     float *gamma = alloc(p, H * sizeof(float)), *beta = alloc(p, H * sizeof(float));

@@ -91,18 +91,11 @@ void lntune_problem_free(lntune_problem *p); /* NULL is a no-op */
 int lntune_problem_verifier(const lntune_problem *p, void **out);
 
 /*
- * Bytes a forward call moves per element of a row: x read and y written, plus with a residual
- * (fusion, fusion.h) residual read and residual_out written, each in its type. gamma/beta are not
- * counted (H elements, not rows x H).
- */
-int64_t lntune_tune_bytes_per_element(lntune_types types, int fusion);
-
-/*
  * The memory copy that moves the bytes of a (rows of x read, y written and, with a residual,
  * residual read and residual_out written, in types): the same rows and x and y buffers,
- * H x lntune_tune_bytes_per_element / 8 floats a row (rounded up), no gamma, beta or residual.
- * x and y must each hold that many floats a row. Used by the tuner and `lntune time` as the
- * bandwidth baseline.
+ * H x lntune_fusion_bytes_per_element (fusion.h) / 8 floats a row (rounded up), no gamma, beta or
+ * residual. x and y must each hold that many floats a row. Used by the tuner and `lntune time` as
+ * the bandwidth baseline.
  */
 lntune_kernel_args lntune_tune_copy_args(const lntune_kernel_args *a, lntune_types types,
                                          int fusion);
