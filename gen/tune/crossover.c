@@ -2,9 +2,11 @@
  * crossover.c - see crossover.h. Why measured: the last-level cache is the textbook threshold
  * (y written with plain stores stays in it for the next reader; past it, the write-allocate
  * reads of y are wasted), but the 2-core Xeon guest reports a 260 MiB L3 while its streaming
- * built-in won from 4 MiB moved (0.94x the plain one's time, 0.55x at 64 MiB; 1.39x at 2 MiB:
- * its L2), so untuned 2048x4096 LayerNorms ran plain, at 0.25x of the copy where the tuned
- * kernel made 0.74x (issue 36).
+ * built-in wins from 64-128 MiB moved at 2 threads (a loop of 4096x1024 LayerNorms: plain 51
+ * GB/s, streaming 47; 16384x1024: plain 23, streaming 46), so untuned 32768x4096 LayerNorms ran
+ * plain at 0.6x of the streaming kernel's speed (issue 36). Both kernels are timed warm, until
+ * their caches settle (timing.c): after one warm-up call only, this placed the crossover at
+ * 8 MiB.
  */
 #include "crossover.h"
 

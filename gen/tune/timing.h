@@ -74,9 +74,9 @@ void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t st
 /*
  * Times each of c[0..n) on args: two calls each (the second sets how it is sampled), then at
  * least min_rounds rounds, more while the total stays under budget_ns (at most 1000). pool serves
- * threads > 1. A candidate whose call takes under 5 ms is timed warm: each sample follows an
- * untimed call of it, as in a loop of calls; one under 20 us is timed on a burst of calls lasting
- * 20 us, its sample the mean per call.
+ * threads > 1. A candidate whose call takes under 5 ms is timed warm: each sample follows
+ * untimed calls of it (until one is within 10% of its fastest, at most 8), as in a loop of
+ * calls; one under 20 us is timed on a burst of calls lasting 20 us, its sample the mean per call.
  */
 void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
                              lntune_pool *pool, int min_rounds, double budget_ns);
