@@ -140,8 +140,9 @@ void lntune_bench_write_markdown(FILE *f, const lntune_bench_records *rs, const 
     fprintf(f, ", y = norm(x) * gamma (+ beta), rows x H contiguous. GB/s counts x read "
                "once and y written once; the ratio is to the better of the two copies of the same "
                "bytes (memcpy, non-temporal stores) in the same run. Median per-call time of at "
-               "least 7 interleaved repetitions of at least 50 ms each. Latency shapes: "
-               "microseconds per call.\n");
+               "least 7 interleaved repetitions of at least 50 ms each, each after untimed calls "
+               "until the caches settle (a loop of that call). Latency shapes: microseconds "
+               "per call.\n");
     int threads[16], nt = 0;
     for (size_t i = 0; i < rs->n; ++i) {
         int seen = 0;

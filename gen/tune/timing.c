@@ -112,7 +112,7 @@ void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t st
  */
 static const double WARM_CALL_NS = 5e6;
 static const double BURST_NS = 20e3;
-static const double SETTLED = 1.10;
+static const double SETTLED = 1.10; /* see lntune_settle in timing.h */
 enum { MAX_BURST = 4096, MAX_WARM = 8 };
 
 static void plan_sample(double call_ns, unsigned char *warm, int *burst) {
@@ -121,19 +121,28 @@ static void plan_sample(double call_ns, unsigned char *warm, int *burst) {
     *burst = calls <= 1.0 ? 1 : calls >= MAX_BURST ? MAX_BURST : (int)calls + 1;
 }
 
-/* Untimed calls of c until one takes at most SETTLED times *fastest (which it updates). */
-static int warm_up(lntune_pool *pool, const lntune_timed *c, const lntune_kernel_args *args,
-                   double *fastest) {
+int lntune_settle(int (*call)(void *ud), void *ud, double *fastest) {
     int rc = 0;
     for (int w = 0; w < MAX_WARM; ++w) {
         const double t0 = lntune_now_ns();
-        rc |= run(pool, c, args);
+        rc |= call(ud);
         const double t = lntune_now_ns() - t0;
         const int settled = t <= SETTLED * *fastest;
         if (t < *fastest) *fastest = t;
         if (settled || rc) break;
     }
     return rc;
+}
+
+typedef struct {
+    lntune_pool *pool;
+    const lntune_timed *c;
+    const lntune_kernel_args *args;
+} run_call;
+
+static int run_once(void *ud) {
+    const run_call *r = ud;
+    return run(r->pool, r->c, r->args);
 }
 
 void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args *args,
@@ -186,7 +195,8 @@ void lntune_time_interleaved(lntune_timed *c, size_t n, const lntune_kernel_args
             size_t i = order[k];
             if (c[i].failed) continue;
             lntune_heartbeat((int64_t)i);
-            int rc = warm[i] ? warm_up(pool, &c[i], args, &fastest[i]) : 0;
+            run_call one = {pool, &c[i], args};
+            int rc = warm[i] ? lntune_settle(run_once, &one, &fastest[i]) : 0;
             const double t0 = lntune_now_ns();
             for (int b = 0; b < burst[i]; ++b) rc |= run(pool, &c[i], args);
             samples[i * MAX_ROUNDS + (size_t)rounds] = (lntune_now_ns() - t0) / burst[i];

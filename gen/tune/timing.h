@@ -72,6 +72,14 @@ void lntune_sample_stats(double *samples, size_t n, double *median, double *min,
 void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t stride, int rounds);
 
 /*
+ * Untimed calls of call(ud) until one takes at most 1.10 times *fastest (the fastest call seen
+ * so far, which it updates), at most 8: the caches settle into the state a loop of this call
+ * leaves them in (after another kernel's non-temporal writes to y that took 3-5 calls; timing.c).
+ * The tuner and bench/ both time a sample only after it. Returns the calls' OR of results.
+ */
+int lntune_settle(int (*call)(void *ud), void *ud, double *fastest);
+
+/*
  * Times each of c[0..n) on args: two calls each (the second sets how it is sampled), then at
  * least min_rounds rounds, more while the total stays under budget_ns (at most 1000). pool serves
  * threads > 1. A candidate whose call takes under 5 ms is timed warm: each sample follows
