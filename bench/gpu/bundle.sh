@@ -17,10 +17,14 @@ cmake --build "$build" -j"$(nproc)" >/dev/null # the tests
 rm -rf "$out"
 mkdir -p "$out"
 cp "$build/lntune" "$build/cuda_bench" "$out/"
-for t in "$build"/tests/test_*cuda*; do
-    case $(basename "$t") in test_cuda_compile | test_cuda_tuner) continue ;; esac # CPU tests
-    [ -x "$t" ] && cp "$t" "$out/"
-done
+# The tests that run on a real GPU (ctest label device), named in DEVICE_TESTS for tests.sh.
+bench/gpu/device_tests.sh "$build" >"$out/DEVICE_TESTS.paths"
+[ -s "$out/DEVICE_TESTS.paths" ] || { echo "bundle.sh: no device tests in $build" >&2; exit 1; }
+while read -r t; do
+    cp "$t" "$out/"
+    basename "$t" >>"$out/DEVICE_TESTS"
+done <"$out/DEVICE_TESTS.paths"
+rm "$out/DEVICE_TESTS.paths"
 cp -L "$build/liblntune.so.0" "$out/"
 for lib in liblua5.4.so.0 libsqlite3.so.0 libgomp.so.1; do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !n++ {print $NF}')

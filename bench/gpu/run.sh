@@ -24,14 +24,14 @@ if [ -n "${1:-}" ]; then
     bin=$(cd "$1" && pwd)
     export LD_LIBRARY_PATH="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     [ -f "$bin/COMMIT" ] && export LNTUNE_COMMIT=$(cat "$bin/COMMIT")
-    tests=$(ls "$bin"/test_*cuda* 2>/dev/null)
+    tests=$(sed "s|^|$bin/|" "$bin/DEVICE_TESTS" 2>/dev/null) # bench/gpu/bundle.sh
 else
     command -v cmake >/dev/null || fail "cmake not found (or give a bundle: bench/gpu/bundle.sh)"
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null || fail "cmake"
     cmake --build build-gpu -j"$(nproc)" >/dev/null || fail "build"
     cmake --build build-gpu -j"$(nproc)" --target cuda_bench >/dev/null || fail "build cuda_bench"
     bin=build-gpu
-    tests=$(ls build-gpu/tests/test_*cuda* | grep -v -e test_cuda_compile -e test_cuda_tuner)
+    tests=$(bench/gpu/device_tests.sh build-gpu) # label device: never a stand-in-driver test
 fi
 
 # A skipped GPU test on a GPU machine is a failure: it means the driver was not usable.

@@ -6,8 +6,8 @@
 # usable) or ran out of time.
 #
 # Usage: bench/gpu/tests.sh BIN_DIR [SECONDS_EACH (200)] [TEST ...]
-#   TEST: program names in BIN_DIR (default: every test_*cuda* there but the CPU-only
-#   test_cuda_compile and test_cuda_tuner).
+#   TEST: program names in BIN_DIR (default: those BIN_DIR/DEVICE_TESTS names, which
+#   bench/gpu/bundle.sh writes: the tests labelled `device`, never a stand-in-driver test).
 set -uo pipefail
 bin=$(cd "$1" && pwd) || exit 1
 limit=${2:-200}
@@ -16,10 +16,8 @@ log=${OUT:-.}/$([ -n "${OUT:-}" ] && echo tests.log || echo gpu-tests.log)
 export LD_LIBRARY_PATH="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
-    for t in "$bin"/test_*cuda*; do
-        case $(basename "$t") in test_cuda_compile | test_cuda_tuner) continue ;; esac
-        tests+=("$(basename "$t")")
-    done
+    [ -s "$bin/DEVICE_TESTS" ] || { echo "tests.sh: no $bin/DEVICE_TESTS (bench/gpu/bundle.sh)" >&2; exit 1; }
+    mapfile -t tests <"$bin/DEVICE_TESTS"
 fi
 scratch=$(mktemp -d)
 failed=0

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# bench/gpu/device_tests.sh - prints the programs of the tests labelled `device` in BUILD_DIR's
+# ctest (tests/CMakeLists.txt): those that run against the real CUDA driver when one is found,
+# one path a line. The bundle ships exactly these, so a test made for the stand-in driver
+# (tests/mock_cuda) never reaches a GPU machine, where it would hand host memory to the driver.
+#
+# Usage: bench/gpu/device_tests.sh [BUILD_DIR (build)]
+set -euo pipefail
+build=${1:-build}
+ctest --test-dir "$build" -L device --show-only=json-v1 | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["tests"]:
+    print(t["command"][0])
+'
