@@ -11,14 +11,19 @@ int lntune_builtin_threads(int64_t rows, int64_t H, int max_threads) {
     return rows > 1 && rows * H >= PARALLEL_ELEMENTS && max_threads > 1 ? max_threads : 1;
 }
 
-int64_t lntune_builtin_streaming_bytes(const lntune_cpu_info *cpu, int64_t measured,
-                                       const char **ignored) {
-    const char *env = getenv("LNTUNE_STREAMING_BYTES");
+long long lntune_env_positive(const char *name, const char **invalid) {
+    const char *env = getenv(name);
     char *end = NULL;
     const long long set = env ? strtoll(env, &end, 10) : 0;
     const int valid = env && *env && end && !*end && set > 0;
-    if (ignored) *ignored = env && !valid ? env : NULL;
-    if (valid) return set;
+    if (invalid) *invalid = env && !valid ? env : NULL;
+    return valid ? set : 0;
+}
+
+int64_t lntune_builtin_streaming_bytes(const lntune_cpu_info *cpu, int64_t measured,
+                                       const char **ignored) {
+    const long long set = lntune_env_positive("LNTUNE_STREAMING_BYTES", ignored);
+    if (set) return set;
     return measured > 0 ? measured : lntune_cpu_last_level_cache(cpu);
 }
 

@@ -16,6 +16,12 @@
 int lntune_builtin_threads(int64_t rows, int64_t H, int max_threads);
 
 /*
+ * The environment variable name as a positive integer, else 0; *invalid (may be NULL) is its
+ * text when it was set but is not one (LNTUNE_NUM_THREADS, LNTUNE_STREAMING_BYTES), else NULL.
+ */
+long long lntune_env_positive(const char *name, const char **invalid);
+
+/*
  * The bytes of x and y (and residuals) a call moves from which the built-in stores y
  * non-temporally: $LNTUNE_STREAMING_BYTES when it is a positive integer, else measured (the
  * crossover the tuner measured on this machine and stored: tuning_db.h) when positive, else the

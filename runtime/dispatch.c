@@ -68,13 +68,9 @@ static void find_buckets(lntune *ctx) {
 /* The value of the environment variable name if it is a positive integer, else 0 (and, when set,
  * a debug line saying it was ignored). */
 static long long env_positive(const lntune *ctx, const char *name) {
-    const char *env = getenv(name);
-    char *end = NULL;
-    const long long set = env ? strtoll(env, &end, 10) : 0;
-    if (env && !(*env && end && !*end && set > 0)) {
-        lntune_ctx_debug(ctx, "%s='%s' is not a positive integer: ignored", name, env);
-        return 0;
-    }
+    const char *invalid = NULL;
+    const long long set = lntune_env_positive(name, &invalid);
+    if (invalid) lntune_ctx_debug(ctx, "%s='%s' is not a positive integer: ignored", name, invalid);
     return set;
 }
 
