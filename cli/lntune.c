@@ -16,6 +16,7 @@
 #include "shape.h"
 #include "time_variants.h"
 #include "tune_job.h"
+#include "tuning_db.h"
 #include "verify.h"
 #include "verify_variant.h"
 
@@ -295,6 +296,16 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
     if (json) printf("\n]\n");
 }
 
+/* Says so when liblntune will not load the kernels just stored (db_trust.c). */
+static void warn_untrusted(const char *db) {
+    char why[600];
+    if (lntune_db_code_trusted(db, why, sizeof why) != LNTUNE_OK)
+        fprintf(stderr,
+                "lntune: warning: liblntune will load no tuned kernel from this database: %s "
+                "(keep it in a folder only you can write: lntune doctor)\n",
+                why);
+}
+
 static int cmd_tune(options *o) {
     lntune_tune_progress_state progress = {isatty(2), ""};
     /* SIGINT, SIGTERM: the tuner saves what it has done and stops */
@@ -327,6 +338,7 @@ static int cmd_tune(options *o) {
                 o->db ? o->db : "the default database");
     } else {
         print_results(r, n, o->json);
+        warn_untrusted(o->db);
     }
     free(r);
     return rc != LNTUNE_OK ? db_exit_code(rc) : sig ? EXIT_SIGNAL + sig : missing ? EXIT_FAIL : 0;
@@ -396,6 +408,42 @@ static int cmd_export(options *o) {
     return 0;
 }
 
+static int cmd_doctor(options *o) {
+    lntune_db_health h;
+    const int rc = lntune_db_doctor(o->db, &h);
+    printf("database: %s\n", h.path);
+    if (!h.opened) {
+        printf("problem: liblntune cannot open it: %s\n", h.open_error);
+        return EXIT_FAIL;
+    }
+    int problems = 0;
+    if (h.trusted) {
+        printf("ok: it and its folder are this user's and nobody else may write them\n");
+    } else {
+        printf("problem: liblntune loads no code from it: %s\n", h.why);
+        problems++;
+    }
+    if (h.machine_known)
+        printf("ok: it holds results of this machine (%s)\n", h.fingerprint);
+    else
+        printf("note: it holds no results of this machine (%s): every CPU shape runs a built-in\n",
+               h.fingerprint);
+    if (rc != LNTUNE_OK) {
+        printf("problem: reading its artifacts: %s\n", h.open_error);
+        return EXIT_FAIL;
+    }
+    if (h.intact == h.artifacts) {
+        printf("ok: all %lld artifact(s) hash to the digest recorded when lntune stored them\n",
+               h.artifacts);
+    } else {
+        printf("problem: %lld of %lld artifact(s) are not loaded (altered, or stored without a "
+               "digest); the first: %s\n",
+               h.artifacts - h.intact, h.artifacts, h.first_altered);
+        problems++;
+    }
+    return problems ? EXIT_FAIL : 0;
+}
+
 static const command commands[] = {
     {"tune", cmd_tune, 0,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
@@ -446,6 +494,12 @@ static const command commands[] = {
      "  Bytes: x read and y written; backward: x and dy (--residual: and dresidual_out) read, dx\n"
      "  written (gamma, the statistics and the dgamma/dbeta partials do not grow with rows x H\n"
      "  and are left out).\n"},
+    {"doctor", cmd_doctor, 0,
+     "lntune doctor [--db PATH]\n"
+     "  Checks what liblntune requires before it loads a tuned kernel from the database: that\n"
+     "  it opens, that it and its folder belong to this user and nobody else may write them (as\n"
+     "  ssh asks of its keys), that it holds results of this machine, and that every artifact's\n"
+     "  code hashes to the SHA-256 recorded when lntune stored it. Exit: 0 ok, 1 a problem.\n"},
     {"export", cmd_export, 0,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"

@@ -24,6 +24,8 @@ struct lntune {
     pthread_mutex_t lock;     /* serializes first calls: the DB, registry inserts, loads, pool */
     lntune_db *db;            /* NULL: no usable tuning database */
     int cpu_known;            /* the database knows this CPU: hardware_id is its row */
+    int code_trusted;         /* its artifacts may be loaded (lntune_db_code_trusted) */
+    char code_why[600];       /* else why not */
     int64_t hardware_id;
     lntune_cpu_info cpu;
     int64_t streaming_bytes;     /* built-in calls moving this much store non-temporally */

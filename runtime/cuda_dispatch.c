@@ -260,6 +260,7 @@ static int load_tuned(void *ud, const lntune_artifact *a) {
     tuned_load *l = ud;
     lntune_cuda *cu = l->g->cu;
     lntune_gpu_kernel *k = l->k;
+    if (!lntune_artifact_intact(a, l->err, sizeof l->err)) return 0;
     if (!a->source || lntune_cuda_launch_parse(a->source, &k->launch) != LNTUNE_OK) {
         snprintf(l->err, sizeof l->err, "its source has no launch line");
         return 0;
@@ -359,6 +360,8 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
         snprintf(why, sizeof why, "no tuning database");
     } else if (!g->known) {
         snprintf(why, sizeof why, "the tuning database has no record of this GPU");
+    } else if (!ctx->code_trusted) {
+        snprintf(why, sizeof why, "tuned kernels not loaded: %.900s", ctx->code_why);
     } else if (lntune_dispatch_find_best(ctx, g->hardware_id, "cuda", d, rows, &best) !=
                LNTUNE_OK) {
         snprintf(why, sizeof why, "not tuned on this GPU");

@@ -18,7 +18,9 @@
  * fusion in the op text ("layernorm+residual_out", fusion.h); a tuple with fp16/bf16 in it has
  * the typed built-in (builtin_typed.c), a residual call the residual built-in
  * (builtin_residual.c), where nothing was tuned.
- * The winner's shared object comes from its artifact and is loaded with lntune_load_shared;
+ * The winner's shared object comes from its artifact and is loaded with lntune_load_shared, only
+ * when the artifact's code hashes to the digest recorded when lntune stored it and the database
+ * is this user's own (db_trust.c: nobody else may have written it);
  * nothing is ever compiled here. The resolved entry goes into the registry, and later calls
  * never come back to this file.
  *
@@ -144,6 +146,13 @@ static void open_database(lntune *ctx, const char *db_path) {
         lntune_db_close(db);
         return;
     }
+    /* Code is loaded only from a database nobody else can have written (db_trust.c); from any
+     * other, every shape runs a built-in kernel (its crossovers, plain data, still apply). */
+    ctx->code_trusted = lntune_db_code_trusted(path[0] ? path : NULL, ctx->code_why,
+                                               sizeof ctx->code_why) == LNTUNE_OK;
+    if (!ctx->code_trusted)
+        lntune_ctx_debug(ctx, "no tuned kernels from %s: %s; every shape runs a built-in kernel",
+                         path, ctx->code_why);
     /* Kept open when it does not know this CPU: it may know this machine's GPUs. */
     ctx->db = db;
     ctx->cpu_known = rc == LNTUNE_OK;
@@ -281,7 +290,11 @@ typedef struct {
 static int load_artifact(void *ud, const lntune_artifact *a) {
     artifact_load *l = ud;
     snprintf(l->symbol, sizeof l->symbol, "%s", a->symbol ? a->symbol : "");
-    l->dl = lntune_load_shared(a->shared, a->shared_len, &l->fd, l->err, sizeof l->err);
+    if (!lntune_artifact_intact(a, l->err, sizeof l->err)) return 0;
+    if (!a->shared)
+        snprintf(l->err, sizeof l->err, "no shared object");
+    else
+        l->dl = lntune_load_shared(a->shared, a->shared_len, &l->fd, l->err, sizeof l->err);
     return 0;
 }
 
@@ -384,6 +397,9 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         lntune_ctx_debug(ctx, "%s: built-in kernel (no tuning database for this machine)", what);
     } else if (lntune_desc_affine(d) == LNTUNE_DESC_BETA_ONLY) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (beta without gamma is never tuned)", what);
+    } else if (!ctx->code_trusted) {
+        lntune_ctx_debug(ctx, "%s: built-in kernel (tuned kernels not loaded: %s)", what,
+                         ctx->code_why);
     } else if (lntune_dispatch_find_best(ctx, ctx->hardware_id, "cpu", d, rows, &best) !=
                LNTUNE_OK) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (not tuned on this machine)", what);

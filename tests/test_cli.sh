@@ -109,6 +109,27 @@ expect 0 "bf16" show --db "$db16"
 expect 0 '"dtype": "bf16"' --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$db16" --json
 rm -f "$db16"*
 
+# Code loading (db_trust.c): a database in a folder only this user may write passes doctor;
+# in /tmp (others may write it), or once its group may write the file, liblntune loads no code
+# from it: tune warns, doctor exits 1 naming why.
+private=$(mktemp -d /tmp/lntune-cli-private-XXXXXX)
+dbp=$private/tune.db
+expect 0 "64x96" --shape rows=64,H=96 --op rmsnorm --target cpu --rigor quick --db "$dbp"
+expect 0 "artifact(s) hash to the digest recorded" doctor --db "$dbp"
+expect 0 "ok: it and its folder are this user's" doctor --db "$dbp"
+chmod g+w "$dbp"
+expect 1 "is writable by its group" doctor --db "$dbp"
+chmod g-w "$dbp"
+chmod o+w "$private"
+expect 1 "folder $private is writable by others" doctor --db "$dbp"
+rm -rf "$private"
+dbt=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+expect 0 "warning: liblntune will load no tuned kernel from this database" \
+    --shape rows=64,H=96 --op rmsnorm --target cpu --rigor quick --db "$dbt"
+expect 1 "problem: liblntune loads no code from it" doctor --db "$dbt"
+rm -f "$dbt"*
+expect 1 "does not exist" doctor --db "$nodb"
+
 # Backward: the gradients' kernels through every command; bad combinations refused before any
 # database is opened; a tuning run keyed by the op text, read back by a rerun that compiles nothing.
 expect 0 "threads across rows" params --op layernorm --target cpu --backward

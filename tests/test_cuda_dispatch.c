@@ -240,8 +240,8 @@ static int store_tuned(const char *db_path, const lntune_cuda_info *info, const 
     snprintf(key_text, sizeof key_text, "test-%s", symbol);
     int rc = lntune_db_open(db_path, 0, &db);
     if (rc == LNTUNE_OK) rc = lntune_db_put_gpu_hardware(db, &gi, lntune_nvrtc_describe(nv), &hw);
-    lntune_artifact art = {key_text, src.text, "nvrtc", "", symbol,
-                           out.data, out.len,  NULL,    0,  out.ptx};
+    lntune_artifact art = {key_text, src.text, "nvrtc", "",      symbol, out.data,
+                           out.len,  NULL,     0,       out.ptx, NULL};
     if (rc == LNTUNE_OK) rc = lntune_db_put_artifact(db, &art);
     for (int i = 0; i < nh && rc == LNTUNE_OK; ++i) {
         lntune_db_key key = {hw, "cuda", op_key, dtype, hs[i], 64, 1};

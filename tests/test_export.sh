@@ -35,6 +35,20 @@ step "a database with ten winners for this machine (two backward) and four rows 
 step "lntune export --out --db --cmake"
 "$lntune" export --out "$dir/out" --db "$dir/tuned.db" --cmake 2> "$dir/warnings"
 cat "$dir/warnings"
+step "--out: a folder that does not exist is made; its own files are written over; a user's never"
+"$lntune" export --out "$dir/new/deeper" --db "$dir/tuned.db" 2>/dev/null
+test -s "$dir/new/deeper/lntune_kernels.c" || { echo "FAIL: --out DIR not created"; exit 1; }
+"$lntune" export --out "$dir/new/deeper" --db "$dir/tuned.db" 2>/dev/null ||
+    { echo "FAIL: export over its own files refused"; exit 1; }
+echo "/* my header */" > "$dir/new/deeper/lntune_kernels.h"
+if "$lntune" export --out "$dir/new/deeper" --db "$dir/tuned.db" > "$dir/refused" 2>&1; then
+    echo "FAIL: export overwrote a file it did not write"; exit 1
+fi
+grep -q "lntune_kernels.h exists and lntune export did not write it: not overwritten" \
+    "$dir/refused" || { cat "$dir/refused"; echo "FAIL: no message"; exit 1; }
+test "$(cat "$dir/new/deeper/lntune_kernels.h")" = "/* my header */" ||
+    { echo "FAIL: the user's file changed"; exit 1; }
+ls "$dir/new/deeper" | grep -q lntune-tmp && { echo "FAIL: a temporary file left"; exit 1; }
 step "rows of unknown ops and types, and CUDA backward rows, are left out, one warning line each"
 want() {
     n=$(grep -c "^lntune export: warning: $1" "$dir/warnings" || true)

@@ -97,8 +97,8 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                     int *any_h) {
     (void)state, (void)p, (void)v;
     static const char bytes[] = "not code";
-    *art = (lntune_artifact){"mock-key", "int x;",     "mock compiler", "-O2",        "k",
-                             bytes,      sizeof bytes, bytes,           sizeof bytes, NULL};
+    *art = (lntune_artifact){"mock-key",   "int x;", "mock compiler", "-O2", "k", bytes,
+                             sizeof bytes, bytes,    sizeof bytes,    NULL,  NULL};
     *threads = 1;
     *any_h = 0;
     return LNTUNE_OK;

@@ -88,8 +88,8 @@ int main(int argc, char **argv) {
     ok &= put_tuned(t.db, t.hw, "layernorm", "vec=8,acc=2,stats=onepass,affine=fused,threads=2",
                     4096, 4096, 1, 2, TUNED_RUNS) == 0;
     /* A winner whose artifact holds no shared object the loader can use. */
-    lntune_artifact junk = {"junk", "",  "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
-                            15,     NULL};
+    lntune_artifact junk = {"junk", "",   "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
+                            15,     NULL, NULL};
     lntune_db_key k = {t.hw, "cpu", "layernorm", "f32", 512, 1, 0};
     lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0, 0, 0};
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&

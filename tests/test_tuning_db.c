@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "lntune.h"
 #include "scratch_dir.h"
+#include "sha256.h"
 #include "tuning_db.h"
 
 #include <sqlite3.h>
@@ -180,7 +181,7 @@ static void make_full_db(const char *path) {
     CHECK_RC(db, lntune_db_put_measurement(db, &k, &m), LNTUNE_OK);
     lntune_artifact a = {
         "art",       "int f(void);",     "cc", "-O2", "f", object_blob, sizeof object_blob,
-        shared_blob, sizeof shared_blob, NULL};
+        shared_blob, sizeof shared_blob, NULL, NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
     lntune_best b = {"vec=8", "art", 2, 512, 2, 5, 6, 7, 10, 0, 0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
@@ -282,7 +283,7 @@ static int get_one_artifact(void *ud, const lntune_artifact *a) {
 /* ---- cases ---- */
 
 static void schema_version_is_the_last_section(void) {
-    CHECK(lntune_db_schema_version() == 3);
+    CHECK(lntune_db_schema_version() == 4);
 }
 
 static void rows_bucket_boundaries(void) {
@@ -474,6 +475,7 @@ static void artifact_blobs_round_trip(void) {
                          sizeof object_blob,
                          shared_blob,
                          sizeof shared_blob,
+                         NULL,
                          NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
     one_artifact *o = calloc(1, sizeof *o);
@@ -491,7 +493,7 @@ static void artifact_blobs_round_trip(void) {
 
     /* Replaced under the same key; an empty blob and an absent one stay distinct. */
     static const char empty[1] = "";
-    lntune_artifact b = {"k1", "src2", NULL, NULL, "sym2", empty, 0, NULL, 0, NULL};
+    lntune_artifact b = {"k1", "src2", NULL, NULL, "sym2", empty, 0, NULL, 0, NULL, NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &b), LNTUNE_OK);
     memset(o, 0, sizeof *o);
     CHECK_RC(db, lntune_db_get_artifact(db, "k1", get_one_artifact, o), LNTUNE_OK);
@@ -705,7 +707,7 @@ static void migrates_version_1(void) {
                 "compute_capability; ALTER TABLE hardware DROP COLUMN memory_bus_bits; "
                 "ALTER TABLE hardware DROP COLUMN driver_version; ALTER TABLE artifacts DROP "
                 "COLUMN ptx; DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; "
-                "PRAGMA user_version = 1;");
+                "ALTER TABLE artifacts DROP COLUMN code_sha256; PRAGMA user_version = 1;");
     CHECK(raw_int(p, "PRAGMA user_version") == 1);
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
     CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
@@ -743,12 +745,63 @@ static void crossovers(void) {
              LNTUNE_ENOTFOUND);
     CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 0, 1, "h"), LNTUNE_EINVAL);
     lntune_db_close(db);
-    raw_exec(p,
-             "DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; PRAGMA user_version = 2;");
+    raw_exec(p, "DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; ALTER TABLE artifacts "
+                "DROP COLUMN code_sha256; PRAGMA user_version = 2;");
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
-    CHECK(raw_int(p, "PRAGMA user_version") == 3);
+    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
     CHECK(raw_int(p, "SELECT count(*) FROM hardware") == 1);
     CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 1, 7, "h"), LNTUNE_OK);
+    lntune_db_close(db);
+}
+
+static int intact_of(void *ud, const lntune_artifact *a) {
+    char why[256];
+    *(int *)ud = lntune_artifact_intact(a, why, sizeof why);
+    return 0;
+}
+
+/* The artifact's code digest: SHA-256 itself on the FIPS 180-4 examples; recorded by put, checked
+ * by lntune_artifact_intact (one byte changed fails it); a version-3 database (before digests)
+ * gets the digest of what its artifacts hold at the migration. */
+static void code_digests(void) {
+    static const struct {
+        const char *in, *hex;
+    } fips[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    for (size_t i = 0; i < sizeof fips / sizeof fips[0]; ++i) {
+        lntune_sha256 s;
+        char hex[LNTUNE_SHA256_HEX];
+        lntune_sha256_init(&s);
+        lntune_sha256_update(&s, fips[i].in, strlen(fips[i].in));
+        lntune_sha256_final_hex(&s, hex);
+        CHECK(strcmp(hex, fips[i].hex) == 0);
+    }
+    char p[512];
+    lntune_db *db = NULL;
+    CHECK_RC(db, lntune_db_open(tpath(p, "digests.db"), 0, &db), LNTUNE_OK);
+    unsigned char so[100];
+    for (int i = 0; i < 100; ++i) so[i] = (unsigned char)(i * 7);
+    lntune_artifact a = {
+        .key = "k", .source = "s", .symbol = "f", .shared = so, .shared_len = sizeof so};
+    CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
+    int intact = -1;
+    CHECK_RC(db, lntune_db_get_artifact(db, "k", intact_of, &intact), LNTUNE_OK);
+    CHECK(intact == 1);
+    lntune_db_close(db);
+    raw_exec(p, "UPDATE artifacts SET shared = CAST(zeroblob(100) AS BLOB) WHERE key = 'k';");
+    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_get_artifact(db, "k", intact_of, &intact), LNTUNE_OK);
+    CHECK(intact == 0); /* altered after put */
+    lntune_db_close(db);
+    raw_exec(p, "ALTER TABLE artifacts DROP COLUMN code_sha256; PRAGMA user_version = 3;");
+    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
+    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
+    CHECK_RC(db, lntune_db_get_artifact(db, "k", intact_of, &intact), LNTUNE_OK);
+    CHECK(intact == 1); /* digested at the migration */
     lntune_db_close(db);
 }
 
@@ -970,6 +1023,7 @@ int main(void) {
         void (*fn)(void);
     } cases[] = {
         {"schema version is the last schema.sql section", schema_version_is_the_last_section},
+        {"artifact code digests: recorded, checked, migrated", code_digests},
         {"rows buckets have the documented boundaries", rows_bucket_boundaries},
         {"default path: LNTUNE_DB, then XDG_CACHE_HOME, then HOME", default_path_from_environment},
         {"create makes directories, schema, ids and WAL", create_makes_directories_schema_and_wal},

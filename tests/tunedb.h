@@ -133,7 +133,7 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
     char key[96];
     snprintf(key, sizeof key, "test-%s-%s-%lld-%lld-%d-%d", op, dtype, (long long)H,
              (long long)rows, affine, behaviour);
-    lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len, NULL};
+    lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len, NULL, NULL};
     lntune_db_key k = {hw, "cpu", op, dtype, H, rows, affine};
     lntune_best best = {src.variant, key,  threads, rows,   1000.0,
                         10.0,        20.0, 1e-7,    2000.0, .any_h = !src.fixed_h};

@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "db_internal.h"
 #include "lntune.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +160,8 @@ static int make_parent_dirs(lntune_db *db) {
             if (*p != '/' && *p != '\0') continue;
             char c = *p;
             *p = '\0';
-            if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            /* 0700: liblntune loads code only from a database in a private folder (db_trust.c) */
+            if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
                 int rc = lntune_dbi_fail(db, LNTUNE_EIO, "cannot create directory %s: %s", dir,
                                          strerror(errno));
                 free(dir);
@@ -419,6 +421,28 @@ static int exec_sql(lntune_db *db, const char *sql, const char *what) {
     return LNTUNE_OK;
 }
 
+/* sqlite3_value_text, or NULL for an SQL NULL. */
+static const char *text_or_null(sqlite3_value *v) {
+    return sqlite3_value_type(v) == SQLITE_NULL ? NULL : (const char *)sqlite3_value_text(v);
+}
+
+/* lntune_code_sha256(source, shared, object, ptx): lntune_artifact_code_digest, for schema.sql's
+ * migrations. */
+static void sql_code_sha256(sqlite3_context *c, int argc, sqlite3_value **argv) {
+    (void)argc;
+    const void *part[2];
+    size_t len[2];
+    for (int i = 0; i < 2; ++i) {
+        sqlite3_value *v = argv[1 + i];
+        part[i] = sqlite3_value_type(v) == SQLITE_NULL ? NULL : sqlite3_value_blob(v);
+        len[i] = part[i] ? (size_t)sqlite3_value_bytes(v) : 0;
+    }
+    char hex[LNTUNE_SHA256_HEX];
+    lntune_artifact_code_digest(text_or_null(argv[0]), part[0], len[0], part[1], len[1],
+                                text_or_null(argv[3]), hex);
+    sqlite3_result_text(c, hex, -1, SQLITE_TRANSIENT);
+}
+
 /* Every schema.sql section after the file's version, and the version itself, or none of them. */
 static int migrate(lntune_db *db) {
     schema_step steps[MAX_SCHEMA_STEPS];
@@ -597,6 +621,12 @@ static int open_readwrite(lntune_db *db) {
     }
     if (!rc && state == FILE_MISSING) rc = make_parent_dirs(db);
     if (rc) return rc;
+    if (state == FILE_MISSING) {
+        /* Created 0600 whatever the umask (SQLite gives its -wal and -shm files the same mode):
+         * liblntune loads code only from a database nobody else may write (db_trust.c). */
+        const int fd = open(db->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) close(fd);
+    }
 
     if (sqlite3_open_v2(db->path, &db->sq, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK)
@@ -604,6 +634,10 @@ static int open_readwrite(lntune_db *db) {
     else if (sqlite3_busy_timeout(db->sq, LNTUNE_DB_BUSY_MS) != SQLITE_OK)
         rc = lntune_dbi_sqlfail(db, "cannot set the busy timeout");
     if (!rc) rc = exec_sql(db, "PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+    if (!rc && sqlite3_create_function_v2(db->sq, "lntune_code_sha256", 4,
+                                          SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_code_sha256,
+                                          NULL, NULL, NULL) != SQLITE_OK)
+        rc = lntune_dbi_sqlfail(db, "cannot register lntune_code_sha256");
     /* Every open after the first finds the file in WAL mode (its header) at this version (probe's
      * read through SQLite): no lock at all. */
     const int ready = !rc && state == FILE_PRESENT && wal && version == lntune_db_schema_version();

@@ -385,11 +385,11 @@ int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a) {
         return lntune_dbi_fail(db, LNTUNE_EINVAL, "put_artifact: needs key, source and symbol");
     rc =
         prepare(db,
-                "INSERT INTO artifacts (key, source, compiler, flags, symbol, object, shared, ptx) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (key) DO UPDATE SET "
-                "source = excluded.source, compiler = excluded.compiler, flags = excluded.flags, "
-                "symbol = excluded.symbol, object = excluded.object, shared = excluded.shared, "
-                "ptx = excluded.ptx",
+                "INSERT INTO artifacts (key, source, compiler, flags, symbol, object, shared, ptx, "
+                "code_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (key) DO "
+                "UPDATE SET source = excluded.source, compiler = excluded.compiler, flags = "
+                "excluded.flags, symbol = excluded.symbol, object = excluded.object, shared = "
+                "excluded.shared, ptx = excluded.ptx, code_sha256 = excluded.code_sha256",
                 &st);
     if (rc) return rc;
     int src = bind_text(st, 1, a->key, SQLITE_OK);
@@ -400,7 +400,29 @@ int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a) {
     src = bind_blob(st, 6, a->object, a->object_len, src);
     src = bind_blob(st, 7, a->shared, a->shared_len, src);
     src = bind_text(st, 8, a->ptx, src);
+    char digest[65]; /* lntune_artifact_code_digest: 64 hex digits */
+    lntune_artifact_code_digest(a->source, a->shared, a->shared_len, a->object, a->object_len,
+                                a->ptx, digest);
+    src = bind_text(st, 9, digest, src);
     return run(db, st, src, "cannot store the artifact");
+}
+
+/* The columns of artifact_row, in its order. */
+#define ARTIFACT_COLUMNS "key, source, compiler, flags, symbol, object, shared, ptx, code_sha256"
+
+static lntune_artifact artifact_row(sqlite3_stmt *st) {
+    lntune_artifact a = {
+        .key = col_text(st, 0),
+        .source = col_text(st, 1),
+        .compiler = col_text(st, 2),
+        .flags = col_text(st, 3),
+        .symbol = col_text(st, 4),
+        .ptx = col_text(st, 7),
+        .code_sha256 = col_text(st, 8),
+    };
+    a.object = col_blob(st, 5, &a.object_len);
+    a.shared = col_blob(st, 6, &a.shared_len);
+    return a;
 }
 
 int lntune_db_get_artifact(lntune_db *db, const char *key,
@@ -410,30 +432,37 @@ int lntune_db_get_artifact(lntune_db *db, const char *key,
     if (rc) return rc;
     if (!key || !cb)
         return lntune_dbi_fail(db, LNTUNE_EINVAL, "get_artifact: NULL key or callback");
-    rc = prepare(db,
-                 "SELECT key, source, compiler, flags, symbol, object, shared, ptx FROM artifacts "
-                 "WHERE key = ?1",
-                 &st);
+    rc = prepare(db, "SELECT " ARTIFACT_COLUMNS " FROM artifacts WHERE key = ?1", &st);
     if (rc) return rc;
     int src = bind_text(st, 1, key, SQLITE_OK);
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
-        lntune_artifact a = {
-            .key = col_text(st, 0),
-            .source = col_text(st, 1),
-            .compiler = col_text(st, 2),
-            .flags = col_text(st, 3),
-            .symbol = col_text(st, 4),
-            .ptx = col_text(st, 7),
-        };
-        a.object = col_blob(st, 5, &a.object_len);
-        a.shared = col_blob(st, 6, &a.shared_len);
+        const lntune_artifact a = artifact_row(st);
         cb(ud, &a);
     }
     rc = finish(db, st, src, "cannot read the artifact");
     if (!rc && src == SQLITE_DONE)
         rc = lntune_dbi_fail(db, LNTUNE_ENOTFOUND, "no artifact with key %s", key);
     return rc;
+}
+
+int lntune_db_each_artifact(lntune_db *db, int (*cb)(void *ud, const lntune_artifact *a),
+                            void *ud) {
+    sqlite3_stmt *st;
+    int rc = not_open(db);
+    if (rc) return rc;
+    if (!cb) return lntune_dbi_fail(db, LNTUNE_EINVAL, "each_artifact: NULL callback");
+    rc = prepare(db, "SELECT " ARTIFACT_COLUMNS " FROM artifacts ORDER BY key", &st);
+    if (rc) return rc;
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        const lntune_artifact a = artifact_row(st);
+        if (cb(ud, &a) != 0) {
+            src = SQLITE_DONE;
+            break;
+        }
+    }
+    return finish(db, st, src, "cannot read the artifacts");
 }
 
 /* ---- best ---- */

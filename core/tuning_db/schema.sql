@@ -124,3 +124,14 @@ CREATE TABLE crossovers (
 -- Whether a winner's kernel reads H at run time (the CPU templates' h=runtime): liblntune serves a
 -- shape never tuned with the nearest such winner of the same op, dtype and affine (dispatch.c).
 ALTER TABLE best ADD COLUMN any_h INTEGER NOT NULL DEFAULT 0 CHECK (any_h IN (0, 1));
+
+-- @version 4
+
+-- The digest of each artifact's code (lntune_artifact_code_digest: SHA-256 over the source, the
+-- shared object, the object or cubin, and the PTX), recorded when it is stored. liblntune loads an
+-- artifact only when its bytes hash to this (dispatch.c, cuda_dispatch.c), so code altered or
+-- planted after lntune stored it never runs. Artifacts stored before this version get the digest
+-- of what they hold at the migration, which only lntune itself runs, on a database it opens
+-- read-write.
+ALTER TABLE artifacts ADD COLUMN code_sha256 TEXT;
+UPDATE artifacts SET code_sha256 = lntune_code_sha256(source, shared, object, ptx);

@@ -38,6 +38,31 @@ int lntune_db_open(const char *path, int flags, lntune_db **out);
 void lntune_db_close(lntune_db *db); /* NULL is a no-op */
 const char *lntune_db_errmsg(const lntune_db *db);
 const char *lntune_db_path(const lntune_db *db);
+
+/*
+ * Whether code stored in the database at path (NULL: the default path) may run in this process:
+ * LNTUNE_OK when the file, its -wal and -shm files and its folder belong to this user (the
+ * folder may be root's) and none is writable by group or others, as ssh asks of its keys; else
+ * LNTUNE_EDB with why. liblntune loads no artifact of a database that fails (db_trust.c).
+ */
+int lntune_db_code_trusted(const char *path, char *why, size_t whylen);
+
+/* What `lntune doctor` reports (lntune_db_doctor). */
+typedef struct lntune_db_health {
+    char path[4096];
+    int opened;              /* liblntune can open it (read-only) */
+    char open_error[512];    /* else why not (or what failed after the open) */
+    int trusted;             /* lntune_db_code_trusted */
+    char why[600];           /* else why not */
+    int machine_known;       /* it holds results of this CPU */
+    char fingerprint[17];    /* this CPU's */
+    long long artifacts;     /* artifacts stored */
+    long long intact;        /* of those, the ones whose code hashes to their recorded digest */
+    char first_altered[320]; /* the first other one: its key and why */
+} lntune_db_health;
+
+/* Fills h for the database at path (NULL: the default path); LNTUNE_OK when it could be read. */
+int lntune_db_doctor(const char *path, lntune_db_health *h);
 int lntune_db_schema_version(void); /* the version this build writes */
 
 /* Inserts (or finds) this machine's hardware row; *id receives its row id. */
@@ -112,7 +137,24 @@ typedef struct lntune_artifact {
     const void *shared; /* shared object the runtime dlopens (may be NULL) */
     size_t shared_len;
     const char *ptx; /* CUDA: the PTX text (object then holds the cubin); may be NULL */
+    /* Read only (put computes it): lntune_artifact_code_digest when the artifact was stored,
+     * NULL for one stored before schema version 4's migration could record it. */
+    const char *code_sha256;
 } lntune_artifact;
+
+/*
+ * The digest of the code an artifact carries, as 64 hex digits: SHA-256 over source (the CUDA
+ * runtime compiles a backward pair from it), shared, object and ptx, each preceded by its length
+ * (8 bytes, little-endian; an absent one has length 0). liblntune loads an artifact only when
+ * this matches its recorded code_sha256.
+ */
+void lntune_artifact_code_digest(const char *source, const void *shared, size_t shared_len,
+                                 const void *object, size_t object_len, const char *ptx,
+                                 char hex[65]);
+/* Calls cb for every artifact, in key order, until it returns non-zero. */
+int lntune_db_each_artifact(lntune_db *db, int (*cb)(void *ud, const lntune_artifact *a), void *ud);
+/* 1 when a's code hashes to its recorded code_sha256; else 0 and why. */
+int lntune_artifact_intact(const lntune_artifact *a, char *why, size_t whylen);
 
 int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a);
 /* LNTUNE_ENOTFOUND if no artifact has that key. */

@@ -272,6 +272,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         snprintf(r->message, sizeof r->message, "no output directory");
         return LNTUNE_EINVAL;
     }
+    /* Before anything is generated or written: DIR made, no file of a user's in the way. */
+    int rc = lntune_export_prepare_dir(c->out_dir, c->cmake, r->message, sizeof r->message);
+    if (rc != LNTUNE_OK) return rc;
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);
     snprintf(r->fingerprint, sizeof r->fingerprint, "%s", cpu.fingerprint);
@@ -281,7 +284,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     lntune_db *db = NULL;
     char note[600] = "";
     int64_t hw = 0;
-    int rc = lntune_db_open(c->db_path, LNTUNE_DB_READONLY, &db);
+    rc = lntune_db_open(c->db_path, LNTUNE_DB_READONLY, &db);
     const int db_ok = rc == LNTUNE_OK;
     if (rc != LNTUNE_OK) {
         snprintf(note, sizeof note, "no tuning database (%s): generic kernels only",

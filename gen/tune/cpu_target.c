@@ -482,6 +482,7 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                              u->obj.len,
                              c->s.winner_so,
                              so_len,
+                             NULL,
                              NULL};
     *threads = c->s.winner_src.threads;
     *any_h = !c->s.winner_src.fixed_h;

@@ -572,7 +572,8 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                              w->compile.out.len,
                              NULL,
                              0,
-                             w->compile.out.ptx};
+                             w->compile.out.ptx,
+                             NULL};
     *threads = 1;
     *any_h = 0; /* the GPU's nearest-H dispatch: issue 37 */
     return LNTUNE_OK;

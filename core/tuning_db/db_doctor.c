@@ -1,0 +1,51 @@
+/*
+ * db_doctor.c - what `lntune doctor` reports of a tuning database (tuning_db.h): whether
+ * liblntune can open it, may load its code (db_trust.c), knows this machine, and whether every
+ * artifact's code still hashes to the digest recorded when lntune stored it.
+ */
+#include "tuning_db.h"
+
+#include "lntune.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int count_artifact(void *ud, const lntune_artifact *a) {
+    lntune_db_health *h = ud;
+    char why[256];
+    h->artifacts++;
+    if (lntune_artifact_intact(a, why, sizeof why))
+        h->intact++;
+    else if (!h->first_altered[0])
+        snprintf(h->first_altered, sizeof h->first_altered, "%s: %s", a->key, why);
+    return 0;
+}
+
+int lntune_db_doctor(const char *path, lntune_db_health *h) {
+    memset(h, 0, sizeof *h);
+    if (path)
+        snprintf(h->path, sizeof h->path, "%s", path);
+    else if (lntune_db_default_path(h->path, sizeof h->path) != LNTUNE_OK)
+        snprintf(h->path, sizeof h->path, "(no default path: neither $LNTUNE_DB nor $HOME set)");
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
+    snprintf(h->fingerprint, sizeof h->fingerprint, "%s", cpu.fingerprint);
+    lntune_db *db = NULL;
+    int rc = lntune_db_open(h->path, LNTUNE_DB_READONLY, &db);
+    if (rc != LNTUNE_OK) {
+        snprintf(h->open_error, sizeof h->open_error, "%s",
+                 db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+        lntune_db_close(db);
+        return rc;
+    }
+    h->opened = 1;
+    h->trusted = lntune_db_code_trusted(h->path, h->why, sizeof h->why) == LNTUNE_OK;
+    int64_t hw = 0;
+    rc = lntune_db_find_hardware(db, cpu.fingerprint, &hw);
+    h->machine_known = rc == LNTUNE_OK;
+    if (rc == LNTUNE_OK || rc == LNTUNE_ENOTFOUND)
+        rc = lntune_db_each_artifact(db, count_artifact, h);
+    if (rc != LNTUNE_OK) snprintf(h->open_error, sizeof h->open_error, "%s", lntune_db_errmsg(db));
+    lntune_db_close(db);
+    return rc;
+}
