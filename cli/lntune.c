@@ -42,6 +42,9 @@ typedef struct {
     int sm, device;    /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
     int fusion;        /* --residual: LNTUNE_FUSION_* (fusion.h) */
     lntune_shape kind; /* --dtype's types and the fusion, given to every shape (the_shape()) */
+    const char *action;    /* db: export, import or merge */
+    const char *files[64]; /* db: its file arguments */
+    int nfiles;
 } options;
 
 typedef struct {
@@ -444,6 +447,79 @@ static int cmd_doctor(options *o) {
     return problems ? EXIT_FAIL : 0;
 }
 
+/* lntune db export|import|merge: wisdom files (core/tuning_db/db_wisdom.c). */
+static int cmd_db(options *o) {
+    const char *a = o->action ? o->action : "";
+    const int export = strcmp(a, "export") == 0, import = strcmp(a, "import") == 0,
+              merge = strcmp(a, "merge") == 0;
+    if (!export && !import && !merge)
+        return usage_error("lntune db: '%s' is not export, import or merge", a);
+    if ((export || import) && o->nfiles != 1) return usage_error("lntune db %s takes one FILE", a);
+    if (merge && o->nfiles < 2)
+        return usage_error("%s", "lntune db merge takes OUT.db and at least one database to merge");
+    lntune_db *db = NULL;
+    const char *path = merge ? o->files[0] : o->db;
+    int rc = lntune_db_open(path, export ? LNTUNE_DB_READONLY : 0, &db);
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune: %s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+        lntune_db_close(db);
+        return db_exit_code(rc);
+    }
+    if (export) {
+        const int to_stdout = strcmp(o->files[0], "-") == 0;
+        FILE *f = to_stdout ? stdout : fopen(o->files[0], "w");
+        int machines = 0;
+        rc = f ? lntune_db_wisdom_export(db, f, NULL, &machines) : LNTUNE_EIO;
+        if (f && !to_stdout && fclose(f) != 0) rc = LNTUNE_EIO;
+        if (rc == LNTUNE_OK)
+            fprintf(stderr, "lntune: %d machine(s) of %s written to %s (no machine code)\n",
+                    machines, lntune_db_path(db), o->files[0]);
+        else
+            fprintf(stderr, "lntune: db export: %s\n",
+                    f ? lntune_db_errmsg(db) : "cannot open the output file");
+    }
+    for (int i = merge ? 1 : 0; i < o->nfiles && (import || merge) && rc == LNTUNE_OK; ++i) {
+        FILE *f = NULL;
+        if (merge) { /* each database's wisdom, through a temporary file */
+            lntune_db *src = NULL;
+            int machines = 0;
+            f = tmpfile();
+            rc = lntune_db_open(o->files[i], LNTUNE_DB_READONLY, &src);
+            if (rc == LNTUNE_OK && f) rc = lntune_db_wisdom_export(src, f, NULL, &machines);
+            if (rc != LNTUNE_OK)
+                fprintf(stderr, "lntune: %s: %s\n", o->files[i],
+                        src ? lntune_db_errmsg(src) : lntune_errstr(rc));
+            lntune_db_close(src);
+            if (f) rewind(f);
+        } else {
+            f = fopen(o->files[i], "r");
+        }
+        if (rc != LNTUNE_OK) {
+            if (f) fclose(f);
+            break;
+        }
+        if (!f) {
+            fprintf(stderr, "lntune: cannot read %s\n", o->files[i]);
+            rc = LNTUNE_EIO;
+            break;
+        }
+        lntune_wisdom_report r;
+        rc = lntune_db_wisdom_import(db, f, &r);
+        fclose(f);
+        if (rc != LNTUNE_OK) {
+            fprintf(stderr, "lntune: db %s %s: %s (nothing of it imported)\n", a, o->files[i],
+                    lntune_db_errmsg(db));
+            break;
+        }
+        printf("%s: %ld machine(s) (%ld new), %ld measurement(s), %ld winner(s), %ld crossover(s) "
+               "added or updated%s\n",
+               o->files[i], r.machines, r.machines_new, r.measurements, r.best, r.crossovers,
+               r.ignored ? "; records of unknown kinds ignored" : "");
+    }
+    lntune_db_close(db);
+    return rc == LNTUNE_OK ? 0 : rc == LNTUNE_EINVAL ? EXIT_FAIL : db_exit_code(rc);
+}
+
 static const command commands[] = {
     {"tune", cmd_tune, 0,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
@@ -500,6 +576,13 @@ static const command commands[] = {
      "  it opens, that it and its folder belong to this user and nobody else may write them (as\n"
      "  ssh asks of its keys), that it holds results of this machine, and that every artifact's\n"
      "  code hashes to the SHA-256 recorded when lntune stored it. Exit: 0 ok, 1 a problem.\n"},
+    {"db", cmd_db, 0,
+     "lntune db export FILE|- [--db PATH] | db import FILE [--db PATH] | db merge OUT.db DB...\n"
+     "  Tuning wisdom between machines: export writes every machine's measurements, winners\n"
+     "  and crossovers as JSON lines (never machine code); import merges such a file into the\n"
+     "  database in one transaction (a record replaces one with the same key only when newer;\n"
+     "  importing twice changes nothing); merge imports each database DB into OUT.db, every\n"
+     "  machine's records kept apart by fingerprint.\n"},
     {"export", cmd_export, 0,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"
@@ -537,6 +620,12 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i) {
         if (strcmp(name, commands[i].name) != 0) continue;
         options o = {0};
+        /* "lntune db ACTION FILE... [options]": the words before the first option. */
+        if (strcmp(name, "db") == 0) {
+            if (first < argc && argv[first][0] != '-') o.action = argv[first++];
+            while (first < argc && argv[first][0] != '-' && o.nfiles < 64)
+                o.files[o.nfiles++] = argv[first++];
+        }
         int rc = parse_options(argc - first, argv + first, &o);
         if (rc == 0 && o.help)
             fputs(commands[i].usage, stdout);

@@ -117,6 +117,18 @@ dbp=$private/tune.db
 expect 0 "64x96" --shape rows=64,H=96 --op rmsnorm --target cpu --rigor quick --db "$dbp"
 expect 0 "artifact(s) hash to the digest recorded" doctor --db "$dbp"
 expect 0 "ok: it and its folder are this user's" doctor --db "$dbp"
+# Wisdom: export (JSON lines, no code) -> import into an empty database -> the same winner
+# listed; a second import changes nothing; merge keeps both databases' records; junk refused.
+expect 0 "1 machine(s) of $dbp written to $private/w.jsonl (no machine code)" db export "$private/w.jsonl" --db "$dbp"
+if grep -q "artifact\|ELF" "$private/w.jsonl"; then fail "the wisdom file carries code"; else ok "no code in the wisdom file"; fi
+expect 0 "1 machine(s) (1 new)" db import "$private/w.jsonl" --db "$private/imported.db"
+expect 0 "0 measurement(s), 0 winner(s), 0 crossover(s)" db import "$private/w.jsonl" --db "$private/imported.db"
+expect 0 "64x96" show --db "$private/imported.db"
+expect 0 "winner(s)" db merge "$private/merged.db" "$dbp" "$private/imported.db"
+expect 0 "64x96" show --db "$private/merged.db"
+echo '{"lntune_wisdom": 2}' > "$private/future.jsonl"
+expect 1 "not lntune wisdom of version 1" db import "$private/future.jsonl" --db "$private/imported.db"
+expect 2 "is not export, import or merge" db frobnicate
 chmod g+w "$dbp"
 expect 1 "is writable by its group" doctor --db "$dbp"
 chmod g-w "$dbp"

@@ -805,6 +805,53 @@ static void code_digests(void) {
     lntune_db_close(db);
 }
 
+/* Wisdom export: a machine, its measurement, winner and crossover as JSON lines keyed by its
+ * fingerprint, with text escaped; no artifact (neither its bytes nor its key). */
+static void wisdom_export(void) {
+    char p[512], out[600];
+    lntune_db *db = NULL;
+    CHECK_RC(db, lntune_db_open(tpath(p, "wisdom.db"), 0, &db), LNTUNE_OK);
+    int64_t hw = 0;
+    lntune_cpu_info cpu = test_cpu("0000000000000abc");
+    CHECK_RC(db, lntune_db_put_hardware(db, &cpu, "cc", &hw), LNTUNE_OK);
+    lntune_db_key k = {hw, "cpu", "layernorm", "f32", 768, 64, 1};
+    lntune_measurement m = {"vec=8",      "th1", "wrong", "said \"no\"\n",
+                            "secret-key", 1.0,   100.0,   90.0,
+                            110.0,        50.0,  55.0,    1e-7};
+    CHECK_RC(db, lntune_db_put_measurement(db, &k, &m), LNTUNE_OK);
+    static const unsigned char so[] = "ELF-ish bytes";
+    lntune_artifact a = {
+        .key = "secret-key", .source = "s", .symbol = "f", .shared = so, .shared_len = sizeof so};
+    CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
+    lntune_best b = {"vec=8", "secret-key", 2, 64, 100.0, 50.0, 55.0, 1e-7, 300.0, 1, 0};
+    CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 2, 1 << 26, "th1"), LNTUNE_OK);
+    snprintf(out, sizeof out, "%s.jsonl", p);
+    FILE *f = fopen(out, "w");
+    int machines = 0;
+    CHECK_RC(db, lntune_db_wisdom_export(db, f, NULL, &machines), LNTUNE_OK);
+    fclose(f);
+    lntune_db_close(db);
+    CHECK(machines == 1);
+    f = fopen(out, "r");
+    char line[4096];
+    int n = 0, machine = 0, meas = 0, best = 0, cross = 0, code = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        n++;
+        machine +=
+            strstr(line, "\"record\": \"machine\", \"fingerprint\": \"0000000000000abc\"") != NULL;
+        meas += strstr(line, "\"record\": \"measurement\", \"machine\": \"0000000000000abc\"") &&
+                strstr(line, "\"message\": \"said \\\"no\\\"\\n\"") && strstr(line, "\"H\": 768");
+        best += strstr(line, "\"record\": \"best\"") && strstr(line, "\"any_h\": 1") &&
+                strstr(line, "\"threads\": 2");
+        cross += strstr(line, "\"record\": \"crossover\"") && strstr(line, "\"value\": 67108864");
+        code += strstr(line, "secret-key") || strstr(line, "ELF-ish") || strstr(line, "artifact");
+    }
+    if (f) fclose(f);
+    CHECK(n == 5 && machine == 1 && meas == 1 && best == 1 && cross == 1);
+    CHECK(code == 0);
+}
+
 static int copy_h(void *ud, const lntune_best *b) {
     *(int64_t *)ud = b->any_h ? b->H : -b->H;
     return 0;
@@ -1024,6 +1071,7 @@ int main(void) {
     } cases[] = {
         {"schema version is the last schema.sql section", schema_version_is_the_last_section},
         {"artifact code digests: recorded, checked, migrated", code_digests},
+        {"wisdom export: every record of a machine, no code", wisdom_export},
         {"rows buckets have the documented boundaries", rows_bucket_boundaries},
         {"default path: LNTUNE_DB, then XDG_CACHE_HOME, then HOME", default_path_from_environment},
         {"create makes directories, schema, ids and WAL", create_makes_directories_schema_and_wal},

@@ -13,6 +13,7 @@
 #include "hardware.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct lntune_db lntune_db;
@@ -64,6 +65,27 @@ typedef struct lntune_db_health {
 /* Fills h for the database at path (NULL: the default path); LNTUNE_OK when it could be read. */
 int lntune_db_doctor(const char *path, lntune_db_health *h);
 int lntune_db_schema_version(void); /* the version this build writes */
+
+/*
+ * Writes the database as wisdom: JSON lines of every machine (only_fingerprint's, when not
+ * NULL) with its measurements, winners and crossovers, never machine code (db_wisdom.c has the
+ * format). *machines: how many machines were written.
+ */
+int lntune_db_wisdom_export(lntune_db *db, FILE *f, const char *only_fingerprint, int *machines);
+
+/* What lntune_db_wisdom_import did: lines read, and the records it wrote. */
+typedef struct lntune_wisdom_report {
+    long lines, ignored; /* ignored: records of a kind this version does not know */
+    long machines, machines_new, measurements, best, crossovers;
+} lntune_wisdom_report;
+
+/*
+ * Merges wisdom (lntune_db_wisdom_export's lines) into db in one transaction: all of it or,
+ * on any error, nothing. Machines are matched by fingerprint; a record replaces the one with the
+ * same key only when it is newer (measured_at, chosen_at), so importing twice changes nothing.
+ * A replaced winner of another variant loses its artifact: no code comes with wisdom.
+ */
+int lntune_db_wisdom_import(lntune_db *db, FILE *f, lntune_wisdom_report *r);
 
 /* Inserts (or finds) this machine's hardware row; *id receives its row id. */
 int lntune_db_put_hardware(lntune_db *db, const lntune_cpu_info *cpu, const char *compiler,
