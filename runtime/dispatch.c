@@ -301,6 +301,12 @@ static int load_artifact(void *ud, const lntune_artifact *a) {
 /* The tuned kernel named by best, loading its artifact unless an earlier key loaded it. */
 static lntune_kernel_fn tuned_kernel(lntune *ctx, const lntune_best_copy *best, char *err,
                                      size_t errlen) {
+    if (!best->artifact_key[0]) { /* a winner imported as wisdom (db_wisdom.c): no code came */
+        snprintf(err, errlen,
+                 "no compiled kernel here (imported wisdom; lntune --retune on this "
+                 "shape builds it)");
+        return NULL;
+    }
     for (lntune_loaded *l = ctx->loaded; l; l = l->next)
         if (strcmp(l->key, best->artifact_key) == 0) return l->kernel;
     artifact_load load = {ctx, NULL, -1, "", ""};
