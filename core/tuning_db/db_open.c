@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "db_internal.h"
 #include "lntune.h"
+#include "make_dirs.h"
 #include "sha256.h"
 
 #include <errno.h>
@@ -151,27 +152,17 @@ int lntune_db_default_path(char *buf, size_t size) {
 
 /* mkdir -p of the directory holding db->path. */
 static int make_parent_dirs(lntune_db *db) {
-    char *dir = strdup(db->path);
-    if (!dir) return lntune_dbi_fail(db, LNTUNE_ENOMEM, "out of memory");
+    char dir[4096], failed[4096];
+    if (snprintf(dir, sizeof dir, "%s", db->path) >= (int)sizeof dir)
+        return lntune_dbi_fail(db, LNTUNE_EIO, "the database path is too long: %.200s...",
+                               db->path);
     char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = '\0';
-        for (char *p = dir + 1;; ++p) {
-            if (*p != '/' && *p != '\0') continue;
-            char c = *p;
-            *p = '\0';
-            /* 0700: liblntune loads code only from a database in a private folder (db_trust.c) */
-            if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-                int rc = lntune_dbi_fail(db, LNTUNE_EIO, "cannot create directory %s: %s", dir,
-                                         strerror(errno));
-                free(dir);
-                return rc;
-            }
-            if (c == '\0') break;
-            *p = c;
-        }
-    }
-    free(dir);
+    if (!slash || slash == dir) return LNTUNE_OK;
+    *slash = '\0';
+    /* 0700: liblntune loads code only from a database in a private folder (db_trust.c) */
+    if (lntune_make_dirs(dir, 0700, failed, sizeof failed) != 0)
+        return lntune_dbi_fail(db, LNTUNE_EIO, "cannot create directory %s: %s", failed,
+                               strerror(errno));
     return LNTUNE_OK;
 }
 

@@ -15,6 +15,7 @@
 #include "cc.h"
 #include "hardware.h"
 #include "lntune.h"
+#include "make_dirs.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -374,25 +375,13 @@ static void *cache_read(const char *path, size_t *len) {
     return data;
 }
 
-static int mkdir_p(const char *dir) {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return -1;
-    for (char *s = path + 1; *s; ++s) {
-        if (*s != '/') continue;
-        *s = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-        *s = '/';
-    }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /*
  * Stores an object under path: written to a unique temporary file in the same directory, then
  * renamed over path, so a concurrent reader sees the whole old file, the whole new one, or none.
  * Best effort: a cache that cannot be written only costs a recompile next time.
  */
 static void cache_write(const lntune_jit *jit, const char *path, const void *data, size_t len) {
-    if (mkdir_p(jit->cache_dir) != 0) return;
+    if (lntune_make_dirs(jit->cache_dir, 0755, NULL, 0) != 0) return;
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
     if (!tmp) return;

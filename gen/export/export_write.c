@@ -9,6 +9,7 @@
 #include "embedded.h"
 #include "dtypes.h"
 #include "lntune.h"
+#include "make_dirs.h"
 #include "tuning_db.h"
 
 #include <errno.h>
@@ -17,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 void lntune_export_put(lntune_export_buf *b, const char *fmt, ...) {
     va_list ap;
@@ -93,28 +93,14 @@ static const char *const OUTPUT_NAMES[] = {"lntune_kernels.c", "lntune_kernels.h
                                            "lntune_kernels.cu", "lntune_kernels_cuda.h",
                                            "CMakeLists.txt"};
 
-/* mkdir -p path (each new folder 0777 less the umask). */
-static int make_dirs(const char *path, char *msg, size_t msglen) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    for (char *p = dir + 1;; ++p) {
-        if (*p != '/' && *p != '\0') continue;
-        const char c = *p;
-        *p = '\0';
-        struct stat st;
-        if (mkdir(dir, 0777) != 0 &&
-            !(errno == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))) {
-            snprintf(msg, msglen, "cannot create the folder %.900s: %s", dir,
-                     errno == EEXIST ? "a file of that name is in the way" : strerror(errno));
-            return LNTUNE_EIO;
-        }
-        if (c == '\0') return LNTUNE_OK;
-        *p = c;
-    }
-}
-
 int lntune_export_prepare_dir(const char *dir, int cmake, char *msg, size_t msglen) {
-    int rc = make_dirs(dir, msg, msglen);
+    char failed[4096];
+    int rc = LNTUNE_OK;
+    if (lntune_make_dirs(dir, 0777, failed, sizeof failed) != 0) {
+        snprintf(msg, msglen, "cannot create the folder %.900s: %s", failed,
+                 errno == ENOTDIR ? "a file of that name is in the way" : strerror(errno));
+        rc = LNTUNE_EIO;
+    }
     for (size_t i = 0; rc == LNTUNE_OK && i < sizeof OUTPUT_NAMES / sizeof OUTPUT_NAMES[0]; ++i) {
         if (!cmake && strcmp(OUTPUT_NAMES[i], "CMakeLists.txt") == 0) continue;
         char path[4200], head[512];
