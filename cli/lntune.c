@@ -469,7 +469,7 @@ static int cmd_db(options *o) {
         const int to_stdout = strcmp(o->files[0], "-") == 0;
         FILE *f = to_stdout ? stdout : fopen(o->files[0], "w");
         int machines = 0;
-        rc = f ? lntune_db_wisdom_export(db, f, NULL, &machines) : LNTUNE_EIO;
+        rc = f ? lntune_db_wisdom_export(db, f, &machines) : LNTUNE_EIO;
         if (f && !to_stdout && fclose(f) != 0) rc = LNTUNE_EIO;
         if (rc == LNTUNE_OK)
             fprintf(stderr, "lntune: %d machine(s) of %s written to %s (no machine code)\n",
@@ -479,33 +479,16 @@ static int cmd_db(options *o) {
                     f ? lntune_db_errmsg(db) : "cannot open the output file");
     }
     for (int i = merge ? 1 : 0; i < o->nfiles && (import || merge) && rc == LNTUNE_OK; ++i) {
-        FILE *f = NULL;
-        if (merge) { /* each database's wisdom, through a temporary file */
-            lntune_db *src = NULL;
-            int machines = 0;
-            f = tmpfile();
-            rc = lntune_db_open(o->files[i], LNTUNE_DB_READONLY, &src);
-            if (rc == LNTUNE_OK && f) rc = lntune_db_wisdom_export(src, f, NULL, &machines);
-            if (rc != LNTUNE_OK)
-                fprintf(stderr, "lntune: %s: %s\n", o->files[i],
-                        src ? lntune_db_errmsg(src) : lntune_errstr(rc));
-            lntune_db_close(src);
-            if (f) rewind(f);
-        } else {
-            f = fopen(o->files[i], "r");
-        }
-        if (rc != LNTUNE_OK) {
-            if (f) fclose(f);
-            break;
-        }
-        if (!f) {
+        lntune_wisdom_report r;
+        FILE *f = merge ? NULL : fopen(o->files[i], "r");
+        if (import && !f) {
             fprintf(stderr, "lntune: cannot read %s\n", o->files[i]);
             rc = LNTUNE_EIO;
             break;
         }
-        lntune_wisdom_report r;
-        rc = lntune_db_wisdom_import(db, f, &r);
-        fclose(f);
+        rc = merge ? lntune_db_wisdom_merge(db, o->files[i], &r)
+                   : lntune_db_wisdom_import(db, f, &r);
+        if (f) fclose(f);
         if (rc != LNTUNE_OK) {
             fprintf(stderr, "lntune: db %s %s: %s (nothing of it imported)\n", a, o->files[i],
                     lntune_db_errmsg(db));
@@ -517,7 +500,7 @@ static int cmd_db(options *o) {
                r.ignored ? "; records of unknown kinds ignored" : "");
     }
     lntune_db_close(db);
-    return rc == LNTUNE_OK ? 0 : rc == LNTUNE_EINVAL ? EXIT_FAIL : db_exit_code(rc);
+    return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
 static const command commands[] = {

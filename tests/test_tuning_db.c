@@ -829,7 +829,7 @@ static void wisdom_export(void) {
     snprintf(out, sizeof out, "%s.jsonl", p);
     FILE *f = fopen(out, "w");
     int machines = 0;
-    CHECK_RC(db, lntune_db_wisdom_export(db, f, NULL, &machines), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_wisdom_export(db, f, &machines), LNTUNE_OK);
     fclose(f);
     lntune_db_close(db);
     CHECK(machines == 1);

@@ -75,10 +75,9 @@ static void put_columns(FILE *f, sqlite3_stmt *st, int first) {
     }
 }
 
-/* Writes each row of "SELECT h.fingerprint, COLUMNS FROM table JOIN hardware h ..." for one
- * machine as a record line. */
+/* Writes each row of table's columns for machine hw (fingerprint fp) as a record line. */
 static int put_table(lntune_db *db, FILE *f, const char *record, const char *table,
-                     const char *columns, int64_t hw) {
+                     const char *columns, int64_t hw, const char *fp) {
     char sql[1024];
     snprintf(sql, sizeof sql, "SELECT %s FROM %s WHERE hardware_id = ?1 ORDER BY rowid", columns,
              table);
@@ -89,8 +88,8 @@ static int put_table(lntune_db *db, FILE *f, const char *record, const char *tab
     int src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         fprintf(f, "{\"record\": \"%s\", \"machine\": ", record);
-        put_string(f, (const char *)sqlite3_column_text(st, 0));
-        put_columns(f, st, 1);
+        put_string(f, fp);
+        put_columns(f, st, 0);
         fputs("}\n", f);
     }
     sqlite3_finalize(st);
@@ -98,7 +97,12 @@ static int put_table(lntune_db *db, FILE *f, const char *record, const char *tab
     return LNTUNE_OK;
 }
 
-int lntune_db_wisdom_export(lntune_db *db, FILE *f, const char *only_fingerprint, int *machines) {
+int lntune_db_wisdom_export(lntune_db *db, FILE *f, int *machines) {
+    static const struct {
+        const char *record, *table, *columns;
+    } tables[] = {{"measurement", "measurements", MEASUREMENT_COLUMNS},
+                  {"best", "best", BEST_COLUMNS},
+                  {"crossover", "crossovers", CROSSOVER_COLUMNS}};
     *machines = 0;
     if (!db || !db->sq || !f) return LNTUNE_EINVAL;
     char sql[512];
@@ -107,26 +111,16 @@ int lntune_db_wisdom_export(lntune_db *db, FILE *f, const char *only_fingerprint
     if (sqlite3_prepare_v2(db->sq, sql, -1, &st, NULL) != SQLITE_OK)
         return lntune_dbi_sqlfail(db, "cannot read the machines to export");
     fprintf(f, "{\"lntune_wisdom\": 1, \"schema\": %d}\n", lntune_db_schema_version());
-    int rc = LNTUNE_OK, src;
-    while (rc == LNTUNE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *fp = (const char *)sqlite3_column_text(st, 1);
-        if (only_fingerprint && (!fp || strcmp(fp, only_fingerprint) != 0)) continue;
+    int rc = LNTUNE_OK;
+    while (rc == LNTUNE_OK && sqlite3_step(st) == SQLITE_ROW) {
         const int64_t hw = sqlite3_column_int64(st, 0);
+        const char *fp = (const char *)sqlite3_column_text(st, 1); /* NOT NULL in the schema */
         fputs("{\"record\": \"machine\"", f);
         put_columns(f, st, 1);
         fputs("}\n", f);
         (*machines)++;
-        char cols[512];
-        static const struct {
-            const char *record, *table, *columns;
-        } tables[] = {{"measurement", "measurements", MEASUREMENT_COLUMNS},
-                      {"best", "best", BEST_COLUMNS},
-                      {"crossover", "crossovers", CROSSOVER_COLUMNS}};
-        for (size_t t = 0; rc == LNTUNE_OK && t < sizeof tables / sizeof tables[0]; ++t) {
-            snprintf(cols, sizeof cols, "(SELECT fingerprint FROM hardware WHERE id = ?1), %s",
-                     tables[t].columns);
-            rc = put_table(db, f, tables[t].record, tables[t].table, cols, hw);
-        }
+        for (size_t t = 0; rc == LNTUNE_OK && t < sizeof tables / sizeof tables[0]; ++t)
+            rc = put_table(db, f, tables[t].record, tables[t].table, tables[t].columns, hw, fp);
     }
     sqlite3_finalize(st);
     if (rc == LNTUNE_OK && ferror(f))
@@ -394,5 +388,25 @@ int lntune_db_wisdom_import(lntune_db *db, FILE *f, lntune_wisdom_report *r) {
     if (rc != LNTUNE_OK) sqlite3_exec(db->sq, "ROLLBACK", NULL, NULL, NULL);
     free(o);
     free(line);
+    return rc;
+}
+
+int lntune_db_wisdom_merge(lntune_db *db, const char *src_path, lntune_wisdom_report *r) {
+    memset(r, 0, sizeof *r);
+    lntune_db *src = NULL;
+    int machines = 0;
+    FILE *f = tmpfile(); /* the other database's wisdom, then imported as a file would be */
+    int rc = f ? lntune_db_open(src_path, LNTUNE_DB_READONLY, &src)
+               : lntune_dbi_fail(db, LNTUNE_EIO, "no temporary file for %s's wisdom", src_path);
+    if (f && rc != LNTUNE_OK)
+        lntune_dbi_fail(db, rc, "%s", src ? lntune_db_errmsg(src) : lntune_errstr(rc));
+    else if (f && (rc = lntune_db_wisdom_export(src, f, &machines)) != LNTUNE_OK)
+        lntune_dbi_fail(db, rc, "%s", lntune_db_errmsg(src));
+    lntune_db_close(src);
+    if (rc == LNTUNE_OK) {
+        rewind(f);
+        rc = lntune_db_wisdom_import(db, f, r);
+    }
+    if (f) fclose(f);
     return rc;
 }

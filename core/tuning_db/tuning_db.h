@@ -67,11 +67,11 @@ int lntune_db_doctor(const char *path, lntune_db_health *h);
 int lntune_db_schema_version(void); /* the version this build writes */
 
 /*
- * Writes the database as wisdom: JSON lines of every machine (only_fingerprint's, when not
- * NULL) with its measurements, winners and crossovers, never machine code (db_wisdom.c has the
- * format). *machines: how many machines were written.
+ * Writes the database as wisdom: JSON lines of every machine with its measurements, winners and
+ * crossovers, never machine code (db_wisdom.c has the format). *machines: how many machines were
+ * written.
  */
-int lntune_db_wisdom_export(lntune_db *db, FILE *f, const char *only_fingerprint, int *machines);
+int lntune_db_wisdom_export(lntune_db *db, FILE *f, int *machines);
 
 /* What lntune_db_wisdom_import did: lines read, and the records it wrote. */
 typedef struct lntune_wisdom_report {
@@ -86,6 +86,10 @@ typedef struct lntune_wisdom_report {
  * A replaced winner of another variant loses its artifact: no code comes with wisdom.
  */
 int lntune_db_wisdom_import(lntune_db *db, FILE *f, lntune_wisdom_report *r);
+
+/* Imports the wisdom of the database at src_path (opened read-only) into db, as above; a
+ * failure to read src_path leaves its message on db. */
+int lntune_db_wisdom_merge(lntune_db *db, const char *src_path, lntune_wisdom_report *r);
 
 /* Inserts (or finds) this machine's hardware row; *id receives its row id. */
 int lntune_db_put_hardware(lntune_db *db, const lntune_cpu_info *cpu, const char *compiler,

@@ -93,7 +93,7 @@ void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t st
 }
 
 /*
- * How candidate i is timed, from one call of it (after one untimed call): calls shorter than
+ * How candidate i is timed, from its fastest first calls (plan_sample): calls shorter than
  * WARM_CALL_NS are timed warm, after untimed calls of the same kernel, so that each sample sees
  * the caches as a loop of calls leaves them (bench/ and an app see that, not what the previous
  * candidate left: one with non-temporal stores leaves y out of the caches, and its stores still
