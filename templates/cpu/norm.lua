@@ -73,16 +73,26 @@ local PDENSITIES = { 4, 8, 1 }
 -- fp32-into-double sums for RMSNorm (both exact to a few ulps at any H), H read at run time, plain
 -- stores, one thread (threads are the caller's business). All-bf16 calls take the even/odd layout
 -- (bf16 widened by a shift or a mask, no lane shuffles); with level.native_f16, tuples with fp16 x,
--- y or gamma/beta convert natively (F16C). level.streaming, for calls whose data exceed the cache,
--- stores y non-temporally and prefetches the next row (prefetch=2), each line 4 times (the first
--- pdensity: 8.7% faster than once at 2048 x 4096 fp32, both ops, Zen 4), and in fused calls the
--- residual's next row too (rprefetch=1: 10-58% for bf16 Add & Norm, Zen 4); residual_out stays
--- plain (rstore's first value: on a Zen 3, non-temporal residual_out was 2-9% faster at H =
--- 1024-4096 but 1.4-1.6x slower at H = 768 and 776).
+-- y or gamma/beta convert natively (F16C).
+-- Every copy prefetches the next row once per line, and accumulates its statistics while it
+-- normalizes this one (prefetch=1, overlap=1): on an Intel Xeon (AVX-512, 2 cores, 2026-12-06)
+-- without it LayerNorm's built-in ran at 0.67-0.82x of the copy at 2048x4096, 1024x8192 and
+-- 256x16384 and 0.75x at 4096x777, with it 0.88-1.00x; RMSNorm gained 2-8%; only cache-resident
+-- calls (8x4096) lost 3-7%, and those are the ones a tuned nearby bucket serves.
+-- level.streaming, for calls whose data exceed the cache, stores y non-temporally; LayerNorm
+-- prefetches the next row in halves instead (prefetch=2: 0.74x of the copy at 32768x4096 against
+-- 0.68x with overlap=1, where RMSNorm's overlap=1 reached 0.89x against 0.80x). One prefetch per
+-- line (pdensity=1): 4 per line ran 0.65x and 0.72x there (Xeon). On a Zen 4, 4 per line had been
+-- 8.7% faster at 2048 x 4096 with prefetch=2: the built-in follows the machine lntune is measured
+-- on, the tuner picks per machine. In fused calls the residual's next row is prefetched too
+-- (rprefetch=1: 10-58% for bf16 Add & Norm, Zen 4); residual_out stays plain (rstore's first
+-- value: on a Zen 3, non-temporal residual_out was 2-9% faster at H = 1024-4096 but 1.4-1.6x
+-- slower at H = 768 and 776).
 local function builtin_preset(layernorm, level)
     return function(_, shape)
         local t = shape.types or {}
         local f16 = t.x == "f16" or t.y == "f16" or t.params == "f16"
+        local halves = level.streaming and layernorm
         return {
             vec = level.vec,
             acc = 2,
@@ -93,7 +103,9 @@ local function builtin_preset(layernorm, level)
             store = level.streaming and "nt" or "plain",
             convert = (level.native_f16 and f16) and "native" or nil,
             layout = evenodd_applies(shape) and "evenodd" or nil,
-            prefetch = level.streaming and 2 or 0,
+            prefetch = halves and 2 or 1,
+            pdensity = 1,
+            overlap = not halves and 1 or nil,
             rprefetch = (level.streaming and shape.fusion) and 1 or nil,
             threads = 1,
         }
