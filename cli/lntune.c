@@ -13,6 +13,7 @@
 #include "gen_text.h"
 #include "generator.h"
 #include "lntune.h"
+#include "rebuild.h"
 #include "shape.h"
 #include "time_variants.h"
 #include "tune_job.h"
@@ -42,6 +43,7 @@ typedef struct {
     int sm, device;    /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
     int fusion;        /* --residual: LNTUNE_FUSION_* (fusion.h) */
     lntune_shape kind; /* --dtype's types and the fusion, given to every shape (the_shape()) */
+    const char *seed_from; /* tune --seed-from: another machine's wisdom or database */
     const char *action;    /* db: export, import or merge */
     const char *files[64]; /* db: its file arguments */
     int nfiles;
@@ -89,7 +91,7 @@ static const option_spec option_specs[] = {
     NUM("--seconds", seconds, 1, 3600, "--seconds needs a whole number from 1 to 3600"),
     OPT("--op", TEXT, op),           OPT("--db", TEXT, db),           OPT("--out", TEXT, out),
     OPT("--gpu", TEXT, gpu),         OPT("--rigor", TEXT, rigor),     OPT("--target", TEXT, target),
-    OPT("--symbol", TEXT, symbol),   OPT("--dtype", TEXT, dtype),
+    OPT("--symbol", TEXT, symbol),   OPT("--dtype", TEXT, dtype),     OPT("--seed-from", TEXT, seed_from),
     OPT("--variant", VARIANT, variants), OPT("--shape", SHAPE, shapes)};
 /* clang-format on */
 
@@ -272,12 +274,12 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
                    "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
                    "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
                    "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
-                   "\"from_db\": %s}",
+                   "\"from_db\": %s, \"rebuilt\": %s, \"seeds\": %d}",
                    i ? "," : "", r[i].target, r[i].op, w.direction, r[i].dtype,
                    (long long)r[i].rows, (long long)r[i].H, r[i].variant, w.time_us, r[i].gbps,
                    r[i].copy_gbps, w.ratio_to_copy, w.speedup_over_naive, r[i].max_error,
                    r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
-                   r[i].from_db ? "true" : "false");
+                   r[i].from_db ? "true" : "false", r[i].rebuilt ? "true" : "false", r[i].seeds);
             continue;
         }
         if (i == 0 || strcmp(r[i].target, r[i - 1].target) != 0)
@@ -313,18 +315,25 @@ static int cmd_tune(options *o) {
     lntune_tune_progress_state progress = {isatty(2), ""};
     /* SIGINT, SIGTERM: the tuner saves what it has done and stops */
     const volatile sig_atomic_t *stop = lntune_tune_stop_on_signals();
-    const lntune_tune_request req = {o->db,      o->op,         o->target, o->rigor,   o->shapes,
-                                     o->nshapes, o->backward,   o->device, o->threads, o->retune,
-                                     o->force,   show_progress, &progress, stop,       0};
+    const lntune_tune_request req = {o->db,      o->op,      o->target,   o->rigor,
+                                     o->shapes,  o->nshapes, o->backward, o->device,
+                                     o->threads, o->retune,  o->force,    show_progress,
+                                     &progress,  stop,       0,           o->seed_from};
     lntune_tune_job job;
     char err[1024] = "";
     if (lntune_tune_job_init(&job, &req, err, sizeof err) != LNTUNE_OK)
         return usage_error("%s", err);
+    if (lntune_tune_job_seed(&job, &req, err, sizeof err) != LNTUNE_OK) {
+        fprintf(stderr, "lntune: %s\n", err);
+        lntune_tune_job_end(&job);
+        return EXIT_FAIL;
+    }
     lntune_tune_job_find_cuda(&job, err, sizeof err);
     if (err[0]) fprintf(stderr, "lntune: %s\n", err);
     lntune_tune_result *r = NULL;
     size_t n = 0;
     int rc = lntune_tune_job_run(&job, &r, &n, err, sizeof err), saved, missing;
+    lntune_tune_job_end(&job);
     const int sig = *stop;
     if (progress.tty) fprintf(stderr, "\r%*s\r", 110, "");
     lntune_tune_results_count(r, n, &saved, &missing);
@@ -447,6 +456,29 @@ static int cmd_doctor(options *o) {
     return problems ? EXIT_FAIL : 0;
 }
 
+/* After db import: this CPU's winners get their code compiled and verified here (rebuild.h). */
+static int rebuild_imported(const options *o) {
+    lntune_rebuild_report r;
+    char err[1024] = "";
+    const int rc = lntune_rebuild_imported(o->db, o->threads, &r, err, sizeof err);
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune: db import: the records are in, building their code failed: %s\n",
+                err);
+        return rc;
+    }
+    if (r.considered > 0)
+        printf("this machine: %d winner(s) compiled and verified here from the local templates, "
+               "%d stale (measured by another template or toolchain), %d not valid or wrong here"
+               "%s%s%s\n",
+               r.rebuilt, r.stale, r.failed, r.first_stale[0] ? " (first: " : "", r.first_stale,
+               r.first_stale[0] ? "; lntune --shape tunes it again)" : "");
+    if (r.other > 0)
+        printf("%d GPU winner(s) without code: lntune --target cuda --shape ... builds them on "
+               "the device\n",
+               r.other);
+    return LNTUNE_OK;
+}
+
 /* lntune db export|import|merge: wisdom files (core/tuning_db/db_wisdom.c). */
 static int cmd_db(options *o) {
     const char *a = o->action ? o->action : "";
@@ -500,6 +532,7 @@ static int cmd_db(options *o) {
                r.ignored ? "; records of unknown kinds ignored" : "");
     }
     lntune_db_close(db);
+    if (import && rc == LNTUNE_OK) rc = rebuild_imported(o);
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
@@ -507,7 +540,7 @@ static const command commands[] = {
     {"tune", cmd_tune, 0,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
      "              [--device N] [--threads N] [--rigor quick|measure|exhaustive] [--db PATH]\n"
-     "              [--dtype T] [--backward] [--retune] [--force] [--json]\n"
+     "              [--dtype T] [--backward] [--retune] [--force] [--json] [--seed-from FILE]\n"
      "  Tunes LayerNorm and RMSNorm (or --op) fp32 for each shape: generates, compiles, verifies\n"
      "  and times the variants, and stores every result in the database ($LNTUNE_DB, else\n"
      "  ~/.cache/lntune/tune.db). The target is every device found (the CPU, and CUDA device\n"
@@ -519,6 +552,10 @@ static const command commands[] = {
      "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"
      "  not SQLite, another application's, newer) is never touched; --force moves it to\n"
      "  PATH.bak and starts a new one. Ctrl-C keeps every measurement taken; rerun to resume.\n"
+     "  --seed-from FILE: another machine's results (lntune db export's wisdom, or a tuning\n"
+     "  database) give a head start: the search starts from its fastest variants of each op\n"
+     "  and shape and sweeps each knob once from there, instead of the rigor's search.\n"
+     "  A stored winner without its code (imported wisdom) is compiled and verified here.\n"
      "  Exit: 0 ok, 1 failed, 2 bad usage, 3 database refused or unwritable, 130/143 signal.\n"},
     {"show", cmd_show, 0,
      "lntune show [--db PATH] [--all] [--json]\n"
@@ -564,7 +601,9 @@ static const command commands[] = {
      "  Tuning wisdom between machines: export writes every machine's measurements, winners\n"
      "  and crossovers as JSON lines (never machine code); import merges such a file into the\n"
      "  database in one transaction (a record replaces one with the same key only when newer;\n"
-     "  importing twice changes nothing); merge imports each database DB into OUT.db, every\n"
+     "  importing twice changes nothing), then compiles and verifies here the winners it holds\n"
+     "  for this machine (stale ones, of other templates, are left to tune again); merge imports "
+     "each database DB into OUT.db, every\n"
      "  machine's records kept apart by fingerprint.\n"},
     {"export", cmd_export, 0,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"

@@ -303,8 +303,8 @@ static lntune_kernel_fn tuned_kernel(lntune *ctx, const lntune_best_copy *best, 
                                      size_t errlen) {
     if (!best->artifact_key[0]) { /* a winner imported as wisdom (db_wisdom.c): no code came */
         snprintf(err, errlen,
-                 "no compiled kernel here (imported wisdom; lntune --retune on this "
-                 "shape builds it)");
+                 "no compiled kernel here (imported wisdom of another machine, or stale; "
+                 "lntune --shape of this shape builds it)");
         return NULL;
     }
     for (lntune_loaded *l = ctx->loaded; l; l = l->next)

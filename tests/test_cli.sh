@@ -124,6 +124,19 @@ if grep -q "artifact\|ELF" "$private/w.jsonl"; then fail "the wisdom file carrie
 expect 0 "1 machine(s) (1 new)" db import "$private/w.jsonl" --db "$private/imported.db"
 expect 0 "0 measurement(s), 0 winner(s), 0 crossover(s)" db import "$private/w.jsonl" --db "$private/imported.db"
 expect 0 "64x96" show --db "$private/imported.db"
+# Import rebuilds: this machine's winner is compiled and verified here, and a rerun of the
+# shape reads it back with its code; --seed-from starts a search from the wisdom's variants.
+expect 0 "1 winner(s) compiled and verified here" db import "$private/w.jsonl" --db "$private/rebuilt.db"
+expect 0 '"from_db": true, "rebuilt": false' --shape rows=64,H=96 --op rmsnorm --target cpu --rigor quick --db "$private/rebuilt.db" --json
+seeded=$("$lntune" --shape rows=64,H=96 --op rmsnorm --target cpu --db "$private/seeded.db" --seed-from "$private/w.jsonl" --json 2>&1)
+if grep -q '"seeds": [1-6]}' <<<"$seeded" && ! ls -d "${TMPDIR:-/tmp}"/lntune-seed-* 2>/dev/null | grep -q .; then
+    ok "--seed-from: the search started from $(grep -o '"seeds": [0-9]*' <<<"$seeded"), its temporary database removed"
+else
+    fail "--seed-from: ${seeded:0:400}"
+fi
+expect 1 "--seed-from: cannot read" --shape rows=64,H=96 --op rmsnorm --target cpu --db "$private/seeded.db" --seed-from "$private/missing.jsonl"
+echo '{"lntune_wisdom": 7}' > "$private/junk.jsonl"
+expect 1 "not lntune wisdom of version 1" --shape rows=64,H=96 --op rmsnorm --target cpu --db "$private/seeded.db" --seed-from "$private/junk.jsonl"
 expect 0 "winner(s)" db merge "$private/merged.db" "$dbp" "$private/imported.db"
 expect 0 "64x96" show --db "$private/merged.db"
 echo '{"lntune_wisdom": 2}' > "$private/future.jsonl"

@@ -10,6 +10,8 @@
  *     a later knob), and no slower one;
  *   - the fastest of each knob value 25% to 60% behind is timed once more (and only it): one slow
  *     first figure (a phase of the host) does not keep a value out of the leaders;
+ *   - a seeded search (another machine's winners as the start) finds the best with fewer
+ *     evaluations than measure;
  *   - every variant failing: nothing is found.
  */
 #include "check.h"
@@ -144,6 +146,24 @@ int main(void) {
           "measure on a grid: %s, %d of %zu variants evaluated, again: %d of the two 28s and "
           "%d others",
           best < n ? grid[best] : "none", seen, n, twice, others);
+    /* Seeded (lntune --seed-from): from another machine's a=2,b=1,c=1 (one knob off the best)
+     * and an index out of range (skipped), one sweep finds the best, evaluating fewer variants
+     * than measure did from the naive one. */
+    const int measured = seen;
+    memset(&f, 0, sizeof f);
+    f.times = grid_ns;
+    lntune_space *gs = NULL;
+    const size_t seeds[2] = {3 * 2 * 2 + 2 * 1 + 1, 999};
+    size_t seeded_top[4], found = 0;
+    if (lntune_space_create((char *const *)grid, n, &gs) == LNTUNE_OK)
+        found = lntune_search_from(gs, seeds, 2, evaluate, &f, seeded_top, 4);
+    lntune_space_destroy(gs);
+    seen = 0;
+    for (size_t i = 0; i < n; ++i) seen += f.evaluated[i] > 0;
+    CHECK(found > 0 && seeded_top[0] == want && f.evaluated[seeds[0]] >= 1 && f.evaluated[0] >= 1 &&
+              seen < measured,
+          "seeded search on a grid: %s, %d variants evaluated (measure: %d)",
+          found ? grid[seeded_top[0]] : "none", seen, measured);
     best = search(grid, grid_ns, n, LNTUNE_RIGOR_EXHAUSTIVE, &f);
     seen = twice = 0;
     for (size_t i = 0; i < n; ++i) seen += f.evaluated[i] > 0, twice += f.evaluated[i] > 1;

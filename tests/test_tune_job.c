@@ -81,7 +81,7 @@ static void check_job(void) {
     int progress_ud;
     const volatile sig_atomic_t flag = 0;
     lntune_tune_request q = {"x.db", NULL, NULL, NULL, &s,           1,     1, 3,
-                             2,      1,    1,    NULL, &progress_ud, &flag, 0};
+                             2,      1,    1,    NULL, &progress_ud, &flag, 0, NULL};
     lntune_tune_job job;
     char err[1024] = "";
     int rc = lntune_tune_job_init(&job, &q, err, sizeof err);

@@ -221,8 +221,12 @@ int main(void) {
           b.ok, b.wrong, b.failed, bwd_best);
     const char *bad_ops[] = {"layernorm_sideways"};
     lntune_shape bad_shape = {.rows = 8, .H = 64};
-    lntune_tune_config bad = {db, bad_ops, 1,    &bad_shape, 1, 0, LNTUNE_RIGOR_QUICK,
-                              0,  NULL,    NULL, NULL,       0};
+    lntune_tune_config bad = {.db_path = db,
+                              .ops = bad_ops,
+                              .nops = 1,
+                              .shapes = &bad_shape,
+                              .nshapes = 1,
+                              .rigor = LNTUNE_RIGOR_QUICK};
     lntune_tune_result *none = NULL;
     size_t nnone = 0;
     char err[256] = "";

@@ -375,6 +375,34 @@ int lntune_db_each_measurement(lntune_db *db, const lntune_db_key *key, const ch
     return finish(db, st, src, "cannot read the measurements");
 }
 
+int lntune_db_each_seed(lntune_db *db, const lntune_db_key *key, int max,
+                        int (*cb)(void *ud, const char *variant), void *ud) {
+    sqlite3_stmt *st;
+    int rc = not_open(db);
+    if (rc || (rc = check_key(db, key, "each_seed"))) return rc;
+    if (!cb) return lntune_dbi_fail(db, LNTUNE_EINVAL, "each_seed: NULL callback");
+    /* The winners of the nearest row count first (chosen by the final re-time), then the fastest
+     * correct measurements there, each variant once; every machine but hardware ?1. */
+    rc = prepare(db,
+                 "WITH near AS (SELECT rows FROM measurements WHERE hardware_id != ?1 AND "
+                 "target = ?2 AND op = ?3 AND dtype = ?4 AND H = ?5 AND affine = ?7 AND "
+                 "status = 'ok' ORDER BY abs(rows - ?6), rows DESC LIMIT 1), "
+                 "ranked AS (SELECT variant, 0 AS pass, median_ns AS t FROM best WHERE "
+                 "hardware_id != ?1 AND target = ?2 AND op = ?3 AND dtype = ?4 AND H = ?5 AND "
+                 "affine = ?7 AND tuned_rows = (SELECT rows FROM near) UNION ALL SELECT variant, "
+                 "1, median_ns FROM measurements WHERE hardware_id != ?1 AND target = ?2 AND "
+                 "op = ?3 AND dtype = ?4 AND H = ?5 AND affine = ?7 AND status = 'ok' AND "
+                 "median_ns IS NOT NULL AND rows = (SELECT rows FROM near)) "
+                 "SELECT variant FROM ranked GROUP BY variant ORDER BY min(pass), min(t) LIMIT ?8",
+                 &st);
+    if (rc) return rc;
+    int src = bind_int(st, 8, max, bind_key(st, key, key->rows));
+    if (src == SQLITE_OK)
+        while ((src = sqlite3_step(st)) == SQLITE_ROW)
+            if (cb(ud, col_text(st, 0))) break;
+    return finish(db, st, src, "cannot read the seeds");
+}
+
 /* ---- artifacts ---- */
 
 int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a) {

@@ -151,6 +151,14 @@ int lntune_db_put_measurement(lntune_db *db, const lntune_db_key *key, const lnt
 int lntune_db_each_measurement(lntune_db *db, const lntune_db_key *key, const char *template_hash,
                                int (*cb)(void *ud, const lntune_measurement *m), void *ud);
 
+/*
+ * A head start for tuning key on another machine (lntune --seed-from): up to max variants that
+ * machines other than key's hardware_id measured fastest for key's target, op, dtype, H and
+ * affine at the row count nearest key's, their winners first; cb gets each in turn.
+ */
+int lntune_db_each_seed(lntune_db *db, const lntune_db_key *key, int max,
+                        int (*cb)(void *ud, const char *variant), void *ud);
+
 /* A compiled kernel: the source and its object and shared-object bytes. */
 typedef struct lntune_artifact {
     const char *key; /* hash of source, flags and compiler version */

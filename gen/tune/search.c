@@ -18,6 +18,9 @@ enum { MAX_PARAMS = 32, MAX_VALUES = 64, EXHAUSTIVE_CHUNK = 64 };
 static const double LEADER_WINDOW = 1.25;  /* see leaders() */
 static const double RECHECK_WINDOW = 1.60; /* see recheck() */
 enum { MAX_LEADERS = 64 };
+/* The beam a seeded search (lntune_search_from) sweeps from: the best two seeds, since the best
+ * one of another machine may sit on a knob value this machine times slower. */
+enum { SEEDED_BEAM = 2 };
 
 struct lntune_space {
     size_t n;
@@ -275,6 +278,37 @@ static void recheck(const lntune_space *s, lntune_evaluate_fn evaluate, void *ud
         if (results[k] < times[cand[k]]) times[cand[k]] = results[k];
 }
 
+/*
+ * Coordinate descent from the fastest beam_width variants timed so far: for up to sweeps sweeps,
+ * each knob in turn, every neighbour of the beam along it is evaluated and the beam becomes the
+ * fastest beam_width variants seen; it stops early when a sweep leaves the beam as it was.
+ */
+static void descend(const lntune_space *s, lntune_evaluate_fn evaluate, void *ud, double *times,
+                    size_t *cand, size_t *scratch, double *results, size_t beam_width, int sweeps) {
+    size_t beam[4] = {0}, previous[4];
+    size_t nbeam = fastest(s, times, beam, beam_width);
+    if (nbeam == 0) nbeam = 1;
+    for (int sweep = 0; sweep < sweeps; ++sweep) {
+        size_t nprev = nbeam;
+        memcpy(previous, beam, sizeof beam);
+        /*
+         * Last knob first: the templates declare the knobs of the code's shape first (vec, acc,
+         * ...) and those of the memory traffic and launch last (store, prefetch, threads).
+         * Settled first, the latter put the machine in the regime where the former are then
+         * told apart (at one thread with plain stores, vec=8 and vec=16 time alike; at two with
+         * non-temporal ones, 6% apart).
+         */
+        for (int p = s->nparams - 1; p >= 0; --p) {
+            size_t n = 0;
+            for (size_t b = 0; b < nbeam; ++b) n = neighbors(s, beam[b], p, cand, n);
+            evaluate_new(evaluate, ud, times, cand, n, scratch, results);
+            size_t got = fastest(s, times, beam, beam_width);
+            nbeam = got ? got : 1;
+        }
+        if (nbeam == nprev && memcmp(beam, previous, nbeam * sizeof *beam) == 0) break;
+    }
+}
+
 size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_fn evaluate,
                      void *ud, size_t *top, size_t max_top) {
     double *times = malloc(s->n * sizeof *times), *results = malloc(s->n * sizeof *results);
@@ -289,31 +323,33 @@ size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_
             evaluate_new(evaluate, ud, times, cand, m, scratch, results);
         }
     } else {
-        const size_t beam_width = rigor == LNTUNE_RIGOR_QUICK ? 1 : 4;
-        const int sweeps = rigor == LNTUNE_RIGOR_QUICK ? 1 : 3;
-        size_t beam[4] = {0}, nbeam = 1, previous[4];
         cand[0] = 0; /* the naive variant: every knob at its first value */
         evaluate_new(evaluate, ud, times, cand, 1, scratch, results);
-        for (int sweep = 0; sweep < sweeps; ++sweep) {
-            size_t nprev = nbeam;
-            memcpy(previous, beam, sizeof beam);
-            /*
-             * Last knob first: the templates declare the knobs of the code's shape first (vec,
-             * acc, ...) and those of the memory traffic and launch last (store, prefetch,
-             * threads). Settled first, the latter put the machine in the regime where the
-             * former are then told apart (at one thread with plain stores, vec=8 and vec=16 time
-             * alike; at two with non-temporal ones, 6% apart).
-             */
-            for (int p = s->nparams - 1; p >= 0; --p) {
-                size_t n = 0;
-                for (size_t b = 0; b < nbeam; ++b) n = neighbors(s, beam[b], p, cand, n);
-                evaluate_new(evaluate, ud, times, cand, n, scratch, results);
-                size_t got = fastest(s, times, beam, beam_width);
-                nbeam = got ? got : 1;
-            }
-            if (nbeam == nprev && memcmp(beam, previous, nbeam * sizeof *beam) == 0) break;
-        }
+        const int quick = rigor == LNTUNE_RIGOR_QUICK;
+        descend(s, evaluate, ud, times, cand, scratch, results, quick ? 1 : 4, quick ? 1 : 3);
     }
+    recheck(s, evaluate, ud, times, cand, results);
+    found = leaders(s, times, top, max_top);
+done:
+    free(times);
+    free(results);
+    free(cand);
+    free(scratch);
+    return found;
+}
+
+size_t lntune_search_from(const lntune_space *s, const size_t *seeds, size_t nseeds,
+                          lntune_evaluate_fn evaluate, void *ud, size_t *top, size_t max_top) {
+    double *times = malloc(s->n * sizeof *times), *results = malloc(s->n * sizeof *results);
+    size_t *cand = malloc(s->n * sizeof *cand), *scratch = malloc(s->n * sizeof *scratch);
+    size_t found = 0, n = 0;
+    if (!times || !results || !cand || !scratch) goto done;
+    for (size_t i = 0; i < s->n; ++i) times[i] = NAN;
+    for (size_t k = 0; k < nseeds; ++k)
+        if (seeds[k] < s->n) n = append_new(cand, n, seeds[k]);
+    n = append_new(cand, n, 0); /* the naive variant: a start that is always there */
+    evaluate_new(evaluate, ud, times, cand, n, scratch, results);
+    descend(s, evaluate, ud, times, cand, scratch, results, SEEDED_BEAM, 1);
     recheck(s, evaluate, ud, times, cand, results);
     found = leaders(s, times, top, max_top);
 done:

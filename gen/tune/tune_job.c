@@ -1,12 +1,14 @@
 /*
  * tune_job.c - `lntune [tune]`'s job (see tune_job.h).
  */
+#define _GNU_SOURCE /* mkdtemp */
 #include "tune_job.h"
 
 #include "cuda_devices.h"
 #include "fusion.h"
 #include "lntune.h"
 #include "reference.h"
+#include "tuning_db.h"
 #ifdef LNTUNE_HAVE_CUDA
 #include "cuda_tuner.h"
 #endif
@@ -102,6 +104,56 @@ int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, c
     return LNTUNE_OK;
 }
 
+int lntune_tune_job_seed(lntune_tune_job *job, const lntune_tune_request *req, char *err,
+                         size_t errlen) {
+    if (!req->seed_from) return LNTUNE_OK;
+    lntune_db *db = NULL;
+    if (lntune_db_open(req->seed_from, LNTUNE_DB_READONLY, &db) == LNTUNE_OK) {
+        lntune_db_close(db);
+        snprintf(job->seed_db, sizeof job->seed_db, "%s", req->seed_from);
+        job->cfg.seed_db = job->seed_db;
+        return LNTUNE_OK;
+    }
+    lntune_db_close(db);
+    FILE *f = fopen(req->seed_from, "r");
+    if (!f) {
+        snprintf(err, errlen, "--seed-from: cannot read %s", req->seed_from);
+        return LNTUNE_EIO;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(job->seed_dir, sizeof job->seed_dir, "%s/lntune-seed-XXXXXX",
+             tmp && tmp[0] ? tmp : "/tmp");
+    int rc = LNTUNE_EIO;
+    if (!mkdtemp(job->seed_dir)) {
+        job->seed_dir[0] = '\0';
+        snprintf(err, errlen, "--seed-from: cannot make a temporary folder");
+    } else {
+        snprintf(job->seed_db, sizeof job->seed_db, "%s/seed.db", job->seed_dir);
+        lntune_wisdom_report r;
+        rc = lntune_db_open(job->seed_db, 0, &db);
+        if (rc == LNTUNE_OK) rc = lntune_db_wisdom_import(db, f, &r);
+        if (rc != LNTUNE_OK)
+            snprintf(err, errlen, "--seed-from %s: %s", req->seed_from,
+                     db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+        lntune_db_close(db);
+        if (rc == LNTUNE_OK) job->cfg.seed_db = job->seed_db;
+    }
+    fclose(f);
+    return rc;
+}
+
+void lntune_tune_job_end(lntune_tune_job *job) {
+    if (!job || !job->seed_dir[0]) return;
+    static const char *const files[] = {"seed.db", "seed.db-wal", "seed.db-shm", "seed.db-journal"};
+    char path[4300];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i) {
+        snprintf(path, sizeof path, "%s/%s", job->seed_dir, files[i]);
+        unlink(path);
+    }
+    rmdir(job->seed_dir);
+    job->seed_dir[0] = '\0';
+}
+
 void lntune_tune_job_find_cuda(lntune_tune_job *job, char *note, size_t notelen) {
     if (notelen) note[0] = '\0';
     if (!job->find_cuda) return;
@@ -156,6 +208,7 @@ int lntune_tune_job_run(const lntune_tune_job *job, lntune_tune_result **results
                         char *err, size_t errlen) {
     lntune_tune_config cfg = job->cfg;
     cfg.ops = job->ops; /* job may have been copied */
+    cfg.seed_db = job->seed_db[0] ? job->seed_db : NULL;
     *results = NULL;
     *n = 0;
     if (errlen) err[0] = '\0';
@@ -198,5 +251,7 @@ void lntune_tune_row_make(const lntune_tune_result *r, lntune_tune_row *row) {
     snprintf(row->shape, sizeof row->shape, "%lldx%lld%s%s", (long long)r->rows, (long long)r->H,
              f32 ? "" : " ", f32 ? "" : r->dtype);
     snprintf(row->counts, sizeof row->counts, "%d/%d/%d%s", r->compiled, r->cache_hits, r->reused,
-             r->from_db ? " (db)" : "");
+             r->rebuilt   ? " (db, rebuilt)"
+             : r->from_db ? " (db)"
+                          : "");
 }

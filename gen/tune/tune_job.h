@@ -31,6 +31,9 @@ typedef struct lntune_tune_request {
     void *progress_ud;
     const volatile sig_atomic_t *stop;
     double memory_bytes; /* what the CPU's buffers may take half of; 0: this machine's memory */
+    /* --seed-from: another machine's results, as a wisdom file (lntune db export) or a tuning
+     * database, whose fastest variants start a short search (lntune_search_from); NULL: none */
+    const char *seed_from;
 } lntune_tune_request;
 
 typedef struct lntune_tune_job {
@@ -39,6 +42,9 @@ typedef struct lntune_tune_job {
     int cpu, cuda;          /* the targets tuned */
     int find_cuda;          /* no target given: lntune_tune_job_find_cuda sets cuda */
     int device;
+    char seed_dir[4096]; /* a wisdom file given as seed_from: the temporary folder it was
+                          * imported into ("" if none); lntune_tune_job_end removes it */
+    char seed_db[4200];
 } lntune_tune_job;
 
 /*
@@ -47,6 +53,15 @@ typedef struct lntune_tune_job {
  */
 int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, char *err,
                          size_t errlen);
+
+/*
+ * Reads req->seed_from (if any) for the job: a tuning database is used as it is, a wisdom file
+ * is imported into a temporary database. Returns LNTUNE_OK, or a code with why in err. Call
+ * lntune_tune_job_end after the run either way.
+ */
+int lntune_tune_job_seed(lntune_tune_job *job, const lntune_tune_request *req, char *err,
+                         size_t errlen);
+void lntune_tune_job_end(lntune_tune_job *job); /* removes what lntune_tune_job_seed made */
 
 /*
  * With no target given, probes job's CUDA device: job->cuda says whether it opens; when it does

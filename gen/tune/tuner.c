@@ -27,6 +27,8 @@
 #include <string.h>
 
 enum { MAX_TOP = 16, FINALISTS = 4, MAX_FINALISTS = 8, FINAL_RUNS = 3 };
+/* Variants of another machine a seeded search starts from (lntune --seed-from). */
+enum { MAX_SEEDS = 6 };
 static const double NOISE = 0.01;           /* within 1%, the simpler variant wins */
 static const double FINALIST_WINDOW = 1.15; /* see lntune_tune_finalists */
 
@@ -41,15 +43,17 @@ struct lntune_plan {
     const lntune_target *t;
     void *state; /* the target's */
     lntune_db *db;
-    const char *op;  /* the op text */
-    char op_key[32]; /* the database's op text, with the fusion (fusion.h) */
-    char dtype[24];  /* the types' database text */
+    lntune_db *seed_db; /* cfg->seed_db's, or NULL */
+    const char *op;     /* the op text */
+    char op_key[32];    /* the database's op text, with the fusion (fusion.h) */
+    char dtype[24];     /* the types' database text */
     lntune_shape shape;
     lntune_db_key key;
     char code_hash[64];
     lntune_tune_result *res;
     stored *db_rows; /* measurements from earlier runs */
     size_t ndb_rows;
+    char winner_key[64]; /* the stored winner's artifact key ("" if it has none) */
     const char *const *variants;
     size_t nvariants, naive, builtin;
     lntune_space *space;
@@ -463,7 +467,8 @@ static void time_naive(lntune_plan *p) {
     if (o.state == LNTUNE_OUTCOME_OK) p->res->naive_ns = o.t.median_ns;
 }
 
-static void store_winner(lntune_plan *p, size_t v, const lntune_outcome *w) {
+/* Stores variant v as the winner, with its artifact, at median_ns and max_error. */
+static void store_winner(lntune_plan *p, size_t v, double median_ns, double max_error) {
     lntune_artifact art;
     int threads = 1, any_h = 0;
     if (p->t->artifact(p->state, p, v, &art, &threads, &any_h) != LNTUNE_OK) return;
@@ -471,10 +476,10 @@ static void store_winner(lntune_plan *p, size_t v, const lntune_outcome *w) {
                            .artifact_key = art.key,
                            .threads = threads,
                            .tuned_rows = p->shape.rows,
-                           .median_ns = w->t.median_ns,
-                           .gbps = p->bytes / w->t.median_ns,
+                           .median_ns = median_ns,
+                           .gbps = p->bytes / median_ns,
                            .copy_gbps = p->res->copy_gbps,
-                           .max_error = w->max_error,
+                           .max_error = max_error,
                            .naive_ns = p->res->naive_ns,
                            .any_h = any_h};
     if (lntune_db_put_artifact(p->db, &art) != LNTUNE_OK ||
@@ -486,9 +491,128 @@ static void store_winner(lntune_plan *p, size_t v, const lntune_outcome *w) {
 static int from_best(void *ud, const lntune_best *b) {
     lntune_plan *p = ud;
     /* Only a winner measured by this template and toolchain at these rows: else tune again. */
-    if (!find_stored(p, b->variant) || b->tuned_rows != p->shape.rows) return 0;
+    if (!find_stored(p, b->variant) || b->tuned_rows != p->shape.rows) {
+        p->res->stale = 1;
+        return 0;
+    }
     lntune_tune_result_from_best(p->res, b);
+    snprintf(p->winner_key, sizeof p->winner_key, "%s", b->artifact_key ? b->artifact_key : "");
     return 0;
+}
+
+static int intact(void *ud, const lntune_artifact *a) {
+    char why[256];
+    *(int *)ud = lntune_artifact_intact(a, why, sizeof why);
+    return 0;
+}
+
+/* Whether the stored winner's code is in the database, as lntune stored it. */
+static int winner_has_code(lntune_plan *p) {
+    int ok = 0;
+    return p->winner_key[0] &&
+           lntune_db_get_artifact(p->db, p->winner_key, intact, &ok) == LNTUNE_OK && ok;
+}
+
+/* The op x shape's variants, their index and check slots (once); 0 when there are none. */
+static int open_space(lntune_plan *p) {
+    if (p->space) return 1;
+    if (p->t->variants(p->state, p, &p->variants, &p->nvariants, &p->naive, &p->builtin) !=
+            LNTUNE_OK ||
+        p->nvariants == 0)
+        return 0;
+    if (lntune_space_create((char *const *)p->variants, p->nvariants, &p->space) != LNTUNE_OK) {
+        lntune_plan_fail(p, LNTUNE_ENOMEM, "cannot index the %zu %s variants", p->nvariants, p->op);
+        return 0;
+    }
+    p->checked = calloc(p->nvariants, sizeof *p->checked);
+    p->was_checked = calloc(p->nvariants, 1);
+    p->was_timed = calloc(p->nvariants, 1);
+    if (!p->checked || !p->was_checked || !p->was_timed) {
+        lntune_plan_fail(p, LNTUNE_ENOMEM, "out of memory");
+        return 0;
+    }
+    return 1;
+}
+
+/* The target's buffers, verifier and copy for the shape (once); 0 on failure. */
+static int prepared(lntune_plan *p) {
+    if (p->bytes > 0) return 1;
+    lntune_plan_progress(p, "copy");
+    return p->t->prepare(p->state, p, &p->bytes) == LNTUNE_OK && p->bytes > 0;
+}
+
+/*
+ * The stored winner has no intact code here: it came as wisdom (lntune db import carries
+ * figures, never machine code) or its artifact was altered. Its variant is built from this
+ * machine's templates, verified against the reference and stored as the artifact, with the
+ * stored figures: code that liblntune runs is only ever compiled here. 0 when that failed (the
+ * variant is not valid here, or no longer verifies: recorded so).
+ */
+static int rebuild_winner(lntune_plan *p) {
+    if (!open_space(p)) return 0;
+    size_t v = 0;
+    while (v < p->nvariants && strcmp(p->variants[v], p->res->variant) != 0) ++v;
+    if (v == p->nvariants || !prepared(p)) return 0;
+    lntune_plan_progress(p, "rebuild");
+    if (check_all(p, &v, 1) == 0 || lntune_plan_stopped(p)) return 0;
+    store_winner(p, v, p->res->median_ns, p->checked[v].max_error);
+    if (lntune_plan_stopped(p)) return 0;
+    p->res->max_error = p->checked[v].max_error;
+    p->res->rebuilt = 1;
+    return 1;
+}
+
+/* variant without its threads=N item into buf: the knobs of the code, whatever the cores. */
+static const char *without_threads(const char *variant, char *buf, size_t size) {
+    const char *t = strstr(variant, "threads=");
+    if (!t || (t != variant && t[-1] != ',')) return variant;
+    const char *after = strchr(t, ',');
+    snprintf(buf, size, "%.*s%s", (int)(t - variant), variant, after ? after + 1 : "");
+    return buf;
+}
+
+typedef struct {
+    lntune_plan *p;
+    size_t *out, n;
+} seed_list;
+
+/* The threads=N of a variant, 0 without one. */
+static int threads_of(const char *variant) {
+    const char *t = strstr(variant, "threads=");
+    return t && (t == variant || t[-1] == ',') ? atoi(t + 8) : 0;
+}
+
+/* The local variant of a seed: the same string, else the same knobs at the most threads this
+ * run has (another machine's thread count is its own). */
+static int add_seed(void *ud, const char *variant) {
+    seed_list *l = ud;
+    const lntune_plan *p = l->p;
+    char want[512], have[512];
+    const char *code = without_threads(variant, want, sizeof want);
+    size_t pick = p->nvariants;
+    for (size_t v = 0; v < p->nvariants; ++v) {
+        if (strcmp(p->variants[v], variant) == 0) {
+            pick = v;
+            break;
+        }
+        if (code == want && strcmp(without_threads(p->variants[v], have, sizeof have), want) == 0 &&
+            (pick == p->nvariants || threads_of(p->variants[v]) > threads_of(p->variants[pick])))
+            pick = v;
+    }
+    for (size_t k = 0; k < l->n; ++k)
+        if (l->out[k] == pick) return 0;
+    if (pick < p->nvariants) l->out[l->n++] = pick;
+    return l->n == MAX_SEEDS;
+}
+
+/* Up to MAX_SEEDS variants of the seed database that the search starts from; 0 without one. */
+static size_t find_seeds(lntune_plan *p, size_t *out) {
+    if (!p->seed_db || p->cfg->rigor == LNTUNE_RIGOR_EXHAUSTIVE) return 0;
+    seed_list l = {p, out, 0};
+    lntune_db_key key = p->key;
+    key.hardware_id = 0; /* every machine of the seed database */
+    lntune_db_each_seed(p->seed_db, &key, MAX_SEEDS, add_seed, &l);
+    return l.n;
 }
 
 /* Tunes one op x shape into p->res. */
@@ -497,36 +621,27 @@ static void tune_one(lntune_plan *p) {
     if (t->code_hash(p->state, p, p->code_hash, sizeof p->code_hash) != LNTUNE_OK) return;
     lntune_db_each_measurement(p->db, &p->key, p->code_hash, collect_stored, p);
     if (!p->cfg->retune) lntune_db_get_best(p->db, &p->key, from_best, p);
-    if (p->res->from_db) return;
-    if (t->variants(p->state, p, &p->variants, &p->nvariants, &p->naive, &p->builtin) !=
-            LNTUNE_OK ||
-        p->nvariants == 0)
-        return;
-    if (lntune_space_create((char *const *)p->variants, p->nvariants, &p->space) != LNTUNE_OK) {
-        lntune_plan_fail(p, LNTUNE_ENOMEM, "cannot index the %zu %s variants", p->nvariants, p->op);
-        return;
-    }
-    p->checked = calloc(p->nvariants, sizeof *p->checked);
-    p->was_checked = calloc(p->nvariants, 1);
-    p->was_timed = calloc(p->nvariants, 1);
-    if (!p->checked || !p->was_checked || !p->was_timed) {
-        lntune_plan_fail(p, LNTUNE_ENOMEM, "out of memory");
-        return;
-    }
+    if (p->res->from_db && (winner_has_code(p) || rebuild_winner(p))) return;
+    if (p->cfg->rebuild_only || lntune_plan_stopped(p)) return; /* never a search in this mode */
+    p->res->from_db = 0;                                        /* the winner is chosen again */
+    if (!open_space(p)) return;
     p->estimate = lntune_search_estimate(p->space, p->cfg->rigor);
-    lntune_plan_progress(p, "copy");
-    if (t->prepare(p->state, p, &p->bytes) != LNTUNE_OK) return;
+    if (!prepared(p)) return;
 
-    size_t top[MAX_TOP];
+    size_t top[MAX_TOP], seeds[MAX_SEEDS];
     const size_t max_top = (size_t)t->top < MAX_TOP ? (size_t)t->top : MAX_TOP;
-    const size_t ntop = lntune_search(p->space, p->cfg->rigor, evaluate, p, top, max_top);
+    const size_t nseeds = find_seeds(p, seeds);
+    p->res->seeds = (int)nseeds;
+    const size_t ntop = nseeds
+                            ? lntune_search_from(p->space, seeds, nseeds, evaluate, p, top, max_top)
+                            : lntune_search(p->space, p->cfg->rigor, evaluate, p, top, max_top);
     if (ntop == 0 || lntune_plan_stopped(p)) return;
     lntune_outcome w;
     const size_t v = retime_and_choose(p, top, ntop, &w);
     if (v == p->nvariants) return;
     time_naive(p);
     if (lntune_plan_stopped(p)) return;
-    store_winner(p, v, &w);
+    store_winner(p, v, w.t.median_ns, w.max_error);
     snprintf(p->res->variant, sizeof p->res->variant, "%s", p->variants[v]);
     p->res->median_ns = w.t.median_ns;
     p->res->gbps = p->bytes / w.t.median_ns;
@@ -559,7 +674,7 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
                 return LNTUNE_EINVAL;
             }
     }
-    lntune_db *db = NULL;
+    lntune_db *db = NULL, *seed_db = NULL;
     lntune_shape *shapes = NULL;
     int64_t hw = 0;
     int rc = lntune_db_open(cfg->db_path, cfg->force ? LNTUNE_DB_FORCE : 0, &db);
@@ -568,6 +683,10 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
         goto done;
     }
     if ((rc = t->hardware(state, db, &hw, err, errlen)) != LNTUNE_OK) goto done;
+    if (cfg->seed_db && (rc = lntune_db_open(cfg->seed_db, LNTUNE_DB_READONLY, &seed_db)) != 0) {
+        snprintf(err, errlen, "--seed-from: %s", lntune_db_errmsg(seed_db));
+        goto done;
+    }
     lntune_tune_result *res = calloc(cfg->nops * cfg->nshapes + 1, sizeof *res);
     shapes = malloc((cfg->nshapes + 1) * sizeof *shapes);
     if (!res || !shapes) {
@@ -581,7 +700,12 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
     if (t->by_h) qsort(shapes, cfg->nshapes, sizeof *shapes, by_h);
     for (size_t o = 0; o < cfg->nops && rc == LNTUNE_OK; ++o) {
         for (size_t s = 0; s < cfg->nshapes && rc == LNTUNE_OK; ++s) {
-            lntune_plan p = {.cfg = cfg, .t = t, .state = state, .db = db, .op = cfg->ops[o]};
+            lntune_plan p = {.cfg = cfg,
+                             .t = t,
+                             .state = state,
+                             .db = db,
+                             .seed_db = seed_db,
+                             .op = cfg->ops[o]};
             p.shape = shapes[s];
             p.rc = &rc;
             p.err = err;
@@ -612,6 +736,7 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
     }
 done:
     free(shapes);
+    lntune_db_close(seed_db);
     lntune_db_close(db);
     return rc;
 }

@@ -47,6 +47,14 @@ typedef struct lntune_tune_config {
      * return LNTUNE_OK with what was done. May be NULL. */
     const volatile sig_atomic_t *stop;
     int force; /* open the database with LNTUNE_DB_FORCE (tuning_db.h) */
+    /* Only build the stored winners' missing code (wisdom imported: lntune db import): never
+     * search; a shape whose winner is stale (another template or toolchain) or absent is left
+     * as it is, for a tune to measure again. */
+    int rebuild_only;
+    /* A database of other machines' records (lntune --seed-from): their fastest variants for
+     * an op x shape start a short search (lntune_search_from) instead of the rigor's. NULL:
+     * none. */
+    const char *seed_db;
 } lntune_tune_config;
 
 typedef struct lntune_tune_result {
@@ -60,6 +68,11 @@ typedef struct lntune_tune_result {
     int crashed; /* of the failed: crashed or hung in the sandbox (sandbox.h) */
     int saved;   /* measurements written to the database by this run */
     int from_db; /* the winner came from an earlier run; nothing was measured */
+    int rebuilt; /* of from_db: its code was missing (imported wisdom), and was compiled and
+                  * verified here and stored */
+    int stale;   /* a winner is stored, but measured by another template or toolchain or at
+                  * other rows: it was (or, rebuild_only, is to be) tuned again */
+    int seeds;   /* the seed database's variants the search started from (0: a full search) */
 } lntune_tune_result;
 
 /*
