@@ -81,6 +81,14 @@ typedef struct {
     int retune;              /* the run's --retune: measure the crossovers again too */
     int64_t streaming_bytes; /* the built-in's threshold, as liblntune's (builtin_policy.h) */
     shape_state s;
+    /* The copy finalists last chosen, by their place in build_copies' list, and for what: the
+     * next op of the same rows, H and bytes takes them without timing 50 copies again (about
+     * 5 s a shape at 2048x4096). They are re-timed with its kernels in every final run. */
+    struct {
+        int64_t rows, H;
+        double bytes;
+        size_t ncopies, nfinal, order[LNTUNE_COPY_FINALISTS];
+    } copy_memo;
 } cpu_target;
 
 int64_t lntune_tune_default_rows(int64_t H) {
@@ -378,11 +386,33 @@ size_t lntune_tune_copy_finalists(lntune_timed *copies, size_t n, size_t max) {
     return k;
 }
 
+/* Puts the copy finalists chosen for the last op in front when this op moves the same bytes at
+ * the same rows and H (c->copy_memo); 0 when it does not. */
+static int reuse_copy_finalists(cpu_target *c, const lntune_shape *s) {
+    if (c->copy_memo.nfinal == 0 || c->copy_memo.rows != s->rows || c->copy_memo.H != s->H ||
+        c->copy_memo.bytes != c->s.prob.bytes || c->copy_memo.ncopies != c->s.ncopies)
+        return 0;
+    lntune_timed front[LNTUNE_COPY_FINALISTS];
+    for (size_t k = 0; k < c->copy_memo.nfinal; ++k) front[k] = c->s.copies[c->copy_memo.order[k]];
+    size_t m = c->copy_memo.nfinal;
+    lntune_timed rest[MAX_COPIES];
+    for (size_t q = 0, r = 0; q < c->s.ncopies; ++q) {
+        size_t k = 0;
+        while (k < c->copy_memo.nfinal && c->copy_memo.order[k] != q) ++k;
+        if (k == c->copy_memo.nfinal) rest[r++] = c->s.copies[q];
+    }
+    memcpy(c->s.copies, front, m * sizeof *front);
+    memcpy(c->s.copies + m, rest, (c->s.ncopies - m) * sizeof *rest);
+    c->s.nfinal = m;
+    return 1;
+}
+
 /*
  * The buffers and the verifier (only now: a winner read back from the database needs neither),
- * then every copy variant timed (interleaved, in the sandbox), LNTUNE_COPY_FINALISTS moved to the
- * front (lntune_tune_copy_finalists): those are re-timed with the leaders, so "the copy" is the
- * best of all of them without 50 copies in the final run.
+ * then every copy variant timed (interleaved, in the sandbox, MIN_ROUNDS rounds: they only pick
+ * the finalists), LNTUNE_COPY_FINALISTS moved to the front (lntune_tune_copy_finalists): those
+ * are re-timed with the leaders, so "the copy" is the best of all of them without 50 copies in
+ * the final run. The next op of the same bytes takes the same finalists (copy_memo).
  */
 static int prepare(void *state, lntune_plan *p, double *bytes) {
     cpu_target *c = state;
@@ -400,11 +430,21 @@ static int prepare(void *state, lntune_plan *p, double *bytes) {
     if (rc != LNTUNE_OK) return rc;
     *bytes = c->s.prob.bytes;
     c->s.ncopies = build_copies(c);
-    if (c->s.ncopies > 0) {
+    if (!reuse_copy_finalists(c, s) && c->s.ncopies > 0) {
+        lntune_kernel_fn built[MAX_COPIES];
+        for (size_t q = 0; q < c->s.ncopies; ++q) built[q] = c->s.copies[q].fn;
         lntune_sandbox_outcome outs[MAX_COPIES];
-        lntune_sandbox_time(c->s.copies, c->s.ncopies, &c->s.prob.args, c->pool, RETIME_ROUNDS,
+        lntune_sandbox_time(c->s.copies, c->s.ncopies, &c->s.prob.args, c->pool, MIN_ROUNDS,
                             BATCH_BUDGET_NS * 2, outs);
         c->s.nfinal = lntune_tune_copy_finalists(c->s.copies, c->s.ncopies, LNTUNE_COPY_FINALISTS);
+        c->copy_memo.rows = s->rows;
+        c->copy_memo.H = s->H;
+        c->copy_memo.bytes = c->s.prob.bytes;
+        c->copy_memo.ncopies = c->s.ncopies;
+        c->copy_memo.nfinal = c->s.nfinal;
+        for (size_t k = 0; k < c->s.nfinal; ++k)
+            for (size_t q = 0; q < c->s.ncopies; ++q)
+                if (built[q] == c->s.copies[k].fn) c->copy_memo.order[k] = q;
     }
     if (c->s.nfinal > 0) {
         c->s.reference = c->s.copies[0];

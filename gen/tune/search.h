@@ -51,9 +51,9 @@ size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_
 /*
  * The search from a head start: seeds[0..nseeds) (indices into s; others are skipped) are the
  * winners and leaders another machine measured for the same op and shape (lntune --seed-from).
- * They and the naive variant are evaluated, then one sweep over the knobs from the fastest
- * SEEDED_BEAM of them, the recheck and the leaders as lntune_search's: a fraction of measure's
- * evaluations, as close to its winner as the machines are alike.
+ * They and the naive variant are evaluated in one batch; then, up to SEEDED_STEPS times, every
+ * one-knob neighbour of the fastest in one batch, until the fastest stays; then the recheck and
+ * the leaders as lntune_search's. A few batches where measure runs dozens.
  */
 size_t lntune_search_from(const lntune_space *s, const size_t *seeds, size_t nseeds,
                           lntune_evaluate_fn evaluate, void *ud, size_t *top, size_t max_top);

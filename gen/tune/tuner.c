@@ -28,7 +28,7 @@
 
 enum { MAX_TOP = 16, FINALISTS = 4, MAX_FINALISTS = 8, FINAL_RUNS = 3 };
 /* Variants of another machine a seeded search starts from (lntune --seed-from). */
-enum { MAX_SEEDS = 6 };
+enum { MAX_SEEDS = 4 };
 static const double NOISE = 0.01;           /* within 1%, the simpler variant wins */
 static const double FINALIST_WINDOW = 1.15; /* see lntune_tune_finalists */
 
