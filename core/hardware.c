@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "hardware.h"
 
+#include <sched.h>
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -106,6 +108,18 @@ static int64_t cache_bytes(int level, int data) {
         return unit == 'K' ? n * 1024 : unit == 'M' ? n * 1024 * 1024 : n;
     }
     return 0;
+}
+
+int lntune_cpu_usable_threads(const lntune_cpu_info *info) {
+    const int cores = info && info->cores > 0 ? info->cores : 1;
+#ifdef __linux__
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+        const int n = CPU_COUNT(&allowed);
+        if (n > 0 && n < cores) return n;
+    }
+#endif
+    return cores;
 }
 
 int64_t lntune_cpu_last_level_cache(const lntune_cpu_info *info) {

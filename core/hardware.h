@@ -40,6 +40,10 @@ void lntune_cpu_info_get(lntune_cpu_info *info);
 /* The last-level cache in bytes (L3, else L2; 32 MiB where neither is known): the size past which
  * a kernel's output leaves the cache before anyone reads it. */
 int64_t lntune_cpu_last_level_cache(const lntune_cpu_info *info);
+/* The CPUs this process may run on (its affinity mask: taskset, a container's cpuset), at most
+ * info->cores; info->cores where the mask cannot be read. The threads a call may use: more
+ * would share cores (info->cores stays every online CPU: it keys the fingerprint). */
+int lntune_cpu_usable_threads(const lntune_cpu_info *info);
 /* The LNTUNE_ISA_* features of this CPU (the OS's support of AVX state included): info->isa. */
 uint32_t lntune_hw_isa(void);
 

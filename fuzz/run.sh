@@ -8,10 +8,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 CC=${FUZZ_CC:-clang-14} cmake -S . -B build-fuzz -DLNTUNE_FUZZ=ON -DLNTUNE_BUILD_TESTS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_shape fuzz_variant fuzz_db
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_shape fuzz_variant fuzz_db fuzz_wisdom
 mkdir -p build-fuzz/crashes
 status=0
-for target in shape variant db; do
+for target in shape variant db wisdom; do
     scratch=$(mktemp -d)
     echo "fuzz_$target: ${seconds}s"
     # LLVM (the JIT's shared library) keeps allocations until exit: not leaks of ours.

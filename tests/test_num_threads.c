@@ -2,13 +2,14 @@
  * test_num_threads.c - LNTUNE_NUM_THREADS: a handle opened with it set to 1 runs large forward
  * and backward calls (past the built-ins' parallel threshold) without starting a thread, and
  * gets right answers; unset, or set to something that is not a positive integer, the same calls
- * start the pool where the machine has more than one core. Threads are counted in
- * /proc/self/task.
+ * start the pool where the machine has more than one core, and pinned to one CPU they do not.
+ * Threads are counted in /proc/self/task.
  */
 #define _GNU_SOURCE
 #include "lntune.h"
 #include "testutil.h"
 
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -60,6 +61,17 @@ int main(void) {
         test_case(n > 0, "LNTUNE_NUM_THREADS=0 is ignored: %d thread(s) started (want > 0)", n);
         n = threads_started("2x");
         test_case(n > 0, "LNTUNE_NUM_THREADS=2x is ignored: %d thread(s) started (want > 0)", n);
+        /* Last: the process pinned to one CPU (taskset, a container's cpuset) runs on that CPU
+         * alone, unset as it is: two threads there would share it (0.56-0.63x of the copy). */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+        if (sched_setaffinity(0, sizeof one, &one) == 0) {
+            n = threads_started(NULL);
+            test_case(n == 0, "pinned to one CPU, unset: %d thread(s) started (want 0)", n);
+        } else {
+            printf("cannot pin this process to one CPU: that case not run\n");
+        }
     } else {
         printf("one core: the uncapped cases need two\n");
     }

@@ -190,6 +190,9 @@ int lntune_db_each_artifact(lntune_db *db, int (*cb)(void *ud, const lntune_arti
 /* 1 when a's code hashes to its recorded code_sha256; else 0 and why. */
 int lntune_artifact_intact(const lntune_artifact *a, char *why, size_t whylen);
 
+/* 1 when db holds the artifact named key (NULL or "": none) and its code is intact. */
+int lntune_db_artifact_intact(lntune_db *db, const char *key);
+
 int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a);
 /* LNTUNE_ENOTFOUND if no artifact has that key. */
 int lntune_db_get_artifact(lntune_db *db, const char *key,

@@ -620,8 +620,8 @@ int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, siz
     cpu_target c = {0};
     int rc;
     lntune_cpu_info_get(&c.cpu);
-    int threads =
-        cfg->max_threads > 0 && cfg->max_threads < c.cpu.cores ? cfg->max_threads : c.cpu.cores;
+    const int usable = lntune_cpu_usable_threads(&c.cpu); /* the affinity mask's CPUs */
+    int threads = cfg->max_threads > 0 && cfg->max_threads < usable ? cfg->max_threads : usable;
     snprintf(c.host_flag, sizeof c.host_flag, "-DLNTUNE_HOST=0x%s", c.cpu.fingerprint);
     c.retune = cfg->retune;
     if ((rc = lntune_gen_open(NULL, &c.gen)) != LNTUNE_OK) {

@@ -29,19 +29,10 @@ typedef struct {
     int other, oom;
 } collect;
 
-static int intact(void *ud, const lntune_artifact *a) {
-    char why[256];
-    *(int *)ud = lntune_artifact_intact(a, why, sizeof why);
-    return 0;
-}
-
 static int without_code(void *ud, const lntune_db_key *key, const lntune_best *b) {
     collect *c = ud;
     if (!key->affine) return 0; /* the tuner stores only gamma (and beta) winners */
-    int ok = 0;
-    if (b->artifact_key &&
-        lntune_db_get_artifact(c->db, b->artifact_key, intact, &ok) == LNTUNE_OK && ok)
-        return 0;
+    if (lntune_db_artifact_intact(c->db, b->artifact_key)) return 0;
     if (strcmp(key->target, "cpu") != 0) {
         c->other++;
         return 0;

@@ -500,17 +500,9 @@ static int from_best(void *ud, const lntune_best *b) {
     return 0;
 }
 
-static int intact(void *ud, const lntune_artifact *a) {
-    char why[256];
-    *(int *)ud = lntune_artifact_intact(a, why, sizeof why);
-    return 0;
-}
-
 /* Whether the stored winner's code is in the database, as lntune stored it. */
 static int winner_has_code(lntune_plan *p) {
-    int ok = 0;
-    return p->winner_key[0] &&
-           lntune_db_get_artifact(p->db, p->winner_key, intact, &ok) == LNTUNE_OK && ok;
+    return lntune_db_artifact_intact(p->db, p->winner_key);
 }
 
 /* The op x shape's variants, their index and check slots (once); 0 when there are none. */
