@@ -5,8 +5,6 @@
  */
 #include "tuning_db.h"
 
-#include "lntune.h"
-
 #include "sha256.h"
 
 #include <stdio.h>
@@ -41,15 +39,4 @@ int lntune_artifact_intact(const lntune_artifact *a, char *why, size_t whylen) {
                               "stored it (altered since): not loaded"
                             : "it has no recorded SHA-256 of its code: not loaded");
     return 0;
-}
-
-static int intact_cb(void *ud, const lntune_artifact *a) {
-    char why[256];
-    *(int *)ud = lntune_artifact_intact(a, why, sizeof why);
-    return 0;
-}
-
-int lntune_db_artifact_intact(lntune_db *db, const char *key) {
-    int ok = 0;
-    return key && key[0] && lntune_db_get_artifact(db, key, intact_cb, &ok) == LNTUNE_OK && ok;
 }

@@ -405,6 +405,17 @@ int lntune_db_each_seed(lntune_db *db, const lntune_db_key *key, int max,
 
 /* ---- artifacts ---- */
 
+static int intact_cb(void *ud, const lntune_artifact *a) {
+    char why[256];
+    *(int *)ud = lntune_artifact_intact(a, why, sizeof why);
+    return 0;
+}
+
+int lntune_db_artifact_intact(lntune_db *db, const char *key) {
+    int ok = 0;
+    return key && key[0] && lntune_db_get_artifact(db, key, intact_cb, &ok) == LNTUNE_OK && ok;
+}
+
 int lntune_db_put_artifact(lntune_db *db, const lntune_artifact *a) {
     sqlite3_stmt *st;
     int rc = not_open(db);
