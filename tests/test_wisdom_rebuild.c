@@ -31,13 +31,6 @@
 
 enum { H = 64, ROWS = 8 };
 
-static int failures;
-
-static void expect(int ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-    failures += !ok;
-}
-
 /* One RMSNorm call of ROWS x H through a new handle on path, the debug log to log; 0 when the
  * answer matches the float64 reference. */
 static int call(const char *path, const char *log) {
@@ -186,7 +179,7 @@ int main(int argc, char **argv) {
     size_t n = 0;
     char err[1024] = "";
     int rc = lntune_tune(&cfg, &res, &n, err, sizeof err);
-    expect(rc == LNTUNE_OK && n == 1 && res[0].variant[0], "tuned RMSNorm 8x64 for the test");
+    test_case(rc == LNTUNE_OK && n == 1 && res[0].variant[0], "tuned RMSNorm 8x64 for the test");
     if (rc != LNTUNE_OK || n != 1) {
         printf("      %s\n", err);
         return 1;
@@ -195,42 +188,43 @@ int main(int argc, char **argv) {
     snprintf(variant, sizeof variant, "%s", res[0].variant);
     free(res);
 
-    expect(call(tuned, log) == 0 && log_lines(log, "tuned", variant, 0) == 1,
-           "control: the tuned database serves its winner");
+    test_case(call(tuned, log) == 0 && log_lines(log, "tuned", variant, 0) == 1,
+              "control: the tuned database serves its winner");
 
-    expect(export_import(tuned, wisdom, imported) == 0,
-           "exported and imported into a new database");
-    expect(!holds_code(wisdom), "the wisdom file holds no machine code");
+    test_case(export_import(tuned, wisdom, imported) == 0,
+              "exported and imported into a new database");
+    test_case(!holds_code(wisdom), "the wisdom file holds no machine code");
     winner w;
-    expect(winners(imported, &w) == 1 && strcmp(w.variant, variant) == 0,
-           "the imported database holds the same winner");
-    expect(call(imported, log) == 0 &&
-               log_lines(log, "built-in kernel", "no compiled kernel", 0) == 1,
-           "before the rebuild: the built-in serves (no code came), and the log says so");
+    test_case(winners(imported, &w) == 1 && strcmp(w.variant, variant) == 0,
+              "the imported database holds the same winner");
+    test_case(call(imported, log) == 0 &&
+                  log_lines(log, "built-in kernel", "no compiled kernel", 0) == 1,
+              "before the rebuild: the built-in serves (no code came), and the log says so");
 
     lntune_rebuild_report r;
     rc = lntune_rebuild_imported(imported, 1, &r, err, sizeof err);
     printf("      rebuild: %d considered, %d rebuilt, %d stale, %d failed %s\n", r.considered,
            r.rebuilt, r.stale, r.failed, err);
-    expect(rc == LNTUNE_OK && r.considered == 1 && r.rebuilt == 1,
-           "the rebuild compiled and verified the winner here");
-    expect(call(imported, log) == 0 && log_lines(log, "tuned", variant, 0) == 1,
-           "after the rebuild: the same variant serves the call, with the right answer");
+    test_case(rc == LNTUNE_OK && r.considered == 1 && r.rebuilt == 1,
+              "the rebuild compiled and verified the winner here");
+    test_case(call(imported, log) == 0 && log_lines(log, "tuned", variant, 0) == 1,
+              "after the rebuild: the same variant serves the call, with the right answer");
     lntune_db_health h;
-    expect(lntune_db_doctor(imported, &h) == LNTUNE_OK && h.artifacts == 1 && h.intact == 1,
-           "its artifact hashes to the recorded digest");
+    test_case(lntune_db_doctor(imported, &h) == LNTUNE_OK && h.artifacts == 1 && h.intact == 1,
+              "its artifact hashes to the recorded digest");
     rc = lntune_rebuild_imported(imported, 1, &r, err, sizeof err);
-    expect(rc == LNTUNE_OK && r.considered == 0, "a second rebuild finds nothing to do");
+    test_case(rc == LNTUNE_OK && r.considered == 0, "a second rebuild finds nothing to do");
 
     /* Stale: the measurements of another template (or toolchain). */
-    expect(export_import(tuned, wisdom, stale) == 0 &&
-               sql(stale, "UPDATE measurements SET template_hash = 'another template'") == 0,
-           "a copy whose measurements name another template hash");
+    test_case(export_import(tuned, wisdom, stale) == 0 &&
+                  sql(stale, "UPDATE measurements SET template_hash = 'another template'") == 0,
+              "a copy whose measurements name another template hash");
     rc = lntune_rebuild_imported(stale, 1, &r, err, sizeof err);
-    expect(rc == LNTUNE_OK && r.considered == 1 && r.stale == 1 && r.rebuilt == 0,
-           "its winner is stale: nothing is built");
-    expect(call(stale, log) == 0 && log_lines(log, "built-in kernel", "no compiled kernel", 0) == 1,
-           "the stale winner never loads: the built-in serves");
+    test_case(rc == LNTUNE_OK && r.considered == 1 && r.stale == 1 && r.rebuilt == 0,
+              "its winner is stale: nothing is built");
+    test_case(call(stale, log) == 0 &&
+                  log_lines(log, "built-in kernel", "no compiled kernel", 0) == 1,
+              "the stale winner never loads: the built-in serves");
 
     /* Three databases merged: every machine's winners kept. */
     char a[1200], b[1200], merged[1200];
@@ -255,10 +249,9 @@ int main(int argc, char **argv) {
                    (lntune_db_find_hardware(md, "00000000000000bb", &id) == LNTUNE_OK);
     }
     lntune_db_close(md);
-    expect(rc == LNTUNE_OK && winners(merged, &w) == 3 && machines == 2,
-           "three databases merged: 3 winners of 3 machines kept apart");
+    test_case(rc == LNTUNE_OK && winners(merged, &w) == 3 && machines == 2,
+              "three databases merged: 3 winners of 3 machines kept apart");
 
-    scratch_dir_finish(dir, failures);
-    printf("%s: %d failure(s)\n", failures ? "FAILED" : "passed", failures);
-    return failures != 0;
+    scratch_dir_finish(dir, test_failures);
+    return test_summary();
 }

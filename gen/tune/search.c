@@ -311,14 +311,37 @@ static void descend(const lntune_space *s, lntune_evaluate_fn evaluate, void *ud
     }
 }
 
-size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_fn evaluate,
-                     void *ud, size_t *top, size_t max_top) {
+/* Every one-knob neighbour of the fastest in one batch, then of the new fastest, up to
+ * SEEDED_STEPS times while the fastest moves: a batch costs its copy and rounds whatever it
+ * holds, and a sweep is a batch per knob. */
+static void step_from_fastest(const lntune_space *s, lntune_evaluate_fn evaluate, void *ud,
+                              double *times, size_t *cand, size_t *scratch, double *results) {
+    size_t at, now;
+    for (int step = 0; step < SEEDED_STEPS && fastest(s, times, &at, 1) == 1; ++step) {
+        size_t n = 0;
+        for (int p = 0; p < s->nparams; ++p) n = neighbors(s, at, p, cand, n);
+        evaluate_new(evaluate, ud, times, cand, n, scratch, results);
+        if (fastest(s, times, &now, 1) == 1 && now == at) break;
+    }
+}
+
+/* lntune_search (seeds NULL) and lntune_search_from: their start, then the recheck and the
+ * leaders both share. */
+static size_t search(const lntune_space *s, lntune_rigor rigor, const size_t *seeds, size_t nseeds,
+                     lntune_evaluate_fn evaluate, void *ud, size_t *top, size_t max_top) {
     double *times = malloc(s->n * sizeof *times), *results = malloc(s->n * sizeof *results);
     size_t *cand = malloc(s->n * sizeof *cand), *scratch = malloc(s->n * sizeof *scratch);
     size_t found = 0;
     if (!times || !results || !cand || !scratch) goto done;
     for (size_t i = 0; i < s->n; ++i) times[i] = NAN;
-    if (rigor == LNTUNE_RIGOR_EXHAUSTIVE) {
+    if (seeds) {
+        size_t n = 0;
+        for (size_t k = 0; k < nseeds; ++k)
+            if (seeds[k] < s->n) n = append_new(cand, n, seeds[k]);
+        n = append_new(cand, n, 0); /* the naive variant: a start that is always there */
+        evaluate_new(evaluate, ud, times, cand, n, scratch, results);
+        step_from_fastest(s, evaluate, ud, times, cand, scratch, results);
+    } else if (rigor == LNTUNE_RIGOR_EXHAUSTIVE) {
         for (size_t i = 0; i < s->n; i += EXHAUSTIVE_CHUNK) {
             size_t m = s->n - i < EXHAUSTIVE_CHUNK ? s->n - i : EXHAUSTIVE_CHUNK;
             for (size_t k = 0; k < m; ++k) cand[k] = i + k;
@@ -340,32 +363,14 @@ done:
     return found;
 }
 
+size_t lntune_search(const lntune_space *s, lntune_rigor rigor, lntune_evaluate_fn evaluate,
+                     void *ud, size_t *top, size_t max_top) {
+    return search(s, rigor, NULL, 0, evaluate, ud, top, max_top);
+}
+
 size_t lntune_search_from(const lntune_space *s, const size_t *seeds, size_t nseeds,
                           lntune_evaluate_fn evaluate, void *ud, size_t *top, size_t max_top) {
-    double *times = malloc(s->n * sizeof *times), *results = malloc(s->n * sizeof *results);
-    size_t *cand = malloc(s->n * sizeof *cand), *scratch = malloc(s->n * sizeof *scratch);
-    size_t found = 0, n = 0;
-    if (!times || !results || !cand || !scratch) goto done;
-    for (size_t i = 0; i < s->n; ++i) times[i] = NAN;
-    for (size_t k = 0; k < nseeds; ++k)
-        if (seeds[k] < s->n) n = append_new(cand, n, seeds[k]);
-    n = append_new(cand, n, 0); /* the naive variant: a start that is always there */
-    evaluate_new(evaluate, ud, times, cand, n, scratch, results);
-    /* Every one-knob neighbour of the fastest in one batch, then of the new fastest: a batch
-     * costs its copy and rounds whatever it holds, and a sweep is a batch per knob. */
-    size_t at, now;
-    for (int step = 0; step < SEEDED_STEPS && fastest(s, times, &at, 1) == 1; ++step) {
-        n = 0;
-        for (int p = 0; p < s->nparams; ++p) n = neighbors(s, at, p, cand, n);
-        evaluate_new(evaluate, ud, times, cand, n, scratch, results);
-        if (fastest(s, times, &now, 1) == 1 && now == at) break;
-    }
-    recheck(s, evaluate, ud, times, cand, results);
-    found = leaders(s, times, top, max_top);
-done:
-    free(times);
-    free(results);
-    free(cand);
-    free(scratch);
-    return found;
+    static const size_t none;
+    return search(s, LNTUNE_RIGOR_MEASURE, seeds ? seeds : &none, seeds ? nseeds : 0, evaluate, ud,
+                  top, max_top);
 }
