@@ -271,9 +271,25 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
         c->fastest_ns = per_call;
     }
 
-    for (int rep = 0; rep < reps; ++rep)
+    /*
+     * Each repetition visits the candidates in a fresh random order, as the tuner's rounds do
+     * (gen/tune/timing.c). In a fixed cyclic order each candidate always followed the same one,
+     * and the first (lntune tuned) always followed the NT copy: with no database, so that tuned
+     * and built-in ran the same kernel, the first read 0.65-0.94x of the second at 2 threads
+     * (LayerNorm 2048x4096, 1024x8192, 256x16384), whatever the warm-up calls (lntune_settle).
+     */
+    size_t order[32];
+    for (size_t k = 0; k < ncand; ++k) order[k] = k;
+    uint64_t rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(rows * 131 + H); /* the same run alike */
+    for (int rep = 0; rep < reps; ++rep) {
+        for (size_t k = ncand; k > 1; --k) { /* Fisher-Yates */
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            const size_t j = (size_t)(rng % k), tmp = order[k - 1];
+            order[k - 1] = order[j];
+            order[j] = tmp;
+        }
         for (size_t k = 0; k < ncand; ++k) {
-            candidate *c = &cand[(k + (size_t)rep) % ncand];
+            candidate *c = &cand[order[k]];
             if (!c->live) continue;
             lntune_busy_sample a, b;
             lntune_busy_sample_now(&a);
@@ -288,6 +304,7 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
             c->other_s += lntune_busy_other_cores(&a, &b) * (b.wall_s - a.wall_s);
             c->wall_s += b.wall_s - a.wall_s;
         }
+    }
 
     for (size_t i = 0; i < ncand && rc == LNTUNE_OK; ++i) {
         candidate *c = &cand[i];

@@ -61,18 +61,27 @@ static void the_choice_goes_by_score(void) {
     const lntune_timed phases[3] = {{.median_ns = 100, .score_ns = 130},
                                     {.median_ns = 104, .score_ns = 110},
                                     {.median_ns = 1, .score_ns = 1, .failed = 1}};
-    size_t k = lntune_tune_choose(phases, 3, plain, names, 0.01);
+    size_t k = lntune_tune_choose(phases, 3, plain, names, 0.01, 3, 0.03);
     CHECK(k == 1, "the better score wins over the better median, a failed one never (chose %zu)",
           k);
     /* Within 1% of the best (100): 1 and 2 are simpler than 0; of those, 2's name is first. */
     const int complexity[3] = {3, 1, 1};
     const char *const tied_names[3] = {"b", "c", "a"};
     const lntune_timed tie[3] = {{.score_ns = 100}, {.score_ns = 100.8}, {.score_ns = 100.5}};
-    k = lntune_tune_choose(tie, 3, complexity, tied_names, 0.01);
+    k = lntune_tune_choose(tie, 3, complexity, tied_names, 0.01, 3, 0.03);
     CHECK(k == 2, "within the noise: the simplest, then the first name (chose %zu)", k);
     const lntune_timed apart[2] = {{.score_ns = 100}, {.score_ns = 102}};
-    k = lntune_tune_choose(apart, 2, (const int[]){3, 0}, names, 0.01);
+    k = lntune_tune_choose(apart, 2, (const int[]){3, 0}, names, 0.01, 2, 0.03);
     CHECK(k == 0, "2%% slower is not a tie, however simple (chose %zu)", k);
+    /* The built-in (1 here) keeps the shape unless the winner beats it by more than 3%. */
+    k = lntune_tune_choose(apart, 2, (const int[]){3, 0}, names, 0.01, 1, 0.03);
+    CHECK(k == 1, "2%% ahead of the built-in is not enough (chose %zu)", k);
+    const lntune_timed ahead[3] = {{.score_ns = 100}, {.score_ns = 104}, {.score_ns = 96}};
+    k = lntune_tune_choose(ahead, 3, plain, names, 0.01, 1, 0.03);
+    CHECK(k == 2, "the best, 8%% ahead of the built-in, wins (chose %zu)", k);
+    const lntune_timed builtin_failed[2] = {{.score_ns = 100}, {.score_ns = 90, .failed = 1}};
+    k = lntune_tune_choose(builtin_failed, 2, plain, names, 0.01, 1, 0.03);
+    CHECK(k == 0, "a failed built-in is never chosen (chose %zu)", k);
 }
 
 static void the_finalists_take_both_figures(void) {

@@ -115,10 +115,12 @@ size_t lntune_tune_finalists(const lntune_timed *t, size_t n, const int *values,
 /*
  * The winner among n re-timed finalists t[0..n) (at least one not failed): the best score_ns, or
  * the simplest (lowest complexity, then first variant name) of those within noise (a fraction)
- * of it. The score, not the median: timing.h.
+ * of it. The score, not the median: timing.h. Then t[builtin] (the kernel liblntune runs
+ * untuned; builtin >= n: none) instead, unless that winner's score is under its by more than
+ * margin (a fraction), or it failed.
  */
 size_t lntune_tune_choose(const lntune_timed *t, size_t n, const int *complexity,
-                          const char *const *variant, double noise);
+                          const char *const *variant, double noise, size_t builtin, double margin);
 
 /*
  * Sorts copies[0..n) (timed alone, interleaved) fastest first and moves the fastest one-thread
