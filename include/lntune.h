@@ -123,6 +123,25 @@ typedef struct lntune lntune; /* opaque; one per process or device */
  * 0.4.
  */
 LNTUNE_API int lntune_open(const char *db_path, lntune **out);
+
+/* Flags of lntune_open_flags. */
+#define LNTUNE_OPEN_BATCH_INVARIANT 0x1u
+
+/*
+ * lntune_open with flags (0: the same as lntune_open; an unknown bit: LNTUNE_EINVAL).
+ * LNTUNE_OPEN_BATCH_INVARIANT: every row of a forward call (lntune_layernorm, lntune_rmsnorm)
+ * gets the same bits in y, mean, rstd and residual_out whatever rows, threads or batch it comes
+ * in: alone, among any other rows, at any place in them, from any number of threads. Without
+ * it each rows bucket runs the kernel tuned for it, and two kernels round differently. With it
+ * one kernel serves every row count of an op, types, affine kind and H: on the CPU the winner
+ * tuned at the largest row count for that H (it may be slower on few rows than their own
+ * winner), else the built-in, which then never switches to its non-temporal copy for large
+ * calls (the same arithmetic, but another compiled kernel). Every CPU kernel lntune runs
+ * computes each row on its own: the verifier checks that of every variant, bit for bit, as it
+ * checks the values. A CUDA call uses the same choice (checked there only on a GPU). Backward
+ * calls are not covered: dgamma and dbeta sum over the rows of a call. New in 0.4.
+ */
+LNTUNE_API int lntune_open_flags(const char *db_path, unsigned flags, lntune **out);
 LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
 /*
  * Normalize args->rows rows. Thread-safe: any number of threads may call with one handle. The

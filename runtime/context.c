@@ -13,14 +13,20 @@
 #include <string.h>
 
 int lntune_open(const char *db_path, lntune **out) {
+    return lntune_open_flags(db_path, 0, out);
+}
+
+int lntune_open_flags(const char *db_path, unsigned flags, lntune **out) {
     if (!out) return LNTUNE_EINVAL;
     *out = NULL;
+    if (flags & ~LNTUNE_OPEN_BATCH_INVARIANT) return LNTUNE_EINVAL;
     lntune *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return LNTUNE_ENOMEM;
     pthread_mutex_init(&ctx->lock, NULL);
     lntune_ctx_messages_init(ctx);
     const char *log = getenv("LNTUNE_LOG");
     ctx->debug = log && strcmp(log, "debug") == 0;
+    ctx->batch_invariant = (flags & LNTUNE_OPEN_BATCH_INVARIANT) != 0;
     int rc = lntune_dispatch_open(ctx, db_path);
     if (rc != LNTUNE_OK) {
         lntune_close(ctx);

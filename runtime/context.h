@@ -31,6 +31,7 @@ struct lntune {
     int64_t streaming_bytes;     /* built-in calls moving this much store non-temporally */
     int max_threads;             /* threads a CPU call may use: $LNTUNE_NUM_THREADS, else cores */
     int debug;                   /* LNTUNE_LOG=debug */
+    int batch_invariant;         /* LNTUNE_OPEN_BATCH_INVARIANT: one kernel for every rows */
     _Atomic(lntune_pool *) pool; /* created on the first multi-threaded call */
     lntune_loaded *loaded;
     lntune_gpu *gpus[LNTUNE_MAX_GPUS]; /* by device index, opened on its first call */

@@ -248,6 +248,28 @@ static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
     return b->H == d->H || row_alignment(d->H, element) >= row_alignment(b->H, element);
 }
 
+int lntune_dispatch_bucket(const lntune *ctx, int64_t rows, int64_t *resolve_rows) {
+    if (!ctx->batch_invariant || ctx->nbuckets == 0) {
+        *resolve_rows = rows;
+        return lntune_rows_bucket(rows);
+    }
+    *resolve_rows = ctx->bucket_rows[ctx->nbuckets - 1];
+    return ctx->bucket_id[ctx->nbuckets - 1];
+}
+
+/* Batch-invariant: the winner of d's H at the largest tuned bucket, the same for every call (no
+ * nearest H, and no check that it suits the call's size: that would depend on the rows). */
+static int find_invariant_best(lntune *ctx, lntune_db_key *key, lntune_best_copy *best) {
+    for (int j = ctx->nbuckets - 1; j >= 0; --j) {
+        key->rows = ctx->bucket_rows[j];
+        int rc = lntune_db_get_best(ctx->db, key, copy_best, best);
+        if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
+        if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
+        best->found = 0;
+    }
+    return LNTUNE_ENOTFOUND;
+}
+
 int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
                               const lntune_desc *d, int64_t rows, lntune_best_copy *best) {
     const int cpu = strcmp(target, "cpu") == 0;
@@ -256,6 +278,7 @@ int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *targ
     lntune_fusion_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d), op, sizeof op);
     lntune_db_key key = {
         hardware_id, target, op, dtype, d->H, rows, lntune_desc_affine(d) == LNTUNE_DESC_GAMMA};
+    if (ctx->batch_invariant) return find_invariant_best(ctx, &key, best);
     int rc = lntune_db_get_best(ctx->db, &key, copy_best, best);
     if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
     if (rc != LNTUNE_ENOTFOUND && rc != LNTUNE_OK) return rc;
@@ -349,8 +372,12 @@ void lntune_dispatch_describe(const lntune_desc *d, int64_t rows, char *buf, siz
     lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
     char op[48];
     lntune_fusion_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d), op, sizeof op);
-    snprintf(buf, size, "%s %s H=%lld rows=%lld (bucket %d), %s", op, dtype, (long long)d->H,
-             (long long)rows, (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
+    if (rows <= 0) /* a batch-invariant handle's: one kernel for every row count */
+        snprintf(buf, size, "%s %s H=%lld, any rows (batch-invariant), %s", op, dtype,
+                 (long long)d->H, affine_names[lntune_desc_affine(d)]);
+    else
+        snprintf(buf, size, "%s %s H=%lld rows=%lld (bucket %d), %s", op, dtype, (long long)d->H,
+                 (long long)rows, (int)lntune_desc_bucket(d), affine_names[lntune_desc_affine(d)]);
 }
 
 /* ", tuned for H=N" when best was tuned for another H than d's (a nearest-H winner), else "". */
@@ -391,15 +418,17 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     if (!backward) {
         const int fusion = lntune_desc_fusion(d);
         const int64_t bytes = element_bytes(d);
-        /* Rows that do not keep 64-byte alignment never stream (builtin_policy.h). */
-        if (lntune_builtin_rows_stream(d->H, (int64_t)lntune_type_size(types.y)))
+        /* Rows that do not keep 64-byte alignment never stream (builtin_policy.h); nor any call
+         * of a batch-invariant handle: by their size calls would run two compiled kernels. */
+        if (!ctx->batch_invariant &&
+            lntune_builtin_rows_stream(d->H, (int64_t)lntune_type_size(types.y)))
             e->streaming = fusion == LNTUNE_FUSION_NONE
                                ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(d), types)
                                : lntune_builtin_residual_streaming_kernel(op, types);
         e->streaming_elements = ctx->streaming_bytes / bytes;
     }
     char what[160];
-    lntune_dispatch_describe(d, rows, what, sizeof what);
+    lntune_dispatch_describe(d, ctx->batch_invariant ? 0 : rows, what, sizeof what);
     lntune_best_copy best = {0};
     if (!ctx->db || !ctx->cpu_known) {
         lntune_ctx_debug(ctx, "%s: built-in kernel (no tuning database for this machine)", what);

@@ -19,6 +19,13 @@ void lntune_dispatch_close(lntune *ctx);
 int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows,
                             const lntune_entry **out);
 
+/*
+ * The rows bucket of a call of rows (lntune_rows_bucket), and the row count its kernel is
+ * resolved for (*resolve_rows): the call's own; under LNTUNE_OPEN_BATCH_INVARIANT the largest
+ * bucket and its row count for every call, so that one kernel serves every row count.
+ */
+int lntune_dispatch_bucket(const lntune *ctx, int64_t rows, int64_t *resolve_rows);
+
 /* A best record, copied out of the database's callback. */
 typedef struct lntune_best_copy {
     int found;
@@ -33,12 +40,14 @@ typedef struct lntune_best_copy {
 /*
  * The best record of target ("cpu", "cuda") on hardware_id for d at rows, else for the nearest
  * tuned bucket, else of the nearest H that reads H at run time (the policy in dispatch.c);
+ * under LNTUNE_OPEN_BATCH_INVARIANT the one of d's H tuned at the most rows, whatever rows.
  * LNTUNE_ENOTFOUND if none. Under ctx->lock.
  */
 int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
                               const lntune_desc *d, int64_t rows, lntune_best_copy *best);
 
-/* "layernorm f32 H=768 rows=8 (bucket 1), gamma": what a debug line is about. */
+/* "layernorm f32 H=768 rows=8 (bucket 1), gamma": what a debug line is about (rows <= 0: "any
+ * rows (batch-invariant)"). */
 void lntune_dispatch_describe(const lntune_desc *d, int64_t rows, char *buf, size_t size);
 const char *lntune_dispatch_op_name(int op); /* "layernorm", "rmsnorm" */
 

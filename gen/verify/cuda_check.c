@@ -108,7 +108,25 @@ static int fetch_fused(lntune_cuda_checker *c, const lntune_kernel_args *a,
 /* A lntune_kernel_fn that runs the running checker's kernel on the device. */
 static int device_kernel(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end) {
     lntune_cuda_checker *c = running;
-    if (row_begin != 0 || row_end != a->rows) return LNTUNE_KERNEL_EUNSUPPORTED;
+    if (row_begin != 0 || row_end != a->rows) {
+        /* Some rows of the call (the verifier's batch-invariance check): one launch over them
+         * alone, as liblntune would make it for a call of those rows. */
+        if (row_begin < 0 || row_end > a->rows || row_begin >= row_end)
+            return LNTUNE_KERNEL_EUNSUPPORTED;
+        lntune_kernel_args part = *a;
+        part.rows = row_end - row_begin;
+        part.x = (const unsigned char *)a->x + row_begin * a->x_stride * (int64_t)c->xsize;
+        part.y = (unsigned char *)a->y + row_begin * a->y_stride * (int64_t)c->y.esize;
+        if (a->residual)
+            part.residual = (const unsigned char *)a->residual +
+                            row_begin * a->residual_stride * (int64_t)c->residual.esize;
+        if (a->residual_out)
+            part.residual_out = (unsigned char *)a->residual_out +
+                                row_begin * a->residual_out_stride * (int64_t)c->residual_out.esize;
+        if (a->mean) part.mean = a->mean + row_begin;
+        if (a->rstd) part.rstd = a->rstd + row_begin;
+        return device_kernel(&part, 0, part.rows);
+    }
     const size_t xb = lntune_cuda_extent(a->rows, a->x_stride, a->H, c->xsize);
     const size_t yb = lntune_cuda_extent(a->rows, a->y_stride, a->H, c->y.esize);
     const lntune_cuda_launch *l = c->launch;

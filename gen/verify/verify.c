@@ -511,6 +511,82 @@ static int check_residual(const lntune_verifier *v, const h_case *c, int d,
     return 1;
 }
 
+/*
+ * Whether every row of the call just checked (a, its outputs in place) gets the same bits when it
+ * comes in other calls: each row alone, then the two parts of each split of the rows, every
+ * output poisoned again before each. A row's result must not depend on the rows that share its
+ * call, its place in them, or how liblntune's threads split them (its thread count is the
+ * machine's): batch invariance, which lntune_open_flags promises under
+ * LNTUNE_OPEN_BATCH_INVARIANT. A rows=4 LayerNorm once took a second statistics pass for all
+ * four rows when one of them needed it.
+ */
+static int check_batch_invariance(const lntune_verifier *v, lntune_kernel_fn kernel,
+                                  const lntune_kernel_args *a, const char *where,
+                                  lntune_verify_result *res) {
+    const size_t ybytes = (size_t)(ROWS * a->y_stride) * v->ysize;
+    const size_t obytes = a->residual_out ? (size_t)(ROWS * a->residual_out_stride) * v->rsize : 0;
+    unsigned char *want = malloc(ybytes + obytes + 2 * ROWS * sizeof(float));
+    if (!want) {
+        snprintf(res->message, sizeof res->message, "%sout of memory", where);
+        return 0;
+    }
+    float *want_stats = (float *)(want + ybytes + obytes);
+    memcpy(want, a->y, ybytes);
+    if (obytes) memcpy(want + ybytes, a->residual_out, obytes);
+    if (a->mean) memcpy(want_stats, a->mean, ROWS * sizeof(float));
+    if (a->rstd) memcpy(want_stats + ROWS, a->rstd, ROWS * sizeof(float));
+    int ok = 1;
+    /* Patterns 0 .. ROWS-1: row p alone (the others stay poisoned); ROWS + k: [0, k+1), [k+1,
+     * ROWS). */
+    for (int p = 0; ok && p < 2 * ROWS - 1; ++p) {
+        const uint32_t poison = lntune_verify_poison(v->types.y);
+        for (size_t i = 0; i < ybytes / v->ysize; ++i)
+            memcpy((unsigned char *)a->y + i * v->ysize, &poison, v->ysize);
+        if (obytes) memset(a->residual_out, 0xff, obytes);
+        if (a->mean) memset(a->mean, 0xff, ROWS * sizeof(float));
+        if (a->rstd) memset(a->rstd, 0xff, ROWS * sizeof(float));
+        const int split = p - ROWS + 1;
+        const int64_t b0 = p < ROWS ? p : 0, e0 = p < ROWS ? p + 1 : split;
+        int rc = kernel(a, b0, e0);
+        if (p >= ROWS && rc == LNTUNE_KERNEL_OK) rc = kernel(a, split, ROWS);
+        const int r0 = p < ROWS ? p : 0, r1 = p < ROWS ? p + 1 : ROWS;
+        char how[48];
+        if (p < ROWS)
+            snprintf(how, sizeof how, "computed alone");
+        else
+            snprintf(how, sizeof how, "in a call split at row %d", split);
+        if (rc != LNTUNE_KERNEL_OK) {
+            snprintf(res->message, sizeof res->message, "%skernel returned %d for rows %s", where,
+                     rc, how);
+            ok = 0;
+            break;
+        }
+        for (int r = r0; ok && r < r1; ++r) {
+            const size_t yrow = (size_t)(r * a->y_stride) * v->ysize,
+                         ylen = (size_t)a->H * v->ysize;
+            const size_t orow = obytes ? (size_t)(r * a->residual_out_stride) * v->rsize : 0;
+            const char *what =
+                memcmp((const unsigned char *)a->y + yrow, want + yrow, ylen) != 0 ? "y"
+                : obytes && memcmp((const unsigned char *)a->residual_out + orow,
+                                   want + ybytes + orow, (size_t)a->H * v->rsize) != 0
+                    ? "residual_out"
+                : a->mean && memcmp(&a->mean[r], &want_stats[r], sizeof(float)) != 0        ? "mean"
+                : a->rstd && memcmp(&a->rstd[r], &want_stats[ROWS + r], sizeof(float)) != 0 ? "rstd"
+                                                                                            : NULL;
+            if (what) {
+                snprintf(res->message, sizeof res->message,
+                         "%srow %d's %s has other bits %s than in one call of all %d rows: a "
+                         "row's result must not depend on the rows that share its call (batch "
+                         "invariance)",
+                         where, r, what, how, ROWS);
+                ok = 0;
+            }
+        }
+    }
+    free(want);
+    return ok;
+}
+
 /* One run: lays out data set d in layout l, runs the kernel, and checks every element. */
 static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_kernel_fn kernel,
                     int affine, int threads, lntune_pool *pool, lntune_verify_result *res) {
@@ -603,14 +679,20 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     if (v->fusion && !check_residual(v, c, d, resid, rs, v->obuf, a.residual_out ? out : NULL, os,
                                      olen, a.mean, a.rstd, where, res))
         return 0;
+    int ok;
     switch (v->types.y) { /* a loop for each type */
     case LNTUNE_TYPE_F16:
-        return check_rows(v, c, d, x, xs, y, ys, affine, where, res, LNTUNE_TYPE_F16);
+        ok = check_rows(v, c, d, x, xs, y, ys, affine, where, res, LNTUNE_TYPE_F16);
+        break;
     case LNTUNE_TYPE_BF16:
-        return check_rows(v, c, d, x, xs, y, ys, affine, where, res, LNTUNE_TYPE_BF16);
+        ok = check_rows(v, c, d, x, xs, y, ys, affine, where, res, LNTUNE_TYPE_BF16);
+        break;
     default:
-        return check_rows(v, c, d, x, xs, y, ys, affine, where, res, LNTUNE_TYPE_F32);
+        ok = check_rows(v, c, d, x, xs, y, ys, affine, where, res, LNTUNE_TYPE_F32);
+        break;
     }
+    /* Once per data set, in the contiguous layout (the others add nothing to it). */
+    return ok && (l != 0 || check_batch_invariance(v, kernel, &a, where, res));
 }
 
 int lntune_verifier_check(lntune_verifier *v, lntune_kernel_fn kernel, int affine, int64_t fixed_h,

@@ -679,17 +679,21 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
         m[r] = (float)(t / (double)n);
     }
     sum_squared_deviations(x{{RA}}, H, m, ss, d{{PA}});
-    int far = 0;
+    /* Only a far row takes the second pass's figures: a row's statistics depend on its own
+     * elements, never on the rows that share its group or call (batch invariance). */
+    int far[{{R}}], any = 0;
     for (int r = 0; r < {{R}}; ++r) {
         const double c = d[r] / (double)H;
-        far |= !(c * c <= 0.25 * (ss[r] / (double)H - c * c)); /* NaN too: recomputed alike */
+        far[r] = !(c * c <= 0.25 * (ss[r] / (double)H - c * c)); /* NaN too: recomputed alike */
+        any |= far[r];
     }
-    if (far) {
-        for (int r = 0; r < {{R}}; ++r) {
-            m[r] = (float)((double)m[r] + d[r] / (double)H);
-            ss[r] = d[r] = 0.0;
-        }
-        sum_squared_deviations(x{{RA}}, H, m, ss, d{{P0}});
+    if (any) {
+        float m2[{{R}}];
+        double ss2[{{R}}] = {0}, d2[{{R}}] = {0};
+        for (int r = 0; r < {{R}}; ++r) m2[r] = far[r] ? (float)((double)m[r] + d[r] / (double)H) : m[r];
+        sum_squared_deviations(x{{RA}}, H, m2, ss2, d2{{P0}});
+        for (int r = 0; r < {{R}}; ++r)
+            if (far[r]) m[r] = m2[r], ss[r] = ss2[r], d[r] = d2[r];
     }
 @   end
     for (int r = 0; r < {{R}}; ++r) {
