@@ -1167,6 +1167,31 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         if (a->rstd) a->rstd[r] = rstd[0];
     }
 @ elseif overlap then
+@   if nt then
+    /* The next row's statistics follow this row's loop, which starts where y is aligned for the
+     * non-temporal stores: the order of row_stats (a row alone) only where no row peels. Else
+     * each row takes its own pass, so that a row's bits never depend on the rows before it in
+     * the call (batch invariance: the verifier runs rows alone and split). */
+    if ((((uintptr_t)y | (uintptr_t)(a->y_stride * (int64_t)sizeof(yt))) & {{V * YB * S - 1}}) != 0) {
+        for (; r < row_end; ++r) {
+            const xt *row = x + r * a->x_stride;
+            const xt *next = r + 1 < row_end ? row + a->x_stride : row;
+            float mean, rstd;
+@     if fusion then
+            const rt *rrow = res + r * a->residual_stride;
+@     end
+@     if rpf then
+            const rt *rnext = r + 1 < row_end ? rrow + a->residual_stride : rrow;
+@     end
+            row_stats(&row{{SA}}, H, a->eps, &mean, &rstd);
+            normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, next{{rpf and ", rnext" or ""}});
+            if (a->mean) a->mean[r] = mean;
+            if (a->rstd) a->rstd[r] = rstd;
+        }
+        __builtin_ia32_sfence();
+        return LNTUNE_KERNEL_OK;
+    }
+@   end
     /* Each row's statistics come from the previous row's normalize loop (the first's from a pass). */
     float mean = 0.0f, rstd = 0.0f;
     if (r < row_end) {
