@@ -1120,6 +1120,25 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 @ if overlap then
     normalize_next_fn *const normalize_next = {{(normalize_row:gsub("(normalize_[%a_]+)", "%1_next"))}};
 @ end
+@ -- Each row its statistics pass, then its normalize (prefetch=2: the next row's halves in each),
+@ -- while the C condition guard holds (nil: always).
+@ local function rows_one_by_one(guard)
+    for (; {{guard and (guard .. " && ") or ""}}r < row_end; ++r) {
+        const xt *row = x + r * a->x_stride;
+        const xt *next = r + 1 < row_end ? row + a->x_stride : row;
+        float mean, rstd;
+@   if fusion then
+        const rt *rrow = res + r * a->residual_stride;
+@   end
+@   if rpf then
+        const rt *rnext = r + 1 < row_end ? rrow + a->residual_stride : rrow;
+@   end
+        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{split and (", next - row" .. (rpf and ", rnext - rrow" or "")) or ""}});
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}}{{rpf and (split and ", rnext + H / 2" or ", rnext") or ""}});
+        if (a->mean) a->mean[r] = mean;
+        if (a->rstd) a->rstd[r] = rstd;
+    }
+@ end
     int64_t r = row_begin;
 @ if R > 1 then
     for (; r + {{R}} <= row_end; r += {{R}}) {
@@ -1172,25 +1191,8 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
      * non-temporal stores: the order of row_stats (a row alone) only where no row peels. Else
      * each row takes its own pass, so that a row's bits never depend on the rows before it in
      * the call (batch invariance: the verifier runs rows alone and split). */
-    if ((((uintptr_t)y | (uintptr_t)(a->y_stride * (int64_t)sizeof(yt))) & {{V * YB * S - 1}}) != 0) {
-        for (; r < row_end; ++r) {
-            const xt *row = x + r * a->x_stride;
-            const xt *next = r + 1 < row_end ? row + a->x_stride : row;
-            float mean, rstd;
-@     if fusion then
-            const rt *rrow = res + r * a->residual_stride;
-@     end
-@     if rpf then
-            const rt *rnext = r + 1 < row_end ? rrow + a->residual_stride : rrow;
-@     end
-            row_stats(&row{{SA}}, H, a->eps, &mean, &rstd);
-            normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, next{{rpf and ", rnext" or ""}});
-            if (a->mean) a->mean[r] = mean;
-            if (a->rstd) a->rstd[r] = rstd;
-        }
-        __builtin_ia32_sfence();
-        return LNTUNE_KERNEL_OK;
-    }
+    const int peels = (((uintptr_t)y | (uintptr_t)(a->y_stride * (int64_t)sizeof(yt))) & {{V * YB * S - 1}}) != 0;
+@     rows_one_by_one("peels")
 @   end
     /* Each row's statistics come from the previous row's normalize loop (the first's from a pass). */
     float mean = 0.0f, rstd = 0.0f;
@@ -1225,21 +1227,7 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         if (a->rstd) a->rstd[r] = s;
     }
 @ else
-    for (; r < row_end; ++r) {
-        const xt *row = x + r * a->x_stride;
-        const xt *next = r + 1 < row_end ? row + a->x_stride : row;
-        float mean, rstd;
-@ if fusion then
-        const rt *rrow = res + r * a->residual_stride;
-@ end
-@ if rpf then
-        const rt *rnext = r + 1 < row_end ? rrow + a->residual_stride : rrow;
-@ end
-        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{split and (", next - row" .. (rpf and ", rnext - rrow" or "")) or ""}});
-        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}}{{rpf and (split and ", rnext + H / 2" or ", rnext") or ""}});
-        if (a->mean) a->mean[r] = mean;
-        if (a->rstd) a->rstd[r] = rstd;
-    }
+@   rows_one_by_one()
 @ end
 @ if nt then
     __builtin_ia32_sfence(); /* order the non-temporal stores before the caller's next access */
