@@ -144,14 +144,11 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
                        : a->beta ? LNTUNE_DESC_BETA_ONLY
                                  : LNTUNE_DESC_NO_AFFINE;
-    int64_t resolve_rows;
-    const int bucket = lntune_dispatch_bucket(ctx, a->rows, &resolve_rows);
-    const lntune_desc d =
-        lntune_desc_make(op, lntune_types_packed(types), affine, fusion, bucket, a->H);
+    const lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
+                                           lntune_dispatch_bucket(ctx, a->rows), a->H);
     uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
-    if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, resolve_rows, &e)) != LNTUNE_OK)
-        return rc;
+    if (!e && (rc = lntune_dispatch_resolve(ctx, &d, hash, a->rows, &e)) != LNTUNE_OK) return rc;
 
     const int builtin_threads = lntune_builtin_threads(a->rows, a->H, ctx->max_threads);
     lntune_kernel_fn kernel = e->kernel;

@@ -423,14 +423,13 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
  * resolved. */
 static int find(lntune *ctx, int op, lntune_types types, int affine, int fusion, int64_t rows,
                 int64_t H, int index, const char *fn, const lntune_gpu_kernel **k) {
-    int64_t resolve_rows;
-    const int bucket = lntune_dispatch_bucket(ctx, rows, &resolve_rows);
-    lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion, bucket, H);
+    lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
+                                     lntune_dispatch_bucket(ctx, rows), H);
     d.kind |= (uint64_t)(index + 1) << 24;
     const uint64_t hash = lntune_desc_hash(&d);
     const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
     int rc;
-    if (!e && (rc = resolve(ctx, &d, hash, resolve_rows, index, fn, &e)) != LNTUNE_OK) return rc;
+    if (!e && (rc = resolve(ctx, &d, hash, rows, index, fn, &e)) != LNTUNE_OK) return rc;
     *k = e->gpu;
     return LNTUNE_OK;
 }

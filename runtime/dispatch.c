@@ -248,13 +248,9 @@ static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
     return b->H == d->H || row_alignment(d->H, element) >= row_alignment(b->H, element);
 }
 
-int lntune_dispatch_bucket(const lntune *ctx, int64_t rows, int64_t *resolve_rows) {
-    if (!ctx->batch_invariant || ctx->nbuckets == 0) {
-        *resolve_rows = rows;
-        return lntune_rows_bucket(rows);
-    }
-    *resolve_rows = ctx->bucket_rows[ctx->nbuckets - 1];
-    return ctx->bucket_id[ctx->nbuckets - 1];
+int lntune_dispatch_bucket(const lntune *ctx, int64_t rows) {
+    return ctx->batch_invariant && ctx->nbuckets > 0 ? ctx->bucket_id[ctx->nbuckets - 1]
+                                                     : lntune_rows_bucket(rows);
 }
 
 /* Batch-invariant: the winner of d's H at the largest tuned bucket, the same for every call (no

@@ -20,11 +20,11 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
                             const lntune_entry **out);
 
 /*
- * The rows bucket of a call of rows (lntune_rows_bucket), and the row count its kernel is
- * resolved for (*resolve_rows): the call's own; under LNTUNE_OPEN_BATCH_INVARIANT the largest
- * bucket and its row count for every call, so that one kernel serves every row count.
+ * The rows bucket a call of rows is keyed by (lntune_rows_bucket); under
+ * LNTUNE_OPEN_BATCH_INVARIANT the largest for every call, so that one registry entry, resolved
+ * by the first call whatever its rows (lntune_dispatch_find_best ignores them then), serves all.
  */
-int lntune_dispatch_bucket(const lntune *ctx, int64_t rows, int64_t *resolve_rows);
+int lntune_dispatch_bucket(const lntune *ctx, int64_t rows);
 
 /* A best record, copied out of the database's callback. */
 typedef struct lntune_best_copy {

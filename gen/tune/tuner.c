@@ -433,10 +433,10 @@ static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune
     if (nfin == 0) return p->nvariants;
     for (size_t k = 0; k < nfin; ++k) fin[k] = top[fin[k]];
     /* The built-in, whatever the search made of it: the winner must beat it side by side. */
-    size_t builtin = p->builtin, builtin_at = nfin + 1; /* its place in fin; none: past nfin */
+    size_t builtin = p->builtin, builtin_at = MAX_FINALISTS + 1; /* its place in fin, or none */
     for (size_t k = 0; k < nfin; ++k)
         if (fin[k] == builtin) builtin_at = k;
-    if (builtin < p->nvariants && builtin_at > nfin && check_all(p, &builtin, 1))
+    if (builtin < p->nvariants && builtin_at > MAX_FINALISTS && check_all(p, &builtin, 1))
         builtin_at = nfin, fin[nfin++] = builtin;
     double copy_ns = NAN, ratio = 0.0;
     for (int run = 0; run < FINAL_RUNS; ++run) { /* a fault is timed again, never stored */
@@ -462,8 +462,8 @@ static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune
         complexity[k] = lntune_space_complexity(p->space, fin[k]);
         variant[k] = p->variants[fin[k]];
     }
-    const size_t k = lntune_tune_choose(group, nfin, complexity, variant, NOISE,
-                                        builtin_at < nfin ? builtin_at : nfin, BUILTIN_MARGIN);
+    const size_t k =
+        lntune_tune_choose(group, nfin, complexity, variant, NOISE, builtin_at, BUILTIN_MARGIN);
     if (group[k].failed) return p->nvariants;
     *w = outs[k];
     return fin[k];

@@ -511,6 +511,13 @@ static int check_residual(const lntune_verifier *v, const h_case *c, int d,
     return 1;
 }
 
+/* Fills n elements of esize bytes (2 or 4) at p with poison (lntune_verify_poison's value). */
+static void poison_fill(unsigned char *p, int64_t n, size_t esize, uint32_t poison) {
+    const uint16_t poison16 = (uint16_t)poison;
+    const void *src = esize == 4 ? (const void *)&poison : &poison16;
+    for (int64_t i = 0; i < n; ++i) memcpy(p + (size_t)i * esize, src, esize);
+}
+
 /*
  * Whether every row of the call just checked (a, its outputs in place) gets the same bits when it
  * comes in other calls: each row alone, then the two parts of each split of the rows, every
@@ -537,19 +544,17 @@ static int check_batch_invariance(const lntune_verifier *v, lntune_kernel_fn ker
     if (a->rstd) memcpy(want_stats + ROWS, a->rstd, ROWS * sizeof(float));
     int ok = 1;
     /* Patterns 0 .. ROWS-1: row p alone (the others stay poisoned); ROWS + k: [0, k+1), [k+1,
-     * ROWS). */
+     * ROWS). Rows [r0, r1) are computed, by one call or by two split at row split. */
     for (int p = 0; ok && p < 2 * ROWS - 1; ++p) {
-        const uint32_t poison = lntune_verify_poison(v->types.y);
-        for (size_t i = 0; i < ybytes / v->ysize; ++i)
-            memcpy((unsigned char *)a->y + i * v->ysize, &poison, v->ysize);
-        if (obytes) memset(a->residual_out, 0xff, obytes);
+        poison_fill(a->y, ROWS * a->y_stride, v->ysize, v->poison);
+        if (obytes)
+            poison_fill(a->residual_out, ROWS * a->residual_out_stride, v->rsize,
+                        lntune_verify_poison(v->rtype));
         if (a->mean) memset(a->mean, 0xff, ROWS * sizeof(float));
         if (a->rstd) memset(a->rstd, 0xff, ROWS * sizeof(float));
-        const int split = p - ROWS + 1;
-        const int64_t b0 = p < ROWS ? p : 0, e0 = p < ROWS ? p + 1 : split;
-        int rc = kernel(a, b0, e0);
+        const int r0 = p < ROWS ? p : 0, r1 = p < ROWS ? p + 1 : ROWS, split = p - ROWS + 1;
+        int rc = p < ROWS ? kernel(a, r0, r1) : kernel(a, 0, split);
         if (p >= ROWS && rc == LNTUNE_KERNEL_OK) rc = kernel(a, split, ROWS);
-        const int r0 = p < ROWS ? p : 0, r1 = p < ROWS ? p + 1 : ROWS;
         char how[48];
         if (p < ROWS)
             snprintf(how, sizeof how, "computed alone");
@@ -597,11 +602,7 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     unsigned char *x = v->xbuf + (GUARD + shift) * (int64_t)xe;
     unsigned char *y = v->ybuf + (GUARD + shift) * (int64_t)ye;
     const int64_t ylen = GUARD + shift + ROWS * ys + GUARD; /* poisoned elements of ybuf */
-    const uint16_t poison16 = (uint16_t)v->poison;
-    if (ye == 4)
-        for (int64_t i = 0; i < ylen; ++i) memcpy(v->ybuf + 4 * i, &v->poison, 4);
-    else
-        for (int64_t i = 0; i < ylen; ++i) memcpy(v->ybuf + 2 * i, &poison16, 2);
+    poison_fill(v->ybuf, ylen, ye, v->poison);
     const unsigned char *xt = c->xt[d];
     for (int r = 0; r < ROWS; ++r)
         memcpy(x + r * xs * (int64_t)xe, xt + r * H * (int64_t)xe, (size_t)H * xe);
@@ -628,11 +629,7 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
         a.residual = resid;
         a.residual_stride = rs;
         if (v->fusion == LNTUNE_FUSION_RESIDUAL_OUT) {
-            const uint32_t p = lntune_verify_poison(v->rtype);
-            const uint16_t p16 = (uint16_t)p;
-            for (int64_t i = 0; i < olen; ++i)
-                memcpy(v->obuf + (int64_t)v->rsize * i, v->rsize == 4 ? (const void *)&p : &p16,
-                       v->rsize);
+            poison_fill(v->obuf, olen, v->rsize, lntune_verify_poison(v->rtype));
             a.residual_out = out;
             a.residual_out_stride = os;
         }
