@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--rep-ms") == 0)
             o.rep_ms = atof(v);
         else if (strcmp(a, "--dtype") == 0) {
-            if ((o.type = lntune_type_parse(v, strlen(v))) < 0)
+            if ((o.type = lntune_type_parse(v, strlen(v))) < 0 || o.type >= LNTUNE_TYPE_COUNT)
                 return usage("unknown --dtype (expected f32, f16 or bf16)");
         } else if (strcmp(a, "--shapes") == 0) {
             if (parse_shapes(v, &o) != 0) return usage("bad --shapes (expected ROWSxH,...)");

@@ -331,7 +331,7 @@ int main(int argc, char **argv) {
     for (const char *p = dtypes; *p;) {
         const size_t len = strcspn(p, ",");
         const int t = lntune_type_parse(p, len);
-        if (t < 0 || ntypes == LNTUNE_TYPE_COUNT) {
+        if (t < 0 || t >= LNTUNE_TYPE_COUNT || ntypes == LNTUNE_TYPE_COUNT) {
             fprintf(stderr, "bench_residual: --dtypes takes f32, bf16 and f16, comma-separated\n");
             return 2;
         }

@@ -6,14 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const type_names[LNTUNE_TYPE_COUNT] = {"f32", "f16", "bf16"};
+static const char *const type_names[LNTUNE_TYPE_Y_COUNT] = {"f32",   "f16",  "bf16",   "i8",
+                                                            "i8row", "e4m3", "e4m3row"};
 
 const char *lntune_type_name(int type) {
-    return type >= 0 && type < LNTUNE_TYPE_COUNT ? type_names[type] : "?";
+    return type >= 0 && type < LNTUNE_TYPE_Y_COUNT ? type_names[type] : "?";
 }
 
 int lntune_type_parse(const char *name, size_t len) {
-    for (int t = 0; t < LNTUNE_TYPE_COUNT; ++t)
+    for (int t = 0; t < LNTUNE_TYPE_Y_COUNT; ++t)
         if (strlen(type_names[t]) == len && memcmp(type_names[t], name, len) == 0) return t;
     return -1;
 }
@@ -39,6 +40,9 @@ int lntune_types_parse(const char *text, lntune_types *out) {
         p += len + 1;
     }
     ++n;
+    /* A quantized type is y's only: not x (nor a lone name for all), gamma/beta or residual. */
+    for (int k = 0; k < n; ++k)
+        if (k != 1 && lntune_type_quantized(parts[k])) return -1;
     out->x = (uint8_t)parts[0];
     out->y = (uint8_t)(n > 1 ? parts[1] : parts[0]);
     out->params = (uint8_t)(n > 2 ? parts[2] : parts[0]);

@@ -50,8 +50,10 @@ extern "C" {
 typedef enum lntune_dtype {
     LNTUNE_DTYPE_DEFAULT = 0,
     LNTUNE_F32 = 1,
-    LNTUNE_F16 = 2, /* IEEE binary16 */
-    LNTUNE_BF16 = 3 /* bfloat16; the output rounds to nearest (ties: see lntune_layernorm) */
+    LNTUNE_F16 = 2,     /* IEEE binary16 */
+    LNTUNE_BF16 = 3,    /* bfloat16; the output rounds to nearest (ties: see lntune_layernorm) */
+    LNTUNE_I8 = 4,      /* y_dtype only: int8 codes of a scaled y (see y_scale). New in 0.4 */
+    LNTUNE_FP8_E4M3 = 5 /* y_dtype only: OCP fp8 e4m3 codes of a scaled y. New in 0.4 */
 } lntune_dtype;
 
 typedef enum lntune_device_kind {
@@ -107,6 +109,27 @@ typedef struct lntune_args {
     /* of residual and residual_out; 0: as dtype. Read only when residual is given, so an app
      * built with the 0.2 header (whose struct ends before it) keeps working. */
     lntune_dtype residual_dtype;
+    /*
+     * Quantized y (y_dtype LNTUNE_I8 or LNTUNE_FP8_E4M3; read only then, so that an app built
+     * with an older header keeps working): y is computed in fp32 as for a float y, then each
+     * element is stored as the code of v = y / scale:
+     *   LNTUNE_I8        NaN -> 0; else v clamped to [-128, 127], rounded to nearest, ties to
+     *                    even (dequantize as code * scale)
+     *   LNTUNE_FP8_E4M3  OCP e4m3, saturating: |v| clamped to 448 (Inf too), rounded to nearest
+     *                    even (subnormals included); NaN -> 0x7f with v's sign
+     * y_scales NULL: the static scale y_scale, one for the call (> 0, at least FLT_MIN and
+     * finite, else LNTUNE_EINVAL). y_scales given (rows floats): a dynamic scale per row, written
+     * there: absmax / 127 (int8) or / 448 (e4m3), absmax the largest |y| of the row (NaN left
+     * out), and the row's codes are of y * (127 or 448) / absmax (all 0 where absmax is 0 or
+     * Inf). Rounding: the kernels multiply by fp32 reciprocals, which may move a v lying within
+     * a few fp32 roundings of a rounding boundary to the neighbouring code; nowhere else.
+     * Both ops, with or without residual/residual_out, any x, gamma/beta and residual type.
+     * CPU only (CUDA: LNTUNE_EUNSUPPORTED). Shapes never tuned run the float built-in into a
+     * small buffer, then quantize it: correct, slower than a tuned fused kernel
+     * (lntune --dtype f32/i8row ...: the type text names "i8", "i8row", "e4m3", "e4m3row").
+     */
+    float y_scale;
+    float *y_scales;
 } lntune_args;
 
 typedef struct lntune lntune; /* opaque; one per process or device */

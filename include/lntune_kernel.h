@@ -34,6 +34,11 @@ typedef struct lntune_kernel_args {
     float *mean;        /* optional: per-row mean (LayerNorm) */
     float *rstd;        /* optional: per-row 1/sqrt(var + eps) */
     float eps;
+    /* Quantized y only (int8 or fp8 e4m3; lntune.h has the semantics): y is rounded from
+     * norm(x) / y_scale; or, with a scale per row, y_scales[r] receives that row's scale.
+     * Appended, so that kernels built before them (which never read them) keep working. */
+    float y_scale;
+    float *y_scales;
 } lntune_kernel_args;
 
 typedef int (*lntune_kernel_fn)(const lntune_kernel_args *args, int64_t row_begin, int64_t row_end);

@@ -23,11 +23,13 @@
 #include "args_check.h"
 #include "context.h"
 #include "builtin_policy.h"
+#include "builtin_quant.h"
 #include "cuda_dispatch.h"
 #include "dispatch.h"
 #include "dtypes.h"
 #include "fusion.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -39,8 +41,14 @@ static const char *const api_names[] = {"lntune_layernorm", "lntune_rmsnorm"};
  */
 static lntune_types lntune_args_types(const lntune_args *a) {
     const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
+    /* a quantized y: its code, with a scale per row where y_scales is given (dtypes.h) */
+    const int y = a->y_dtype == LNTUNE_DTYPE_DEFAULT ? x
+                  : a->y_dtype == LNTUNE_I8 ? (a->y_scales ? LNTUNE_TYPE_I8_ROW : LNTUNE_TYPE_I8)
+                  : a->y_dtype == LNTUNE_FP8_E4M3
+                      ? (a->y_scales ? LNTUNE_TYPE_E4M3_ROW : LNTUNE_TYPE_E4M3)
+                      : (int)a->y_dtype - 1;
     lntune_types t = {
-        (uint8_t)x, (uint8_t)(a->y_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->y_dtype - 1),
+        (uint8_t)x, (uint8_t)y,
         (uint8_t)(a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1), 0};
     if (a->residual && a->residual_dtype != LNTUNE_DTYPE_DEFAULT)
         lntune_types_set_residual(&t, (int)a->residual_dtype - 1);
@@ -76,7 +84,7 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
                                "be 0 or >= H = %lld",
                                fn, (long long)a->residual_stride, (long long)a->residual_out_stride,
                                (long long)a->H);
-    if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->y_dtype > LNTUNE_BF16 ||
+    if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->y_dtype > LNTUNE_FP8_E4M3 ||
         (unsigned)a->param_dtype > LNTUNE_BF16 ||
         (a->residual && (unsigned)a->residual_dtype > LNTUNE_BF16))
         return lntune_ctx_fail(
@@ -87,6 +95,16 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
         return rc;
     if (op == LNTUNE_DESC_RMSNORM && a->beta)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: RMSNorm takes no beta", fn);
+    if (a->y_dtype == LNTUNE_I8 || a->y_dtype == LNTUNE_FP8_E4M3) { /* the fields read only then */
+        if (a->device == LNTUNE_DEVICE_CUDA)
+            return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                                   "%s: a quantized y (int8, fp8) is served on the CPU only", fn);
+        if (!a->y_scales && !(a->y_scale >= FLT_MIN && a->y_scale <= FLT_MAX))
+            return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                                   "%s: y_scale = %g: a static scale must be positive, normal and "
+                                   "finite (or give y_scales for a scale per row)",
+                                   fn, (double)a->y_scale);
+    }
 #ifndef LNTUNE_HAVE_CUDA
     if (a->device == LNTUNE_DEVICE_CUDA)
         return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
@@ -136,6 +154,9 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     ka.mean = a->mean;
     ka.rstd = a->rstd;
     ka.eps = a->eps > 0.0f ? a->eps : 1e-5f;
+    const int quant = lntune_type_quantized(types.y); /* a->y_scale and y_scales exist */
+    ka.y_scale = quant ? a->y_scale : 0.0f;
+    ka.y_scales = quant ? a->y_scales : NULL;
 #ifdef LNTUNE_HAVE_CUDA
     if (a->device == LNTUNE_DEVICE_CUDA)
         return lntune_gpu_run(ctx, a, op, types, fusion, &ka, api_names[op]);
@@ -160,11 +181,15 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     lntune_pool *pool = NULL;
     if (threads > 1 && !(pool = atomic_load_explicit(&ctx->pool, memory_order_acquire)))
         pool = lntune_dispatch_pool(ctx);
-    rc = lntune_pool_run_kernel(pool, kernel, &ka, threads);
+    /* No kernel: a quantized y never tuned, the float built-in then quantized (quant_float) */
+    rc = kernel ? lntune_pool_run_kernel(pool, kernel, &ka, threads)
+                : lntune_builtin_quant_run(pool, e->quant_float, &ka, types, threads);
     if (rc == LNTUNE_KERNEL_EUNSUPPORTED && e->kernel != e->fallback) {
         /* The tuned kernel declined these args (its checks are stricter than the key). */
         if (builtin_threads > 1 && !pool) pool = lntune_dispatch_pool(ctx);
-        rc = lntune_pool_run_kernel(pool, e->fallback, &ka, builtin_threads);
+        rc = e->fallback
+                 ? lntune_pool_run_kernel(pool, e->fallback, &ka, builtin_threads)
+                 : lntune_builtin_quant_run(pool, e->quant_float, &ka, types, builtin_threads);
     }
     if (rc != LNTUNE_KERNEL_OK)
         return lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: the kernel for H = %lld returned %d",

@@ -384,6 +384,14 @@ static const char *nearest_h(const lntune_best_copy *best, const lntune_desc *d,
     return buf;
 }
 
+/* The forward built-in of d's op, affine kind and fusion for the tuple types (float y). */
+static lntune_kernel_fn float_builtin(const lntune_desc *d, int op, lntune_types types) {
+    return lntune_desc_fusion(d) != LNTUNE_FUSION_NONE ? lntune_builtin_residual_kernel(op, types)
+           : lntune_types_all_f32(types)
+               ? lntune_builtin_kernel(op, lntune_desc_affine(d))
+               : lntune_builtin_typed_kernel(op, lntune_desc_affine(d), types);
+}
+
 int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t rows,
                             const lntune_entry **out) {
     pthread_mutex_lock(&ctx->lock);
@@ -405,13 +413,12 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         e->backward = e->backward_fallback = lntune_builtin_backward_kernel(
             op - LNTUNE_DESC_LAYERNORM_BACKWARD, lntune_desc_fusion(d) == LNTUNE_FUSION_RESIDUAL,
             types.x, types.params);
+    else if (lntune_type_quantized(types.y)) /* no built-in: the float one, then quantized */
+        e->quant_float = float_builtin(
+            d, op, (lntune_types){types.x, LNTUNE_TYPE_F32, types.params, types.residual});
     else
-        e->kernel = e->fallback =
-            lntune_desc_fusion(d) != LNTUNE_FUSION_NONE ? lntune_builtin_residual_kernel(op, types)
-            : lntune_types_all_f32(types)
-                ? lntune_builtin_kernel(op, lntune_desc_affine(d))
-                : lntune_builtin_typed_kernel(op, lntune_desc_affine(d), types);
-    if (!backward) {
+        e->kernel = e->fallback = float_builtin(d, op, types);
+    if (!backward && !e->quant_float) {
         const int fusion = lntune_desc_fusion(d);
         const int64_t bytes = element_bytes(d);
         /* Rows that do not keep 64-byte alignment never stream (builtin_policy.h); nor any call

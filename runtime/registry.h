@@ -27,8 +27,8 @@
  * of the lookup).
  */
 typedef struct lntune_desc {
-    uint64_t kind; /* op | dtype << 8 | affine << 16 | fusion << 20 | device << 24 |
-                      (uint32_t)bucket << 32 */
+    uint64_t kind; /* op (4 bits) | dtype (12: lntune_types_packed) << 4 | affine << 16 |
+                      fusion << 20 | device << 24 | (uint32_t)bucket << 32 */
     int64_t H;
 } lntune_desc;
 
@@ -52,6 +52,9 @@ typedef struct lntune_entry {
     const lntune_gpu_kernel *gpu; /* CUDA entries: the kernel, tuned or built-in; else NULL */
     lntune_kernel_fn kernel;      /* tuned, or the built-in */
     lntune_kernel_fn fallback;    /* the built-in; for a tuned kernel that declines the args */
+    /* A quantized y: no built-in (kernel NULL unless tuned, fallback NULL); this float built-in
+     * of the same tuple with an fp32 y, whose rows builtin_quant.h quantizes. */
+    lntune_kernel_fn quant_float;
     /* The built-in with non-temporal stores, for built-in calls of at least streaming_elements
      * (rows x H); NULL: none (see lntune_builtin_streaming_kernel), or rows of H that would not
      * keep 64-byte alignment (lntune_builtin_rows_stream). */
@@ -71,7 +74,7 @@ typedef struct lntune_registry {
 
 static inline lntune_desc lntune_desc_make(int op, int dtype, int affine, int fusion,
                                            int32_t bucket, int64_t H) {
-    lntune_desc d = {(uint64_t)(uint8_t)op | (uint64_t)(uint8_t)dtype << 8 |
+    lntune_desc d = {(uint64_t)(op & 0xf) | (uint64_t)(dtype & 0xfff) << 4 |
                          (uint64_t)(affine & 0xf) << 16 | (uint64_t)(fusion & 0xf) << 20 |
                          (uint64_t)(uint32_t)bucket << 32,
                      H};
@@ -79,10 +82,10 @@ static inline lntune_desc lntune_desc_make(int op, int dtype, int affine, int fu
 }
 
 static inline int lntune_desc_op(const lntune_desc *d) {
-    return (int)(d->kind & 0xff);
+    return (int)(d->kind & 0xf);
 }
 static inline int lntune_desc_dtype(const lntune_desc *d) {
-    return (int)(d->kind >> 8 & 0xff);
+    return (int)(d->kind >> 4 & 0xfff);
 }
 static inline int lntune_desc_affine(const lntune_desc *d) {
     return (int)(d->kind >> 16 & 0xf);

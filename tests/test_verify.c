@@ -371,7 +371,7 @@ int main(void) {
         printf("FAIL H=0 accepted\n");
         failures++;
     }
-    const lntune_types unknown = {LNTUNE_TYPE_F32, LNTUNE_TYPE_COUNT, LNTUNE_TYPE_F32, 0};
+    const lntune_types unknown = {LNTUNE_TYPE_F32, LNTUNE_TYPE_Y_COUNT, LNTUNE_TYPE_F32, 0};
     if (lntune_verifier_create_typed(LNTUNE_OP_LAYERNORM, unknown, hs, 1, 1, &bad) !=
         LNTUNE_EINVAL) {
         printf("FAIL unknown y type accepted\n");

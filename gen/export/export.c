@@ -61,8 +61,11 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
         if (backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT) op = -1; /* no such kernel */
     }
     lntune_types types;
-    if (op < 0 || lntune_types_parse(key->dtype, &types) != 0) {
-        const char *why = op >= 0 ? "dtype unknown to this export" : "op unknown to this export";
+    const int parsed = op >= 0 && lntune_types_parse(key->dtype, &types) == 0;
+    if (!parsed || lntune_type_quantized(types.y)) {
+        const char *why = op < 0    ? "op unknown to this export"
+                          : !parsed ? "dtype unknown to this export"
+                                    : "a quantized y is not exported yet";
         lntune_export_warn(l->c, "%s %s H=%lld: %s; left out", key->op, key->dtype,
                            (long long)key->H, why);
         ++l->skipped;

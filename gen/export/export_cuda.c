@@ -98,7 +98,7 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
         why = "op unknown to the CUDA export"; /* no such kernel */
     else if (op < 0 || !lntune_export_ops[op].cuda)
         why = "op unknown to the CUDA export";
-    else if (lntune_types_parse(key->dtype, &types) != 0)
+    else if (lntune_types_parse(key->dtype, &types) != 0 || lntune_type_quantized(types.y))
         why = "dtype unknown to the CUDA export";
     if (why) { /* never exported as something else */
         lntune_export_warn(l->c, "%s %s H=%lld on %s: %s; left out", key->op, key->dtype,

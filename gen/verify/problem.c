@@ -8,6 +8,7 @@
 #include "half.h"
 #include "half_ref.h"
 #include "lntune.h"
+#include "quant.h"
 #include "verify_backward.h"
 
 #include <stdlib.h>
@@ -82,6 +83,12 @@ static int forward_init(lntune_problem *p, int max_threads) {
                                    .residual_stride = resid ? p->H : 0,
                                    .residual_out_stride = resid_out ? p->H : 0,
                                    .eps = 1e-5f};
+    if (lntune_type_quantized(p->types.y)) { /* as the verifier scales it: some codes saturate */
+        p->args.y_scale = (float)(3.0 / lntune_quant_max(p->types.y));
+        if (lntune_type_row_scaled(p->types.y) &&
+            !(p->args.y_scales = alloc(p, (size_t)p->rows * sizeof(float))))
+            return LNTUNE_ENOMEM;
+    }
     p->bytes = (double)elems * (double)moved;
     p->copy_args = lntune_tune_copy_args(&p->args, p->types, fusion);
     return LNTUNE_OK;

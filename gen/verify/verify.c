@@ -12,6 +12,8 @@
 #include "half_ref.h"
 #include "lntune.h"
 #include "heartbeat.h"
+#include "quant.h"
+#include "verify_quant.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -76,10 +78,19 @@ struct lntune_verifier {
     size_t nh;
     h_case *cases;
     unsigned char *xbuf, *ybuf; /* layout buffers, sized for the largest H */
+    /* A quantized y: every byte is some code, so each case runs twice, first with y poisoned
+     * by QUANT_FIRST_POISON (its result kept in ycopy): a code never written shows as both
+     * poisons. qscale: the static scale; scales: a scale per row, between two guards. */
+    unsigned char *ycopy;
+    float qscale;
+    float scales[ROWS + 2];
     size_t buf_floats;
 };
 
+enum { QUANT_FIRST_POISON = 0x5a };
+
 uint32_t lntune_verify_poison(int y_type) {
+    if (lntune_type_quantized(y_type)) return 0xa5u;
     return y_type == LNTUNE_TYPE_F16 ? 0x7d5au : y_type == LNTUNE_TYPE_BF16 ? 0x7f85u : 0x7fa5a5a5u;
 }
 
@@ -214,7 +225,7 @@ int lntune_verifier_create_fused(lntune_op op, lntune_types types, int fusion, c
     *out = NULL;
     for (size_t i = 0; i < nh; ++i)
         if (hs[i] < 1 || hs[i] > (INT64_C(1) << 26)) return LNTUNE_EINVAL;
-    if (types.x >= LNTUNE_TYPE_COUNT || types.y >= LNTUNE_TYPE_COUNT ||
+    if (types.x >= LNTUNE_TYPE_COUNT || types.y >= LNTUNE_TYPE_Y_COUNT ||
         types.params >= LNTUNE_TYPE_COUNT)
         return LNTUNE_EINVAL;
     lntune_verifier *v = calloc(1, sizeof *v);
@@ -231,6 +242,8 @@ int lntune_verifier_create_fused(lntune_op op, lntune_types types, int fusion, c
     v->ysize = lntune_type_size(types.y);
     v->psize = lntune_type_size(types.params);
     v->poison = lntune_verify_poison(types.y);
+    /* y / scale spans the codes, and the largest |y| (about 4 sigmas) saturates */
+    v->qscale = (float)(3.0 / lntune_quant_max(types.y));
     if (v->xsize == v->ysize)
         snprintf(v->misaligned, sizeof v->misaligned, "x and y misaligned by %zu bytes", v->xsize);
     else
@@ -275,6 +288,7 @@ int lntune_verifier_create_fused(lntune_op op, lntune_types types, int fusion, c
     v->buf_floats = (size_t)(ROWS * (maxh + 8) + 2 * GUARD + 16);
     v->xbuf = aligned_alloc(64, (v->buf_floats * sizeof(float) + 63) / 64 * 64);
     v->ybuf = aligned_alloc(64, (v->buf_floats * sizeof(float) + 63) / 64 * 64);
+    if (lntune_type_quantized(types.y) && !(v->ycopy = malloc(v->buf_floats))) goto oom;
     if (!v->xbuf || !v->ybuf) goto oom;
     if (fusion) {
         v->rbuf = aligned_alloc(64, (v->buf_floats * sizeof(float) + 63) / 64 * 64);
@@ -316,6 +330,7 @@ void lntune_verifier_destroy(lntune_verifier *v) {
     free(v->cases);
     free(v->xbuf);
     free(v->ybuf);
+    free(v->ycopy);
     free(v->rbuf);
     free(v->obuf);
     free(v);
@@ -336,6 +351,7 @@ int lntune_verifier_fusion(const lntune_verifier *v) {
 
 /* The bits of element i of y (or of a guard zone), of size bytes. */
 static inline uint32_t bits_at(const unsigned char *y, int64_t i, size_t size) {
+    if (size == 1) return y[i];
     if (size == 4) {
         uint32_t u;
         memcpy(&u, y + 4 * i, 4);
@@ -452,6 +468,62 @@ check_rows(const lntune_verifier *v, const h_case *c, int d, const unsigned char
 }
 
 /*
+ * check_rows for a quantized y: x unchanged; every code written (not both poisons, of this run
+ * and of the first: first) and the same in both runs; the gaps of a strided y untouched; each
+ * row's codes (and scale) as lntune_quant_check_row has them.
+ */
+static int check_quant_rows(const lntune_verifier *v, const h_case *c, int d,
+                            const unsigned char *x, int64_t xs, const unsigned char *y,
+                            const unsigned char *first, int64_t ys, int affine, const float *scales,
+                            const char *where, lntune_verify_result *res) {
+    const int64_t H = c->H;
+    const size_t xe = v->xsize;
+    const int ln = v->op == LNTUNE_OP_LAYERNORM;
+    double *yref = malloc((size_t)H * sizeof *yref), *unit = malloc((size_t)H * sizeof *unit);
+    int ok = yref && unit;
+    if (!ok) snprintf(res->message, sizeof res->message, "%sout of memory", where);
+    for (int r = 0; ok && r < ROWS; ++r) {
+        if (memcmp(x + r * xs * (int64_t)xe, c->xt[d] + r * H * (int64_t)xe, (size_t)H * xe)) {
+            snprintf(res->message, sizeof res->message, "%swrote into x (row %d)", where, r);
+            ok = 0;
+            break;
+        }
+        for (int64_t i = 0; ok && i < ys; ++i) {
+            const unsigned char got = y[r * ys + i], before = first[r * ys + i];
+            if (i >= H && (got != v->poison || before != QUANT_FIRST_POISON))
+                snprintf(res->message, sizeof res->message,
+                         "%swrote between rows (row %d, column %" PRId64 ")", where, r, i);
+            else if (i < H && got == v->poison && before == QUANT_FIRST_POISON)
+                snprintf(res->message, sizeof res->message, "%snever wrote y[%d][%" PRId64 "]",
+                         where, r, i);
+            else if (i < H && got != before)
+                snprintf(res->message, sizeof res->message,
+                         "%sy[%d][%" PRId64 "] is 0x%02x in one run and 0x%02x in another", where,
+                         r, i, got, before);
+            else
+                continue;
+            ok = 0;
+        }
+        const double mean = c->mean[d][r], rstd = c->rstd[d][r];
+        for (int64_t i = 0; ok && i < H; ++i) {
+            const double z = c->z[d][r * H + i];
+            const double g = affine ? c->gamma[i] : 1.0, b = affine && ln ? c->beta[i] : 0.0;
+            yref[i] = z * g + b;
+            unit[i] = (fabs(mean) * rstd + fabs(z) + 1.0) * fabs(g) + fabs(b);
+        }
+        char msg[400];
+        if (ok && !lntune_quant_check_row(v->types.y, yref, unit, H, y + r * ys, v->qscale,
+                                          scales + r, 0, msg, sizeof msg)) {
+            snprintf(res->message, sizeof res->message, "%srow %d: %.300s", where, r, msg);
+            ok = 0;
+        }
+    }
+    free(yref);
+    free(unit);
+    return ok;
+}
+
+/*
  * Fusion: residual unchanged (row stride rs), residual_out (row stride os; NULL without one)
  * equal bit for bit to the rounded fp32 sum (a NaN for a NaN, whatever its payload), never
  * written between rows or in its guard zones (obase: the start of its poisoned buffer, olen
@@ -511,10 +583,13 @@ static int check_residual(const lntune_verifier *v, const h_case *c, int d,
     return 1;
 }
 
-/* Fills n elements of esize bytes (2 or 4) at p with poison (lntune_verify_poison's value). */
+/* Fills n elements of esize bytes (1, 2 or 4) at p with poison (lntune_verify_poison's value). */
 static void poison_fill(unsigned char *p, int64_t n, size_t esize, uint32_t poison) {
     const uint16_t poison16 = (uint16_t)poison;
-    const void *src = esize == 4 ? (const void *)&poison : &poison16;
+    const uint8_t poison8 = (uint8_t)poison;
+    const void *src = esize == 4   ? (const void *)&poison
+                      : esize == 2 ? (const void *)&poison16
+                                   : &poison8;
     for (int64_t i = 0; i < n; ++i) memcpy(p + (size_t)i * esize, src, esize);
 }
 
@@ -532,7 +607,7 @@ static int check_batch_invariance(const lntune_verifier *v, lntune_kernel_fn ker
                                   lntune_verify_result *res) {
     const size_t ybytes = (size_t)(ROWS * a->y_stride) * v->ysize;
     const size_t obytes = a->residual_out ? (size_t)(ROWS * a->residual_out_stride) * v->rsize : 0;
-    unsigned char *want = malloc(ybytes + obytes + 2 * ROWS * sizeof(float));
+    unsigned char *want = malloc(ybytes + obytes + 3 * ROWS * sizeof(float));
     if (!want) {
         snprintf(res->message, sizeof res->message, "%sout of memory", where);
         return 0;
@@ -542,6 +617,7 @@ static int check_batch_invariance(const lntune_verifier *v, lntune_kernel_fn ker
     if (obytes) memcpy(want + ybytes, a->residual_out, obytes);
     if (a->mean) memcpy(want_stats, a->mean, ROWS * sizeof(float));
     if (a->rstd) memcpy(want_stats + ROWS, a->rstd, ROWS * sizeof(float));
+    if (a->y_scales) memcpy(want_stats + 2 * ROWS, a->y_scales, ROWS * sizeof(float));
     int ok = 1;
     /* Patterns 0 .. ROWS-1: row p alone (the others stay poisoned); ROWS + k: [0, k+1), [k+1,
      * ROWS). Rows [r0, r1) are computed, by one call or by two split at row split. */
@@ -552,6 +628,7 @@ static int check_batch_invariance(const lntune_verifier *v, lntune_kernel_fn ker
                         lntune_verify_poison(v->rtype));
         if (a->mean) memset(a->mean, 0xff, ROWS * sizeof(float));
         if (a->rstd) memset(a->rstd, 0xff, ROWS * sizeof(float));
+        if (a->y_scales) memset(a->y_scales, 0xff, ROWS * sizeof(float));
         const int r0 = p < ROWS ? p : 0, r1 = p < ROWS ? p + 1 : ROWS, split = p - ROWS + 1;
         int rc = p < ROWS ? kernel(a, r0, r1) : kernel(a, 0, split);
         if (p >= ROWS && rc == LNTUNE_KERNEL_OK) rc = kernel(a, split, ROWS);
@@ -577,7 +654,10 @@ static int check_batch_invariance(const lntune_verifier *v, lntune_kernel_fn ker
                     ? "residual_out"
                 : a->mean && memcmp(&a->mean[r], &want_stats[r], sizeof(float)) != 0        ? "mean"
                 : a->rstd && memcmp(&a->rstd[r], &want_stats[ROWS + r], sizeof(float)) != 0 ? "rstd"
-                                                                                            : NULL;
+                : a->y_scales &&
+                        memcmp(&a->y_scales[r], &want_stats[2 * ROWS + r], sizeof(float)) != 0
+                    ? "scale"
+                    : NULL;
             if (what) {
                 snprintf(res->message, sizeof res->message,
                          "%srow %d's %s has other bits %s than in one call of all %d rows: a "
@@ -656,6 +736,21 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     char where[200];
     snprintf(where, sizeof where, where_fmt, H, names[d], layout, v->seed);
     lntune_heartbeat(-1); /* a heartbeat for the worker's time limit */
+    const int quant = lntune_type_quantized(v->types.y);
+    float *scales = v->scales + 1; /* a guard on either side */
+    if (quant) {                   /* the first of two runs (see ycopy) */
+        a.y_scale = v->qscale;
+        if (lntune_type_row_scaled(v->types.y)) a.y_scales = scales;
+        poison_fill(v->ybuf, ylen, 1, QUANT_FIRST_POISON);
+        const int rc = lntune_pool_run_kernel(pool, kernel, &a, threads);
+        if (rc != LNTUNE_KERNEL_OK) {
+            snprintf(res->message, sizeof res->message, "%skernel returned %d", where, rc);
+            return 0;
+        }
+        memcpy(v->ycopy, v->ybuf, (size_t)ylen);
+        poison_fill(v->ybuf, ylen, 1, v->poison);
+        for (int i = 0; i < ROWS + 2; ++i) v->scales[i] = NAN;
+    }
     int rc = lntune_pool_run_kernel(pool, kernel, &a, threads);
     res->cases++;
     if (rc != LNTUNE_KERNEL_OK) {
@@ -676,8 +771,16 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     if (v->fusion && !check_residual(v, c, d, resid, rs, v->obuf, a.residual_out ? out : NULL, os,
                                      olen, a.mean, a.rstd, where, res))
         return 0;
+    if (quant && !(isnan(v->scales[0]) && isnan(v->scales[ROWS + 1]))) {
+        snprintf(res->message, sizeof res->message, "%swrote outside the rows' scales", where);
+        return 0;
+    }
     int ok;
-    switch (v->types.y) { /* a loop for each type */
+    switch (quant ? -1 : v->types.y) { /* a loop for each type */
+    case -1:
+        ok = check_quant_rows(v, c, d, x, xs, y, v->ycopy + (y - v->ybuf), ys, affine, scales,
+                              where, res);
+        break;
     case LNTUNE_TYPE_F16:
         ok = check_rows(v, c, d, x, xs, y, ys, affine, where, res, LNTUNE_TYPE_F16);
         break;
@@ -715,5 +818,9 @@ int lntune_verifier_check(lntune_verifier *v, lntune_kernel_fn kernel, int affin
                  fixed_h);
         return LNTUNE_EINVAL;
     }
+    if (lntune_type_quantized(v->types.y) &&
+        !lntune_quant_probes(v->op, v->types, v->fusion, kernel, affine, fixed_h, threads, pool,
+                             res))
+        return LNTUNE_EVERIFY;
     return LNTUNE_OK;
 }

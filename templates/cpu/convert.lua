@@ -7,15 +7,30 @@
 -- template's knob decides and checks the ISA.
 local M = {}
 
--- C element type of each tensor type; 16-bit types are carried as their bits.
-M.CTYPE = { f32 = "float", f16 = "uint16_t", bf16 = "uint16_t" }
+-- C element type of each tensor type; 16-bit types are carried as their bits. The quantized
+-- types (y only; core/quant.h has their semantics) are int8 and e4m3 codes, each with a static
+-- scale or one per row ("row"): the scale is the template's business, the codes this file's.
+M.CTYPE = { f32 = "float", f16 = "uint16_t", bf16 = "uint16_t",
+    i8 = "int8_t", i8row = "int8_t", e4m3 = "uint8_t", e4m3row = "uint8_t" }
 
--- Format strings of one element's widening to float and narrowing from it.
+-- Format strings of one element's widening to float and narrowing from it (quantized: of a
+-- value already divided by the scale).
 M.widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
-M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
+M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)",
+    i8 = "f32_to_i8(%s)", i8row = "f32_to_i8(%s)", e4m3 = "f32_to_e4m3(%s)", e4m3row = "f32_to_e4m3(%s)" }
+
+-- The quantized types: the code's kind ("i8" or "e4m3"), whether the scale is per row, and
+-- the largest code's value (QMAX of core/quant.h).
+M.QUANT = {
+    i8 = { code = "i8", row = false, max = "127.0f" },
+    i8row = { code = "i8", row = true, max = "127.0f" },
+    e4m3 = { code = "e4m3", row = false, max = "448.0f" },
+    e4m3row = { code = "e4m3", row = true, max = "448.0f" },
+}
 
 -- The file-scope names the functions below declare.
-M.names = { "bf16_to_f32", "f32_to_bf16", "f16_to_f32", "f32_to_f16", "vh", "vu", "vs", "hsum" }
+M.names = { "bf16_to_f32", "f32_to_bf16", "f16_to_f32", "f32_to_f16", "vh", "vu", "vs", "hsum",
+    "f32_to_i8", "f32_to_e4m3", "vq", "vi" }
 
 local BF16 = [[
 
@@ -81,6 +96,44 @@ __attribute__((unused)) static inline uint16_t f32_to_f16(float f)
 }
 ]]
 
+-- Quantized codes, exactly as core/quant.h has them. Rounding to nearest even by adding and
+-- subtracting 1.5 * 2^23 (exact for |v| < 2^22, which the clamps ensure), in the default
+-- rounding mode; the compilers keep the two operations without -ffast-math.
+local I8 = [[
+
+/* v clamped to [-128, 127] and rounded to nearest, ties to even; NaN gives 0. */
+__attribute__((unused)) static inline int8_t f32_to_i8(float v)
+{
+    if (v != v)
+        return 0;
+    v = v > 127.0f ? 127.0f : v < -128.0f ? -128.0f : v;
+    return (int8_t)(int)((v + 0x1.8p23f) - 0x1.8p23f);
+}
+]]
+
+local E4M3 = [[
+
+/* OCP fp8 e4m3, saturating: |v| clamped to 448 (Inf too), rounded to nearest even, subnormals
+ * (multiples of 2^-9) below 2^-6; NaN gives 0x7f with v's sign. */
+__attribute__((unused)) static inline uint8_t f32_to_e4m3(float v)
+{
+    uint32_t u;
+    __builtin_memcpy(&u, &v, sizeof u);
+    const uint32_t sign = u >> 24 & 0x80u;
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint8_t)(sign | 0x7fu);
+    if (a > 0x43e00000u) /* 448.0f */
+        a = 0x43e00000u;
+    if (a < 0x3c800000u) { /* 2^-6 */
+        float f;
+        __builtin_memcpy(&f, &a, sizeof f);
+        return (uint8_t)(sign | (uint32_t)(int)((f * 512.0f + 0x1.8p23f) - 0x1.8p23f));
+    }
+    return (uint8_t)(sign | (((a + 0x7ffffu + (a >> 20 & 1u)) >> 20) - (120u << 3)));
+}
+]]
+
 -- Every function is marked unused: which of them a variant calls depends on its knobs and tails.
 
 -- The scalar conversions the types in the list use, and (V > 1) the 16-bit vector types (and,
@@ -91,7 +144,11 @@ function M.scalar_functions(types, V, native)
     local out = {}
     if used.bf16 then out[#out + 1] = BF16 end
     if used.f16 then out[#out + 1] = F16 end
-    if V > 1 and (used.f16 or used.bf16) then
+    if used.i8 or used.i8row then out[#out + 1] = I8 end
+    if used.e4m3 or used.e4m3row then out[#out + 1] = E4M3 end
+    local q = M.QUANT
+    local quantized = used.i8 or used.i8row or used.e4m3 or used.e4m3row
+    if V > 1 and (used.f16 or used.bf16 or quantized) then -- (the codes' conversions use vu)
         out[#out + 1] = string.format("\ntypedef uint16_t vh __attribute__((vector_size(%d)));\n"
             .. "typedef uint32_t vu __attribute__((vector_size(%d)));\n", V * 2, V * 4)
         if native then
@@ -99,12 +156,19 @@ function M.scalar_functions(types, V, native)
                 V == 16 and 32 or 16)
         end
     end
+    for _, t in ipairs(types) do
+        if V > 1 and q[t] then -- V codes, and the 32-bit integer lanes they convert through
+            out[#out + 1] = string.format("typedef %s vq __attribute__((vector_size(%d)));\n"
+                .. "typedef int32_t vi __attribute__((vector_size(%d)));\n", M.CTYPE[t], V, V * 4)
+            break
+        end
+    end
     return table.concat(out)
 end
 
--- The C type of V elements of type t (C type ct): ct itself, vf, or vh.
+-- The C type of V elements of type t (C type ct): ct itself, vf, vh or vq.
 function M.vector_type(t, ct, V)
-    return V == 1 and ct or t == "f32" and "vf" or "vh"
+    return V == 1 and ct or t == "f32" and "vf" or M.QUANT[t] and "vq" or "vh"
 end
 
 -- A function name(const ct *p) returning the V elements of type t at p as a vf.
@@ -175,6 +239,42 @@ function M.narrower(name, t, ct, V, native)
         body = "    return " .. string.format(M.narrow[t], "v") .. ";\n"
     elseif t == "f32" then
         body = "    return v;\n"
+    elseif M.QUANT[t] and M.QUANT[t].code == "i8" and native and V == 16 then
+        -- AVX-512: vcvtps2dq rounds to nearest even (the default MXCSR), vpmovsdb saturates;
+        -- NaN (which converts to INT_MIN) is zeroed first, and all above 127 (+Inf, values
+        -- past INT_MAX) is clamped: only -128 and below may reach the saturation.
+        body = "    typedef char vc __attribute__((vector_size(16)));\n"
+            .. "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
+            .. "    u &= (vu)(v == v);\n"
+            .. "    vf w;\n    __builtin_memcpy(&w, &u, sizeof w);\n"
+            .. "    const vu hi = (vu)(w > 127.0f);\n"
+            .. "    u = (u & ~hi) | (0x42fe0000u & hi); /* 127.0f */\n"
+            .. "    __builtin_memcpy(&w, &u, sizeof w);\n"
+            .. "    const vi i = __builtin_ia32_cvtps2dq512_mask(w, (vi){0}, (unsigned short)0xffff, 4);\n"
+            .. "    const vc c = __builtin_ia32_pmovsdb512_mask(i, (vc){0}, (unsigned short)0xffff);\n"
+            .. "    vq o;\n    __builtin_memcpy(&o, &c, sizeof o);\n    return o;\n"
+    elseif M.QUANT[t] and M.QUANT[t].code == "i8" then -- f32_to_i8 on every lane, by selects
+        body = "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
+            .. "    u &= (vu)(v == v); /* NaN lanes to 0 */\n"
+            .. "    vf w;\n    __builtin_memcpy(&w, &u, sizeof w);\n"
+            .. "    const vu hi = (vu)(w > 127.0f), lo = (vu)(w < -128.0f);\n"
+            .. "    u = (u & ~(hi | lo)) | (0x42fe0000u & hi) | (0xc3000000u & lo); /* 127.0f, -128.0f */\n"
+            .. "    __builtin_memcpy(&w, &u, sizeof w);\n"
+            .. "    w = (w + 0x1.8p23f) - 0x1.8p23f;\n"
+            .. "    return __builtin_convertvector(__builtin_convertvector(w, vi), vq);\n"
+    elseif M.QUANT[t] then -- f32_to_e4m3 on every lane, its cases computed and selected
+        body = "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
+            .. "    const vu sign = u >> 24 & 0x80u;\n"
+            .. "    vu a = u & 0x7fffffffu;\n"
+            .. "    const vu nan = (vu)(a > 0x7f800000u), big = (vu)(a > 0x43e00000u);\n"
+            .. "    a = (a & ~big) | (0x43e00000u & big); /* 448.0f */\n"
+            .. "    vf f;\n    __builtin_memcpy(&f, &a, sizeof f);\n"
+            .. "    const vu sub = (vu)__builtin_convertvector((f * 512.0f + 0x1.8p23f) - 0x1.8p23f, vi);\n"
+            .. "    const vu normal = ((a + 0x7ffffu + (a >> 20 & 1u)) >> 20) - (120u << 3);\n"
+            .. "    const vu small = (vu)(a < 0x3c800000u); /* 2^-6 */\n"
+            .. "    vu o = (normal & ~small) | (sub & small);\n"
+            .. "    o = (o & ~nan) | (0x7fu & nan);\n"
+            .. "    return __builtin_convertvector(o | sign, vq);\n"
     elseif t == "bf16" then
         body = "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
             .. "    const vu nan = (vu)(v != v); /* the NaN lanes */\n"

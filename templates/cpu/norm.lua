@@ -47,6 +47,8 @@ local FILE_SCOPE_NAMES = {
     "store_r", "stream_r", "bf16_even", "bf16_odd", "bf16_round", "store_y2", "stream_y2",
     "bf16_round_even", "store_r2", "stream_r2", "bf16_pack", "bf16_pack_even",
     "normalize_gamma_beta_next", "normalize_gamma_next", "normalize_plain_next", "normalize_next_fn",
+    "QMAX", "max_abs", "absmax_gamma_beta", "absmax_gamma", "absmax_plain", "absmax_fn", "row_qinv",
+    "lanes_max",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
@@ -137,7 +139,7 @@ function M.family(op)
                 name = "center",
                 values = function(_, shape)
                     local y = (shape.types or {}).y
-                    return (layernorm and y and y ~= "f32") and { "subtract", "fold" } or { "subtract" }
+                    return (layernorm and (y == "f16" or y == "bf16")) and { "subtract", "fold" } or { "subtract" }
                 end,
                 doc = "subtract: (x - mean) * rstd; fold (16-bit y): x * rstd - mean * rstd, one fused "
                     .. "multiply-add (PyTorch's CPU form)",
@@ -165,10 +167,12 @@ function M.family(op)
                     -- bf16 widens by a shift either way: only its narrowing has an instruction
                     local bf16_out = t.y == "bf16" or (shape.fusion == "residual_out" and (t.residual or t.x) == "bf16")
                     local bf16 = bf16_out and host.isa.avx512bf16 and host.isa.avx512vl
-                    return ((f16 and host.isa.f16c) or bf16) and { "portable", "native" } or { "portable" }
+                    local i8 = (t.y == "i8" or t.y == "i8row") and host.isa.avx512f
+                    return ((f16 and host.isa.f16c) or bf16 or i8) and { "portable", "native" } or { "portable" }
                 end,
                 doc = "16-bit conversions in portable C, or native: fp16 by F16C / AVX-512 (vcvtph2ps, vcvtps2ph), "
-                    .. "bf16 narrowed by AVX512-BF16 (vcvtneps2bf16, vcvtne2ps2bf16; ties to even)",
+                    .. "bf16 narrowed by AVX512-BF16 (vcvtneps2bf16, vcvtne2ps2bf16; ties to even), int8 "
+                    .. "codes of vec=16 by AVX-512 (vcvtps2dq, vpmovsdb: rounding and saturation in two)",
             },
             {
                 name = "layout",
@@ -219,6 +223,19 @@ function M.family(op)
                 doc = "1 (rows=1, prefetch=1): the next row's statistics accumulate in this row's normalize "
                     .. "loop, so that x streams in while y streams out, and the row after that is prefetched",
             },
+            {
+                -- A quantized y with a scale per row needs the row's largest |y| before its first
+                -- code. RMSNorm's y is x * rstd * gamma, so max |x * gamma| can ride on the
+                -- statistics pass, which waits on memory anyway, instead of a pass of its own
+                -- (rmsnorm 2048x4096 f32 -> i8row, 2 threads, Xeon: 0.70x of the copy with the pass).
+                name = "qabs",
+                values = function(_, shape)
+                    local q = cv.QUANT[(shape.types or {}).y or ""]
+                    return (q and q.row and not layernorm) and { "pass", "stats" } or { "pass" }
+                end,
+                doc = "a scale per row: the largest |y| from a pass of its own, or (RMSNorm) "
+                    .. "max |x * gamma| taken in the statistics pass, times rstd",
+            },
             { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
         },
         -- Named variants C code asks for (lntune_gen_preset); see builtin_preset above.
@@ -234,6 +251,9 @@ function M.family(op)
         valid = function(p, host, shape)
             local types = shape.types or { x = "f32", y = "f32", params = "f32" }
             local nt = stream[(types.y == "f32" or p.layout == "evenodd") and p.vec or p.vec // 2]
+            if p.store == "nt" and cv.QUANT[types.y] then
+                return false, "a quantized y (one byte an element) is stored plainly"
+            end
             if p.store == "nt" and not (nt and host.isa[nt.isa]) then
                 return false, "non-temporal stores need 16-byte vectors of y on x86"
             end
@@ -267,6 +287,9 @@ function M.family(op)
             if p.overlap == 1 and p.stats ~= "sampled" and p.stats ~= "blocked" then
                 return false, "overlap=1 needs a one-pass statistic of fp32 lanes: sampled or blocked"
             end
+            if p.qabs == "stats" and p.stats ~= "blocked" then
+                return false, "qabs=stats rides on stats=blocked"
+            end
             if p.rows > 1 and shape.H and shape.H > MAX_H_FOR_ROW_GROUPS then
                 return false, "rows > 1 is for H <= " .. MAX_H_FOR_ROW_GROUPS
             end
@@ -281,7 +304,7 @@ function M.family(op)
         end,
         derive = function(p, _, shape)
             local types = shape.types or { x = "f32", y = "f32", params = "f32" }
-            local half_y = types.y ~= "f32"
+            local half_y = types.y == "f16" or types.y == "bf16"
             return {
                 types = types,
                 cv = cv,
@@ -294,8 +317,10 @@ function M.family(op)
                 res_out = shape.fusion == "residual_out",
                 nt_r = p.rstore == "nt",
                 half_y = half_y,
+                -- A quantized y (core/quant.h): { code, row (a scale per row), max }, or false.
+                quant = cv.QUANT[types.y] or false,
                 XB = types.x == "f32" and 4 or 2, -- bytes per element of x and of y
-                YB = half_y and 2 or 4,
+                YB = half_y and 2 or cv.QUANT[types.y] and 1 or 4,
                 layernorm = layernorm,
                 V = p.vec,
                 A = p.acc,
@@ -375,6 +400,11 @@ typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.re
 @ local P0 = split and (", 0" .. (rpf and ", 0" or "")) or ""
 @ -- The normalize functions' residual (and residual_out) row parameters.
 @ local NP = fusion and ("const rt *res, " .. (res_out and "rt *res_out, " or "")) or ""
+@ -- Quantized y: the normalize functions take qinv, the reciprocal of the row's scale (QP), and
+@ -- store the codes of y * qinv (QX); QA(e) passes e as that argument.
+@ local QP = quant and ", float qinv" or ""
+@ local function QA(e) return quant and (", " .. e) or "" end
+@ local function QX(e) return quant and ("(" .. e .. ") * qinv") or e end
 {{ cv.scalar_functions(used, V, native) }}
 {{ cv.loader("load_x", types.x, "xt", V, native) }}
 {{ cv.loader("load_p", types.params, "pt", V, native) }}
@@ -532,6 +562,54 @@ static inline vf square_add(vf a, vf v)
     return a + v * v;
 }
 @ end
+@ if quant and quant.row then
+
+static const float QMAX = {{quant.max}};
+
+/* m, or |v| lane by lane where |v| is larger (a NaN lane is never larger). */
+__attribute__((unused)) static inline vf max_abs(vf m, vf v)
+{
+@   if V == 1 then
+    const float a = __builtin_fabsf(v);
+    return a > m ? a : m;
+@   else
+    vu u, mu;
+    __builtin_memcpy(&u, &v, sizeof u);
+    __builtin_memcpy(&mu, &m, sizeof mu);
+    u &= 0x7fffffffu;
+    vf a;
+    __builtin_memcpy(&a, &u, sizeof a);
+    const vu larger = (vu)(a > m);
+    mu = (mu & ~larger) | (u & larger);
+    __builtin_memcpy(&m, &mu, sizeof m);
+    return m;
+@   end
+}
+
+/* The largest of f and v's lanes (all >= 0). */
+__attribute__((unused)) static inline float lanes_max(float f, vf v)
+{
+@   if V == 1 then
+    return v > f ? v : f;
+@   else
+    for (int j = 0; j < LANES; ++j) f = v[j] > f ? v[j] : f;
+    return f;
+@   end
+}
+
+/* The row's scale, absmax / QMAX, to *scale; returns the multiplier of its y, QMAX / absmax
+ * (0 where absmax is 0 or Inf: a row of zeros, or an infinite y). */
+static inline float row_qinv(float absmax, float *scale)
+{
+    *scale = absmax / QMAX;
+    return absmax > 0.0f ? QMAX / absmax : 0.0f;
+}
+@ end
+@ -- qabs=stats: RMSNorm's statistics also take max |x * gamma| (max |x| without gamma), the
+@ -- row_stats functions' amax (times rstd: the largest |y| to within fp32 rounding).
+@ local qstats = p.qabs == "stats"
+@ local QSP = qstats and (", const pt *gamma, float amax[" .. R .. "]") or ""
+@ local function QSA(e) return qstats and (", gamma, " .. e) or "" end
 @ if wide then
 
 static inline double hsum_wide(const vd *v)
@@ -569,16 +647,17 @@ static inline double hsum_wide(const vd *v)
 @ -- is added (square_add: one fused multiply-add).
 @ -- With lin (and lin_scalar), the same loop also adds lin(r, offset) into d[r]. With ahead
 @ -- (prefetch=2's first pass), it also prefetches the first half of the next row.
-@ local function reduction(name, comment, extra, squared, term, scalar, lin, lin_scalar, ahead)
+@ -- With mx (and mx_scalar), it also takes the largest |mx(r, offset)| into m[r].
+@ local function reduction(name, comment, extra, squared, term, scalar, lin, lin_scalar, ahead, mx, mx_scalar)
 /* {{comment}} */
-static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double s[{{R}}]{{lin and (", double d[" .. R .. "]") or ""}}{{ahead and PF or ""}})
+static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double s[{{R}}]{{lin and (", double d[" .. R .. "]") or ""}}{{mx and (", float m[" .. R .. "]") or ""}}{{ahead and PF or ""}})
 {
     const int64_t nstep = H / STEP * STEP;
     int64_t i = 0;
     for (int64_t b = 0; b < nstep; b += BLOCK) {
         const int64_t e = b + BLOCK < nstep ? b + BLOCK : nstep;
 @   lanes(function(r, u)
-        vf a{{r}}_{{u}} = {0}{{lin and (", l" .. r .. "_" .. u .. " = {0}") or ""}};
+        vf a{{r}}_{{u}} = {0}{{lin and (", l" .. r .. "_" .. u .. " = {0}") or ""}}{{mx and (", q" .. r .. "_" .. u .. " = {0}") or ""}};
 @   end)
         for (i = b; i < e; i += STEP) {
 @   if ahead then prefetch_half() end
@@ -592,6 +671,9 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 @       if lin then
             l{{r}}_{{u}} += {{ lin(r, u * V * S, h) }};
 @       end
+@       if mx then
+            q{{r}}_{{u}} = max_abs(q{{r}}_{{u}}, {{ mx(r, u * V * S, h) }});
+@       end
 @     end
 @   end)
         }
@@ -602,6 +684,12 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
 @     if lin then
         d[{{r}}] += hsum({{ table.concat(lsum, " + ") }});
 @     end
+@     if mx then
+@       for u = 1, A - 1 do
+        q{{r}}_0 = max_abs(q{{r}}_0, q{{r}}_{{u}});
+@       end
+        m[{{r}}] = lanes_max(m[{{r}}], q{{r}}_0);
+@     end
 @   end)
     }
 @   if tail then
@@ -610,6 +698,12 @@ static void {{name}}(const xt *const x[{{R}}]{{RP}}, int64_t H{{extra}}, double 
         s[{{r}}] += {{ scalar(r) }};
 @       if lin then
         d[{{r}}] += {{ lin_scalar(r) }};
+@       end
+@       if mx then
+        {
+            const float t = __builtin_fabsf({{ mx_scalar(r) }});
+            m[{{r}}] = t > m[{{r}}] ? t : m[{{r}}];
+        }
 @       end
 @     end)
     }
@@ -848,18 +942,33 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end)
 }
 @ else
-@   reduction("sum_squares", "s[r] += sum of x[r][i]^2.", "", true,
+@   local g = qstats and p.affine == "fused"
+@   reduction("sum_squares", "s[r] += sum of x[r][i]^2" .. (qstats and ("; m[r]: the largest |x[r][i]" .. (g and " * gamma[i]" or "") .. "|.") or "."),
+@             g and ", const pt *gamma" or "", true,
 @             function(r, o, h) return at(r, o, h) end,
-@             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end, nil, nil, split)
-/* 1/sqrt(mean square + eps) of {{R}} row(s); mean is 0 for RMSNorm. */
+@             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end, nil, nil, split,
+@             qstats and function(r, o, h) return at(r, o, h) .. (g and (" * " .. LD("load_p", "gamma + i + " .. o, h)) or "") end,
+@             qstats and function(r) return xs(r, "i") .. (g and (" * " .. P("gamma[i]")) or "") end)
+/* 1/sqrt(mean square + eps) of {{R}} row(s); mean is 0 for RMSNorm{{qstats and "; amax: the largest |y|" or ""}}. */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
-                      float rstd[{{R}}]{{PF}})
+                      float rstd[{{R}}]{{PF}}{{QSP}})
 {
     double s[{{R}}] = {0};
+@   if qstats then
+    float m[{{R}}] = {0};
+    (void)gamma;
+    sum_squares(x{{RA}}, H{{g and ", gamma" or ""}}, s, m{{PA}});
+@   else
     sum_squares(x{{RA}}, H, s{{PA}});
+@   end
     for (int r = 0; r < {{R}}; ++r) {
         mean[r] = 0.0f;
         rstd[r] = (float)(1.0 / __builtin_sqrt(s[r] / (double)H + (double)eps));
+@   if qstats then
+        /* NaN where every y is NaN (rstd NaN, or an Inf x times rstd 0): none counts, 0 */
+        const float t = m[r] * rstd[r];
+        amax[r] = t == t ? t : 0.0f;
+@   end
     }
 }
 @ end
@@ -871,7 +980,10 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @ -- of nx (and nres), the next row, into *nmean and *nrstd: next is then the row after that one.
 @ local function normalize(name, comment, expr, scalar, with_next)
 @   local NX = with_next and (", const xt *nx" .. (fusion and ", const rt *nres" or "")
-@     .. ", float eps, float *nmean, float *nrstd") or ""
+@     .. ", float eps, float *nmean, float *nrstd" .. (qstats and ", float *namax" or "")) or ""
+@   -- qabs=stats: the next row's max |x * gamma| too (gamma's vector at o: gv(o, h))
+@   local gq = qstats and p.affine == "fused"
+@   local function nq(o, h) return gq and (" * " .. LD("load_p", "gamma + i + " .. o, h)) or "" end
 @   if with_next then name = name .. "_next" end
 @   -- The next row's element(s) at i + o (h: which of a step's S vectors), and its element k.
 @   local function at_next(o, h)
@@ -884,15 +996,18 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end
 @   -- One output element i; with a residual, s = x + residual first (and residual_out = s).
 @   local function step()
-@     if not fusion then return "y[i] = " .. Y(scalar) .. ";" end
+@     if not fusion then return "y[i] = " .. Y(QX(scalar)) .. ";" end
 @     local sum = "const float s = " .. X("x[i]") .. " + " .. string.format(widen[types.residual], "res[i]") .. ";"
 @     local keep = res_out and (" res_out[i] = " .. string.format(narrow[types.residual], "s") .. ";") or ""
-@     return "{ " .. sum .. keep .. " y[i] = " .. Y(scalar) .. "; }"
+@     return "{ " .. sum .. keep .. " y[i] = " .. Y(QX(scalar)) .. "; }"
 @   end
 @   -- The same with the next row's statistics of element i (with_next).
 @   local function element()
 @     if not with_next then return step() end
 @     if LN then return "{ " .. step() .. " const float v = " .. xs_next("i") .. " - m; ss += v * v; d += v; }" end
+@     if qstats then
+@       return "{ " .. step() .. " const float v = " .. xs_next("i") .. "; ss += v * v; const float t = __builtin_fabsf(v" .. (gq and (" * " .. P("gamma[i]")) or "") .. "); qm = t > qm ? t : qm; }"
+@     end
 @     return "{ " .. step() .. " const float v = " .. xs_next("i") .. "; ss += v * v; }"
 @   end
 @   -- One output vector at offset o, written by store (store_y or stream_y).
@@ -916,7 +1031,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
             {{store}}2(y + i + {{o}}, {{ expr("s0", "i + " .. o, 0) }}, {{ expr("s1", "i + " .. o, 1) }});
         }
 @     elseif not fusion then
-        {{store}}(y + i + {{o}}, {{ expr("load_x(x + i + " .. o .. ")", "i + " .. o) }});
+        {{store}}(y + i + {{o}}, {{ QX(expr("load_x(x + i + " .. o .. ")", "i + " .. o)) }});
 @     else
         {
             const vf s = load_x(x + i + {{o}}) + load_r(res + i + {{o}});
@@ -928,7 +1043,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @       elseif res_out then
             store_r(res_out + i + {{o}}, s);
 @       end
-            {{store}}(y + i + {{o}}, {{ expr("s", "i + " .. o) }});
+            {{store}}(y + i + {{o}}, {{ QX(expr("s", "i + " .. o)) }});
         }
 @     end
 @   end
@@ -942,7 +1057,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end
 /* {{comment}}{{with_next and (";\n * also the statistics of nx" .. (fusion and " + nres" or "") .. ", the next row") or ""}} */
 static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
-{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}}{{NX}})
+{{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}}{{NX}}{{QP}})
 {
     (void)gamma, (void)beta, (void)mean, (void)next;
 @   if fold then
@@ -957,6 +1072,9 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
     float m = (float)(t / (double)ns);
 @   elseif with_next then
     double ss = 0.0;
+@     if qstats then
+    float qm = 0.0f; /* the next row's largest |x * gamma| */
+@     end
 @   end
     int64_t i = 0;
 @   if nt then
@@ -981,7 +1099,7 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
         const int64_t e = nstep - i > BLOCK ? i + BLOCK : nstep;
 @     local sum, lsum = {}, {}
 @     for u = 0, A - 1 do
-        vf a{{u}} = {0}{{LN and (", l" .. u .. " = {0}") or ""}};
+        vf a{{u}} = {0}{{LN and (", l" .. u .. " = {0}") or ""}}{{qstats and (", q" .. u .. " = {0}") or ""}};
 @       sum[#sum + 1] = "a" .. u; lsum[#lsum + 1] = "l" .. u
 @     end
         for (; i < e; i += STEP) {
@@ -994,6 +1112,12 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
                 a{{u}} = square_add(a{{u}}, v);
                 l{{u}} += v;
             }
+@         elseif qstats then
+            {
+                const vf v = {{at_next(u * V * S, h)}};
+                a{{u}} = square_add(a{{u}}, v);
+                q{{u}} = max_abs(q{{u}}, v{{nq(u * V * S, h)}});
+            }
 @         else
             a{{u}} = square_add(a{{u}}, {{at_next(u * V * S, h)}});
 @         end
@@ -1004,6 +1128,12 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @     end
         }
         ss += hsum({{table.concat(sum, " + ")}});
+@     if qstats then
+@       for u = 1, A - 1 do
+        q0 = max_abs(q0, q{{u}});
+@       end
+        qm = lanes_max(qm, q0);
+@     end
 @     if LN then
         d += hsum({{table.concat(lsum, " + ")}});
 @     end
@@ -1031,6 +1161,10 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @   elseif with_next then
     *nmean = 0.0f;
     *nrstd = (float)(1.0 / __builtin_sqrt(ss / (double)H + (double)eps));
+@     if qstats then
+    const float t = qm * *nrstd;
+    *namax = t == t ? t : 0.0f; /* as row_stats takes it */
+@     end
 @   end
 }
 
@@ -1065,12 +1199,74 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @ end
 @ local normalize_row = p.affine == "none" and "normalize_plain"
 @   or LN and "beta ? normalize_gamma_beta : normalize_gamma" or "normalize_gamma"
+@ if quant and quant.row and p.qabs == "pass" then
+@   -- A scale per row: the largest |y| of the row first, from the same expressions as
+@   -- normalize's (so the same fp32 y), then the codes of y * QMAX / absmax.
+@   local RES = fusion and "const rt *res, " or ""
+@   -- Emits name(...): the largest |y| of a row, y by expr (vector) and scalar as normalize's.
+@   local function absmax(name, comment, expr, scalar)
+
+/* The largest |{{comment}}| of a row, NaN left out (0 for none). */
+static float {{name}}(const xt *x, {{RES}}const pt *gamma, const pt *beta, float mean, float rstd,
+{{string.rep(" ", #name + 14)}}int64_t H)
+{
+    (void)gamma, (void)beta, (void)mean;
+@     for u = 0, A - 1 do
+    vf m{{u}} = {0};
+@     end
+    int64_t i = 0;
+    for (; i + STEP <= H; i += STEP) {
+@     for u = 0, A - 1 do
+@       local o = u * V
+@       if fusion then
+        {
+            const vf s = load_x(x + i + {{o}}) + load_r(res + i + {{o}});
+            m{{u}} = max_abs(m{{u}}, {{ expr("s", "i + " .. o) }});
+        }
+@       else
+        m{{u}} = max_abs(m{{u}}, {{ expr("load_x(x + i + " .. o .. ")", "i + " .. o) }});
+@       end
+@     end
+    }
+@     for u = 1, A - 1 do
+    m0 = max_abs(m0, m{{u}});
+@     end
+@     if V == 1 then
+    float m = m0;
+@     else
+    float m = 0.0f;
+    for (int j = 0; j < LANES; ++j) m = m0[j] > m ? m0[j] : m;
+@     end
+@     if tail then
+    for (; i < H; ++i) {
+@       if fusion then
+        const float s = {{X("x[i]")}} + {{string.format(widen[types.residual], "res[i]")}};
+@       end
+        const float v = __builtin_fabsf({{scalar}});
+        m = v > m ? v : m;
+    }
+@     end
+    return m;
+}
+@   end
+@   if p.affine == "fused" then
+@     if LN then
+@       absmax("absmax_gamma_beta", scaled_x .. " * gamma + beta",
+@              function(v, o, h) return out(v, G(o, h), B(o, h)) end, out(xi, gi, bi))
+@     end
+@     absmax("absmax_gamma", scaled_x .. " * gamma", function(v, o, h) return out(v, G(o, h)) end, out(xi, gi))
+@   else
+@     absmax("absmax_plain", scaled_x, function(v) return out(v) end, out(xi))
+@   end
+typedef float absmax_fn(const xt *x, {{RES}}const pt *gamma, const pt *beta, float mean, float rstd,
+                        int64_t H);
+@ end
 typedef void normalize_fn(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
-                          float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}});
+                          float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}}{{QP}});
 @ if overlap then
 typedef void normalize_next_fn(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta,
                                float mean, float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}},
-                               const xt *nx{{fusion and ", const rt *nres" or ""}}, float eps, float *nmean, float *nrstd);
+                               const xt *nx{{fusion and ", const rt *nres" or ""}}, float eps, float *nmean, float *nrstd{{qstats and ", float *namax" or ""}}{{QP}});
 @ end
 @ if R > 1 then
 enum { CHUNK = 1024 }; /* elements of a row group's normalize step */
@@ -1105,6 +1301,27 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
     const xt *x = (const xt *)a->x;
     yt *y = (yt *)a->y;
     const pt *gamma = (const pt *)a->gamma, *beta = (const pt *)a->beta;
+@ if quant and not quant.row then
+    /* the codes of y / y_scale, as y times its fp32 reciprocal (core/quant.h) */
+    if (!(a->y_scale >= 0x1p-126f && a->y_scale <= 0x1.fffffep127f))
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+    const float qinv = 1.0f / a->y_scale;
+@ elseif quant then
+    if (!a->y_scales)
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+@   if not qstats then
+    absmax_fn *const absmax = {{(normalize_row:gsub("normalize_", "absmax_"))}};
+@   end
+@ end
+@ -- A scale per row: the C statement that computes row r's qinv (and writes its scale) from
+@ -- its rows and statistics; "" else.
+@ -- (qabs=stats: amax, the statistics' largest |y|, instead of a pass)
+@ local function row_scale(xrow, rrow, mean, rstd, r, amax)
+@   if not (quant and quant.row) then return "" end
+@   if qstats then return "const float qinv = row_qinv(" .. amax .. ", a->y_scales + " .. r .. ");" end
+@   return "const float qinv = row_qinv(absmax(" .. xrow .. ", " .. (fusion and (rrow .. ", ") or "")
+@     .. "gamma, beta, " .. mean .. ", " .. rstd .. ", H), a->y_scales + " .. r .. ");"
+@ end
 @ -- The residual rows passed along with x's: to the statistics (GA/SA) and to normalize (GN/SN).
 @ local GA, SA, GN, SN = "", "", "", ""
 @ if fusion then
@@ -1126,15 +1343,18 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
     for (; {{guard and (guard .. " && ") or ""}}r < row_end; ++r) {
         const xt *row = x + r * a->x_stride;
         const xt *next = r + 1 < row_end ? row + a->x_stride : row;
-        float mean, rstd;
+        float mean, rstd{{qstats and ", amax" or ""}};
 @   if fusion then
         const rt *rrow = res + r * a->residual_stride;
 @   end
 @   if rpf then
         const rt *rnext = r + 1 < row_end ? rrow + a->residual_stride : rrow;
 @   end
-        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{split and (", next - row" .. (rpf and ", rnext - rrow" or "")) or ""}});
-        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}}{{rpf and (split and ", rnext + H / 2" or ", rnext") or ""}});
+        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{split and (", next - row" .. (rpf and ", rnext - rrow" or "")) or ""}}{{QSA("&amax")}});
+@   if quant and quant.row then
+        {{row_scale("row", "rrow", "mean", "rstd", "r", "amax")}}
+@   end
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean, rstd, H, {{split and "next + H / 2" or "next"}}{{rpf and (split and ", rnext + H / 2" or ", rnext") or ""}}{{QA("qinv")}});
         if (a->mean) a->mean[r] = mean;
         if (a->rstd) a->rstd[r] = rstd;
     }
@@ -1149,7 +1369,17 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         const rt *rrows[{{R}}];
         for (int j = 0; j < {{R}}; ++j) rrows[j] = res + (r + j) * a->residual_stride;
 @ end
-        row_stats(rows{{GA}}, H, a->eps, mean, rstd);
+@ if qstats then
+        float amax[{{R}}];
+@ end
+        row_stats(rows{{GA}}, H, a->eps, mean, rstd{{QSA("amax")}});
+@ if quant and quant.row then
+        float qs[{{R}}];
+        for (int j = 0; j < {{R}}; ++j) {
+            {{row_scale("rows[j]", "rrows[j]", "mean[j]", "rstd[j]", "r + j", "amax[j]")}}
+            qs[j] = qinv;
+        }
+@ end
         /* Chunk by chunk across the group, so that each chunk of gamma and beta is read from
          * L1 by every row of the group (whole rows of x, gamma and beta overflow L1). */
         for (int64_t c = 0; c < H; c += CHUNK) {
@@ -1162,7 +1392,7 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
                 const rt *rnext = r + j + {{R}} < row_end ? rrows[j] + {{R}} * a->residual_stride : rrows[j];
 @ end
                 normalize(rows[j] + c, {{GN}}y + (r + j) * a->y_stride + c, g, b, mean[j], rstd[j], n,
-                          next + c{{rpf and ", rnext + c" or ""}});
+                          next + c{{rpf and ", rnext + c" or ""}}{{QA(quant and quant.row and "qs[j]" or "qinv")}});
             }
         }
         for (int j = 0; j < {{R}}; ++j) {
@@ -1180,8 +1410,14 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         const rt *rrow = res + r * a->residual_stride, *rrows[{{R}}];
         for (int j = 0; j < {{R}}; ++j) rrows[j] = rrow;
 @ end
-        row_stats(rows{{GA}}, H, a->eps, mean, rstd);
-        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row{{rpf and ", rrow" or ""}});
+@ if qstats then
+        float amax[{{R}}];
+@ end
+        row_stats(rows{{GA}}, H, a->eps, mean, rstd{{QSA("amax")}});
+@ if quant and quant.row then
+        {{row_scale("row", "rrow", "mean[0]", "rstd[0]", "r", "amax[0]")}}
+@ end
+        normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, mean[0], rstd[0], H, row{{rpf and ", rrow" or ""}}{{QA("qinv")}});
         if (a->mean) a->mean[r] = mean[0];
         if (a->rstd) a->rstd[r] = rstd[0];
     }
@@ -1195,13 +1431,13 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 @     rows_one_by_one("peels")
 @   end
     /* Each row's statistics come from the previous row's normalize loop (the first's from a pass). */
-    float mean = 0.0f, rstd = 0.0f;
+    float mean = 0.0f, rstd = 0.0f{{qstats and ", amax = 0.0f" or ""}};
     if (r < row_end) {
         const xt *row = x + r * a->x_stride;
 @   if fusion then
         const rt *rrow = res + r * a->residual_stride;
 @   end
-        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd);
+        row_stats(&row{{SA}}, H, a->eps, &mean, &rstd{{QSA("&amax")}});
     }
     for (; r < row_end; ++r) {
         const xt *row = x + r * a->x_stride;
@@ -1209,6 +1445,9 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
         const rt *rrow = res + r * a->residual_stride;
 @   end
         const float m = mean, s = rstd;
+@   if quant and quant.row then
+        {{row_scale("row", "rrow", "m", "s", "r", "amax")}}
+@   end
         if (r + 1 < row_end) {
             const xt *nrow = row + a->x_stride;
             const xt *after = r + 2 < row_end ? nrow + a->x_stride : nrow;
@@ -1219,9 +1458,9 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
             const rt *rafter = r + 2 < row_end ? nrrow + a->residual_stride : nrrow;
 @   end
             normalize_next(row, {{SN}}y + r * a->y_stride, gamma, beta, m, s, H, after{{rpf and ", rafter" or ""}},
-                           nrow{{fusion and ", nrrow" or ""}}, a->eps, &mean, &rstd);
+                           nrow{{fusion and ", nrrow" or ""}}, a->eps, &mean, &rstd{{qstats and ", &amax" or ""}}{{QA("qinv")}});
         } else {
-            normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, m, s, H, row{{rpf and ", rrow" or ""}});
+            normalize(row, {{SN}}y + r * a->y_stride, gamma, beta, m, s, H, row{{rpf and ", rrow" or ""}}{{QA("qinv")}});
         }
         if (a->mean) a->mean[r] = m;
         if (a->rstd) a->rstd[r] = s;

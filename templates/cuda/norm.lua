@@ -153,6 +153,8 @@ function M.family(op)
             local H = shape.H
             local fixed = p.h == "fixed"
             if fixed and not H then return false, "h=fixed needs a shape with H" end
+            local y = (shape.types or {}).y
+            if y and not CTYPE[y] then return false, "a quantized y (" .. y .. ") is the CPU's only, so far" end
             if p.layout ~= "warp" and p.tpr ~= 32 then return false, "tpr is for layout=warp" end
             if (p.layout == "cluster") ~= (p.cluster > 1) then return false, "cluster > 1 is layout=cluster" end
             if p.pack == 8 then

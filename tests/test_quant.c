@@ -1,0 +1,211 @@
+/*
+ * test_quant.c - quantized y (core/quant.h): the reference codes, the CPU template's kernels
+ * under the verifier, and the verifier's power to refuse wrong ones.
+ *
+ *   test_quant
+ *
+ * Checks: every e4m3 code decodes and encodes back to itself, ties go to even, values past the
+ * largest code saturate, NaN gives int8 0 and the e4m3 NaN code; kernels of both ops, int8 and
+ * e4m3, static and per-row scales, fp32 and bf16 data, with and without the fused residual pass
+ * the verifier, RMSNorm's scale from the statistics pass (qabs=stats) and AVX-512's int8
+ * conversion (convert=native, where the host has it) too; and the verifier refuses the same
+ * template with ties rounded away from zero, and without the saturation, for int8 and e4m3 (each a
+ * copy of templates/cpu/convert.lua with one line changed, found first on LNTUNE_TEMPLATE_DIR).
+ */
+#define _GNU_SOURCE
+#include "check.h"
+#include "dtypes.h"
+#include "lntune.h"
+#include "quant.h"
+#include "scratch_dir.h"
+#include "verify_variant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void check_codes(void) {
+    int roundtrip = 1, monotonic = 1;
+    double prev = -INFINITY;
+    for (int c = 0; c < 256; ++c) {
+        const double v = lntune_e4m3_value((uint8_t)c);
+        if (isnan(v)) {
+            CHECK((c & 0x7f) == 0x7f, "only 0x7f and 0xff are NaN, not 0x%02x", c);
+            continue;
+        }
+        roundtrip &= lntune_quant_e4m3(v) == c;
+    }
+    for (int c = 0xfe; c >= 0x80; --c) { /* negative codes, most negative first */
+        const double v = lntune_e4m3_value((uint8_t)c);
+        monotonic &= v >= prev;
+        prev = v;
+    }
+    for (int c = 0x00; c <= 0x7e; ++c) {
+        const double v = lntune_e4m3_value((uint8_t)c);
+        monotonic &= v >= prev;
+        prev = v;
+    }
+    CHECK(roundtrip, "every e4m3 code encodes back to itself");
+    CHECK(monotonic, "e4m3 codes in order of value");
+    CHECK(lntune_e4m3_value(0x7e) == 448.0 && lntune_e4m3_value(0x01) == 0x1p-9,
+          "e4m3 extremes: 448 and 2^-9");
+    CHECK(lntune_quant_e4m3(2.125) == lntune_quant_e4m3(2.0) &&
+              lntune_quant_e4m3(2.375) == lntune_quant_e4m3(2.5) &&
+              lntune_quant_e4m3(0x1p-10) == 0 &&
+              lntune_quant_e4m3(400.0) == lntune_quant_e4m3(384.0),
+          "e4m3 ties to even");
+    CHECK(lntune_quant_e4m3(460.0) == 0x7e && lntune_quant_e4m3(-1e30) == 0xfe &&
+              lntune_quant_e4m3(INFINITY) == 0x7e,
+          "e4m3 saturates at 448");
+    CHECK(lntune_quant_e4m3(NAN) == 0x7f && lntune_quant_i8(NAN) == 0, "NaN codes");
+    CHECK(lntune_quant_i8(2.5) == 2 && lntune_quant_i8(-2.5) == -2 && lntune_quant_i8(3.5) == 4 &&
+              lntune_quant_i8(126.5) == 126,
+          "int8 ties to even");
+    CHECK(lntune_quant_i8(127.6) == 127 && lntune_quant_i8(300.0) == 127 &&
+              lntune_quant_i8(-128.4) == -128 && lntune_quant_i8(-INFINITY) == -128,
+          "int8 saturates to [-128, 127]");
+}
+
+static lntune_shape shape_of(const char *dtype, int fusion) {
+    lntune_shape s = {.affine = LNTUNE_AFFINE_ANY, .fusion = fusion};
+    CHECK(lntune_types_parse(dtype, &s.types) == 0, "dtype %s parses", dtype);
+    return s;
+}
+
+/* Variants of every code path: vector and tail, rows=2 groups, overlap=1, vec=1. */
+static void check_kernels(void) {
+    static const char *const dtypes[] = {"f32/i8",      "f32/i8row",       "f32/e4m3",
+                                         "f32/e4m3row", "bf16/i8row/bf16", "bf16/e4m3/bf16"};
+    static const char *const variants[] = {"vec=16,acc=2", "vec=8,acc=1,rows=2",
+                                           "vec=16,acc=1,stats=sampled,prefetch=1,overlap=1",
+                                           "vec=1,acc=1,affine=none"};
+    static const char *const ops[] = {"layernorm", "rmsnorm"};
+    for (size_t o = 0; o < 2; ++o)
+        for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
+            for (size_t k = 0; k < sizeof variants / sizeof *variants; ++k) {
+                const char *variant = variants[k];
+                if (o == 1 && strstr(variant, "stats=sampled"))
+                    variant = "vec=16,acc=1,prefetch=1,overlap=1";
+                /* the fused residual with every other dtype, residual_out with bf16 */
+                const int fusion = d % 2 ? (d >= 4 ? 2 : 1) : 0;
+                const lntune_shape s = shape_of(dtypes[d], fusion);
+                lntune_verify_variant_result r;
+                char err[1024] = "";
+                const int rc = lntune_verify_variant(ops[o], variant, &s, &r, err, sizeof err);
+                CHECK(rc == LNTUNE_OK && r.check.cases > 0, "%s %s fusion %d %s: rc %d %s %s",
+                      ops[o], dtypes[d], fusion, variant, rc, err, r.check.message);
+            }
+}
+
+/* RMSNorm's largest |x * gamma| from the statistics pass (qabs=stats), and AVX-512's int8
+ * conversion (convert=native), which a host without AVX-512 does not offer. */
+static void check_rmsnorm_row_scales(void) {
+    static const char *const dtypes[] = {"f32/i8row", "bf16/i8row/bf16", "f32/e4m3row"};
+    static const char *const variants[] = {
+        "vec=16,acc=2,qabs=stats",
+        "vec=8,acc=2,rows=2,qabs=stats",
+        "vec=16,acc=4,prefetch=1,overlap=1,qabs=stats",
+        "vec=4,acc=1,qabs=stats,affine=none",
+        "vec=16,acc=2,convert=native",
+        "vec=16,acc=4,prefetch=1,overlap=1,qabs=stats,convert=native"};
+    for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
+        for (size_t k = 0; k < sizeof variants / sizeof *variants; ++k)
+            for (int fusion = 0; fusion < 3; fusion += 2) {
+                const lntune_shape s = shape_of(dtypes[d], fusion);
+                lntune_verify_variant_result r;
+                char err[1024] = "";
+                const int rc =
+                    lntune_verify_variant("rmsnorm", variants[k], &s, &r, err, sizeof err);
+                if (rc == LNTUNE_EINVAL && strstr(variants[k], "native") &&
+                    strstr(err, "'convert' = 'native'")) {
+                    printf("note: %s %s not offered here (no AVX-512 or no int8 y): %s\n",
+                           dtypes[d], variants[k], err);
+                    continue;
+                }
+                CHECK(rc == LNTUNE_OK && r.check.cases > 0, "rmsnorm %s fusion %d %s: rc %d %s %s",
+                      dtypes[d], fusion, variants[k], rc, err, r.check.message);
+            }
+}
+
+/* templates/cpu/convert.lua with from replaced by to, in dir/cpu; 0 when from is not there. */
+static int write_mutant(const char *dir, const char *from, const char *to) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/cpu/convert.lua", LNTUNE_SOURCE_TEMPLATES);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    static char text[1 << 16], out[1 << 16];
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *at = strstr(text, from);
+    if (!at) return 0;
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    snprintf(path, sizeof path, "%s/cpu", dir);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/cpu/convert.lua", dir);
+    f = fopen(path, "wb");
+    if (!f) return 0;
+    fputs(out, f);
+    return fclose(f) == 0;
+}
+
+typedef struct {
+    const char *what, *dtype, *variant;
+    const char *from, *to; /* a line of convert.lua, and what it becomes */
+} mutant;
+
+static const mutant mutants[] = {
+    {"int8 ties away from zero (vector code)", "f32/i8", "vec=16,acc=1",
+     "            .. \"    w = (w + 0x1.8p23f) - 0x1.8p23f;\\n\"",
+     "            .. \"    w += (vf)((vu)(w < 0.0f) & 0x80000000u | 0x3f000000u);\\n\""},
+    {"int8 ties away from zero (scalar code)", "f32/i8", "vec=1,acc=1",
+     "return (int8_t)(int)((v + 0x1.8p23f) - 0x1.8p23f);",
+     "return (int8_t)(int)(v + (v < 0.0f ? -0.5f : 0.5f));"},
+    {"int8 without saturation", "f32/i8", "vec=16,acc=1",
+     "            .. \"    u = (u & ~(hi | lo)) | (0x42fe0000u & hi) | (0xc3000000u & lo); /* "
+     "127.0f, -128.0f */\\n\"",
+     "            .. \"    (void)hi, (void)lo;\\n\""},
+    {"e4m3 ties away from zero", "f32/e4m3", "vec=16,acc=1",
+     "            .. \"    const vu normal = ((a + 0x7ffffu + (a >> 20 & 1u)) >> 20) - (120u << "
+     "3);\\n\"",
+     "            .. \"    const vu normal = ((a + 0x80000u) >> 20) - (120u << 3);\\n\""},
+    {"e4m3 without saturation", "f32/e4m3", "vec=16,acc=1",
+     "            .. \"    a = (a & ~big) | (0x43e00000u & big); /* 448.0f */\\n\"",
+     "            .. \"    (void)big;\\n\""},
+};
+
+static void check_mutants(void) {
+    char dir[512];
+    if (scratch_dir_make(dir, sizeof dir, "quant") != 0) {
+        CHECK(0, "a scratch directory");
+        return;
+    }
+    for (size_t m = 0; m < sizeof mutants / sizeof *mutants; ++m) {
+        const mutant *u = &mutants[m];
+        const int written = write_mutant(dir, u->from, u->to);
+        CHECK(written, "%s: the line to change is in convert.lua", u->what);
+        if (!written) continue;
+        setenv("LNTUNE_TEMPLATE_DIR", dir, 1);
+        for (int op = 0; op < 2; ++op) {
+            const lntune_shape s = shape_of(u->dtype, 0);
+            lntune_verify_variant_result r;
+            char err[1024] = "";
+            const int rc = lntune_verify_variant(op ? "rmsnorm" : "layernorm", u->variant, &s, &r,
+                                                 err, sizeof err);
+            CHECK(rc == LNTUNE_EVERIFY && strstr(r.check.message, "expected"),
+                  "%s, %s: refused (rc %d): %s %s", u->what, op ? "rmsnorm" : "layernorm", rc,
+                  r.check.message, err);
+        }
+        unsetenv("LNTUNE_TEMPLATE_DIR");
+    }
+    scratch_dir_finish(dir, check_failures);
+}
+
+int main(void) {
+    check_codes();
+    check_kernels();
+    check_rmsnorm_row_scales();
+    check_mutants();
+    return CHECK_SUMMARY();
+}
