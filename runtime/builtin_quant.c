@@ -1,8 +1,9 @@
 /*
  * builtin_quant.c - the built-in path of a quantized y (see builtin_quant.h). The codes are
- * those of templates/cpu/convert.lua's f32_to_i8 and f32_to_e4m3 (core/quant.h), written as
- * loops a compiler vectorizes: selects instead of branches, rounding to nearest even by adding
- * and subtracting 1.5 * 2^23 (exact once |v| < 2^22, which the clamps ensure).
+ * those of templates/cpu/convert.lua's f32_to_i8 and f32_to_e4m3 (core/quant.h), in GCC
+ * vectors: selects instead of branches, rounding to nearest even by adding and subtracting
+ * 1.5 * 2^23 (exact once |v| < 2^22, which the clamps ensure). Scalar loops of the same did not
+ * vectorize at -O2 ("control flow in loop"): untuned 2048x4096 f32 -> i8row took 11.6 ms.
  */
 #include "builtin_quant.h"
 
@@ -13,42 +14,170 @@
 /* fp32 y a task computes at a time: 64 KiB, a few rows of L2 at most. */
 enum { BUFFER_FLOATS = 16384 };
 
-static void to_i8(const float *y, int8_t *q, int64_t H, float inv) {
-    for (int64_t i = 0; i < H; ++i) {
-        float v = y[i] * inv;
-        v = v == v ? v : 0.0f;
-        v = v > 127.0f ? 127.0f : v;
-        v = v < -128.0f ? -128.0f : v;
-        q[i] = (int8_t)(int32_t)((v + 0x1.8p23f) - 0x1.8p23f);
-    }
+/* Four lanes (SSE2 or NEON width: the library is built without -march), as the template's
+ * portable vector code at vec=4; the scalar code for the tail. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef uint32_t v4u __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+typedef int8_t v4c __attribute__((vector_size(4)));
+typedef uint8_t v4b __attribute__((vector_size(4)));
+
+static inline v4f pick(v4u mask, v4f a, v4f b) { /* a where mask, else b */
+    v4u ua, ub;
+    __builtin_memcpy(&ua, &a, sizeof ua);
+    __builtin_memcpy(&ub, &b, sizeof ub);
+    ua = (ua & mask) | (ub & ~mask);
+    __builtin_memcpy(&a, &ua, sizeof a);
+    return a;
 }
 
+static inline int8_t i8_of(float v) {
+    v = v == v ? v : 0.0f;
+    v = v > 127.0f ? 127.0f : v < -128.0f ? -128.0f : v;
+    return (int8_t)(int32_t)((v + 0x1.8p23f) - 0x1.8p23f);
+}
+
+#if defined(__SSE2__)
+/* x86: 16 codes at a time, narrowed by saturating packs (__builtin_convertvector narrowed lane
+ * by lane: half the time of the whole call). cvtps2dq rounds to nearest even (the default MXCSR)
+ * and gives INT_MIN for NaN and past 2^31, so those are zeroed and clamped first; the packs
+ * saturate the rest. */
+typedef short v8s __attribute__((vector_size(16)));
+typedef char v16c __attribute__((vector_size(16)));
+
+static inline v4i i8_lanes(const float *y, float inv) {
+    v4f v;
+    __builtin_memcpy(&v, y, sizeof v);
+    v *= inv;
+    const v4f zero = {0}, hi = zero + 127.0f;
+    v = pick((v4u)(v == v), v, zero);
+    v = pick((v4u)(v > hi), hi, v);
+    return __builtin_ia32_cvtps2dq(v);
+}
+
+static int64_t to_i8_16(const float *y, int8_t *q, int64_t H, float inv) {
+    int64_t i = 0;
+    for (; i + 16 <= H; i += 16) {
+        const v8s lo = __builtin_ia32_packssdw128(i8_lanes(y + i, inv), i8_lanes(y + i + 4, inv));
+        const v8s hi =
+            __builtin_ia32_packssdw128(i8_lanes(y + i + 8, inv), i8_lanes(y + i + 12, inv));
+        const v16c c = __builtin_ia32_packsswb128(lo, hi);
+        __builtin_memcpy(q + i, &c, sizeof c);
+    }
+    return i;
+}
+
+static inline v4i e4m3_lanes(const float *y, float inv);
+
+static int64_t to_e4m3_16(const float *y, uint8_t *q, int64_t H, float inv) {
+    int64_t i = 0;
+    for (; i + 16 <= H; i += 16) { /* codes 0..255: signed 16-bit packs, unsigned 8-bit ones */
+        const v8s lo =
+            __builtin_ia32_packssdw128(e4m3_lanes(y + i, inv), e4m3_lanes(y + i + 4, inv));
+        const v8s hi =
+            __builtin_ia32_packssdw128(e4m3_lanes(y + i + 8, inv), e4m3_lanes(y + i + 12, inv));
+        const v16c c = __builtin_ia32_packuswb128(lo, hi);
+        __builtin_memcpy(q + i, &c, sizeof c);
+    }
+    return i;
+}
+#else
+static int64_t to_i8_16(const float *y, int8_t *q, int64_t H, float inv) {
+    (void)y, (void)q, (void)H, (void)inv;
+    return 0;
+}
+static int64_t to_e4m3_16(const float *y, uint8_t *q, int64_t H, float inv) {
+    (void)y, (void)q, (void)H, (void)inv;
+    return 0;
+}
+#endif
+
+static void to_i8(const float *y, int8_t *q, int64_t H, float inv) {
+    int64_t i = to_i8_16(y, q, H, inv);
+    for (; i + 4 <= H; i += 4) {
+        v4f v;
+        __builtin_memcpy(&v, y + i, sizeof v);
+        v *= inv;
+        const v4f zero = {0}, hi = zero + 127.0f, lo = zero - 128.0f;
+        v = pick((v4u)(v == v), v, zero);
+        v = pick((v4u)(v > hi), hi, v);
+        v = pick((v4u)(v < lo), lo, v);
+        v = (v + 0x1.8p23f) - 0x1.8p23f;
+        const v4c c = __builtin_convertvector(__builtin_convertvector(v, v4i), v4c);
+        __builtin_memcpy(q + i, &c, sizeof c);
+    }
+    for (; i < H; ++i) q[i] = i8_of(y[i] * inv);
+}
+
+static inline v4u e4m3_of(v4u u) { /* the codes of four fp32 (as bits) in the low bytes */
+    const v4u sign = u >> 24 & 0x80u;
+    v4u a = u & 0x7fffffffu;
+    const v4u nan = (v4u)(a > 0x7f800000u), big = (v4u)(a > 0x43e00000u);
+    a = (a & ~big) | (0x43e00000u & big); /* 448.0f: saturate */
+    v4f f;
+    __builtin_memcpy(&f, &a, sizeof f);
+    const v4u sub = (v4u) __builtin_convertvector((f * 512.0f + 0x1.8p23f) - 0x1.8p23f, v4i);
+    const v4u normal = ((a + 0x7ffffu + (a >> 20 & 1u)) >> 20) - (120u << 3);
+    const v4u small = (v4u)(a < 0x3c800000u); /* 2^-6 */
+    v4u o = (normal & ~small) | (sub & small);
+    o = (o & ~nan) | (0x7fu & nan);
+    return o | sign;
+}
+
+#if defined(__SSE2__)
+static inline v4i e4m3_lanes(const float *y, float inv) {
+    v4f v;
+    __builtin_memcpy(&v, y, sizeof v);
+    v *= inv;
+    v4u u;
+    __builtin_memcpy(&u, &v, sizeof u);
+    return (v4i)e4m3_of(u);
+}
+#endif
+
 static void to_e4m3(const float *y, uint8_t *q, int64_t H, float inv) {
-    for (int64_t i = 0; i < H; ++i) {
-        const float v = y[i] * inv;
-        uint32_t u;
+    int64_t i = to_e4m3_16(y, q, H, inv);
+    for (; i + 4 <= H; i += 4) {
+        v4f v;
+        __builtin_memcpy(&v, y + i, sizeof v);
+        v *= inv;
+        v4u u;
         __builtin_memcpy(&u, &v, sizeof u);
-        const uint32_t sign = u >> 24 & 0x80u;
-        uint32_t a = u & 0x7fffffffu;
-        const int nan = a > 0x7f800000u;
-        a = a > 0x43e00000u ? 0x43e00000u : a; /* 448.0f: saturate */
-        float f;
-        __builtin_memcpy(&f, &a, sizeof f);
-        const uint32_t sub = (uint32_t)(int32_t)((f * 512.0f + 0x1.8p23f) - 0x1.8p23f);
-        const uint32_t normal = ((a + 0x7ffffu + (a >> 20 & 1u)) >> 20) - (120u << 3);
-        const uint32_t code = nan ? 0x7fu : a < 0x3c800000u ? sub : normal; /* 2^-6 */
-        q[i] = (uint8_t)(code | sign);
+        const v4b c = __builtin_convertvector(e4m3_of(u), v4b);
+        __builtin_memcpy(q + i, &c, sizeof c);
+    }
+    for (; i < H; ++i) {
+        const float v = y[i] * inv;
+        v4u u = {0};
+        __builtin_memcpy(&u, &v, sizeof v);
+        q[i] = (uint8_t)e4m3_of(u)[0];
     }
 }
 
 /* The largest |y| of a row, NaN left out (0 for none). */
 static float absmax(const float *y, int64_t H) {
-    float m = 0.0f;
-    for (int64_t i = 0; i < H; ++i) {
-        const float a = __builtin_fabsf(y[i]);
-        m = a > m ? a : m;
+    v4f m = {0};
+    int64_t i = 0;
+    for (; i + 4 <= H; i += 4) {
+        v4f v;
+        __builtin_memcpy(&v, y + i, sizeof v);
+        v4u u;
+        __builtin_memcpy(&u, &v, sizeof u);
+        u &= 0x7fffffffu;
+        __builtin_memcpy(&v, &u, sizeof v);
+#if defined(__SSE2__)
+        m = __builtin_ia32_maxps(v, m); /* maxps returns its second operand for a NaN */
+#else
+        m = pick((v4u)(v > m), v, m);
+#endif
     }
-    return m;
+    float r = 0.0f;
+    for (int j = 0; j < 4; ++j) r = m[j] > r ? m[j] : r;
+    for (; i < H; ++i) {
+        const float a = __builtin_fabsf(y[i]);
+        r = a > r ? a : r;
+    }
+    return r;
 }
 
 typedef struct {

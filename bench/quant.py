@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""quant.py - lntune's fused norm + quantize (CPU) against the unfused sequence a user writes
+today, PyTorch's norm and then its quantization, and against the copy of the same bytes, all in
+one process and one run.
+
+  bench/quant.py --lib build-bench/liblntune.so --db DB [--threads N] [--shapes 2048x4096,...]
+                 [--dtypes f32,bf16] [--codes i8,e4m3] [--reps 7] [--rep-ms 200] [--out FILE.md]
+
+For each shape, x dtype (gamma of the same type) and code: RMSNorm whose y is stored as int8
+(or fp8 e4m3) codes with a dynamic scale per row, as vLLM's per-token quantization computes it
+(the row's largest |y| / 127, or / 448):
+  lntune tuned    lntune_rmsnorm on a handle opened on --db (tuned with
+                  lntune --op rmsnorm --dtype f32/i8row ...; LNTUNE_LOG=debug says which kernel)
+  lntune untuned  a handle on no database: the float built-in into a buffer, then quantized
+  PyTorch         F.rms_norm(x, (H,), w), then s = y.float().abs().amax(-1) / 127,
+                  (y / s).round().clamp(-128, 127).to(int8) (e4m3: clamp to +-448 and
+                  .to(float8_e4m3fn)): the unfused pair
+  copy            torch's copy_ (on the same threads) of as many bytes as the kernel moves
+                  (x read, codes written), half read and half written, as the tuner's copy
+                  moves them
+Repetitions of at least --rep-ms each, the implementations in a fresh random order every
+repetition; the figure is the median time per call. The codes are checked against PyTorch's:
+at most one code apart everywhere (their fp32 y differ by roundings), and equal almost always.
+The bench's peers come from bench/install-deps (its Python runs this script).
+"""
+import argparse
+import ctypes
+import os
+import random
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+EPS = 1e-5
+LNTUNE_F32, LNTUNE_BF16, LNTUNE_I8, LNTUNE_FP8_E4M3 = 1, 3, 4, 5
+
+
+class Args(ctypes.Structure):
+    """include/lntune.h's lntune_args, field for field."""
+    _fields_ = [("rows", ctypes.c_int64), ("H", ctypes.c_int64), ("eps", ctypes.c_float),
+                ("dtype", ctypes.c_int), ("x", ctypes.c_void_p), ("y", ctypes.c_void_p),
+                ("gamma", ctypes.c_void_p), ("beta", ctypes.c_void_p),
+                ("x_stride", ctypes.c_int64), ("y_stride", ctypes.c_int64),
+                ("residual", ctypes.c_void_p), ("residual_out", ctypes.c_void_p),
+                ("residual_stride", ctypes.c_int64), ("residual_out_stride", ctypes.c_int64),
+                ("mean", ctypes.c_void_p), ("rstd", ctypes.c_void_p),
+                ("device", ctypes.c_int), ("device_index", ctypes.c_int),
+                ("stream", ctypes.c_void_p), ("y_dtype", ctypes.c_int),
+                ("param_dtype", ctypes.c_int), ("residual_dtype", ctypes.c_int),
+                ("y_scale", ctypes.c_float), ("y_scales", ctypes.c_void_p)]
+
+
+def lntune_call(lib, ctx, x, w, q, scales, code):
+    a = Args()
+    a.rows, a.H = x.shape
+    a.eps = EPS
+    a.dtype = LNTUNE_BF16 if x.dtype == torch.bfloat16 else LNTUNE_F32
+    a.x, a.y, a.gamma = x.data_ptr(), q.data_ptr(), w.data_ptr()
+    a.y_dtype = LNTUNE_I8 if code == "i8" else LNTUNE_FP8_E4M3
+    a.y_scales = scales.data_ptr()
+    fn, ref = lib.lntune_rmsnorm, ctypes.byref(a)
+
+    def run():
+        rc = fn(ctx, ref)
+        if rc != 0:
+            raise RuntimeError("lntune_rmsnorm: %s" % lib.lntune_errmsg(ctx).decode())
+    return run
+
+
+def torch_call(x, w, code):
+    H = x.shape[1]
+
+    def run():
+        y = F.rms_norm(x, (H,), w, EPS).float()
+        if code == "i8":
+            s = y.abs().amax(dim=-1, keepdim=True) / 127.0
+            return (y / s).round().clamp(-128, 127).to(torch.int8), s
+        s = y.abs().amax(dim=-1, keepdim=True) / 448.0
+        return (y / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), s
+    return run
+
+
+def time_all(calls, reps, rep_s):
+    """Median seconds per call of each callable, interleaved in a fresh random order per rep."""
+    samples = {k: [] for k in calls}
+    for _ in range(reps):
+        order = list(calls)
+        random.shuffle(order)
+        for k in order:
+            f = calls[k]
+            for _ in range(3):  # the caches and the pool settle
+                f()
+            n, t0 = 0, time.perf_counter()
+            while True:
+                f()
+                n += 1
+                t = time.perf_counter() - t0
+                if t >= rep_s:
+                    break
+            samples[k].append(t / n)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def agreement(q, ref, code):
+    """(share of codes equal to PyTorch's, largest distance in codes)."""
+    if code == "i8":
+        d = (q.to(torch.int32) - ref.to(torch.int32)).abs()
+        return float((d == 0).float().mean()), int(d.max())
+    a, b = q.view(torch.float8_e4m3fn).float(), ref.float()
+    # e4m3 has 8 codes per binade: a step is 2^(e-3), e the exponent of the larger magnitude
+    step = torch.exp2(torch.floor(torch.log2(torch.maximum(a.abs(), b.abs()).clamp_min(2 ** -6))) - 3)
+    d = ((a - b).abs() / step).round()
+    return float((d == 0).float().mean()), int(d.max())
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--lib", required=True)
+    p.add_argument("--db", required=True)
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--shapes", default="2048x4096,4096x1024,256x16384")
+    p.add_argument("--dtypes", default="f32,bf16")
+    p.add_argument("--codes", default="i8,e4m3")
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--rep-ms", type=float, default=200.0)
+    p.add_argument("--out")
+    o = p.parse_args()
+    os.environ["LNTUNE_NUM_THREADS"] = str(o.threads)  # read by lntune_open
+    torch.set_num_threads(o.threads)
+    lib = ctypes.CDLL(o.lib)
+    lib.lntune_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.lntune_rmsnorm.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.lntune_errmsg.argtypes = [ctypes.c_void_p]
+    lib.lntune_errmsg.restype = ctypes.c_char_p
+    tuned, untuned = ctypes.c_void_p(), ctypes.c_void_p()
+    empty = "/nonexistent/lntune-bench-quant.db"
+    if lib.lntune_open(o.db.encode(), ctypes.byref(tuned)) or \
+            lib.lntune_open(empty.encode(), ctypes.byref(untuned)):
+        sys.exit("quant.py: lntune_open failed")
+    torch.manual_seed(0)
+    rows_out = []
+    for shape in o.shapes.split(","):
+        R, H = (int(v) for v in shape.split("x"))
+        for dt in o.dtypes.split(","):
+            tdt = torch.bfloat16 if dt == "bf16" else torch.float32
+            x = torch.randn(R, H).to(tdt)
+            w = (1.0 + 0.1 * torch.randn(H)).to(tdt)
+            xb = x.element_size()
+            for code in o.codes.split(","):
+                q = torch.empty(R, H, dtype=torch.uint8)
+                qu = torch.empty(R, H, dtype=torch.uint8)
+                s, su = torch.empty(R), torch.empty(R)
+                moved = R * H * (xb + 1)
+                src = torch.rand(moved // 8)  # floats: moved / 2 bytes
+                dst = torch.empty_like(src)
+                calls = {
+                    "lntune tuned": lntune_call(lib, tuned, x, w, q, s, code),
+                    "lntune untuned": lntune_call(lib, untuned, x, w, qu, su, code),
+                    "PyTorch (norm, then quantize)": torch_call(x, w, code),
+                    "copy": lambda: dst.copy_(src),
+                }
+                t = time_all(calls, o.reps, o.rep_ms / 1000.0)
+                ref, _ = torch_call(x, w, code)()
+                same, far = agreement(q.view(torch.int8) if code == "i8" else q, ref, code)
+                same_u, far_u = agreement(qu.view(torch.int8) if code == "i8" else qu, ref, code)
+                rows_out.append((shape, dt, code, t, moved, same, far, same_u, far_u))
+                print("%s %s -> %s: %s" % (shape, dt, code, ", ".join(
+                    "%s %.1f us" % (k, v * 1e6) for k, v in t.items())), file=sys.stderr)
+    lines = ["# Fused RMSNorm + dynamic per-row quantization, CPU: lntune vs PyTorch unfused",
+             "",
+             "%s, %d threads (LNTUNE_NUM_THREADS and torch.set_num_threads), torch %s. "
+             "Median time per call of %d interleaved repetitions of %.0f ms; GB/s counts x read "
+             "and the codes written; /copy: torch's copy_ of as many bytes in the same run; "
+             "vs PyTorch: its time over lntune's. Codes: the share equal to PyTorch's and the "
+             "largest distance in codes (tuned; untuned)." % (
+                 cpu_name(), o.threads, torch.__version__, o.reps, o.rep_ms),
+             "",
+             "| shape | x | code | lntune tuned | lntune untuned | PyTorch unfused | copy | "
+             "tuned /copy | tuned vs PyTorch | untuned vs PyTorch | codes equal (max dist) |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for shape, dt, code, t, moved, same, far, same_u, far_u in rows_out:
+        tt, tu = t["lntune tuned"], t["lntune untuned"]
+        tp, tc = t["PyTorch (norm, then quantize)"], t["copy"]
+        gb = lambda s: moved / s / 1e9  # noqa: E731
+        lines.append("| %s | %s | %s row | %.1f us (%.1f GB/s) | %.1f us | %.1f us | %.1f us (%.1f GB/s) "
+                     "| %.2fx | %.2fx | %.2fx | %.4f (%d); %.4f (%d) |" % (
+                         shape, dt, code, tt * 1e6, gb(tt), tu * 1e6, tp * 1e6, tc * 1e6, gb(tc),
+                         tc / tt, tp / tt, tp / tu, same, far, same_u, far_u))
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if o.out:
+        with open(o.out, "w") as f:
+            f.write(text)
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU"
+
+
+if __name__ == "__main__":
+    main()
