@@ -7,6 +7,8 @@
  */
 #include "builtin_quant.h"
 
+#include "quant.h"
+
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +17,7 @@
 enum { BUFFER_FLOATS = 16384 };
 
 /* Four lanes (SSE2 or NEON width: the library is built without -march), as the template's
- * portable vector code at vec=4; the scalar code for the tail. */
+ * portable vector code at vec=4. */
 typedef float v4f __attribute__((vector_size(16)));
 typedef uint32_t v4u __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
@@ -31,82 +33,18 @@ static inline v4f pick(v4u mask, v4f a, v4f b) { /* a where mask, else b */
     return a;
 }
 
-static inline int8_t i8_of(float v) {
-    v = v == v ? v : 0.0f;
-    v = v > 127.0f ? 127.0f : v < -128.0f ? -128.0f : v;
-    return (int8_t)(int32_t)((v + 0x1.8p23f) - 0x1.8p23f);
-}
-
-#if defined(__SSE2__)
-/* x86: 16 codes at a time, narrowed by saturating packs (__builtin_convertvector narrowed lane
- * by lane: half the time of the whole call). cvtps2dq rounds to nearest even (the default MXCSR)
- * and gives INT_MIN for NaN and past 2^31, so those are zeroed and clamped first; the packs
- * saturate the rest. */
-typedef short v8s __attribute__((vector_size(16)));
-typedef char v16c __attribute__((vector_size(16)));
-
-static inline v4i i8_lanes(const float *y, float inv) {
+/* Four y times inv. */
+static inline v4f scaled(const float *y, float inv) {
     v4f v;
     __builtin_memcpy(&v, y, sizeof v);
-    v *= inv;
+    return v * inv;
+}
+
+/* v with NaN lanes 0 and all above 127 (+Inf too) 127: what is left to clamp is below -128. */
+static inline v4f i8_clamped_above(v4f v) {
     const v4f zero = {0}, hi = zero + 127.0f;
     v = pick((v4u)(v == v), v, zero);
-    v = pick((v4u)(v > hi), hi, v);
-    return __builtin_ia32_cvtps2dq(v);
-}
-
-static int64_t to_i8_16(const float *y, int8_t *q, int64_t H, float inv) {
-    int64_t i = 0;
-    for (; i + 16 <= H; i += 16) {
-        const v8s lo = __builtin_ia32_packssdw128(i8_lanes(y + i, inv), i8_lanes(y + i + 4, inv));
-        const v8s hi =
-            __builtin_ia32_packssdw128(i8_lanes(y + i + 8, inv), i8_lanes(y + i + 12, inv));
-        const v16c c = __builtin_ia32_packsswb128(lo, hi);
-        __builtin_memcpy(q + i, &c, sizeof c);
-    }
-    return i;
-}
-
-static inline v4i e4m3_lanes(const float *y, float inv);
-
-static int64_t to_e4m3_16(const float *y, uint8_t *q, int64_t H, float inv) {
-    int64_t i = 0;
-    for (; i + 16 <= H; i += 16) { /* codes 0..255: signed 16-bit packs, unsigned 8-bit ones */
-        const v8s lo =
-            __builtin_ia32_packssdw128(e4m3_lanes(y + i, inv), e4m3_lanes(y + i + 4, inv));
-        const v8s hi =
-            __builtin_ia32_packssdw128(e4m3_lanes(y + i + 8, inv), e4m3_lanes(y + i + 12, inv));
-        const v16c c = __builtin_ia32_packuswb128(lo, hi);
-        __builtin_memcpy(q + i, &c, sizeof c);
-    }
-    return i;
-}
-#else
-static int64_t to_i8_16(const float *y, int8_t *q, int64_t H, float inv) {
-    (void)y, (void)q, (void)H, (void)inv;
-    return 0;
-}
-static int64_t to_e4m3_16(const float *y, uint8_t *q, int64_t H, float inv) {
-    (void)y, (void)q, (void)H, (void)inv;
-    return 0;
-}
-#endif
-
-static void to_i8(const float *y, int8_t *q, int64_t H, float inv) {
-    int64_t i = to_i8_16(y, q, H, inv);
-    for (; i + 4 <= H; i += 4) {
-        v4f v;
-        __builtin_memcpy(&v, y + i, sizeof v);
-        v *= inv;
-        const v4f zero = {0}, hi = zero + 127.0f, lo = zero - 128.0f;
-        v = pick((v4u)(v == v), v, zero);
-        v = pick((v4u)(v > hi), hi, v);
-        v = pick((v4u)(v < lo), lo, v);
-        v = (v + 0x1.8p23f) - 0x1.8p23f;
-        const v4c c = __builtin_convertvector(__builtin_convertvector(v, v4i), v4c);
-        __builtin_memcpy(q + i, &c, sizeof c);
-    }
-    for (; i < H; ++i) q[i] = i8_of(y[i] * inv);
+    return pick((v4u)(v > hi), hi, v);
 }
 
 static inline v4u e4m3_of(v4u u) { /* the codes of four fp32 (as bits) in the low bytes */
@@ -124,34 +62,82 @@ static inline v4u e4m3_of(v4u u) { /* the codes of four fp32 (as bits) in the lo
     return o | sign;
 }
 
-#if defined(__SSE2__)
-static inline v4i e4m3_lanes(const float *y, float inv) {
-    v4f v;
-    __builtin_memcpy(&v, y, sizeof v);
-    v *= inv;
+/* The e4m3 codes of four y times inv, one a lane. */
+static inline v4u e4m3_lanes(const float *y, float inv) {
+    const v4f v = scaled(y, inv);
     v4u u;
     __builtin_memcpy(&u, &v, sizeof u);
-    return (v4i)e4m3_of(u);
+    return e4m3_of(u);
+}
+
+#if defined(__SSE2__)
+/* x86: 16 codes at a time, narrowed by saturating packs (__builtin_convertvector narrowed lane
+ * by lane: half the time of the whole call). cvtps2dq rounds to nearest even (the default MXCSR)
+ * and gives INT_MIN for NaN and past 2^31, so those are zeroed and clamped first; the packs
+ * saturate the rest. */
+typedef short v8s __attribute__((vector_size(16)));
+typedef char v16c __attribute__((vector_size(16)));
+
+static inline v4i i8_lanes(const float *y, float inv) {
+    return __builtin_ia32_cvtps2dq(i8_clamped_above(scaled(y, inv)));
+}
+
+static int64_t to_i8_16(const float *y, int8_t *q, int64_t H, float inv) {
+    int64_t i = 0;
+    for (; i + 16 <= H; i += 16) {
+        const v8s lo = __builtin_ia32_packssdw128(i8_lanes(y + i, inv), i8_lanes(y + i + 4, inv));
+        const v8s hi =
+            __builtin_ia32_packssdw128(i8_lanes(y + i + 8, inv), i8_lanes(y + i + 12, inv));
+        const v16c c = __builtin_ia32_packsswb128(lo, hi);
+        __builtin_memcpy(q + i, &c, sizeof c);
+    }
+    return i;
+}
+
+static int64_t to_e4m3_16(const float *y, uint8_t *q, int64_t H, float inv) {
+    int64_t i = 0;
+    for (; i + 16 <= H; i += 16) { /* codes 0..255: signed 16-bit packs, unsigned 8-bit ones */
+        const v8s lo = __builtin_ia32_packssdw128((v4i)e4m3_lanes(y + i, inv),
+                                                  (v4i)e4m3_lanes(y + i + 4, inv));
+        const v8s hi = __builtin_ia32_packssdw128((v4i)e4m3_lanes(y + i + 8, inv),
+                                                  (v4i)e4m3_lanes(y + i + 12, inv));
+        const v16c c = __builtin_ia32_packuswb128(lo, hi);
+        __builtin_memcpy(q + i, &c, sizeof c);
+    }
+    return i;
+}
+#else
+static int64_t to_i8_16(const float *y, int8_t *q, int64_t H, float inv) {
+    (void)y, (void)q, (void)H, (void)inv;
+    return 0;
+}
+static int64_t to_e4m3_16(const float *y, uint8_t *q, int64_t H, float inv) {
+    (void)y, (void)q, (void)H, (void)inv;
+    return 0;
 }
 #endif
+
+/* The tails (under four elements) take core/quant.h's exact codes of the same fp32 product. */
+static void to_i8(const float *y, int8_t *q, int64_t H, float inv) {
+    int64_t i = to_i8_16(y, q, H, inv);
+    for (; i + 4 <= H; i += 4) {
+        const v4f zero = {0}, lo = zero - 128.0f;
+        v4f v = i8_clamped_above(scaled(y + i, inv));
+        v = pick((v4u)(v < lo), lo, v);
+        v = (v + 0x1.8p23f) - 0x1.8p23f;
+        const v4c c = __builtin_convertvector(__builtin_convertvector(v, v4i), v4c);
+        __builtin_memcpy(q + i, &c, sizeof c);
+    }
+    for (; i < H; ++i) q[i] = lntune_quant_i8((double)(y[i] * inv));
+}
 
 static void to_e4m3(const float *y, uint8_t *q, int64_t H, float inv) {
     int64_t i = to_e4m3_16(y, q, H, inv);
     for (; i + 4 <= H; i += 4) {
-        v4f v;
-        __builtin_memcpy(&v, y + i, sizeof v);
-        v *= inv;
-        v4u u;
-        __builtin_memcpy(&u, &v, sizeof u);
-        const v4b c = __builtin_convertvector(e4m3_of(u), v4b);
+        const v4b c = __builtin_convertvector(e4m3_lanes(y + i, inv), v4b);
         __builtin_memcpy(q + i, &c, sizeof c);
     }
-    for (; i < H; ++i) {
-        const float v = y[i] * inv;
-        v4u u = {0};
-        __builtin_memcpy(&u, &v, sizeof v);
-        q[i] = (uint8_t)e4m3_of(u)[0];
-    }
+    for (; i < H; ++i) q[i] = lntune_quant_e4m3((double)(y[i] * inv));
 }
 
 /* The largest |y| of a row, NaN left out (0 for none). */
@@ -196,8 +182,8 @@ static int run_rows(const job *j, int64_t r0, int64_t r1) {
     const size_t xs = lntune_type_size(j->types.x),
                  rs = lntune_type_size(lntune_types_residual(j->types));
     const int type = j->types.y, row = lntune_type_row_scaled(type);
-    const int e4m3 = type == LNTUNE_TYPE_E4M3 || type == LNTUNE_TYPE_E4M3_ROW;
-    const float qmax = e4m3 ? 448.0f : 127.0f;
+    const int e4m3 = lntune_quant_is_e4m3(type);
+    const float qmax = (float)lntune_quant_max(type);
     int rc = LNTUNE_KERNEL_OK;
     for (int64_t r = r0; r < r1 && rc == LNTUNE_KERNEL_OK; r += per) {
         const int64_t n = r1 - r < per ? r1 - r : per;

@@ -418,7 +418,7 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
             d, op, (lntune_types){types.x, LNTUNE_TYPE_F32, types.params, types.residual});
     else
         e->kernel = e->fallback = float_builtin(d, op, types);
-    if (!backward && !e->quant_float) {
+    if (!backward && !lntune_type_quantized(types.y)) { /* the streaming copy of a float y */
         const int fusion = lntune_desc_fusion(d);
         const int64_t bytes = element_bytes(d);
         /* Rows that do not keep 64-byte alignment never stream (builtin_policy.h); nor any call

@@ -490,9 +490,9 @@ static void time_naive(lntune_plan *p) {
 static void confirm_winner(lntune_plan *p, size_t v, lntune_outcome *w) {
     lntune_outcome o;
     time_only(p, &v, 1, LNTUNE_TIME_ALONE, &o);
-    if (o.state != LNTUNE_OUTCOME_OK || !(o.t.median_ns > 0.0)) return;
-    if (p->res->copy_gbps > 0.0 &&
-        p->bytes / o.t.median_ns > LNTUNE_MAX_COPY_RATIO * p->res->copy_gbps)
+    const double copy_ns = p->res->copy_gbps > 0.0 ? p->bytes / p->res->copy_gbps : NAN;
+    if (o.state != LNTUNE_OUTCOME_OK || !(o.t.median_ns > 0.0) ||
+        best_ratio(&o, 1, copy_ns) > LNTUNE_MAX_COPY_RATIO)
         return; /* a measurement fault: the final run's figure stands */
     w->t = o.t;
 }

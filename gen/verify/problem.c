@@ -8,8 +8,8 @@
 #include "half.h"
 #include "half_ref.h"
 #include "lntune.h"
-#include "quant.h"
 #include "verify_backward.h"
+#include "verify_quant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +83,8 @@ static int forward_init(lntune_problem *p, int max_threads) {
                                    .residual_stride = resid ? p->H : 0,
                                    .residual_out_stride = resid_out ? p->H : 0,
                                    .eps = 1e-5f};
-    if (lntune_type_quantized(p->types.y)) { /* as the verifier scales it: some codes saturate */
-        p->args.y_scale = (float)(3.0 / lntune_quant_max(p->types.y));
+    if (lntune_type_quantized(p->types.y)) {
+        p->args.y_scale = lntune_quant_test_scale(p->types.y);
         if (lntune_type_row_scaled(p->types.y) &&
             !(p->args.y_scales = alloc(p, (size_t)p->rows * sizeof(float))))
             return LNTUNE_ENOMEM;

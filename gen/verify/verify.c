@@ -12,7 +12,6 @@
 #include "half_ref.h"
 #include "lntune.h"
 #include "heartbeat.h"
-#include "quant.h"
 #include "verify_quant.h"
 
 #include <float.h>
@@ -242,8 +241,7 @@ int lntune_verifier_create_fused(lntune_op op, lntune_types types, int fusion, c
     v->ysize = lntune_type_size(types.y);
     v->psize = lntune_type_size(types.params);
     v->poison = lntune_verify_poison(types.y);
-    /* y / scale spans the codes, and the largest |y| (about 4 sigmas) saturates */
-    v->qscale = (float)(3.0 / lntune_quant_max(types.y));
+    v->qscale = lntune_quant_test_scale(types.y);
     if (v->xsize == v->ysize)
         snprintf(v->misaligned, sizeof v->misaligned, "x and y misaligned by %zu bytes", v->xsize);
     else
@@ -412,6 +410,19 @@ int lntune_verify_element(int y_type, double ref, double got, double unit, doubl
 }
 
 /*
+ * The float64 reference y of element i of row r of data set d, and its error unit: the scale of
+ * the fp32 rounding errors a kernel may make there (verify.h).
+ */
+static inline void reference_y(const lntune_verifier *v, const h_case *c, int d, int r, int64_t i,
+                               int affine, double *ref, double *unit) {
+    const int ln = v->op == LNTUNE_OP_LAYERNORM;
+    const double mean = c->mean[d][r], rstd = c->rstd[d][r], z = c->z[d][r * c->H + i];
+    const double g = affine ? c->gamma[i] : 1.0, b = affine && ln ? c->beta[i] : 0.0;
+    *ref = z * g + b;
+    *unit = (fabs(mean) * rstd + fabs(z) + 1.0) * fabs(g) + fabs(b);
+}
+
+/*
  * Checks the rows of y (and that x is unchanged) after a run of data set d. y_type is a
  * constant at each call: inlined, each type gets its own loop, and fp32 the loop it had.
  */
@@ -422,13 +433,11 @@ check_rows(const lntune_verifier *v, const h_case *c, int d, const unsigned char
     const int64_t H = c->H;
     const size_t xe = v->xsize, ye = y_type == LNTUNE_TYPE_F32 ? 4 : 2;
     const unsigned char *xt = c->xt[d];
-    const int ln = v->op == LNTUNE_OP_LAYERNORM;
     for (int r = 0; r < ROWS; ++r) {
         if (memcmp(x + r * xs * (int64_t)xe, xt + r * H * (int64_t)xe, (size_t)H * xe) != 0) {
             snprintf(res->message, sizeof res->message, "%swrote into x (row %d)", where, r);
             return 0;
         }
-        const double mean = c->mean[d][r], rstd = c->rstd[d][r];
         for (int64_t i = 0; i < ys; ++i) {
             if (i >= H) { /* the gap between rows of a strided y */
                 if (bits_at(y, r * ys + i, ye) != v->poison) {
@@ -445,10 +454,8 @@ check_rows(const lntune_verifier *v, const h_case *c, int d, const unsigned char
                 return 0;
             }
             const double got = value_of(y_type, bits);
-            const double z = c->z[d][r * H + i];
-            const double g = affine ? c->gamma[i] : 1.0, b = affine && ln ? c->beta[i] : 0.0;
-            const double ref = z * g + b;
-            const double unit = (fabs(mean) * rstd + fabs(z) + 1.0) * fabs(g) + fabs(b);
+            double ref, unit;
+            reference_y(v, c, d, r, i, affine, &ref, &unit);
             double err = 0.0;
             if (!element_ok(y_type, ref, got, unit, &err)) {
                 snprintf(res->message, sizeof res->message,
@@ -478,7 +485,6 @@ static int check_quant_rows(const lntune_verifier *v, const h_case *c, int d,
                             const char *where, lntune_verify_result *res) {
     const int64_t H = c->H;
     const size_t xe = v->xsize;
-    const int ln = v->op == LNTUNE_OP_LAYERNORM;
     double *yref = malloc((size_t)H * sizeof *yref), *unit = malloc((size_t)H * sizeof *unit);
     int ok = yref && unit;
     if (!ok) snprintf(res->message, sizeof res->message, "%sout of memory", where);
@@ -504,13 +510,8 @@ static int check_quant_rows(const lntune_verifier *v, const h_case *c, int d,
                 continue;
             ok = 0;
         }
-        const double mean = c->mean[d][r], rstd = c->rstd[d][r];
-        for (int64_t i = 0; ok && i < H; ++i) {
-            const double z = c->z[d][r * H + i];
-            const double g = affine ? c->gamma[i] : 1.0, b = affine && ln ? c->beta[i] : 0.0;
-            yref[i] = z * g + b;
-            unit[i] = (fabs(mean) * rstd + fabs(z) + 1.0) * fabs(g) + fabs(b);
-        }
+        for (int64_t i = 0; ok && i < H; ++i)
+            reference_y(v, c, d, r, i, affine, &yref[i], &unit[i]);
         char msg[400];
         if (ok && !lntune_quant_check_row(v->types.y, yref, unit, H, y + r * ys, v->qscale,
                                           scales + r, 0, msg, sizeof msg)) {

@@ -231,6 +231,12 @@ function M.bf16_pack_native(V)
         4 * V, table.concat(lanes, ", "))
 end
 
+-- The int8 narrowers' start: u, v's bits with NaN lanes 0, as w; hi, the lanes above 127.
+local I8_NAN_AND_ABOVE = "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
+    .. "    u &= (vu)(v == v); /* NaN lanes to 0 */\n"
+    .. "    vf w;\n    __builtin_memcpy(&w, &u, sizeof w);\n"
+    .. "    const vu hi = (vu)(w > 127.0f);\n"
+
 -- A function name(vf v) returning v rounded to t (nearest even; a NaN stays a quiet NaN) as
 -- V elements of type t: M.vector_type(t, ct, V).
 function M.narrower(name, t, ct, V, native)
@@ -243,21 +249,14 @@ function M.narrower(name, t, ct, V, native)
         -- AVX-512: vcvtps2dq rounds to nearest even (the default MXCSR), vpmovsdb saturates;
         -- NaN (which converts to INT_MIN) is zeroed first, and all above 127 (+Inf, values
         -- past INT_MAX) is clamped: only -128 and below may reach the saturation.
-        body = "    typedef char vc __attribute__((vector_size(16)));\n"
-            .. "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
-            .. "    u &= (vu)(v == v);\n"
-            .. "    vf w;\n    __builtin_memcpy(&w, &u, sizeof w);\n"
-            .. "    const vu hi = (vu)(w > 127.0f);\n"
+        body = "    typedef char vc __attribute__((vector_size(16)));\n" .. I8_NAN_AND_ABOVE
             .. "    u = (u & ~hi) | (0x42fe0000u & hi); /* 127.0f */\n"
             .. "    __builtin_memcpy(&w, &u, sizeof w);\n"
             .. "    const vi i = __builtin_ia32_cvtps2dq512_mask(w, (vi){0}, (unsigned short)0xffff, 4);\n"
             .. "    const vc c = __builtin_ia32_pmovsdb512_mask(i, (vc){0}, (unsigned short)0xffff);\n"
             .. "    vq o;\n    __builtin_memcpy(&o, &c, sizeof o);\n    return o;\n"
     elseif M.QUANT[t] and M.QUANT[t].code == "i8" then -- f32_to_i8 on every lane, by selects
-        body = "    vu u;\n    __builtin_memcpy(&u, &v, sizeof u);\n"
-            .. "    u &= (vu)(v == v); /* NaN lanes to 0 */\n"
-            .. "    vf w;\n    __builtin_memcpy(&w, &u, sizeof w);\n"
-            .. "    const vu hi = (vu)(w > 127.0f), lo = (vu)(w < -128.0f);\n"
+        body = I8_NAN_AND_ABOVE .. "    const vu lo = (vu)(w < -128.0f);\n"
             .. "    u = (u & ~(hi | lo)) | (0x42fe0000u & hi) | (0xc3000000u & lo); /* 127.0f, -128.0f */\n"
             .. "    __builtin_memcpy(&w, &u, sizeof w);\n"
             .. "    w = (w + 0x1.8p23f) - 0x1.8p23f;\n"

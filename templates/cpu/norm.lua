@@ -48,7 +48,7 @@ local FILE_SCOPE_NAMES = {
     "bf16_round_even", "store_r2", "stream_r2", "bf16_pack", "bf16_pack_even",
     "normalize_gamma_beta_next", "normalize_gamma_next", "normalize_plain_next", "normalize_next_fn",
     "QMAX", "max_abs", "absmax_gamma_beta", "absmax_gamma", "absmax_plain", "absmax_fn", "row_qinv",
-    "lanes_max",
+    "lanes_max", "row_amax",
 }
 for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
@@ -604,6 +604,14 @@ static inline float row_qinv(float absmax, float *scale)
     *scale = absmax / QMAX;
     return absmax > 0.0f ? QMAX / absmax : 0.0f;
 }
+
+/* qabs=stats: the largest |y| from max |x * gamma| and rstd; 0 where that is NaN, where every y
+ * is NaN (rstd NaN, or an Inf x times rstd 0) and none counts. */
+__attribute__((unused)) static inline float row_amax(float m, float rstd)
+{
+    const float t = m * rstd;
+    return t == t ? t : 0.0f;
+}
 @ end
 @ -- qabs=stats: RMSNorm's statistics also take max |x * gamma| (max |x| without gamma), the
 @ -- row_stats functions' amax (times rstd: the largest |y| to within fp32 rounding).
@@ -965,9 +973,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
         mean[r] = 0.0f;
         rstd[r] = (float)(1.0 / __builtin_sqrt(s[r] / (double)H + (double)eps));
 @   if qstats then
-        /* NaN where every y is NaN (rstd NaN, or an Inf x times rstd 0): none counts, 0 */
-        const float t = m[r] * rstd[r];
-        amax[r] = t == t ? t : 0.0f;
+        amax[r] = row_amax(m[r], rstd[r]);
 @   end
     }
 }
@@ -1162,8 +1168,7 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
     *nmean = 0.0f;
     *nrstd = (float)(1.0 / __builtin_sqrt(ss / (double)H + (double)eps));
 @     if qstats then
-    const float t = qm * *nrstd;
-    *namax = t == t ? t : 0.0f; /* as row_stats takes it */
+    *namax = row_amax(qm, *nrstd);
 @     end
 @   end
 }
@@ -1231,12 +1236,7 @@ static float {{name}}(const xt *x, {{RES}}const pt *gamma, const pt *beta, float
 @     for u = 1, A - 1 do
     m0 = max_abs(m0, m{{u}});
 @     end
-@     if V == 1 then
-    float m = m0;
-@     else
-    float m = 0.0f;
-    for (int j = 0; j < LANES; ++j) m = m0[j] > m ? m0[j] : m;
-@     end
+    float m = lanes_max(0.0f, m0);
 @     if tail then
     for (; i < H; ++i) {
 @       if fusion then
