@@ -9,7 +9,7 @@ one process and one run.
 For each shape, x dtype (gamma of the same type) and code: RMSNorm whose y is stored as int8
 (or fp8 e4m3) codes with a dynamic scale per row, as vLLM's per-token quantization computes it
 (the row's largest |y| / 127, or / 448):
-  lntune tuned    lntune_rmsnorm on a handle opened on --db (tuned with
+  lntune tuned    lntune_rmsnorm(_sized) on a handle opened on --db (tuned with
                   lntune --op rmsnorm --dtype f32/i8row ...; LNTUNE_LOG=debug says which kernel)
   lntune untuned  a handle on no database: the float built-in into a buffer, then quantized
   PyTorch         F.rms_norm(x, (H,), w), then s = y.float().abs().amax(-1) / 127,
@@ -24,33 +24,14 @@ at most one code apart everywhere (their fp32 y differ by roundings), and equal 
 The bench's peers come from bench/install-deps (its Python runs this script).
 """
 import argparse
-import ctypes
 import os
-import random
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
-EPS = 1e-5
-LNTUNE_F32, LNTUNE_BF16, LNTUNE_I8, LNTUNE_FP8_E4M3 = 1, 3, 4, 5
-
-
-class Args(ctypes.Structure):
-    """include/lntune.h's lntune_args, field for field."""
-    _fields_ = [("rows", ctypes.c_int64), ("H", ctypes.c_int64), ("eps", ctypes.c_float),
-                ("dtype", ctypes.c_int), ("x", ctypes.c_void_p), ("y", ctypes.c_void_p),
-                ("gamma", ctypes.c_void_p), ("beta", ctypes.c_void_p),
-                ("x_stride", ctypes.c_int64), ("y_stride", ctypes.c_int64),
-                ("residual", ctypes.c_void_p), ("residual_out", ctypes.c_void_p),
-                ("residual_stride", ctypes.c_int64), ("residual_out_stride", ctypes.c_int64),
-                ("mean", ctypes.c_void_p), ("rstd", ctypes.c_void_p),
-                ("device", ctypes.c_int), ("device_index", ctypes.c_int),
-                ("stream", ctypes.c_void_p), ("y_dtype", ctypes.c_int),
-                ("param_dtype", ctypes.c_int), ("residual_dtype", ctypes.c_int),
-                ("y_scale", ctypes.c_float), ("y_scales", ctypes.c_void_p)]
+from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_F32, LNTUNE_FP8_E4M3, LNTUNE_I8, Args,
+                           cpu_name, load, open_handle, rmsnorm_call, time_all)
 
 
 def lntune_call(lib, ctx, x, w, q, scales, code):
@@ -61,13 +42,7 @@ def lntune_call(lib, ctx, x, w, q, scales, code):
     a.x, a.y, a.gamma = x.data_ptr(), q.data_ptr(), w.data_ptr()
     a.y_dtype = LNTUNE_I8 if code == "i8" else LNTUNE_FP8_E4M3
     a.y_scales = scales.data_ptr()
-    fn, ref = lib.lntune_rmsnorm, ctypes.byref(a)
-
-    def run():
-        rc = fn(ctx, ref)
-        if rc != 0:
-            raise RuntimeError("lntune_rmsnorm: %s" % lib.lntune_errmsg(ctx).decode())
-    return run
+    return rmsnorm_call(lib, ctx, a)
 
 
 def torch_call(x, w, code):
@@ -81,27 +56,6 @@ def torch_call(x, w, code):
         s = y.abs().amax(dim=-1, keepdim=True) / 448.0
         return (y / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), s
     return run
-
-
-def time_all(calls, reps, rep_s):
-    """Median seconds per call of each callable, interleaved in a fresh random order per rep."""
-    samples = {k: [] for k in calls}
-    for _ in range(reps):
-        order = list(calls)
-        random.shuffle(order)
-        for k in order:
-            f = calls[k]
-            for _ in range(3):  # the caches and the pool settle
-                f()
-            n, t0 = 0, time.perf_counter()
-            while True:
-                f()
-                n += 1
-                t = time.perf_counter() - t0
-                if t >= rep_s:
-                    break
-            samples[k].append(t / n)
-    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def agreement(q, ref, code):
@@ -130,16 +84,12 @@ def main():
     o = p.parse_args()
     os.environ["LNTUNE_NUM_THREADS"] = str(o.threads)  # read by lntune_open
     torch.set_num_threads(o.threads)
-    lib = ctypes.CDLL(o.lib)
-    lib.lntune_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.lntune_rmsnorm.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    lib.lntune_errmsg.argtypes = [ctypes.c_void_p]
-    lib.lntune_errmsg.restype = ctypes.c_char_p
-    tuned, untuned = ctypes.c_void_p(), ctypes.c_void_p()
-    empty = "/nonexistent/lntune-bench-quant.db"
-    if lib.lntune_open(o.db.encode(), ctypes.byref(tuned)) or \
-            lib.lntune_open(empty.encode(), ctypes.byref(untuned)):
-        sys.exit("quant.py: lntune_open failed")
+    lib = load(o.lib)
+    try:
+        tuned = open_handle(lib, o.db)
+        untuned = open_handle(lib, "/nonexistent/lntune-bench-quant.db")
+    except RuntimeError as e:
+        sys.exit("quant.py: %s" % e)
     torch.manual_seed(0)
     rows_out = []
     for shape in o.shapes.split(","):
@@ -195,16 +145,6 @@ def main():
         with open(o.out, "w") as f:
             f.write(text)
 
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "CPU"
 
 
 if __name__ == "__main__":

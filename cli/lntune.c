@@ -42,6 +42,7 @@ typedef struct {
     int backward;      /* --backward: the gradients' ops (op text "<op>_backward") */
     int sm, device;    /* --sm (CUDA architecture of variants/params/emit), --device (CUDA index) */
     int fusion;        /* --residual: LNTUNE_FUSION_* (fusion.h) */
+    int weight_offset; /* --weight-offset: y = norm(x) * (offset + gamma), keyed affine = 2 */
     lntune_shape kind; /* --dtype's types and the fusion, given to every shape (the_shape()) */
     const char *seed_from; /* tune --seed-from: another machine's wisdom or database */
     const char *action;    /* db: export, import or merge */
@@ -82,6 +83,7 @@ static const option_spec option_specs[] = {
     OPT("--help", FLAG, help),       OPT("-h", FLAG, help),           OPT("--retune", FLAG, retune),
     OPT("--json", FLAG, json),       OPT("--all", FLAG, all),         OPT("--force", FLAG, force),
     OPT("--cmake", FLAG, cmake),     OPT("--backward", FLAG, backward),
+    OPT("--weight-offset", FLAG, weight_offset),
     SET("--residual", fusion, LNTUNE_FUSION_RESIDUAL_OUT),
     SET("--residual=out", fusion, LNTUNE_FUSION_RESIDUAL_OUT),
     SET("--residual=noout", fusion, LNTUNE_FUSION_RESIDUAL),
@@ -138,9 +140,18 @@ static int parse_options(int argc, char **argv, options *o) {
     char err[1024];
     if (lntune_shape_kind(o->dtype, o->fusion, o->backward, &o->kind, err, sizeof err) != LNTUNE_OK)
         return usage_error("%s", err);
+    if (o->weight_offset) {
+        if (o->backward)
+            return usage_error("%s", "--weight-offset is of the forward ops only (the backward "
+                                     "takes the summed weights offset + gamma as its gamma)");
+        if (o->target && strcmp(o->target, "cuda") == 0)
+            return usage_error("%s", "--weight-offset: the CPU's kernels only in this version");
+        o->kind.affine = LNTUNE_AFFINE_OFFSET;
+    }
     for (size_t i = 0; i < o->nshapes; ++i) {
         o->shapes[i].types = o->kind.types;
         o->shapes[i].fusion = o->kind.fusion;
+        o->shapes[i].affine = o->kind.affine;
     }
     return 0;
 }
@@ -172,7 +183,7 @@ static int gen_exit_code(int rc) {
 }
 
 static const lntune_shape *the_shape(const options *o) {
-    return o->nshapes ? &o->shapes[0] : o->dtype || o->fusion ? &o->kind : NULL;
+    return o->nshapes ? &o->shapes[0] : o->dtype || o->fusion || o->weight_offset ? &o->kind : NULL;
 }
 
 /* variants, params and emit: the generator's text for --op and --target. */
@@ -540,7 +551,8 @@ static const command commands[] = {
     {"tune", cmd_tune, 0,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
      "              [--device N] [--threads N] [--rigor quick|measure|exhaustive] [--db PATH]\n"
-     "              [--dtype T] [--backward] [--retune] [--force] [--json] [--seed-from FILE]\n"
+     "              [--dtype T] [--backward] [--weight-offset] [--retune] [--force] [--json]\n"
+     "              [--seed-from FILE]\n"
      "  Tunes LayerNorm and RMSNorm (or --op) fp32 for each shape: generates, compiles, verifies\n"
      "  and times the variants, and stores every result in the database ($LNTUNE_DB, else\n"
      "  ~/.cache/lntune/tune.db). The target is every device found (the CPU, and CUDA device\n"
@@ -548,7 +560,9 @@ static const command commands[] = {
      "  CPU (H=4096: 2048 rows) and 16384 on a GPU. --backward tunes the gradients (dx, dgamma,\n"
      "  dbeta; dtype x or x/x/params: dx and dy have x's type); with --residual,\n"
      "  of the fused Add & Norm: dx = the norm's gradient + dresidual_out (the gradient at\n"
-     "  residual_out; op text \"layernorm_backward+residual\"). A second run\n"
+     "  residual_out; op text \"layernorm_backward+residual\"). --weight-offset tunes calls\n"
+     "  with lntune_args.weight_offset (Gemma: y = norm(x) * (offset + gamma); CPU, forward;\n"
+     "  op text \"rmsnorm+offset\"). A second run\n"
      "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"
      "  not SQLite, another application's, newer) is never touched; --force moves it to\n"
      "  PATH.bak and starts a new one. Ctrl-C keeps every measurement taken; rerun to resume.\n"
@@ -563,24 +577,25 @@ static const command commands[] = {
      "  machine).\n"},
     {"variants", NULL, LNTUNE_GEN_TEXT_VARIANTS,
      "lntune variants --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--shape H=N[,rows=N]]\n"
-     "                [--dtype T] [--backward]\n"
+     "                [--dtype T] [--backward] [--weight-offset]\n"
      "  Lists every valid variant, one canonical parameter string a line.\n"},
     {"params", NULL, LNTUNE_GEN_TEXT_PARAMS,
      "lntune params --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--backward]\n"
      "  Shows the parameter space: each knob, its values and what it does.\n"},
     {"emit", NULL, LNTUNE_GEN_TEXT_SOURCE,
      "lntune emit --op OP --target cpu|cuda --variant STRING [--shape H=N] [--symbol NAME]\n"
-     "            [--dtype T] [--backward]\n"
+     "            [--dtype T] [--backward] [--weight-offset]\n"
      "  Prints the generated source of one variant (--backward: of the gradients' kernel).\n"
      "  Parameters left out take their first value.\n"
      "  CUDA sources are for --sm (compute capability, default 90).\n"},
     {"verify", cmd_verify, 0,
      "lntune verify --op OP --target cpu --variant STRING [--shape H=N] [--dtype T] [--backward]\n"
+     "              [--weight-offset]\n"
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
      "  adversarial suite against the float64 reference.\n"},
     {"time", cmd_time, 0,
      "lntune time --op OP --target cpu --shape [rows=R,]H=N --variant V [--variant V ...]\n"
-     "            [--dtype T] [--backward] [--seconds N]\n"
+     "            [--dtype T] [--backward] [--weight-offset] [--seconds N]\n"
      "  Verifies the variants (up to 16), then times them in one interleaved run with the three\n"
      "  fastest of every copy variant (timed alone first) on rows x H (rows default as for tune):\n"
      "  time, score, GB/s, ratio to the better copy. The run lasts about N seconds (default 3, at\n"

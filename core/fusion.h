@@ -62,6 +62,32 @@ static inline int lntune_fusion_op_parse(const char *key, char *op, size_t size,
 }
 
 /*
+ * The weight offset (lntune_args.weight_offset: y = norm(x) * (offset + gamma)) is keyed the same
+ * way, as a last suffix: "rmsnorm+offset", "rmsnorm+residual_out+offset". Its templates'
+ * shape.affine is "offset" (gen/template/generator.h: LNTUNE_AFFINE_OFFSET).
+ */
+static inline void lntune_op_key(const char *op, int fusion, int offset, char *buf, size_t size) {
+    lntune_fusion_op_key(op, fusion, buf, size);
+    if (offset) {
+        const size_t n = strlen(buf);
+        snprintf(buf + n, n < size ? size - n : 0, "+offset");
+    }
+}
+
+/* lntune_fusion_op_parse of key less a last "+offset", which sets *offset (else 0). */
+static inline int lntune_op_key_parse(const char *key, char *op, size_t size, int *fusion,
+                                      int *offset) {
+    static const char suffix[] = "+offset";
+    const size_t n = strlen(key), s = sizeof suffix - 1;
+    char base[64];
+    *offset = n > s && strcmp(key + n - s, suffix) == 0;
+    if (!*offset) return lntune_fusion_op_parse(key, op, size, fusion);
+    if (n - s >= sizeof base) return -1;
+    snprintf(base, sizeof base, "%.*s", (int)(n - s), key);
+    return lntune_fusion_op_parse(base, op, size, fusion);
+}
+
+/*
  * Bytes a forward call moves per element of a row: x read and y written, plus with a residual
  * residual read and residual_out written, each in its type. gamma/beta are not counted (H
  * elements, not rows x H). The tuner's bytes and copy, and liblntune's streaming choice.

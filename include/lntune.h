@@ -23,9 +23,9 @@ extern "C" {
 #endif
 
 #define LNTUNE_VERSION_MAJOR 0
-#define LNTUNE_VERSION_MINOR 4
+#define LNTUNE_VERSION_MINOR 5
 #define LNTUNE_VERSION_PATCH 0
-#define LNTUNE_VERSION_STRING "0.4.0"
+#define LNTUNE_VERSION_STRING "0.5.0"
 
 /* Return codes. Stable: new codes are only ever appended. */
 #define LNTUNE_OK 0
@@ -130,6 +130,17 @@ typedef struct lntune_args {
      */
     float y_scale;
     float *y_scales;
+    /*
+     * Weight offset (Gemma's zero-centred weights, offset 1): y = norm(x) * (weight_offset +
+     * gamma) [+ beta], each weight_offset + gamma one fp32 addition of gamma widened exactly
+     * (Gemma's 1.0 + weight.float()), then used as gamma. 0: none. Must be finite and needs
+     * gamma (else LNTUNE_EINVAL); both ops, every type, with or without residual and a quantized
+     * y. CPU only (CUDA: LNTUNE_EUNSUPPORTED). Shapes tuned for it (lntune --weight-offset) run
+     * their kernel; others the built-in on fp32 sums formed for the call. New in 0.5: read only
+     * through lntune_layernorm_sized / lntune_rmsnorm_sized, which the macros below call with
+     * this header's sizeof (lntune_args); see there.
+     */
+    float weight_offset;
 } lntune_args;
 
 typedef struct lntune lntune; /* opaque; one per process or device */
@@ -205,6 +216,21 @@ LNTUNE_API void lntune_close(lntune *ctx); /* NULL is a no-op */
  */
 LNTUNE_API int lntune_layernorm(lntune *ctx, const lntune_args *args);
 LNTUNE_API int lntune_rmsnorm(lntune *ctx, const lntune_args *args);
+/*
+ * The same, told the size of the caller's lntune_args, so that the struct can grow without
+ * breaking an app built with an older header (as zlib's deflateInit passes sizeof (z_stream)):
+ * fields past args_size are taken as zero, and a larger struct than this library knows (an app
+ * built with a newer header) is served when its extra bytes are all zero, else refused with
+ * LNTUNE_EUNSUPPORTED. args_size below 0.4's struct (offsetof weight_offset): LNTUNE_EINVAL.
+ * An app compiled with this header calls these through the macros below, so lntune_rmsnorm(ctx,
+ * &args) reads every field it declares. The plain functions keep 0.4's struct (no
+ * weight_offset): what an app built before 0.5 calls, or a binding that calls the symbol by
+ * name; such a binding passes its struct's size to the _sized functions instead. New in 0.5.
+ */
+LNTUNE_API int lntune_layernorm_sized(lntune *ctx, const lntune_args *args, size_t args_size);
+LNTUNE_API int lntune_rmsnorm_sized(lntune *ctx, const lntune_args *args, size_t args_size);
+#define lntune_layernorm(ctx, args) lntune_layernorm_sized((ctx), (args), sizeof(lntune_args))
+#define lntune_rmsnorm(ctx, args) lntune_rmsnorm_sized((ctx), (args), sizeof(lntune_args))
 /*
  * One backward (gradient) call: given dy, the gradient of the forward's output y, compute dx
  * and, when asked, dgamma (and dbeta for LayerNorm). Zero-fill it, then set rows, H, x, dy and

@@ -39,6 +39,9 @@ typedef struct lntune_kernel_args {
      * Appended, so that kernels built before them (which never read them) keep working. */
     float y_scale;
     float *y_scales;
+    /* Kernels of a call with a weight offset only (Gemma's y = norm(x) * (weight_offset +
+     * gamma), the sum in fp32); appended like y_scale. */
+    float weight_offset;
 } lntune_kernel_args;
 
 typedef int (*lntune_kernel_fn)(const lntune_kernel_args *args, int64_t row_begin, int64_t row_end);

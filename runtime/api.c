@@ -10,7 +10,10 @@
  *                       neither 0 nor >= H; a dtype or device outside its enum; device_index or
  *                       stream set for the CPU; beta given to RMSNorm; residual_out without
  *                       residual; a residual (residual_out) stride without residual (residual_out)
- *   LNTUNE_EUNSUPPORTED on CUDA, residual/residual_out, fp16/bf16 data and beta without gamma
+ *                       a weight offset that is not finite, or without gamma; an args_size below
+ *                       0.4's struct
+ *   LNTUNE_EUNSUPPORTED on CUDA, residual/residual_out, fp16/bf16 data, beta without gamma and a
+ *                       weight offset; an args_size past this struct with nonzero bytes there
  * Device memory (args->device == LNTUNE_DEVICE_CUDA) goes on to cuda_dispatch.c, whose errors
  * add LNTUNE_ENODEVICE (no driver, GPU or such device_index) and a failed launch (LNTUNE_ERROR).
  *   LNTUNE_EOVERFLOW    the last element of x or y lies beyond what a pointer can address
@@ -22,6 +25,7 @@
  */
 #include "args_check.h"
 #include "context.h"
+#include "builtin_offset.h"
 #include "builtin_policy.h"
 #include "builtin_quant.h"
 #include "cuda_dispatch.h"
@@ -31,7 +35,9 @@
 
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 static const char *const api_names[] = {"lntune_layernorm", "lntune_rmsnorm"};
 
@@ -55,12 +61,48 @@ static lntune_types lntune_args_types(const lntune_args *a) {
     return t;
 }
 
-/* Checks a; on success *types holds its resolved element types. */
-static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *types) {
+/* The size of 0.4's lntune_args, which ends before weight_offset: what the plain functions read. */
+#define ARGS_SIZE_0_4 offsetof(lntune_args, weight_offset)
+
+/*
+ * The weight offset of a, whose struct has size bytes (lntune.h), into *offset: 0 where the
+ * caller's struct ends before it. Fails on a size below 0.4's, or past this struct with nonzero
+ * bytes (fields of a newer header that this library would ignore).
+ */
+static int read_sized(lntune *ctx, const char *fn, const lntune_args *a, size_t size,
+                      float *offset) {
+    if (size < ARGS_SIZE_0_4)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                               "%s: args_size = %zu, below any lntune_args (%zu bytes or more)", fn,
+                               size, (size_t)ARGS_SIZE_0_4);
+    for (size_t i = sizeof *a; i < size; ++i)
+        if (((const unsigned char *)a)[i])
+            return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                                   "%s: args has %zu bytes, this liblntune (%s) knows %zu and "
+                                   "byte %zu is set: a field of a newer lntune.h",
+                                   fn, size, LNTUNE_VERSION_STRING, sizeof *a, i);
+    *offset = size >= offsetof(lntune_args, weight_offset) + sizeof a->weight_offset
+                  ? a->weight_offset
+                  : 0.0f;
+    return LNTUNE_OK;
+}
+
+/* Checks a (of size bytes); on success *types holds its resolved element types and *offset its
+ * weight offset (0: none). */
+static int check_args(lntune *ctx, const lntune_args *a, size_t size, int op, lntune_types *types,
+                      float *offset) {
     const char *fn = api_names[op];
     if (!a) return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: args is NULL", fn);
-    int rc = lntune_check_size(ctx, fn, a->rows, a->H, a->eps);
+    int rc = read_sized(ctx, fn, a, size, offset);
     if (rc != LNTUNE_OK) return rc;
+    if (*offset != 0.0f && !(isfinite(*offset) && a->gamma))
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: weight_offset = %g %s", fn, (double)*offset,
+                               isfinite(*offset) ? "without gamma (it offsets gamma)"
+                                                 : "is not finite");
+    if (*offset != 0.0f && a->device == LNTUNE_DEVICE_CUDA)
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                               "%s: a weight offset is served on the CPU only", fn);
+    if ((rc = lntune_check_size(ctx, fn, a->rows, a->H, a->eps)) != LNTUNE_OK) return rc;
     if (!a->x || !a->y)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s is NULL", fn, !a->x ? "x" : "y");
     if ((a->x_stride != 0 && a->x_stride < a->H) || (a->y_stride != 0 && a->y_stride < a->H))
@@ -128,10 +170,32 @@ static int check_args(lntune *ctx, const lntune_args *a, int op, lntune_types *t
     return LNTUNE_OK;
 }
 
-static int run(lntune *ctx, const lntune_args *a, int op) {
+/*
+ * Runs a built-in: kernel, or without one (a quantized y) quant_float then quantized
+ * (builtin_quant.h); with a weight offset, on fp32 offset + gamma (builtin_offset.h), so that
+ * types' params are then fp32.
+ */
+static int run_builtin(lntune_pool *pool, lntune_kernel_fn kernel, lntune_kernel_fn quant_float,
+                       lntune_kernel_args *ka, lntune_types types, int threads, int offset) {
+    lntune_kernel_args oa;
+    float *buf = NULL;
+    if (offset) {
+        oa = *ka;
+        if (lntune_offset_params(&oa, types.params, &buf) != 0) return -1;
+        ka = &oa;
+        types.params = LNTUNE_TYPE_F32;
+    }
+    const int rc = kernel ? lntune_pool_run_kernel(pool, kernel, ka, threads)
+                          : lntune_builtin_quant_run(pool, quant_float, ka, types, threads);
+    free(buf);
+    return rc;
+}
+
+static int run(lntune *ctx, const lntune_args *a, size_t size, int op) {
     if (!ctx) return LNTUNE_EINVAL;
     lntune_types types = {0}; /* set by check_args; zeroed for the compiler's flow analysis */
-    int rc = check_args(ctx, a, op, &types);
+    float offset = 0.0f;
+    int rc = check_args(ctx, a, size, op, &types, &offset);
     if (rc != LNTUNE_OK || a->rows == 0) return rc;
     const int fusion = !a->residual      ? LNTUNE_FUSION_NONE
                        : a->residual_out ? LNTUNE_FUSION_RESIDUAL_OUT
@@ -157,14 +221,16 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     const int quant = lntune_type_quantized(types.y); /* a->y_scale and y_scales exist */
     ka.y_scale = quant ? a->y_scale : 0.0f;
     ka.y_scales = quant ? a->y_scales : NULL;
+    ka.weight_offset = offset;
 #ifdef LNTUNE_HAVE_CUDA
     if (a->device == LNTUNE_DEVICE_CUDA)
         return lntune_gpu_run(ctx, a, op, types, fusion, &ka, api_names[op]);
 #endif
 
-    const int affine = a->gamma  ? LNTUNE_DESC_GAMMA
-                       : a->beta ? LNTUNE_DESC_BETA_ONLY
-                                 : LNTUNE_DESC_NO_AFFINE;
+    const int affine = offset != 0.0f ? LNTUNE_DESC_GAMMA_OFFSET
+                       : a->gamma     ? LNTUNE_DESC_GAMMA
+                       : a->beta      ? LNTUNE_DESC_BETA_ONLY
+                                      : LNTUNE_DESC_NO_AFFINE;
     const lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
                                            lntune_dispatch_bucket(ctx, a->rows), a->H);
     uint64_t hash = lntune_desc_hash(&d);
@@ -174,33 +240,47 @@ static int run(lntune *ctx, const lntune_args *a, int op) {
     const int builtin_threads = lntune_builtin_threads(a->rows, a->H, ctx->max_threads);
     lntune_kernel_fn kernel = e->kernel;
     int threads = e->threads;
-    if (kernel == e->fallback) {
+    const int builtin = kernel == e->fallback; /* both NULL: a quantized y never tuned */
+    if (builtin) {
         threads = builtin_threads;
         if (e->streaming && a->rows * a->H >= e->streaming_elements) kernel = e->streaming;
     }
     lntune_pool *pool = NULL;
     if (threads > 1 && !(pool = atomic_load_explicit(&ctx->pool, memory_order_acquire)))
         pool = lntune_dispatch_pool(ctx);
-    /* No kernel: a quantized y never tuned, the float built-in then quantized (quant_float) */
-    rc = kernel ? lntune_pool_run_kernel(pool, kernel, &ka, threads)
-                : lntune_builtin_quant_run(pool, e->quant_float, &ka, types, threads);
+    /* A tuned kernel, else a built-in (none for a quantized y: quant_float, then quantized). */
+    rc = !builtin || (kernel && offset == 0.0f)
+             ? lntune_pool_run_kernel(pool, kernel, &ka, threads)
+             : run_builtin(pool, kernel, e->quant_float, &ka, types, threads, offset != 0.0f);
     if (rc == LNTUNE_KERNEL_EUNSUPPORTED && e->kernel != e->fallback) {
         /* The tuned kernel declined these args (its checks are stricter than the key). */
         if (builtin_threads > 1 && !pool) pool = lntune_dispatch_pool(ctx);
-        rc = e->fallback
-                 ? lntune_pool_run_kernel(pool, e->fallback, &ka, builtin_threads)
-                 : lntune_builtin_quant_run(pool, e->quant_float, &ka, types, builtin_threads);
+        rc = run_builtin(pool, e->fallback, e->quant_float, &ka, types, builtin_threads,
+                         offset != 0.0f);
     }
+    if (rc < 0)
+        return lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "%s: out of memory for the weights + offset",
+                               api_names[op]);
     if (rc != LNTUNE_KERNEL_OK)
         return lntune_ctx_fail(ctx, LNTUNE_ERROR, "%s: the kernel for H = %lld returned %d",
                                api_names[op], (long long)a->H, rc);
     return LNTUNE_OK;
 }
 
-int lntune_layernorm(lntune *ctx, const lntune_args *args) {
-    return run(ctx, args, LNTUNE_DESC_LAYERNORM);
+/* The plain functions (parenthesized past lntune.h's macros of the same names) read 0.4's
+ * struct: what apps built before 0.5 pass. */
+int(lntune_layernorm)(lntune *ctx, const lntune_args *args) {
+    return run(ctx, args, ARGS_SIZE_0_4, LNTUNE_DESC_LAYERNORM);
 }
 
-int lntune_rmsnorm(lntune *ctx, const lntune_args *args) {
-    return run(ctx, args, LNTUNE_DESC_RMSNORM);
+int(lntune_rmsnorm)(lntune *ctx, const lntune_args *args) {
+    return run(ctx, args, ARGS_SIZE_0_4, LNTUNE_DESC_RMSNORM);
+}
+
+int lntune_layernorm_sized(lntune *ctx, const lntune_args *args, size_t args_size) {
+    return run(ctx, args, args_size, LNTUNE_DESC_LAYERNORM);
+}
+
+int lntune_rmsnorm_sized(lntune *ctx, const lntune_args *args, size_t args_size) {
+    return run(ctx, args, args_size, LNTUNE_DESC_RMSNORM);
 }

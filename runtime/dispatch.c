@@ -51,7 +51,8 @@ struct lntune_loaded {
 
 static const char *const op_names[] = {"layernorm", "rmsnorm", "layernorm_backward",
                                        "rmsnorm_backward"};
-static const char *const affine_names[] = {"no gamma/beta", "gamma", "beta only"};
+static const char *const affine_names[] = {"no gamma/beta", "gamma", "beta only",
+                                           "gamma + weight offset"};
 
 /* Probes lntune_rows_bucket for the bucket list, in increasing row counts. */
 static void find_buckets(lntune *ctx) {
@@ -271,9 +272,10 @@ int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *targ
     const int cpu = strcmp(target, "cpu") == 0;
     char dtype[32], op[48];
     lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
-    lntune_fusion_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d), op, sizeof op);
+    const int affine = lntune_desc_affine(d), offset = affine == LNTUNE_DESC_GAMMA_OFFSET;
+    lntune_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d), offset, op, sizeof op);
     lntune_db_key key = {
-        hardware_id, target, op, dtype, d->H, rows, lntune_desc_affine(d) == LNTUNE_DESC_GAMMA};
+        hardware_id, target, op, dtype, d->H, rows, affine == LNTUNE_DESC_GAMMA || offset};
     if (ctx->batch_invariant) return find_invariant_best(ctx, &key, best);
     int rc = lntune_db_get_best(ctx->db, &key, copy_best, best);
     if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
@@ -367,7 +369,8 @@ void lntune_dispatch_describe(const lntune_desc *d, int64_t rows, char *buf, siz
     char dtype[32];
     lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
     char op[48];
-    lntune_fusion_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d), op, sizeof op);
+    lntune_op_key(op_names[lntune_desc_op(d)], lntune_desc_fusion(d),
+                  lntune_desc_affine(d) == LNTUNE_DESC_GAMMA_OFFSET, op, sizeof op);
     if (rows <= 0) /* a batch-invariant handle's: one kernel for every row count */
         snprintf(buf, size, "%s %s H=%lld, any rows (batch-invariant), %s", op, dtype,
                  (long long)d->H, affine_names[lntune_desc_affine(d)]);
@@ -407,17 +410,24 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         return lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "out of memory resolving a kernel");
     }
     e->desc = *d;
-    const lntune_types types = lntune_types_unpacked(lntune_desc_dtype(d));
+    lntune_types types = lntune_types_unpacked(lntune_desc_dtype(d));
     const int op = lntune_desc_op(d), backward = op >= LNTUNE_DESC_LAYERNORM_BACKWARD;
+    /* A weight offset's built-ins are those of gamma, fp32 gamma/beta (builtin_offset.h). */
+    lntune_desc bd = *d;
+    if (!backward && lntune_desc_affine(d) == LNTUNE_DESC_GAMMA_OFFSET) {
+        types.params = LNTUNE_TYPE_F32;
+        bd = lntune_desc_make(op, lntune_types_packed(types), LNTUNE_DESC_GAMMA,
+                              lntune_desc_fusion(d), lntune_desc_bucket(d), d->H);
+    }
     if (backward)
         e->backward = e->backward_fallback = lntune_builtin_backward_kernel(
             op - LNTUNE_DESC_LAYERNORM_BACKWARD, lntune_desc_fusion(d) == LNTUNE_FUSION_RESIDUAL,
             types.x, types.params);
     else if (lntune_type_quantized(types.y)) /* no built-in: the float one, then quantized */
         e->quant_float = float_builtin(
-            d, op, (lntune_types){types.x, LNTUNE_TYPE_F32, types.params, types.residual});
+            &bd, op, (lntune_types){types.x, LNTUNE_TYPE_F32, types.params, types.residual});
     else
-        e->kernel = e->fallback = float_builtin(d, op, types);
+        e->kernel = e->fallback = float_builtin(&bd, op, types);
     if (!backward && !lntune_type_quantized(types.y)) { /* the streaming copy of a float y */
         const int fusion = lntune_desc_fusion(d);
         const int64_t bytes = element_bytes(d);
@@ -426,7 +436,7 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         if (!ctx->batch_invariant &&
             lntune_builtin_rows_stream(d->H, (int64_t)lntune_type_size(types.y)))
             e->streaming = fusion == LNTUNE_FUSION_NONE
-                               ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(d), types)
+                               ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(&bd), types)
                                : lntune_builtin_residual_streaming_kernel(op, types);
         e->streaming_elements = ctx->streaming_bytes / bytes;
     }

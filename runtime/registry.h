@@ -43,6 +43,9 @@ enum {
     LNTUNE_DESC_NO_AFFINE = 0, /* neither gamma nor beta */
     LNTUNE_DESC_GAMMA = 1,     /* gamma, beta optional: what the tuner's affine=1 measures */
     LNTUNE_DESC_BETA_ONLY = 2, /* beta without gamma: built-in only */
+    /* gamma with a weight offset, beta optional: the tuner's affine=2 (its built-in is the
+     * GAMMA one of fp32 gamma/beta, on sums formed for the call: builtin_offset.h) */
+    LNTUNE_DESC_GAMMA_OFFSET = 3,
 };
 
 typedef struct lntune_gpu_kernel lntune_gpu_kernel; /* cuda_dispatch.c */

@@ -19,12 +19,12 @@
 #include "lntune.h"
 #include "quant.h"
 #include "scratch_dir.h"
+#include "template_mutant.h"
 #include "verify_variant.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static void check_codes(void) {
     int roundtrip = 1, monotonic = 1;
@@ -132,28 +132,6 @@ static void check_rmsnorm_row_scales(void) {
         }
 }
 
-/* templates/cpu/convert.lua with from replaced by to, in dir/cpu; 0 when from is not there. */
-static int write_mutant(const char *dir, const char *from, const char *to) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/cpu/convert.lua", LNTUNE_SOURCE_TEMPLATES);
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    static char text[1 << 16], out[1 << 16];
-    const size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    const char *at = strstr(text, from);
-    if (!at) return 0;
-    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    snprintf(path, sizeof path, "%s/cpu", dir);
-    mkdir(path, 0700);
-    snprintf(path, sizeof path, "%s/cpu/convert.lua", dir);
-    f = fopen(path, "wb");
-    if (!f) return 0;
-    fputs(out, f);
-    return fclose(f) == 0;
-}
-
 typedef struct {
     const char *what, *dtype, *variant;
     const char *from, *to; /* a line of convert.lua, and what it becomes */
@@ -188,7 +166,7 @@ static void check_mutants(void) {
     }
     for (size_t m = 0; m < sizeof mutants / sizeof *mutants; ++m) {
         const mutant *u = &mutants[m];
-        const int written = write_mutant(dir, u->from, u->to);
+        const int written = write_mutant(dir, "convert.lua", u->from, u->to);
         CHECK(written, "%s: the line to change is in convert.lua", u->what);
         if (!written) continue;
         setenv("LNTUNE_TEMPLATE_DIR", dir, 1);

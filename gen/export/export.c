@@ -51,10 +51,10 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     winner_list *l = ud;
     if (strcmp(key->target, "cpu") != 0) return 0;
     char base[32];
-    int fusion = LNTUNE_FUSION_NONE, op = -1, backward = 0;
+    int fusion = LNTUNE_FUSION_NONE, op = -1, backward = 0, offset = 0;
     lntune_op forward;
     const lntune_direction *dir;
-    if (lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0 &&
+    if (lntune_op_key_parse(key->op, base, sizeof base, &fusion, &offset) == 0 &&
         lntune_op_text_parse(base, &forward, &dir, NULL) == 0) {
         backward = dir->suffix[0] != '\0';
         op = lntune_export_op_find(lntune_op_name(forward));
@@ -62,9 +62,10 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     }
     lntune_types types;
     const int parsed = op >= 0 && lntune_types_parse(key->dtype, &types) == 0;
-    if (!parsed || lntune_type_quantized(types.y)) {
+    if (!parsed || lntune_type_quantized(types.y) || offset) {
         const char *why = op < 0    ? "op unknown to this export"
                           : !parsed ? "dtype unknown to this export"
+                          : offset  ? "a weight offset is not exported yet"
                                     : "a quantized y is not exported yet";
         lntune_export_warn(l->c, "%s %s H=%lld: %s; left out", key->op, key->dtype,
                            (long long)key->H, why);

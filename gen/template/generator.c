@@ -157,7 +157,9 @@ static void push_shape(lua_State *L, const lntune_shape *shape) {
         lua_setfield(L, -2, "rows");
     }
     if (shape && shape->affine != LNTUNE_AFFINE_ANY) {
-        lua_pushstring(L, shape->affine == LNTUNE_AFFINE_GAMMA ? "fused" : "none");
+        lua_pushstring(L, shape->affine == LNTUNE_AFFINE_GAMMA    ? "fused"
+                          : shape->affine == LNTUNE_AFFINE_OFFSET ? "offset"
+                                                                  : "none");
         lua_setfield(L, -2, "affine");
     }
 }
@@ -382,7 +384,10 @@ int lntune_gen_emit(lntune_gen *g, const char *target, const char *op, const cha
     if (out->threads < 1) out->threads = 1;
     out->fixed_h = int_field(L, -1, "fixed_h");
     lua_getfield(L, -1, "affine");
-    out->affine = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "none") != 0;
+    {
+        const char *a = lua_isstring(L, -1) ? lua_tostring(L, -1) : "none";
+        out->affine = strcmp(a, "none") == 0 ? 0 : strcmp(a, "offset") == 0 ? 2 : 1;
+    }
     lua_pop(L, 1);
     lua_getfield(L, -1, "cflags");
     if (lua_isstring(L, -1)) snprintf(out->cflags, sizeof out->cflags, "%s", lua_tostring(L, -1));

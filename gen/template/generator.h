@@ -28,6 +28,7 @@ typedef struct lntune_shape {
 #define LNTUNE_AFFINE_ANY 0
 #define LNTUNE_AFFINE_GAMMA 1
 #define LNTUNE_AFFINE_NONE 2
+#define LNTUNE_AFFINE_OFFSET 3 /* gamma with a weight offset: norm(x) * (offset + gamma) */
 
 /* One generated kernel and what its caller must know to run it. */
 typedef struct lntune_source {
@@ -35,9 +36,9 @@ typedef struct lntune_source {
     char *variant;          /* canonical parameter string, launch parameters included */
     char template_hash[17]; /* hash of the template files and the engine */
     int threads;            /* threads to split rows across (launch parameter) */
-    int affine;             /* 1: needs gamma (beta optional); 0: takes neither */
-    int64_t fixed_h;        /* the only H the kernel serves, or 0 for any */
-    char cflags[128];       /* extra compiler flags the variant asks for */
+    int affine; /* 1: needs gamma (beta optional); 2: gamma and the weight offset; 0: neither */
+    int64_t fixed_h;  /* the only H the kernel serves, or 0 for any */
+    char cflags[128]; /* extra compiler flags the variant asks for */
 } lntune_source;
 
 /*

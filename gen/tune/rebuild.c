@@ -76,16 +76,17 @@ static int find_wanted(const char *db_path, collect *c, char *err, size_t errlen
 static int rebuild_one(const char *db_path, int max_threads, const wanted *w,
                        lntune_rebuild_report *r, char *err, size_t errlen) {
     char op[48];
-    int fusion = 0;
+    int fusion = 0, offset = 0;
     lntune_shape shape = {.H = w->H, .rows = w->rows};
     const char *canonical = NULL;
-    if (lntune_fusion_op_parse(w->op, op, sizeof op, &fusion) != 0 ||
+    if (lntune_op_key_parse(w->op, op, sizeof op, &fusion, &offset) != 0 ||
         lntune_op_text_parse(op, NULL, NULL, &canonical) != 0 ||
         lntune_types_parse(w->dtype, &shape.types) != 0) {
         r->failed++; /* a record of a later version: its op or types are not known here */
         return LNTUNE_OK;
     }
     shape.fusion = fusion;
+    shape.affine = offset ? LNTUNE_AFFINE_OFFSET : LNTUNE_AFFINE_ANY;
     const char *ops[1] = {canonical};
     lntune_tune_config cfg = {.db_path = db_path,
                               .ops = ops,

@@ -79,9 +79,10 @@ int lntune_time_variants(const lntune_time_config *c, lntune_time_result *r, cha
     }
     lntune_shape shape = c->shape;
     if (shape.rows <= 0) shape.rows = lntune_tune_default_rows(shape.H);
-    shape.affine = LNTUNE_AFFINE_GAMMA;
+    if (shape.affine != LNTUNE_AFFINE_OFFSET) shape.affine = LNTUNE_AFFINE_GAMMA;
     r->rows = shape.rows;
-    lntune_fusion_op_key(c->op, shape.fusion, r->op_key, sizeof r->op_key);
+    lntune_op_key(c->op, shape.fusion, shape.affine == LNTUNE_AFFINE_OFFSET, r->op_key,
+                  sizeof r->op_key);
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);
 

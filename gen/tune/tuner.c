@@ -735,9 +735,12 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
             p.errlen = errlen;
             p.res = &res[(*nresults)++];
             if (p.shape.rows <= 0) p.shape.rows = t->default_rows(p.shape.H);
-            p.shape.affine = LNTUNE_AFFINE_GAMMA;
+            /* gamma always (a winner with gamma serves calls without it); the weight offset
+             * when asked, keyed in the op text (fusion.h) */
+            const int offset = p.shape.affine == LNTUNE_AFFINE_OFFSET;
+            p.shape.affine = offset ? LNTUNE_AFFINE_OFFSET : LNTUNE_AFFINE_GAMMA;
             lntune_types_format(p.shape.types, p.dtype, sizeof p.dtype);
-            lntune_fusion_op_key(p.op, p.shape.fusion, p.op_key, sizeof p.op_key);
+            lntune_op_key(p.op, p.shape.fusion, offset, p.op_key, sizeof p.op_key);
             p.key = (lntune_db_key){hw, t->name, p.op_key, p.dtype, p.shape.H, p.shape.rows, 1};
             p.start_ns = lntune_now_ns();
             lntune_tune_result *r = p.res;

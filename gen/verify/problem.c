@@ -82,7 +82,9 @@ static int forward_init(lntune_problem *p, int max_threads) {
                                    .residual_out = resid_out,
                                    .residual_stride = resid ? p->H : 0,
                                    .residual_out_stride = resid_out ? p->H : 0,
-                                   .eps = 1e-5f};
+                                   .eps = 1e-5f,
+                                   /* read by affine=offset kernels only: Gemma's offset */
+                                   .weight_offset = 1.0f};
     if (lntune_type_quantized(p->types.y)) {
         p->args.y_scale = lntune_quant_test_scale(p->types.y);
         if (lntune_type_row_scaled(p->types.y) &&
@@ -269,8 +271,8 @@ const char *lntune_op_text(lntune_op op, int backward) {
 const char *lntune_op_direction(const char *op_key) {
     const lntune_direction *dir = NULL;
     char op[48];
-    int fusion;
-    return lntune_fusion_op_parse(op_key, op, sizeof op, &fusion) == 0 &&
+    int fusion, offset;
+    return lntune_op_key_parse(op_key, op, sizeof op, &fusion, &offset) == 0 &&
                    lntune_op_text_parse(op, NULL, &dir, NULL) == 0
                ? dir->name
                : "?";

@@ -410,14 +410,24 @@ int lntune_verify_element(int y_type, double ref, double got, double unit, doubl
 }
 
 /*
+ * The weight offset of data set d's runs of a kernel of that affine kind (2: with an offset):
+ * Gemma's 1, and 0.5 in every other set, so that a kernel must read it, not assume it.
+ */
+static inline float case_offset(int affine, int d) {
+    return affine == 2 ? (d % 2 ? 0.5f : 1.0f) : 0.0f;
+}
+
+/*
  * The float64 reference y of element i of row r of data set d, and its error unit: the scale of
- * the fp32 rounding errors a kernel may make there (verify.h).
+ * the fp32 rounding errors a kernel may make there (verify.h). The weight offset's fp32 sum
+ * offset + gamma is one such rounding.
  */
 static inline void reference_y(const lntune_verifier *v, const h_case *c, int d, int r, int64_t i,
                                int affine, double *ref, double *unit) {
     const int ln = v->op == LNTUNE_OP_LAYERNORM;
     const double mean = c->mean[d][r], rstd = c->rstd[d][r], z = c->z[d][r * c->H + i];
-    const double g = affine ? c->gamma[i] : 1.0, b = affine && ln ? c->beta[i] : 0.0;
+    const double g = affine ? c->gamma[i] + case_offset(affine, d) : 1.0;
+    const double b = affine && ln ? c->beta[i] : 0.0;
     *ref = z * g + b;
     *unit = (fabs(mean) * rstd + fabs(z) + 1.0) * fabs(g) + fabs(b);
 }
@@ -724,6 +734,7 @@ static int run_case(lntune_verifier *v, const h_case *c, int d, int l, lntune_ke
     if (affine) {
         a.gamma = c->gamma_t;
         a.beta = ln ? c->beta_t : NULL;
+        a.weight_offset = case_offset(affine, d);
     }
     const char *const layout = l == 0   ? "contiguous"
                                : l == 1 ? v->misaligned

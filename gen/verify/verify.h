@@ -101,7 +101,8 @@ uint32_t lntune_verify_poison(int y_type);
 /*
  * Runs kernel on every H of the verifier (only fixed_h if it is not 0, which must be one of
  * them), on every data set and layout, with threads threads from pool (NULL for one).
- * affine: the kernel takes gamma (and beta, for LayerNorm); else it takes neither.
+ * affine: 1, the kernel takes gamma (and beta, for LayerNorm); 2, gamma and the weight offset
+ * (lntune_kernel_args.weight_offset, 1 and 0.5 in turn); 0, neither.
  * Returns LNTUNE_OK, or LNTUNE_EVERIFY with res->message saying what was wrong.
  */
 int lntune_verifier_check(lntune_verifier *v, lntune_kernel_fn kernel, int affine, int64_t fixed_h,

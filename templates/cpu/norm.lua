@@ -24,6 +24,10 @@
 -- buffer: the kernel ABI has no scratch memory). The normalize pass, the last, also writes
 -- residual_out = s rounded once to the residual type, so that residual_out may be residual itself.
 --
+-- Weight offset (shape.affine = "offset", lntune_args.weight_offset: Gemma's y = norm(x) *
+-- (1 + gamma)): wherever a pass reads gamma it reads gamma + the offset, one fp32 addition of the
+-- exactly widened gamma (what Gemma's 1.0 + weight.float() computes), passed at run time.
+--
 -- Layout. With x, y and gamma/beta all bf16 (and the residual, if any), layout=evenodd reads 2V
 -- elements as V 32-bit words: the even elements are the words shifted up 16 bits, the odd ones
 -- the words masked, and the rounded results (y, residual_out) merge back by a shift and an or.
@@ -131,7 +135,12 @@ function M.family(op)
                         .. "in one pass unless that mean lies far from the row's"
                     or "blocked: fp32 lanes flushed into double; wide: double lanes",
             },
-            { name = "affine", values = { "fused", "none" }, doc = "gamma/beta in the normalize pass, or none" },
+            {
+                name = "affine",
+                values = { "fused", "none", "offset" },
+                doc = "gamma/beta in the normalize pass, none, or offset: gamma plus the call's weight "
+                    .. "offset, norm(x) * (offset + gamma) (Gemma's zero-centred weights, offset 1)",
+            },
             {
                 -- fold's fp32 error grows with |mean| * rstd (as the verifier's bound does): far
                 -- below a 16-bit y's rounding, but an fp32 y would lose digits, where a
@@ -295,7 +304,9 @@ function M.family(op)
             end
             if p.h == "fixed" and not shape.H then return false, "h=fixed needs a shape with H" end
             if shape.affine and p.affine ~= shape.affine then
-                return false, "the call " .. (shape.affine == "none" and "has no" or "has") .. " gamma"
+                return false, shape.affine == "none" and "the call has no gamma"
+                    or shape.affine == "offset" and "the call has a weight offset"
+                    or "the call has gamma and no weight offset"
             end
             if shape.rows and p.threads > 1 and p.threads > shape.rows then
                 return false, "more threads than rows"
@@ -402,8 +413,14 @@ typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.re
 @ local NP = fusion and ("const rt *res, " .. (res_out and "rt *res_out, " or "")) or ""
 @ -- Quantized y: the normalize functions take qinv, the reciprocal of the row's scale (QP), and
 @ -- store the codes of y * qinv (QX); QA(e) passes e as that argument.
-@ local QP = quant and ", float qinv" or ""
-@ local function QA(e) return quant and (", " .. e) or "" end
+@ -- affine=offset: the functions that read gamma also take wofs, the call's weight offset (WP,
+@ -- passed by WA), and use gamma + wofs (GW) wherever they read gamma. QP and QA carry it too.
+@ local ofs = p.affine == "offset"
+@ local WP = ofs and ", float wofs" or ""
+@ local WA = ofs and ", wofs" or ""
+@ local function GW(e) return ofs and ("(" .. e .. " + wofs)") or e end
+@ local QP = (quant and ", float qinv" or "") .. WP
+@ local function QA(e) return (quant and (", " .. e) or "") .. WA end
 @ local function QX(e) return quant and ("(" .. e .. ") * qinv") or e end
 {{ cv.scalar_functions(used, V, native) }}
 {{ cv.loader("load_x", types.x, "xt", V, native) }}
@@ -616,8 +633,8 @@ __attribute__((unused)) static inline float row_amax(float m, float rstd)
 @ -- qabs=stats: RMSNorm's statistics also take max |x * gamma| (max |x| without gamma), the
 @ -- row_stats functions' amax (times rstd: the largest |y| to within fp32 rounding).
 @ local qstats = p.qabs == "stats"
-@ local QSP = qstats and (", const pt *gamma, float amax[" .. R .. "]") or ""
-@ local function QSA(e) return qstats and (", gamma, " .. e) or "" end
+@ local QSP = qstats and (", const pt *gamma" .. WP .. ", float amax[" .. R .. "]") or ""
+@ local function QSA(e) return qstats and (", gamma" .. WA .. ", " .. e) or "" end
 @ if wide then
 
 static inline double hsum_wide(const vd *v)
@@ -950,13 +967,13 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   end)
 }
 @ else
-@   local g = qstats and p.affine == "fused"
+@   local g = qstats and p.affine ~= "none"
 @   reduction("sum_squares", "s[r] += sum of x[r][i]^2" .. (qstats and ("; m[r]: the largest |x[r][i]" .. (g and " * gamma[i]" or "") .. "|.") or "."),
-@             g and ", const pt *gamma" or "", true,
+@             g and (", const pt *gamma" .. WP) or "", true,
 @             function(r, o, h) return at(r, o, h) end,
 @             function(r) return xs(r, "i") .. " * " .. xs(r, "i") end, nil, nil, split,
-@             qstats and function(r, o, h) return at(r, o, h) .. (g and (" * " .. LD("load_p", "gamma + i + " .. o, h)) or "") end,
-@             qstats and function(r) return xs(r, "i") .. (g and (" * " .. P("gamma[i]")) or "") end)
+@             qstats and function(r, o, h) return at(r, o, h) .. (g and (" * " .. GW(LD("load_p", "gamma + i + " .. o, h))) or "") end,
+@             qstats and function(r) return xs(r, "i") .. (g and (" * " .. GW(P("gamma[i]"))) or "") end)
 /* 1/sqrt(mean square + eps) of {{R}} row(s); mean is 0 for RMSNorm{{qstats and "; amax: the largest |y|" or ""}}. */
 static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, float mean[{{R}}],
                       float rstd[{{R}}]{{PF}}{{QSP}})
@@ -965,7 +982,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   if qstats then
     float m[{{R}}] = {0};
     (void)gamma;
-    sum_squares(x{{RA}}, H{{g and ", gamma" or ""}}, s, m{{PA}});
+    sum_squares(x{{RA}}, H{{g and (", gamma" .. WA) or ""}}, s, m{{PA}});
 @   else
     sum_squares(x{{RA}}, H, s{{PA}});
 @   end
@@ -988,8 +1005,8 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   local NX = with_next and (", const xt *nx" .. (fusion and ", const rt *nres" or "")
 @     .. ", float eps, float *nmean, float *nrstd" .. (qstats and ", float *namax" or "")) or ""
 @   -- qabs=stats: the next row's max |x * gamma| too (gamma's vector at o: gv(o, h))
-@   local gq = qstats and p.affine == "fused"
-@   local function nq(o, h) return gq and (" * " .. LD("load_p", "gamma + i + " .. o, h)) or "" end
+@   local gq = qstats and p.affine ~= "none"
+@   local function nq(o, h) return gq and (" * " .. GW(LD("load_p", "gamma + i + " .. o, h))) or "" end
 @   if with_next then name = name .. "_next" end
 @   -- The next row's element(s) at i + o (h: which of a step's S vectors), and its element k.
 @   local function at_next(o, h)
@@ -1012,7 +1029,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @     if not with_next then return step() end
 @     if LN then return "{ " .. step() .. " const float v = " .. xs_next("i") .. " - m; ss += v * v; d += v; }" end
 @     if qstats then
-@       return "{ " .. step() .. " const float v = " .. xs_next("i") .. "; ss += v * v; const float t = __builtin_fabsf(v" .. (gq and (" * " .. P("gamma[i]")) or "") .. "); qm = t > qm ? t : qm; }"
+@       return "{ " .. step() .. " const float v = " .. xs_next("i") .. "; ss += v * v; const float t = __builtin_fabsf(v" .. (gq and (" * " .. GW(P("gamma[i]"))) or "") .. "); qm = t > qm ? t : qm; }"
 @     end
 @     return "{ " .. step() .. " const float v = " .. xs_next("i") .. "; ss += v * v; }"
 @   end
@@ -1186,11 +1203,11 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 @ -- The same in the normalize functions' comments.
 @ local scaled_x = fold and "(x * rstd - mean * rstd)" or (string.format(center, "x") .. " * rstd")
 @ local function vec(name) return function(o, h) return LD("load_p", name .. " + " .. o, h) end end
-@ local xi, gi, bi = fusion and "s" or X("x[i]"), P("gamma[i]"), P("beta[i]")
-@ local G, B = vec("gamma"), vec("beta")
+@ local xi, gi, bi = fusion and "s" or X("x[i]"), GW(P("gamma[i]")), P("beta[i]")
+@ local G, B = function(o, h) return GW(vec("gamma")(o, h)) end, vec("beta")
 @ local overlap = p.overlap == 1
 @ for _, with_next in ipairs(overlap and { false, true } or { false }) do
-@   if p.affine == "fused" then
+@   if p.affine ~= "none" then
 @     if LN then
 @       normalize("normalize_gamma_beta", "y = " .. scaled_x .. " * gamma + beta",
 @                 function(v, o, h) return out(v, G(o, h), B(o, h)) end, out(xi, gi, bi), with_next)
@@ -1213,7 +1230,7 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 
 /* The largest |{{comment}}| of a row, NaN left out (0 for none). */
 static float {{name}}(const xt *x, {{RES}}const pt *gamma, const pt *beta, float mean, float rstd,
-{{string.rep(" ", #name + 14)}}int64_t H)
+{{string.rep(" ", #name + 14)}}int64_t H{{WP}})
 {
     (void)gamma, (void)beta, (void)mean;
 @     for u = 0, A - 1 do
@@ -1249,7 +1266,7 @@ static float {{name}}(const xt *x, {{RES}}const pt *gamma, const pt *beta, float
     return m;
 }
 @   end
-@   if p.affine == "fused" then
+@   if p.affine ~= "none" then
 @     if LN then
 @       absmax("absmax_gamma_beta", scaled_x .. " * gamma + beta",
 @              function(v, o, h) return out(v, G(o, h), B(o, h)) end, out(xi, gi, bi))
@@ -1259,7 +1276,7 @@ static float {{name}}(const xt *x, {{RES}}const pt *gamma, const pt *beta, float
 @     absmax("absmax_plain", scaled_x, function(v) return out(v) end, out(xi))
 @   end
 typedef float absmax_fn(const xt *x, {{RES}}const pt *gamma, const pt *beta, float mean, float rstd,
-                        int64_t H);
+                        int64_t H{{WP}});
 @ end
 typedef void normalize_fn(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, float mean,
                           float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}}{{QP}});
@@ -1287,7 +1304,7 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
     if (!a->residual || {{res_out and "!" or ""}}a->residual_out)
         return LNTUNE_KERNEL_EUNSUPPORTED;
 @ end
-@ if p.affine == "fused" then
+@ if p.affine ~= "none" then
     if (!a->gamma)
         return LNTUNE_KERNEL_EUNSUPPORTED;
 @ else
@@ -1301,6 +1318,9 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
     const xt *x = (const xt *)a->x;
     yt *y = (yt *)a->y;
     const pt *gamma = (const pt *)a->gamma, *beta = (const pt *)a->beta;
+@ if ofs then
+    const float wofs = a->weight_offset;
+@ end
 @ if quant and not quant.row then
     /* the codes of y / y_scale, as y times its fp32 reciprocal (core/quant.h) */
     if (!(a->y_scale >= 0x1p-126f && a->y_scale <= 0x1.fffffep127f))
@@ -1320,7 +1340,7 @@ int {{symbol}}(const lntune_kernel_args *a, int64_t row_begin, int64_t row_end)
 @   if not (quant and quant.row) then return "" end
 @   if qstats then return "const float qinv = row_qinv(" .. amax .. ", a->y_scales + " .. r .. ");" end
 @   return "const float qinv = row_qinv(absmax(" .. xrow .. ", " .. (fusion and (rrow .. ", ") or "")
-@     .. "gamma, beta, " .. mean .. ", " .. rstd .. ", H), a->y_scales + " .. r .. ");"
+@     .. "gamma, beta, " .. mean .. ", " .. rstd .. ", H" .. WA .. "), a->y_scales + " .. r .. ");"
 @ end
 @ -- The residual rows passed along with x's: to the statistics (GA/SA) and to normalize (GN/SN).
 @ local GA, SA, GN, SN = "", "", "", ""

@@ -1,0 +1,86 @@
+"""lntune_ctypes.py - what bench/'s Python scripts share: liblntune through ctypes (lntune_args
+field for field, the sized entry points), the interleaved timing loop, and the CPU's name."""
+import ctypes
+import random
+import statistics
+import time
+
+EPS = 1e-5
+LNTUNE_F32, LNTUNE_BF16, LNTUNE_I8, LNTUNE_FP8_E4M3 = 1, 3, 4, 5
+
+
+class Args(ctypes.Structure):
+    """include/lntune.h's lntune_args, field for field."""
+    _fields_ = [("rows", ctypes.c_int64), ("H", ctypes.c_int64), ("eps", ctypes.c_float),
+                ("dtype", ctypes.c_int), ("x", ctypes.c_void_p), ("y", ctypes.c_void_p),
+                ("gamma", ctypes.c_void_p), ("beta", ctypes.c_void_p),
+                ("x_stride", ctypes.c_int64), ("y_stride", ctypes.c_int64),
+                ("residual", ctypes.c_void_p), ("residual_out", ctypes.c_void_p),
+                ("residual_stride", ctypes.c_int64), ("residual_out_stride", ctypes.c_int64),
+                ("mean", ctypes.c_void_p), ("rstd", ctypes.c_void_p),
+                ("device", ctypes.c_int), ("device_index", ctypes.c_int),
+                ("stream", ctypes.c_void_p), ("y_dtype", ctypes.c_int),
+                ("param_dtype", ctypes.c_int), ("residual_dtype", ctypes.c_int),
+                ("y_scale", ctypes.c_float), ("y_scales", ctypes.c_void_p),
+                ("weight_offset", ctypes.c_float)]
+
+
+def load(path):
+    """liblntune at path, with the argument types of the functions bench/ calls."""
+    lib = ctypes.CDLL(path)
+    lib.lntune_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.lntune_rmsnorm_sized.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    lib.lntune_errmsg.argtypes = [ctypes.c_void_p]
+    lib.lntune_errmsg.restype = ctypes.c_char_p
+    return lib
+
+
+def open_handle(lib, db):
+    """A handle on db (a path that does not exist: no database, the built-ins only)."""
+    h = ctypes.c_void_p()
+    if lib.lntune_open(db.encode(), ctypes.byref(h)):
+        raise RuntimeError("lntune_open(%s) failed" % db)
+    return h
+
+
+def rmsnorm_call(lib, ctx, a):
+    """A callable running lntune_rmsnorm_sized on a (kept alive by the closure)."""
+    fn, ref, size = lib.lntune_rmsnorm_sized, ctypes.byref(a), ctypes.sizeof(a)
+
+    def run():
+        rc = fn(ctx, ref, size)
+        if rc != 0:
+            raise RuntimeError("lntune_rmsnorm: %s" % lib.lntune_errmsg(ctx).decode())
+    return run
+
+
+def time_all(calls, reps, rep_s):
+    """Median seconds per call of each callable, interleaved in a fresh random order per rep."""
+    samples = {k: [] for k in calls}
+    for _ in range(reps):
+        order = list(calls)
+        random.shuffle(order)
+        for k in order:
+            f = calls[k]
+            for _ in range(3):  # the caches and the pool settle
+                f()
+            n, t0 = 0, time.perf_counter()
+            while True:
+                f()
+                n += 1
+                t = time.perf_counter() - t0
+                if t >= rep_s:
+                    break
+            samples[k].append(t / n)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU"
