@@ -249,14 +249,14 @@ static int run(lntune *ctx, const lntune_args *a, size_t size, int op) {
     if (threads > 1 && !(pool = atomic_load_explicit(&ctx->pool, memory_order_acquire)))
         pool = lntune_dispatch_pool(ctx);
     /* A tuned kernel, else a built-in (none for a quantized y: quant_float, then quantized). */
-    rc = !builtin || (kernel && offset == 0.0f)
+    rc = !builtin || (kernel && !e->offset_params)
              ? lntune_pool_run_kernel(pool, kernel, &ka, threads)
-             : run_builtin(pool, kernel, e->quant_float, &ka, types, threads, offset != 0.0f);
+             : run_builtin(pool, kernel, e->quant_float, &ka, types, threads, e->offset_params);
     if (rc == LNTUNE_KERNEL_EUNSUPPORTED && e->kernel != e->fallback) {
         /* The tuned kernel declined these args (its checks are stricter than the key). */
         if (builtin_threads > 1 && !pool) pool = lntune_dispatch_pool(ctx);
         rc = run_builtin(pool, e->fallback, e->quant_float, &ka, types, builtin_threads,
-                         offset != 0.0f);
+                         e->offset_params);
     }
     if (rc < 0)
         return lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "%s: out of memory for the weights + offset",

@@ -24,7 +24,8 @@
     int prefix##_layernorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);         \
     int prefix##_rmsnorm_affine(const lntune_kernel_args *a, int64_t begin, int64_t end);          \
     int prefix##_rmsnorm_plain(const lntune_kernel_args *a, int64_t begin, int64_t end);           \
-    extern const lntune_kernel_fn prefix##_typed[2][2][3][3][3];
+    extern const lntune_kernel_fn prefix##_typed[2][2][3][3][3];                                   \
+    extern const lntune_kernel_fn prefix##_offset[2][3];
 #define DECLARE_COPY(prefix)                                                                       \
     DECLARE_FORWARD(prefix)                                                                        \
     extern const lntune_kernel_fn prefix##_fused_bf16[2][2][2];
@@ -69,6 +70,17 @@ static const lntune_kernel_fn (*const generated_typed[COPIES])[2][3][3][3] = {
 #endif
 };
 
+/* [copy]: the tables [op][type] of the weight offset's kernels of one-type tuples */
+static const lntune_kernel_fn (*const generated_offset[COPIES])[3] = {
+    lntune_builtin_offset,
+#ifdef LNTUNE_HAVE_BUILTIN_AVX2
+    lntune_builtin_avx2_offset,   lntune_builtin_avx2_nt_offset,
+#endif
+#ifdef LNTUNE_HAVE_BUILTIN_AVX512
+    lntune_builtin_avx512_offset, lntune_builtin_avx512_nt_offset,
+#endif
+};
+
 /* [copy]: the tables [op][affine][0 residual, 1 residual_out] of the all-bf16 Add & Norm (the
  * AVX-512 copy has none: residual calls run the AVX2 one) */
 static const lntune_kernel_fn (*const generated_fused_bf16[])[2][2] = {
@@ -95,6 +107,14 @@ lntune_kernel_fn lntune_builtin_generated(int copy, int op, int affine, lntune_t
     const int gamma = affine == LNTUNE_DESC_GAMMA;
     return lntune_types_all_f32(t) ? fp32_kernels[copy][op][gamma]
                                    : generated_typed[copy][op][gamma][t.x][t.y][t.params];
+}
+
+lntune_kernel_fn lntune_builtin_offset_kernel(int streaming, int op, lntune_types t) {
+    const int copy = lntune_builtin_forward_copy(streaming);
+    if (copy < 0 || copy >= COPIES || (op != LNTUNE_DESC_LAYERNORM && op != LNTUNE_DESC_RMSNORM) ||
+        t.x >= LNTUNE_TYPE_COUNT || t.y != t.x || t.params != t.x)
+        return NULL;
+    return generated_offset[copy][op][t.x];
 }
 
 enum { FUSED_COPIES = sizeof generated_fused_bf16 / sizeof generated_fused_bf16[0] };

@@ -45,6 +45,14 @@ lntune_kernel_fn lntune_builtin_generated(int copy, int op, int affine, lntune_t
  */
 lntune_kernel_fn lntune_builtin_fused_bf16_kernel(int copy, int op, int affine, int fusion);
 
+/*
+ * The weight offset's built-in (lntune_args.weight_offset, affine=offset) of op for tuple t,
+ * unfused, of the forward copy this process runs (with streaming, its non-temporal copy): for
+ * the tuples whose x, y and gamma/beta share one type; NULL for the others (and where the copy
+ * does not exist), which run the gamma built-in on fp32 offset + gamma (builtin_offset.h).
+ */
+lntune_kernel_fn lntune_builtin_offset_kernel(int streaming, int op, lntune_types t);
+
 /* The built-in kernel of op for an LNTUNE_DESC_* affine kind; NULL for RMSNorm with beta only. */
 lntune_kernel_fn lntune_builtin_kernel(int op, int affine); /* LNTUNE_DESC_* op */
 

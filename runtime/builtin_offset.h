@@ -1,14 +1,15 @@
 /*
  * builtin_offset.h - the built-in path of a call with a weight offset (lntune_args.weight_offset,
- * Gemma's y = norm(x) * (offset + gamma)).
+ * Gemma's y = norm(x) * (offset + gamma)) where no built-in reads the offset.
  *
- * No built-in kernel is generated for it: the call's fp32 sums offset + gamma (each one fp32
- * addition of gamma widened exactly, what a tuned affine=offset kernel computes) and beta
- * widened to fp32 are formed in a buffer, and the built-in of the same tuple with fp32
- * gamma/beta runs on them. So every type, fusion and quantized y the built-ins serve is served
- * with an offset too, with the same arithmetic as a tuned kernel. The cost is one pass over H
- * elements a call (a few hundred nanoseconds at H = 4096), which only calls of a few rows notice:
- * those a tuned kernel serves after `lntune --weight-offset`.
+ * Unfused calls whose x, y and gamma/beta share a float type have built-ins of their own
+ * (affine=offset, lntune_builtin_offset_kernel). For the other tuples, fused calls and a
+ * quantized y, the call's fp32 sums offset + gamma (each one fp32 addition of gamma widened
+ * exactly, what an affine=offset kernel computes) and beta widened to fp32 are formed in a
+ * buffer, and the built-in of the same tuple with fp32 gamma/beta runs on them: every type,
+ * fusion and quantized y, with the same arithmetic. The cost is one pass over H elements a call
+ * and that built-in's speed (untuned 2048x4096 bf16: 1.03 ms against 0.60 ms for the one-type
+ * built-in, Xeon, 2 threads).
  */
 #ifndef LNTUNE_BUILTIN_OFFSET_H
 #define LNTUNE_BUILTIN_OFFSET_H

@@ -412,12 +412,20 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
     e->desc = *d;
     lntune_types types = lntune_types_unpacked(lntune_desc_dtype(d));
     const int op = lntune_desc_op(d), backward = op >= LNTUNE_DESC_LAYERNORM_BACKWARD;
-    /* A weight offset's built-ins are those of gamma, fp32 gamma/beta (builtin_offset.h). */
+    const int fusion = lntune_desc_fusion(d);
+    /* A weight offset: a one-type unfused float call has its own built-in; every other runs
+     * the gamma built-in of fp32 gamma/beta on offset + gamma (builtin_offset.h). */
     lntune_desc bd = *d;
+    lntune_kernel_fn offset_builtin = NULL;
     if (!backward && lntune_desc_affine(d) == LNTUNE_DESC_GAMMA_OFFSET) {
-        types.params = LNTUNE_TYPE_F32;
-        bd = lntune_desc_make(op, lntune_types_packed(types), LNTUNE_DESC_GAMMA,
-                              lntune_desc_fusion(d), lntune_desc_bucket(d), d->H);
+        if (fusion == LNTUNE_FUSION_NONE)
+            offset_builtin = lntune_builtin_offset_kernel(0, op, types); /* NULL: quantized y */
+        if (!offset_builtin) {
+            e->offset_params = 1;
+            types.params = LNTUNE_TYPE_F32;
+            bd = lntune_desc_make(op, lntune_types_packed(types), LNTUNE_DESC_GAMMA, fusion,
+                                  lntune_desc_bucket(d), d->H);
+        }
     }
     if (backward)
         e->backward = e->backward_fallback = lntune_builtin_backward_kernel(
@@ -427,15 +435,15 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         e->quant_float = float_builtin(
             &bd, op, (lntune_types){types.x, LNTUNE_TYPE_F32, types.params, types.residual});
     else
-        e->kernel = e->fallback = float_builtin(&bd, op, types);
+        e->kernel = e->fallback = offset_builtin ? offset_builtin : float_builtin(&bd, op, types);
     if (!backward && !lntune_type_quantized(types.y)) { /* the streaming copy of a float y */
-        const int fusion = lntune_desc_fusion(d);
         const int64_t bytes = element_bytes(d);
         /* Rows that do not keep 64-byte alignment never stream (builtin_policy.h); nor any call
          * of a batch-invariant handle: by their size calls would run two compiled kernels. */
         if (!ctx->batch_invariant &&
             lntune_builtin_rows_stream(d->H, (int64_t)lntune_type_size(types.y)))
-            e->streaming = fusion == LNTUNE_FUSION_NONE
+            e->streaming = offset_builtin ? lntune_builtin_offset_kernel(1, op, types)
+                           : fusion == LNTUNE_FUSION_NONE
                                ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(&bd), types)
                                : lntune_builtin_residual_streaming_kernel(op, types);
         e->streaming_elements = ctx->streaming_bytes / bytes;

@@ -63,6 +63,9 @@ typedef struct lntune_entry {
      * keep 64-byte alignment (lntune_builtin_rows_stream). */
     lntune_kernel_fn streaming;
     int64_t streaming_elements;
+    /* A weight offset whose built-ins (fallback, streaming, quant_float) take fp32 gamma/beta:
+     * api.c forms offset + gamma for them (builtin_offset.h). 0: they read the offset. */
+    int offset_params;
     lntune_backward_kernel_fn backward;          /* backward entries: tuned, or the built-in */
     lntune_backward_kernel_fn backward_fallback; /* backward entries: the built-in */
     int threads; /* the tuned thread count; 0: the built-in heuristic */

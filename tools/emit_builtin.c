@@ -61,7 +61,8 @@ static int emit_cuda(lntune_gen *g, const char *prefix, const char *path) {
 }
 
 /*
- * The CPU built-ins of one level into one file: fp32, the typed, the fused all-bf16 and the
+ * The CPU built-ins of one level into one file: fp32, the typed, the weight offset's, the fused
+ * all-bf16 and the
  * backward kernels, and with streaming, the forward ones once more at that level (named
  * PREFIX_nt_*).
  */
@@ -78,10 +79,12 @@ static int emit_cpu(lntune_gen *g, const lntune_builtin_level *level,
     } parts[] = {
         {lntune_builtin_emit, level, prefix},
         {lntune_builtin_emit_typed, level, prefix},
+        {lntune_builtin_emit_offset, level, prefix},
         {lntune_builtin_emit_fused_bf16, forward_only ? NULL : level, prefix},
         {lntune_builtin_emit_backward, forward_only ? NULL : level, prefix},
         {lntune_builtin_emit, streaming, nt_prefix},
         {lntune_builtin_emit_typed, streaming, nt_prefix},
+        {lntune_builtin_emit_offset, streaming, nt_prefix},
         {lntune_builtin_emit_fused_bf16, forward_only ? NULL : streaming, nt_prefix},
     };
     char *all = NULL;

@@ -292,6 +292,37 @@ int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *le
     return close_with_table(f, text, t, &table, prefix, "_fused_bf16[2][2][2]", rc);
 }
 
+int lntune_builtin_emit_offset(lntune_gen *g, const lntune_builtin_level *level, const char *prefix,
+                               char **text) {
+    static const char *const ops[] = {"layernorm", "rmsnorm"};
+    *text = NULL;
+    char *table = NULL;
+    size_t len = 0, table_len = 0;
+    FILE *f = open_memstream(text, &len), *t = open_memstream(&table, &table_len);
+    int rc = f && t ? LNTUNE_OK : LNTUNE_ENOMEM;
+    lntune_gen_set_isa(g, level->isa);
+    for (int op = 0; op < 2 && rc == LNTUNE_OK; ++op) {
+        fprintf(t, "    [%d] = {", op);
+        for (int type = 0; type < LNTUNE_TYPE_COUNT && rc == LNTUNE_OK; ++type) {
+            char symbol[160];
+            snprintf(symbol, sizeof symbol, "%s_%s_offset_%s", prefix, ops[op],
+                     lntune_type_name(type));
+            lntune_shape shape = {0};
+            shape.types = (lntune_types){(uint8_t)type, (uint8_t)type, (uint8_t)type, 0};
+            lntune_source src;
+            rc = emit_preset(g, "cpu", ops[op], level->preset, LNTUNE_AFFINE_OFFSET, &shape, symbol,
+                             &src);
+            if (rc != LNTUNE_OK) break;
+            fprintf(f, "%s\n", src.text);
+            lntune_source_free(&src);
+            fprintf(t, "%s%s", type ? ", " : "", symbol);
+        }
+        fprintf(t, "},\n");
+    }
+    lntune_gen_set_isa(g, 0);
+    return close_with_table(f, text, t, &table, prefix, "_offset[2][3]", rc);
+}
+
 /* The backward built-ins: the level's preset of the backward templates. Each (op, x type, params
  * type) comes unfused and fused (dresidual_out added to dx, fusion.h's "residual"), the table's
  * second index. */

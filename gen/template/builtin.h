@@ -107,6 +107,15 @@ int lntune_builtin_emit_fused_bf16(lntune_gen *g, const lntune_builtin_level *le
                                    const char *prefix, char **text);
 
 /*
+ * The weight offset's built-ins (affine=offset: y = norm(x) * (offset + gamma)) of the tuples
+ * whose x, y and gamma/beta share one type, unfused: "<prefix>_<op>_offset_<type>", followed by
+ * the table `const lntune_kernel_fn <prefix>_offset[2][3]` indexed [op][type]. (Other tuples
+ * run the gamma built-in of fp32 gamma/beta on offset + gamma: runtime/builtin_offset.h.)
+ */
+int lntune_builtin_emit_offset(lntune_gen *g, const lntune_builtin_level *level, const char *prefix,
+                               char **text);
+
+/*
  * Generates the built-in backward kernels of every (op, fusion, x/dy/dx type, params type) into
  * one translation unit (malloc'd *text), named "<prefix>_<op>[_residual]_<x>_<params>", followed
  * by the table `const lntune_backward_kernel_fn <prefix>_backward[2][2][3][3]` indexed [op][fused:
