@@ -22,6 +22,11 @@
  * 5. Concurrent callers (alone with the argument "concurrent", which test_export.sh runs under
  *    ThreadSanitizer): threads calling at once, each on its own tensors, a tuned multi-threaded
  *    shape and an untuned one, so that calls share the pool or find it busy; every output checked.
+ * 6. Compiled with -DLNTUNE_KERNELS_BATCH_INVARIANT=1: rows computed in one call of 600, alone,
+ *    and 7 at a time give the same bits in y, mean and rstd (and residual_out): the layernorm
+ *    fp32 H=768 that export_makedb tuned at two row counts (two kernels without the option), a
+ *    2-thread winner, an untuned shape and a fused one, the generic kernels' streaming switch
+ *    at its lowest (test_export.sh adds -DLNTUNE_KERNELS_STREAMING_BYTES=1).
  */
 #include "half_ref.h"
 #include "lntune_kernels.h"
@@ -606,6 +611,74 @@ static void test_concurrent(void) {
     for (int i = 0; i < CALLERS; ++i) free(c[i].x), free(c[i].y), free(c[i].g), free(c[i].b);
 }
 
+#if LNTUNE_KERNELS_BATCH_INVARIANT
+/* One call of rows [r0, r0 + n) of x (and residual) into y (and out), with mean and rstd. */
+static int run_rows(int op, int t, int64_t H, int fused, int64_t r0, int64_t n, const void *x,
+                    const void *res, void *y, void *out, const void *g, float *mean, float *rstd) {
+    const size_t e = tsize(t);
+    lntune_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = n, a.H = H, a.gamma = g;
+    a.x = (const char *)x + (size_t)(r0 * H) * e;
+    a.y = (char *)y + (size_t)(r0 * H) * e;
+    if (fused) {
+        a.residual = (const char *)res + (size_t)(r0 * H) * e;
+        a.residual_out = (char *)out + (size_t)(r0 * H) * e;
+    }
+    a.mean = mean + r0, a.rstd = rstd + r0;
+    const lntune_kernels_types types = {.x = t + 1};
+    return op ? lntune_kernels_rmsnorm_v2(&a, types) : lntune_kernels_layernorm_v2(&a, types);
+}
+
+static void test_batch_invariance(void) {
+    enum { ROWS = 600, CHUNK = 7 };
+    static const struct {
+        int op, type, gamma, fused;
+        int64_t H;
+        const char *what;
+    } cases[] = {
+        {0, 0, 1, 0, 768, "layernorm f32 H=768 (winners at rows 9-64 and 513-4096)"},
+        {1, 1, 0, 0, 4096, "rmsnorm f16 H=4096 (a 2-thread winner)"},
+        {0, 2, 1, 0, 1000, "layernorm bf16 H=1000 (untuned: the generic kernel)"},
+        {0, 2, 1, 1, 1024, "layernorm+residual_out bf16 H=1024"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+        const int op = cases[c].op, t = cases[c].type, fused = cases[c].fused;
+        const int64_t H = cases[c].H, n = ROWS * H;
+        const size_t bytes = (size_t)n * tsize(t);
+        char *x = malloc(bytes), *res = malloc(bytes), *g = malloc((size_t)H * tsize(t));
+        char *y[3], *out[3];
+        float *stats[3];
+        for (int k = 0; k < 3; ++k) {
+            y[k] = calloc(1, bytes), out[k] = calloc(1, bytes);
+            stats[k] = calloc(2 * ROWS, sizeof(float));
+        }
+        for (int64_t i = 0; i < n; ++i) put_random(t, x, i, 3.0, 2.0), put_random(t, res, i, 0, 1);
+        for (int64_t i = 0; i < H; ++i) put_random(t, g, i, 1.0, 0.2);
+        const void *gamma = cases[c].gamma ? g : NULL;
+        int rc = run_rows(op, t, H, fused, 0, ROWS, x, res, y[0], out[0], gamma, stats[0],
+                          stats[0] + ROWS);
+        for (int64_t r = 0; r < ROWS && rc == LNTUNE_KERNEL_OK; ++r)
+            rc = run_rows(op, t, H, fused, r, 1, x, res, y[1], out[1], gamma, stats[1],
+                          stats[1] + ROWS);
+        for (int64_t r = 0; r < ROWS && rc == LNTUNE_KERNEL_OK; r += CHUNK)
+            rc = run_rows(op, t, H, fused, r, r + CHUNK <= ROWS ? CHUNK : ROWS - r, x, res, y[2],
+                          out[2], gamma, stats[2], stats[2] + ROWS);
+        int same = rc == LNTUNE_KERNEL_OK;
+        for (int k = 1; k < 3; ++k)
+            same = same && memcmp(y[0], y[k], bytes) == 0 &&
+                   memcmp(stats[0], stats[k], 2 * ROWS * sizeof(float)) == 0 &&
+                   (!fused || memcmp(out[0], out[k], bytes) == 0);
+        test_case(same,
+                  "batch-invariant: %s, %d rows in one call, alone and %d at a time: the "
+                  "same bits (rc %d)",
+                  cases[c].what, ROWS, CHUNK, rc);
+        free(x), free(res), free(g);
+        for (int k = 0; k < 3; ++k) free(y[k]), free(out[k]), free(stats[k]);
+    }
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "concurrent") == 0) {
         test_concurrent();
@@ -616,6 +689,9 @@ int main(int argc, char **argv) {
     test_fused();
     test_backward();
     test_concurrent();
+#if LNTUNE_KERNELS_BATCH_INVARIANT
+    test_batch_invariance();
+#endif
 #if defined(LNTUNE_KERNELS_MAX_THREADS) && LNTUNE_KERNELS_MAX_THREADS == 1
     /* test_concurrent's callers are joined: any thread left is the exported pool's. */
     const int n = test_thread_count();

@@ -1,7 +1,9 @@
 /*
  * export_makedb.c - writes a tuning database for test_export.sh. Winners for this machine:
  *   layernorm f32 H=768 (fixed H, rows 9-64, gamma) and rmsnorm f32 H=4096 (2 threads, rows
- *   513-4096, no gamma), as every earlier export had;
+ *   513-4096, no gamma), as every earlier export had; layernorm f32 H=768 once more at rows
+ *   513-4096 (two-pass statistics where the first is Welford's: rows 1 and 4096 of one H run
+ *   two kernels, unless the export is compiled batch-invariant);
  *   layernorm bf16 H=768 (fixed H, rows 9-64, gamma), rmsnorm f16 H=4096 (2 threads, rows
  *   513-4096, no gamma) and layernorm f16/bf16/f32 (x/y/params) H=1001 (fixed odd H, rows 9-64,
  *   gamma);
@@ -46,6 +48,10 @@ int main(int argc, char **argv) {
     if (rc == LNTUNE_OK)
         rc = put_tuned(db, hw, "rmsnorm", "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096,
                        4096, 0, 2, TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned(db, hw, "layernorm",
+                       "vec=8,acc=2,stats=twopass,affine=fused,h=fixed,threads=2", 768, 4096, 1, 2,
+                       TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "layernorm", "bf16",
                              "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768, 64, 1, 1,

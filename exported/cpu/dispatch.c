@@ -23,7 +23,8 @@ static int run_threads(lntune_kernel_fn fn, const lntune_kernel_args *a, int thr
 }
 
 /* The winner of (op, fusion, types, H, affine), forward or backward, for rows: its bucket,
- * else the nearest tuned one. */
+ * else the nearest tuned one. Batch-invariant, a forward call's winner is the one tuned at the
+ * most rows, whatever rows the call has. */
 static const tuned_entry *find_tuned(int backward, int op, int fusion, int types, int64_t H,
                                      int affine, int64_t rows) {
     const tuned_entry *best = NULL;
@@ -33,6 +34,10 @@ static const tuned_entry *find_tuned(int backward, int op, int fusion, int types
         if (!(backward ? e->backward != NULL : e->fn != NULL) || e->op != op ||
             e->fusion != fusion || e->types != types || e->H != H || e->affine != affine)
             continue;
+        if (LNTUNE_KERNELS_BATCH_INVARIANT && !backward) {
+            if (!best || e->rows_lo > best->rows_lo) best = e;
+            continue;
+        }
         if (rows >= e->rows_lo && rows <= e->rows_hi) return e;
         double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows
                                      : (double)rows / (double)e->rows_hi;
