@@ -10,6 +10,9 @@
  *    with no winner at all, and fp32 again. Pointers sit one element past an aligned address
  *    with padded rows; y, mean and rstd are poisoned first, and every element inside the rows must
  *    be written and none outside. Types outside the enum are declined.
+ * 2b. The weight offset (args.weight_offset, offsets 1 and -0.5): export_makedb's rmsnorm+offset
+ *    bf16 winner at its shape, the same at an untuned H, a mixed tuple with beta and a fused
+ *    call (the generic kernels on fp32 offset + gamma); an offset without gamma or NaN declined.
  * 3. Add & Norm through the same entry points (args.residual, and residual_out): the two fused
  *    winners of export_makedb at their tuned shapes, untuned H, a tuple and residual type no
  *    winner has, each fusion; y against the reference of the fp32 sum x + residual, residual_out
@@ -125,7 +128,7 @@ static void fill_nan(int t, void *p, int64_t n) {
  * fusion 1 adds a residual of type rt (normalized: x + residual in fp32), 2 residual_out too.
  */
 static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, int fusion, int rt,
-                        char *why, size_t len) {
+                        float offset, char *why, size_t len) {
     enum { PAD = 1, TAIL = 8 };
     const int64_t xs = H + 5, ys = H + 3, yn = rows * ys + PAD + TAIL;
     const int64_t rs = H + 7, os = H + 2, on = rows * os + PAD + TAIL;
@@ -176,6 +179,7 @@ static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, in
     a.gamma = has_gamma ? gamma : NULL;
     a.beta = has_beta ? beta : NULL;
     a.mean = mean, a.rstd = rstd;
+    a.weight_offset = offset;
     if (fusion) a.residual = res, a.residual_stride = rs;
     if (fusion == 2) a.residual_out = out, a.residual_out_stride = os;
     /* Public numbers (internal + 1); 0 where it means the same type (y, params, residual: as x). */
@@ -201,7 +205,7 @@ static double run_typed(int op, tuple t, int64_t H, int64_t rows, int affine, in
                 break;
             }
             const double got = lntune_ref_load(t.y, y, at);
-            const double g = has_gamma ? lntune_ref_load(t.params, gamma, i) : 1.0;
+            const double g = has_gamma ? offset + lntune_ref_load(t.params, gamma, i) : 1.0;
             const double b = has_beta ? lntune_ref_load(t.params, beta, i) : 0.0;
             const double ref = z[i] * g + b;
             const double unit = (fabs(m) * rs + fabs(z[i]) + 1.0) * fabs(g) + fabs(b);
@@ -297,7 +301,7 @@ static void test_tuples(void) {
                     const int64_t H = s < 0 ? tuned[k].H : untuned_h[s];
                     const int64_t rows = s < 0 ? tuned[k].rows : s == 1 ? 7 : 40;
                     char why[256] = "";
-                    double err = run_typed(op, t, H, rows, affine, 0, t.x, why, sizeof why);
+                    double err = run_typed(op, t, H, rows, affine, 0, t.x, 0.0f, why, sizeof why);
                     test_case(err <= 1.0,
                               "v2 %s %s/%s/%s H=%lld rows=%lld affine=%d (%s): worst %.3g of "
                               "tolerance%s%s",
@@ -320,6 +324,53 @@ static void test_tuples(void) {
     a.rows = 0;
     test_case(lntune_kernels_layernorm_v2(&a, bad_x) == LNTUNE_KERNEL_EUNSUPPORTED,
               "v2 declines a bad type even for rows = 0");
+}
+
+/* ---- 2b. The weight offset: y = norm(x) * (offset + gamma) ---- */
+
+static void test_offset(void) {
+    static const struct {
+        tuple t;
+        int op, affine, fusion;
+        int64_t H, rows;
+        const char *what;
+    } cases[] = {
+        {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16}, 1, 1, 0, 768, 40, "tuned"},
+        {{LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_BF16}, 1, 1, 0, 1000, 40, "untuned"},
+        {{LNTUNE_TYPE_F16, LNTUNE_TYPE_BF16, LNTUNE_TYPE_F32}, 0, 2, 0, 17, 7, "untuned, beta"},
+        {{LNTUNE_TYPE_F32, LNTUNE_TYPE_F32, LNTUNE_TYPE_F32},
+         0,
+         2,
+         2,
+         4096,
+         7,
+         "untuned, residual_out"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k)
+        for (int o = 0; o < 2; ++o) {
+            const float offset = o ? -0.5f : 1.0f;
+            char why[256] = "";
+            const tuple t = cases[k].t;
+            double err = run_typed(cases[k].op, t, cases[k].H, cases[k].rows, cases[k].affine,
+                                   cases[k].fusion, t.x, offset, why, sizeof why);
+            test_case(err <= 1.0,
+                      "weight offset %g: %s %s/%s/%s H=%lld rows=%lld affine=%d fusion %d (%s): "
+                      "worst %.3g of tolerance%s%s",
+                      (double)offset, cases[k].op ? "rmsnorm" : "layernorm", type_names[t.x],
+                      type_names[t.y], type_names[t.params], (long long)cases[k].H,
+                      (long long)cases[k].rows, cases[k].affine, cases[k].fusion, cases[k].what,
+                      err, why[0] ? ": " : "", why);
+        }
+    float x[4] = {1, 2, 3, 4}, g[4] = {0}, y[4];
+    lntune_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = 1, a.H = 4, a.x = x, a.y = y, a.weight_offset = 1.0f;
+    const lntune_kernels_types fp32 = {0, 0, 0, 0};
+    const int no_gamma = lntune_kernels_rmsnorm_v2(&a, fp32);
+    a.gamma = g, a.weight_offset = NAN;
+    const int nan = lntune_kernels_rmsnorm_v2(&a, fp32);
+    test_case(no_gamma == LNTUNE_KERNEL_EUNSUPPORTED && nan == LNTUNE_KERNEL_EUNSUPPORTED,
+              "a weight offset without gamma, or NaN, declined");
 }
 
 /* ---- 3. Add & Norm ---- */
@@ -353,8 +404,8 @@ static void test_fused(void) {
                         const int64_t rows = s < 0 ? cases[k].rows : s == 1 ? 7 : 40;
                         const tuple t = cases[k].t;
                         char why[256] = "";
-                        double err =
-                            run_typed(op, t, H, rows, affine, fusion, cases[k].rt, why, sizeof why);
+                        double err = run_typed(op, t, H, rows, affine, fusion, cases[k].rt, 0.0f,
+                                               why, sizeof why);
                         test_case(err <= 1.0,
                                   "fused %s+%s %s/%s/%s residual %s H=%lld rows=%lld affine=%d "
                                   "(%s): worst %.3g of tolerance%s%s",
@@ -686,6 +737,7 @@ int main(int argc, char **argv) {
     }
     test_fp32();
     test_tuples();
+    test_offset();
     test_fused();
     test_backward();
     test_concurrent();

@@ -11,6 +11,8 @@
  *   rmsnorm+residual bf16/bf16/bf16/f32 (an fp32 residual) H=4096 (2 threads, rows 513-4096,
  *   no gamma) and layernorm+residual_out bf16 H=1024 (all bf16, which brings the fused
  *   all-bf16 built-ins into the export; rows 9-64, gamma);
+ *   weight offset: rmsnorm+offset bf16 H=768 (fixed H, rows 9-64, gamma + offset), which
+ *   brings the generic kernels of bf16/bf16/f32 (offset + gamma in fp32);
  *   backward: layernorm_backward f32 H=768 (fixed H, rows 9-64) and
  *   rmsnorm_backward+residual bf16/bf16/f32 H=4096 (2 threads, rows 513-4096), best rows only
  *   (the export regenerates the source from the variant);
@@ -76,6 +78,9 @@ int main(int argc, char **argv) {
         rc = put_tuned_typed(db, hw, "rmsnorm+residual", "bf16/bf16/bf16/f32",
                              "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
                              TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "rmsnorm+offset", "bf16", "vec=8,acc=2,affine=offset,h=fixed",
+                             768, 64, 1, 1, TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_best(db, hw, "cpu", "layernorm_backward", "f32",
                       "vec=8,acc=2,rows=1,h=fixed,store=plain,threads=1", 768, 64, 1);

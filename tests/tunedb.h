@@ -107,11 +107,13 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
     lntune_source src = {0};
     lntune_shape shape = {.H = H};
     char base[32];
+    int offset = 0;
     if (lntune_types_parse(dtype, &shape.types) != 0 ||
-        lntune_fusion_op_parse(op, base, sizeof base, &shape.fusion) != 0) {
+        lntune_op_key_parse(op, base, sizeof base, &shape.fusion, &offset) != 0) {
         fprintf(stderr, "put_tuned_typed: bad dtype %s or op %s\n", dtype, op);
         return -1;
     }
+    shape.affine = offset ? LNTUNE_AFFINE_OFFSET : LNTUNE_AFFINE_ANY;
     int rc = lntune_gen_open(NULL, &g);
     if (rc == LNTUNE_OK) rc = lntune_gen_emit(g, "cpu", base, variant, &shape, "tuned_inner", &src);
     if (rc != LNTUNE_OK) {

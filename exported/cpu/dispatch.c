@@ -54,12 +54,29 @@ static int internal_type(int type, int dflt) {
                                                                        : -1;
 }
 
+/* A weight offset's gamma (and beta) for the generic kernels, which do not read the offset: fp32
+ * offset + gamma, each one fp32 addition of gamma widened exactly (what a tuned affine=offset
+ * kernel computes), and beta widened, into a malloc'd buffer (NULL when out of memory). */
+static float *offset_params(const lntune_kernel_args *a, int pt) {
+    float *g = malloc((size_t)a->H * (a->beta ? 2 : 1) * sizeof *g);
+    for (int64_t i = 0; g && i < a->H; ++i) {
+        g[i] = a->weight_offset + typed_load(pt, a->gamma, i);
+        if (a->beta) g[a->H + i] = typed_load(pt, a->beta, i);
+    }
+    return g;
+}
+
 static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
     const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),
-              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);
+              rt = internal_type(t.residual, xt);
+    int pt = internal_type(t.params, xt);
     if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||
         (args->residual_out && !args->residual) || (!op_takes_beta[op] && args->beta) || xt < 0 ||
         yt < 0 || pt < 0 || rt < 0)
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+    /* a weight offset (y = norm(x) * (offset + gamma)): finite, and with gamma */
+    const int offset = args->weight_offset != 0.0f;
+    if (offset && (!args->gamma || !isfinite(args->weight_offset)))
         return LNTUNE_KERNEL_EUNSUPPORTED;
     if (args->rows == 0) return LNTUNE_KERNEL_OK;
     lntune_kernel_args a = *args;
@@ -67,12 +84,20 @@ static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
     const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;
     /* as the runtime packs a tuple: the residual's type only when fused and not x's */
     const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);
-    int affine = a.gamma ? 1 : a.beta ? 2 : 0;
+    int affine = offset ? 3 : a.gamma ? 1 : a.beta ? 2 : 0;
     const tuned_entry *e =
-        affine < 2 ? find_tuned(0, op, fusion, types, a.H, affine, a.rows) : NULL;
+        affine != 2 ? find_tuned(0, op, fusion, types, a.H, affine, a.rows) : NULL;
     if (e) {
         int rc = run_threads(e->fn, &a, e->threads);
         if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;
+    }
+    float *summed = NULL;
+    if (offset) { /* the generic kernel of fp32 gamma/beta on offset + gamma */
+        if (!(summed = offset_params(&a, pt))) return LNTUNE_KERNEL_EUNSUPPORTED;
+        a.gamma = summed;
+        if (a.beta) a.beta = summed + a.H;
+        pt = 0;
+        affine = 1;
     }
     /* (the residual fallback decides on streaming itself, since it streams residual_out) */
     lntune_kernel_fn generic =
@@ -80,5 +105,7 @@ static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
                : unfused_generic(op, affine, xt, yt, pt,
                                  streaming_call(&a, (int64_t)(typed_size(xt) + typed_size(yt))));
     int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? LNTUNE_KERNELS_MAX_THREADS : 1;
-    return run_threads(generic, &a, threads);
+    const int rc = run_threads(generic, &a, threads);
+    free(summed);
+    return rc;
 }

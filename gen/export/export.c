@@ -26,6 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The table's affine of a weight-offset winner (0 neither, 1 gamma, 2 beta only: the rest). */
+enum { EXPORT_AFFINE_OFFSET = 3 };
+
+/* "affine", "no affine", "gamma + offset": a winner's affine in the header comment. */
+static const char *affine_text(int affine) {
+    return affine == EXPORT_AFFINE_OFFSET ? "gamma + offset" : affine ? "affine" : "no affine";
+}
+
 typedef struct {
     char op[32], dtype[24], variant[512], template_hash[17]; /* op: the database's text */
     char base_op[32];   /* op without the fusion: the template's op */
@@ -62,10 +70,10 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     }
     lntune_types types;
     const int parsed = op >= 0 && lntune_types_parse(key->dtype, &types) == 0;
-    if (!parsed || lntune_type_quantized(types.y) || offset) {
+    if (!parsed || lntune_type_quantized(types.y) || (offset && backward)) {
         const char *why = op < 0    ? "op unknown to this export"
                           : !parsed ? "dtype unknown to this export"
-                          : offset  ? "a weight offset is not exported yet"
+                          : offset  ? "op unknown to this export"
                                     : "a quantized y is not exported yet";
         lntune_export_warn(l->c, "%s %s H=%lld: %s; left out", key->op, key->dtype,
                            (long long)key->H, why);
@@ -93,7 +101,7 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     snprintf(w->variant, sizeof w->variant, "%s", b->variant ? b->variant : "");
     w->H = key->H;
     w->tuned_rows = b->tuned_rows > 0 ? b->tuned_rows : key->rows;
-    w->affine = key->affine;
+    w->affine = offset ? EXPORT_AFFINE_OFFSET : key->affine;
     w->threads = b->threads > 0 ? b->threads : 1;
     w->median_ns = b->median_ns, w->gbps = b->gbps, w->copy_gbps = b->copy_gbps;
     w->max_error = b->max_error;
@@ -267,8 +275,8 @@ static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cp
             " *   t%zu: %s %s H=%lld rows %lld-%s (tuned at %lld) %s: %s, %d thread(s), "
             "%.0f ns, %.1f GB/s (copy %.1f), max error %.3g\n",
             i, w->op, w->dtype, (long long)w->H, (long long)w->rows_lo, hi,
-            (long long)w->tuned_rows, w->affine ? "affine" : "no affine", w->variant, w->threads,
-            w->median_ns, w->gbps, w->copy_gbps, w->max_error);
+            (long long)w->tuned_rows, affine_text(w->affine), w->variant, w->threads, w->median_ns,
+            w->gbps, w->copy_gbps, w->max_error);
     }
     if (!any) lntune_export_put(b, " *   (none)\n");
     lntune_export_put(b, " *\n * generic kernels (any shape no winner covers), the templates' "
@@ -341,7 +349,13 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             continue;
         }
         char measured[17];
-        lntune_db_key key = {hw, "cpu", w->op, w->dtype, w->H, w->tuned_rows, w->affine};
+        lntune_db_key key = {hw,
+                             "cpu",
+                             w->op,
+                             w->dtype,
+                             w->H,
+                             w->tuned_rows,
+                             w->affine == EXPORT_AFFINE_OFFSET ? 1 : w->affine};
         lntune_export_measured_hash(db, &key, w->variant, measured);
         if (measured[0] && strcmp(measured, src.template_hash) != 0)
             lntune_export_warn(
@@ -388,7 +402,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     for (size_t i = 0; i < list.n; ++i) {
         const winner *w = &list.w[i];
         if (!ok[i] || w->backward) continue;
-        lntune_types t = {w->fusion ? LNTUNE_TYPE_F32 : w->types.x, w->types.y, w->types.params, 0};
+        /* a weight offset's generic: of fp32 gamma/beta (exported/cpu/dispatch.c forms them) */
+        lntune_types t = {w->fusion ? LNTUNE_TYPE_F32 : w->types.x, w->types.y,
+                          w->affine == EXPORT_AFFINE_OFFSET ? LNTUNE_TYPE_F32 : w->types.params, 0};
         used[lntune_types_packed(t)] = lntune_types_packed(t) != 0;
         const int b = LNTUNE_TYPE_BF16;
         fused_bf16 |= w->fusion != LNTUNE_FUSION_NONE && w->types.x == b && w->types.y == b &&
@@ -493,9 +509,12 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         " * Add & Norm: with args->residual (types.residual; 0: as x), y = Norm(x + residual),\n"
         " * the sum formed in fp32 (one addition of the exactly widened inputs); with\n"
         " * args->residual_out too, that sum is also written, rounded once to the residual type.\n"
+        " * Weight offset (Gemma): args->weight_offset != 0 gives y = norm(x) * (offset + gamma)\n"
+        " * [+ beta], offset + gamma one fp32 addition of gamma widened exactly; needs gamma.\n"
         " * They return LNTUNE_KERNEL_OK, or LNTUNE_KERNEL_EUNSUPPORTED for arguments no\n"
         " * kernel serves (NULL x or y, H <= 0, a stride < H, residual_out without residual,\n"
-        " * RMSNorm with beta, a type outside 0..3). Every type tuple, fusion and shape is\n"
+        " * RMSNorm with beta, a type outside 0..3, a weight offset without gamma or not\n"
+        " * finite). Every type tuple, fusion and shape is\n"
         " * served: a tuned kernel where the database had one, else a generic one.\n"
         " * Backward: lntune_kernels_<op>_backward(args, types, dgamma, dbeta) fills dx of an\n"
         " * lntune_backward_kernel_args (rows, H, x, dy, dx; gamma, the forward's saved mean and\n"
