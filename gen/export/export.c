@@ -341,6 +341,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         char symbol[64];
         snprintf(symbol, sizeof symbol, "lntune_kernels_t%zu", i);
         lntune_shape shape = {.H = w->H, .types = w->types, .fusion = w->fusion};
+        if (w->affine == EXPORT_AFFINE_OFFSET) shape.affine = LNTUNE_AFFINE_OFFSET;
         lntune_source src;
         if (lntune_gen_emit(g, "cpu", w->base_op, w->variant, &shape, symbol, &src) != LNTUNE_OK) {
             lntune_export_warn(c, "%s %s H=%lld: variant '%s' no longer generates (%s); left out",

@@ -136,10 +136,14 @@ function M.family(op)
                     or "blocked: fp32 lanes flushed into double; wide: double lanes",
             },
             {
+                -- offset only for calls with a weight offset (shape.affine), which take nothing
+                -- else: the space of every other call stays as it was.
                 name = "affine",
-                values = { "fused", "none", "offset" },
-                doc = "gamma/beta in the normalize pass, none, or offset: gamma plus the call's weight "
-                    .. "offset, norm(x) * (offset + gamma) (Gemma's zero-centred weights, offset 1)",
+                values = function(_, shape)
+                    return shape.affine == "offset" and { "offset" } or { "fused", "none" }
+                end,
+                doc = "gamma/beta in the normalize pass, or none; offset (lntune --weight-offset): gamma "
+                    .. "plus the call's weight offset, norm(x) * (offset + gamma) (Gemma: offset 1)",
             },
             {
                 -- fold's fp32 error grows with |mean| * rstd (as the verifier's bound does): far
