@@ -309,6 +309,7 @@ int lntune_builtin_emit_offset(lntune_gen *g, const lntune_builtin_level *level,
                      lntune_type_name(type));
             lntune_shape shape = {0};
             shape.types = (lntune_types){(uint8_t)type, (uint8_t)type, (uint8_t)type, 0};
+            shape.affine = LNTUNE_AFFINE_OFFSET; /* the only space with affine=offset */
             lntune_source src;
             rc = emit_preset(g, "cpu", ops[op], level->preset, LNTUNE_AFFINE_OFFSET, &shape, symbol,
                              &src);
