@@ -25,15 +25,13 @@ repetition; the figure is the median time per call. Each y is compared with the 
 reference of y = x * rstd * (1 + w): the largest error in units of y's last place.
 The bench's peers come from bench/install-deps (its Python runs this script).
 """
-import argparse
-import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_F32, Args, cpu_name, load, open_handle,
-                           rmsnorm_call, time_all)
+from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_F32, Args, bench_arguments, copy_call,
+                           cpu_name, finish, rmsnorm_call, start, time_all)
 
 
 def lntune_call(lib, ctx, x, w, y, offset):
@@ -69,25 +67,9 @@ def ulp_error(y, x, w):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--lib", required=True)
-    p.add_argument("--db", required=True)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--shapes", default="2048x4096,4096x1024,256x16384")
-    p.add_argument("--dtypes", default="bf16,f32")
-    p.add_argument("--reps", type=int, default=7)
-    p.add_argument("--rep-ms", type=float, default=200.0)
-    p.add_argument("--out")
+    p = bench_arguments(__doc__.split("\n")[0], "bf16,f32")
     o = p.parse_args()
-    os.environ["LNTUNE_NUM_THREADS"] = str(o.threads)  # read by lntune_open
-    torch.set_num_threads(o.threads)
-    lib = load(o.lib)
-    try:
-        tuned = open_handle(lib, o.db)
-        untuned = open_handle(lib, "/nonexistent/lntune-bench-gemma.db")
-    except RuntimeError as e:
-        sys.exit("gemma.py: %s" % e)
-    torch.manual_seed(0)
+    lib, tuned, untuned = start(o, "gemma")
     rows_out = []
     for shape in o.shapes.split(","):
         R, H = (int(v) for v in shape.split("x"))
@@ -97,15 +79,13 @@ def main():
             w = (0.1 * torch.randn(H)).to(tdt)  # zero-centred, as Gemma stores them
             y, yp, yu = (torch.empty(R, H, dtype=tdt) for _ in range(3))
             moved = 2 * R * H * x.element_size()
-            src = torch.rand(moved // 8)  # floats: moved / 2 bytes
-            dst = torch.empty_like(src)
             calls = {
                 "lntune tuned": lntune_call(lib, tuned, x, w, y, 1.0),
                 "lntune no offset": lntune_call(lib, tuned, x, w, yp, 0.0),
                 "lntune untuned": lntune_call(lib, untuned, x, w, yu, 1.0),
                 "HF Gemma": hf_gemma(x, w),
                 "PyTorch fused": torch_fused(x, w),
-                "copy": lambda: dst.copy_(src),
+                "copy": copy_call(moved),
             }
             t = time_all(calls, o.reps, o.rep_ms / 1000.0)
             errs = [ulp_error(v, x, w) for v in (y, yu, hf_gemma(x, w)())]
@@ -132,11 +112,7 @@ def main():
                          t["lntune no offset"] * 1e6, t["lntune untuned"] * 1e6,
                          t["HF Gemma"] * 1e6, t["PyTorch fused"] * 1e6, tc * 1e6,
                          t["HF Gemma"] / tt, t["PyTorch fused"] / tt, *errs))
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if o.out:
-        with open(o.out, "w") as f:
-            f.write(text)
+    finish(lines, o.out)
 
 
 if __name__ == "__main__":

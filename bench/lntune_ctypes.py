@@ -1,8 +1,11 @@
 """lntune_ctypes.py - what bench/'s Python scripts share: liblntune through ctypes (lntune_args
 field for field, the sized entry points), the interleaved timing loop, and the CPU's name."""
+import argparse
 import ctypes
+import os
 import random
 import statistics
+import sys
 import time
 
 EPS = 1e-5
@@ -84,3 +87,50 @@ def cpu_name():
     except OSError:
         pass
     return "CPU"
+
+
+def bench_arguments(description, dtypes):
+    """The options every bench script takes; the caller adds its own and parses."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--lib", required=True)
+    p.add_argument("--db", required=True)
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--shapes", default="2048x4096,4096x1024,256x16384")
+    p.add_argument("--dtypes", default=dtypes)
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--rep-ms", type=float, default=200.0)
+    p.add_argument("--out")
+    return p
+
+
+def start(o, name):
+    """o's threads for lntune (LNTUNE_NUM_THREADS, read by lntune_open) and torch, the library,
+    and handles on o.db (tuned) and on no database (untuned): (lib, tuned, untuned)."""
+    import torch
+    os.environ["LNTUNE_NUM_THREADS"] = str(o.threads)
+    torch.set_num_threads(o.threads)
+    lib = load(o.lib)
+    try:
+        tuned = open_handle(lib, o.db)
+        untuned = open_handle(lib, "/nonexistent/lntune-bench-%s.db" % name)
+    except RuntimeError as e:
+        sys.exit("%s.py: %s" % (name, e))
+    torch.manual_seed(0)
+    return lib, tuned, untuned
+
+
+def copy_call(moved):
+    """torch's copy_ of moved bytes, half read and half written, as the tuner's copy moves them."""
+    import torch
+    src = torch.rand(moved // 8)  # floats: moved / 2 bytes
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+def finish(lines, out):
+    """The report's lines, printed and written to out (when given)."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)

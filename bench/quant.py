@@ -23,15 +23,14 @@ repetition; the figure is the median time per call. The codes are checked agains
 at most one code apart everywhere (their fp32 y differ by roundings), and equal almost always.
 The bench's peers come from bench/install-deps (its Python runs this script).
 """
-import argparse
-import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
 from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_F32, LNTUNE_FP8_E4M3, LNTUNE_I8, Args,
-                           cpu_name, load, open_handle, rmsnorm_call, time_all)
+                           bench_arguments, copy_call, cpu_name, finish, rmsnorm_call, start,
+                           time_all)
 
 
 def lntune_call(lib, ctx, x, w, q, scales, code):
@@ -71,26 +70,10 @@ def agreement(q, ref, code):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--lib", required=True)
-    p.add_argument("--db", required=True)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--shapes", default="2048x4096,4096x1024,256x16384")
-    p.add_argument("--dtypes", default="f32,bf16")
+    p = bench_arguments(__doc__.split("\n")[0], "f32,bf16")
     p.add_argument("--codes", default="i8,e4m3")
-    p.add_argument("--reps", type=int, default=7)
-    p.add_argument("--rep-ms", type=float, default=200.0)
-    p.add_argument("--out")
     o = p.parse_args()
-    os.environ["LNTUNE_NUM_THREADS"] = str(o.threads)  # read by lntune_open
-    torch.set_num_threads(o.threads)
-    lib = load(o.lib)
-    try:
-        tuned = open_handle(lib, o.db)
-        untuned = open_handle(lib, "/nonexistent/lntune-bench-quant.db")
-    except RuntimeError as e:
-        sys.exit("quant.py: %s" % e)
-    torch.manual_seed(0)
+    lib, tuned, untuned = start(o, "quant")
     rows_out = []
     for shape in o.shapes.split(","):
         R, H = (int(v) for v in shape.split("x"))
@@ -104,13 +87,11 @@ def main():
                 qu = torch.empty(R, H, dtype=torch.uint8)
                 s, su = torch.empty(R), torch.empty(R)
                 moved = R * H * (xb + 1)
-                src = torch.rand(moved // 8)  # floats: moved / 2 bytes
-                dst = torch.empty_like(src)
                 calls = {
                     "lntune tuned": lntune_call(lib, tuned, x, w, q, s, code),
                     "lntune untuned": lntune_call(lib, untuned, x, w, qu, su, code),
                     "PyTorch (norm, then quantize)": torch_call(x, w, code),
-                    "copy": lambda: dst.copy_(src),
+                    "copy": copy_call(moved),
                 }
                 t = time_all(calls, o.reps, o.rep_ms / 1000.0)
                 ref, _ = torch_call(x, w, code)()
@@ -139,11 +120,7 @@ def main():
                      "| %.2fx | %.2fx | %.2fx | %.4f (%d); %.4f (%d) |" % (
                          shape, dt, code, tt * 1e6, gb(tt), tu * 1e6, tp * 1e6, tc * 1e6, gb(tc),
                          tc / tt, tp / tt, tp / tu, same, far, same_u, far_u))
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if o.out:
-        with open(o.out, "w") as f:
-            f.write(text)
+    finish(lines, o.out)
 
 
 
