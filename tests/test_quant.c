@@ -8,10 +8,11 @@
  * largest code saturate, NaN gives int8 0 and the e4m3 NaN code; kernels of both ops, int8 and
  * e4m3, static and per-row scales, fp32 and bf16 data, with and without the fused residual pass
  * the verifier (each tuple with two of the variants), RMSNorm's scale from the statistics pass
- * (qabs=stats) and AVX-512's int8 conversion (convert=native, where the host has it) too; and the
- * verifier refuses the same template with ties rounded away from zero, and without the saturation,
- * for int8 and e4m3 (each a copy of templates/cpu/convert.lua with one line changed, found first on
- * LNTUNE_TEMPLATE_DIR).
+ * (qabs=stats) and AVX-512's int8 conversion (convert=native, where the host has it) too, and
+ * bf16 data in layout=evenodd; and the verifier refuses the same template with ties rounded away
+ * from zero, and without the saturation, for int8 and e4m3, and evenodd's codes stored in the
+ * wrong order (each a copy of templates/cpu/convert.lua or norm.lua with one line changed, found
+ * first on LNTUNE_TEMPLATE_DIR).
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -132,30 +133,70 @@ static void check_rmsnorm_row_scales(void) {
         }
 }
 
+/* layout=evenodd with a quantized y (all-bf16 data): each half of 2V elements narrowed, the codes
+ * interleaved back into memory order. Both ops, int8 and e4m3, static and per-row scales, no
+ * fusion, the residual and residual_out, vector widths 4 to 16, tails (H at run time), row
+ * groups, overlap=1, and RMSNorm's qabs=stats with AVX-512's int8 conversion. */
+static void check_evenodd(void) {
+    static const char *const dtypes[] = {"bf16/i8row/bf16", "bf16/i8/bf16", "bf16/e4m3row/bf16",
+                                         "bf16/e4m3/bf16"};
+    static const char *const variants[] = {
+        "vec=16,acc=2,layout=evenodd", "vec=4,acc=1,rows=2,layout=evenodd",
+        "vec=8,acc=1,stats=sampled,prefetch=1,overlap=1,layout=evenodd",
+        "vec=16,acc=2,prefetch=1,overlap=1,qabs=stats,convert=native,layout=evenodd"};
+    static const char *const ops[] = {"layernorm", "rmsnorm"};
+    for (size_t o = 0; o < 2; ++o)
+        for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
+            for (size_t j = 0; j < 2; ++j) { /* two of the four variants each, all over them */
+                const size_t k = (o + d + 2 * j) % (sizeof variants / sizeof *variants);
+                const char *variant = variants[k];
+                if (o == 1 && strstr(variant, "stats=sampled"))
+                    variant = "vec=8,acc=1,prefetch=1,overlap=1,layout=evenodd";
+                if (strstr(variant, "qabs=stats") && (o == 0 || !strstr(dtypes[d], "row")))
+                    variant = "vec=16,acc=4,convert=native,layout=evenodd";
+                const int fusion = (int)((o + d + k) % 3); /* none, residual, residual_out */
+                const lntune_shape s = shape_of(dtypes[d], fusion);
+                lntune_verify_variant_result r;
+                char err[1024] = "";
+                const int rc = lntune_verify_variant(ops[o], variant, &s, &r, err, sizeof err);
+                if (rc == LNTUNE_EINVAL && strstr(variant, "native") &&
+                    strstr(err, "'convert' = 'native'")) {
+                    printf("note: %s %s not offered here: %s\n", dtypes[d], variant, err);
+                    continue;
+                }
+                CHECK(rc == LNTUNE_OK && r.check.cases > 0, "%s %s fusion %d %s: rc %d %s %s",
+                      ops[o], dtypes[d], fusion, variant, rc, err, r.check.message);
+            }
+}
+
 typedef struct {
     const char *what, *dtype, *variant;
-    const char *from, *to; /* a line of convert.lua, and what it becomes */
+    const char *from, *to; /* a line of the template file, and what it becomes */
+    const char *file;      /* NULL: convert.lua */
 } mutant;
 
 static const mutant mutants[] = {
     {"int8 ties away from zero (vector code)", "f32/i8", "vec=16,acc=1",
      "            .. \"    w = (w + 0x1.8p23f) - 0x1.8p23f;\\n\"",
-     "            .. \"    w += (vf)((vu)(w < 0.0f) & 0x80000000u | 0x3f000000u);\\n\""},
+     "            .. \"    w += (vf)((vu)(w < 0.0f) & 0x80000000u | 0x3f000000u);\\n\"", NULL},
     {"int8 ties away from zero (scalar code)", "f32/i8", "vec=1,acc=1",
      "return (int8_t)(int)((v + 0x1.8p23f) - 0x1.8p23f);",
-     "return (int8_t)(int)(v + (v < 0.0f ? -0.5f : 0.5f));"},
+     "return (int8_t)(int)(v + (v < 0.0f ? -0.5f : 0.5f));", NULL},
     {"int8 without saturation", "f32/i8", "vec=16,acc=1",
      "            .. \"    u = (u & ~(hi | lo)) | (0x42fe0000u & hi) | (0xc3000000u & lo); /* "
      "127.0f, -128.0f */\\n\"",
-     "            .. \"    (void)hi, (void)lo;\\n\""},
+     "            .. \"    (void)hi, (void)lo;\\n\"", NULL},
     {"e4m3 ties away from zero", "f32/e4m3", "vec=16,acc=1",
      "            .. \"    const vu normal = ((a + 0x7ffffu + (a >> 20 & 1u)) >> 20) - (120u "
      "<< "
      "3);\\n\"",
-     "            .. \"    const vu normal = ((a + 0x80000u) >> 20) - (120u << 3);\\n\""},
+     "            .. \"    const vu normal = ((a + 0x80000u) >> 20) - (120u << 3);\\n\"", NULL},
     {"e4m3 without saturation", "f32/e4m3", "vec=16,acc=1",
      "            .. \"    a = (a & ~big) | (0x43e00000u & big); /* 448.0f */\\n\"",
-     "            .. \"    (void)big;\\n\""},
+     "            .. \"    (void)big;\\n\"", NULL},
+    {"layout=evenodd codes stored odd before even", "bf16/i8row/bf16",
+     "vec=16,acc=1,layout=evenodd", "__builtin_shufflevector(narrow_y(even), narrow_y(odd),",
+     "__builtin_shufflevector(narrow_y(odd), narrow_y(even),", "norm.lua"},
 };
 
 static void check_mutants(void) {
@@ -166,8 +207,9 @@ static void check_mutants(void) {
     }
     for (size_t m = 0; m < sizeof mutants / sizeof *mutants; ++m) {
         const mutant *u = &mutants[m];
-        const int written = write_mutant(dir, "convert.lua", u->from, u->to);
-        CHECK(written, "%s: the line to change is in convert.lua", u->what);
+        const char *file = u->file ? u->file : "convert.lua";
+        const int written = write_mutant(dir, file, u->from, u->to);
+        CHECK(written, "%s: the line to change is in %s", u->what, file);
         if (!written) continue;
         setenv("LNTUNE_TEMPLATE_DIR", dir, 1);
         for (int op = 0; op < 2; ++op) {
@@ -189,6 +231,7 @@ int main(void) {
     check_codes();
     check_kernels();
     check_rmsnorm_row_scales();
+    check_evenodd();
     check_mutants();
     return CHECK_SUMMARY();
 }

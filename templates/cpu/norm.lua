@@ -58,12 +58,16 @@ for _, n in ipairs(cv.names) do FILE_SCOPE_NAMES[#FILE_SCOPE_NAMES + 1] = n end
 
 local CTYPE = cv.CTYPE
 
--- layout=evenodd (and its rounding knob, ties, which is y's: residual_out always rounds ties to
--- even) serves calls whose x, y, gamma/beta and residual (when fused) are all bf16.
+-- layout=evenodd serves calls whose x, gamma/beta and residual (when fused) are all bf16, and
+-- whose y is bf16 or quantized (codes are interleaved back into memory order as they are stored).
+-- Its rounding knob, ties, is a bf16 y's (residual_out always rounds ties to even).
 local function evenodd_applies(shape)
     local t = shape.types or {}
-    return t.x == "bf16" and t.y == "bf16" and t.params == "bf16"
+    return t.x == "bf16" and (t.y == "bf16" or cv.QUANT[t.y or ""] ~= nil) and t.params == "bf16"
         and (not shape.fusion or (t.residual or t.x) == "bf16")
+end
+local function evenodd_ties_apply(shape)
+    return evenodd_applies(shape) and (shape.types or {}).y == "bf16"
 end
 
 -- Rows per iteration only pays off while a row's statistics are short loops.
@@ -191,11 +195,12 @@ function M.family(op)
                 name = "layout",
                 values = function(_, shape) return evenodd_applies(shape) and { "linear", "evenodd" } or { "linear" } end,
                 doc = "bf16 lanes in memory order, or even/odd elements of a 32-bit load in two vectors "
-                    .. "(widened by a shift and a mask, narrowed by one or: no lane shuffles)",
+                    .. "(widened by a shift and a mask, narrowed by one or: no lane shuffles; a quantized "
+                    .. "y's codes interleaved by one shuffle)",
             },
             {
                 name = "ties",
-                values = function(_, shape) return evenodd_applies(shape) and { "even", "away" } or { "even" } end,
+                values = function(_, shape) return evenodd_ties_apply(shape) and { "even", "away" } or { "even" } end,
                 doc = "bf16 y of layout=evenodd: results halfway between two bf16 (1 in 2^16) round to the even "
                     .. "one, or away from zero (one integer add instead of four operations; the same error bound)",
             },
@@ -423,9 +428,12 @@ typedef {{RT}} rt; /* residual{{res_out and ", residual_out" or ""}}: {{types.re
 @ local WP = ofs and ", float wofs" or ""
 @ local WA = ofs and ", wofs" or ""
 @ local function GW(e) return ofs and ("(" .. e .. " + wofs)") or e end
+@ -- RMSNorm has no beta: its normalize functions fold qinv into rstd (x * (rstd * qinv) * gamma,
+@ -- one multiply an element fewer; 7% at 2048x4096 bf16 -> int8 per row, Zen 4), so QX is
+@ -- LayerNorm's only.
 @ local QP = (quant and ", float qinv" or "") .. WP
 @ local function QA(e) return (quant and (", " .. e) or "") .. WA end
-@ local function QX(e) return quant and ("(" .. e .. ") * qinv") or e end
+@ local function QX(e) return (quant and LN) and ("(" .. e .. ") * qinv") or e end
 {{ cv.scalar_functions(used, V, native) }}
 {{ cv.loader("load_x", types.x, "xt", V, native) }}
 {{ cv.loader("load_p", types.params, "pt", V, native) }}
@@ -506,7 +514,7 @@ static inline void {{name}}({{ct}} *p, vf even, vf odd)
 @ end
 @ -- The V results of v in y's type, in vy (a vector of y elements), then stored.
 @ local vy = cv.vector_type(types.y, "yt", V)
-@ if S == 1 then
+@ if S == 1 or quant then
 {{ cv.narrower("narrow_y", types.y, "yt", V, native) }}
 @ end
 @ if res_out and S == 1 then
@@ -554,7 +562,7 @@ static inline vu {{name}}(vf even, vf odd)
 @   -- y's packing: its ties (bf16_pack), or AVX512-BF16's, which rounds ties to even as
 @   -- residual_out's does (bf16_pack_even)
 @   local pack_y = native and "bf16_pack_even" or "bf16_pack"
-@   if not native then
+@   if not native and not quant then
 @     rounder("bf16_round", p.ties)
 @     packer("bf16_pack", "bf16_round")
 @   end
@@ -566,7 +574,19 @@ static inline vu {{name}}(vf even, vf odd)
 @     pair_storer("store_r2", "rt", "bf16_pack_even", false)
 @     if nt_r then pair_storer("stream_r2", "rt", "bf16_pack_even", true) end
 @   end
-@   if not nt then pair_storer("store_y2", "yt", pack_y, false)
+@   if quant then
+@     local lanes = {}
+@     for j = 0, V - 1 do lanes[#lanes + 1] = j .. ", " .. (V + j) end
+
+/* Stores the {{2 * V}} codes of the elements whose even ones are even and odd ones odd: each half
+ * narrowed as the linear layout's are, the two interleaved back into memory order. */
+static inline void store_y2(yt *p, vf even, vf odd)
+{
+    typedef yt vq2 __attribute__((vector_size({{2 * V}})));
+    const vq2 c = __builtin_shufflevector(narrow_y(even), narrow_y(odd), {{table.concat(lanes, ", ")}});
+    __builtin_memcpy(p, &c, sizeof c);
+}
+@   elseif not nt then pair_storer("store_y2", "yt", pack_y, false)
 @   else pair_storer("stream_y2", "yt", pack_y, true) end
 @ elseif not nt then
 {{ cv.storer("store_y", types.y, "yt", V, "narrow_y") }}
@@ -1041,8 +1061,8 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @   local function vstep(store, u)
 @     local o = u * V * S
 @     if S == 2 and not fusion then
-        {{store}}2(y + i + {{o}}, {{ expr(LD("load_x", "x + i + " .. o, 0), "i + " .. o, 0) }},
-            {{ expr(LD("load_x", "x + i + " .. o, 1), "i + " .. o, 1) }});
+        {{store}}2(y + i + {{o}}, {{ QX(expr(LD("load_x", "x + i + " .. o, 0), "i + " .. o, 0)) }},
+            {{ QX(expr(LD("load_x", "x + i + " .. o, 1), "i + " .. o, 1)) }});
 @     elseif S == 2 then
         {
             const vf s0 = bf16_even(x + i + {{o}}) + bf16_even(res + i + {{o}});
@@ -1055,7 +1075,7 @@ static void row_stats(const xt *const x[{{R}}]{{RP}}, int64_t H, float eps, floa
 @       elseif res_out then
             store_r2(res_out + i + {{o}}, s0, s1);
 @       end
-            {{store}}2(y + i + {{o}}, {{ expr("s0", "i + " .. o, 0) }}, {{ expr("s1", "i + " .. o, 1) }});
+            {{store}}2(y + i + {{o}}, {{ QX(expr("s0", "i + " .. o, 0)) }}, {{ QX(expr("s1", "i + " .. o, 1)) }});
         }
 @     elseif not fusion then
         {{store}}(y + i + {{o}}, {{ QX(expr("load_x(x + i + " .. o .. ")", "i + " .. o)) }});
@@ -1087,6 +1107,9 @@ static void {{name}}(const xt *x, {{NP}}yt *y, const pt *gamma, const pt *beta, 
 {{string.rep(" ", #name + 13)}}float rstd, int64_t H, const xt *next{{rpf and ", const rt *rnext" or ""}}{{NX}}{{QP}})
 {
     (void)gamma, (void)beta, (void)mean, (void)next;
+@   if quant and not LN then
+    rstd *= qinv; /* the codes of y * qinv (see QX) */
+@   end
 @   if fold then
     const float shift = -mean * rstd;
 @   end
@@ -1243,14 +1266,16 @@ static float {{name}}(const xt *x, {{RES}}const pt *gamma, const pt *beta, float
     int64_t i = 0;
     for (; i + STEP <= H; i += STEP) {
 @     for u = 0, A - 1 do
-@       local o = u * V
-@       if fusion then
+@       local o = u * V * S
+@       for h = 0, S - 1 do
+@         if fusion then
         {
-            const vf s = load_x(x + i + {{o}}) + load_r(res + i + {{o}});
-            m{{u}} = max_abs(m{{u}}, {{ expr("s", "i + " .. o) }});
+            const vf s = {{LD("load_x", "x + i + " .. o, h)}} + {{LD("load_r", "res + i + " .. o, h)}};
+            m{{u}} = max_abs(m{{u}}, {{ expr("s", "i + " .. o, h) }});
         }
-@       else
-        m{{u}} = max_abs(m{{u}}, {{ expr("load_x(x + i + " .. o .. ")", "i + " .. o) }});
+@         else
+        m{{u}} = max_abs(m{{u}}, {{ expr(LD("load_x", "x + i + " .. o, h), "i + " .. o, h) }});
+@         end
 @       end
 @     end
     }
