@@ -13,6 +13,10 @@
  * 2b. The weight offset (args.weight_offset, offsets 1 and -0.5): export_makedb's rmsnorm+offset
  *    bf16 winner at its shape, the same at an untuned H, a mixed tuple with beta and a fused
  *    call (the generic kernels on fp32 offset + gamma); an offset without gamma or NaN declined.
+ * 2c. A quantized y (int8, fp8 e4m3; static and per-row scales): export_makedb's two winners at
+ *    their shapes, and the fallback (the generic fp32 y quantized) at untuned shapes, tuples,
+ *    with beta, the residual, a weight offset, on many rows; bad scales and types declined
+ *    (export_quant_check.h).
  * 3. Add & Norm through the same entry points (args.residual, and residual_out): the two fused
  *    winners of export_makedb at their tuned shapes, untuned H, a tuple and residual type no
  *    winner has, each fusion; y against the reference of the fp32 sum x + residual, residual_out
@@ -372,6 +376,10 @@ static void test_offset(void) {
     test_case(no_gamma == LNTUNE_KERNEL_EUNSUPPORTED && nan == LNTUNE_KERNEL_EUNSUPPORTED,
               "a weight offset without gamma, or NaN, declined");
 }
+
+/* ---- 2c. A quantized y ---- */
+
+#include "export_quant_check.h"
 
 /* ---- 3. Add & Norm ---- */
 
@@ -738,6 +746,7 @@ int main(int argc, char **argv) {
     test_fp32();
     test_tuples();
     test_offset();
+    test_quant();
     test_fused();
     test_backward();
     test_concurrent();

@@ -13,6 +13,9 @@
  *   all-bf16 built-ins into the export; rows 9-64, gamma);
  *   weight offset: rmsnorm+offset bf16 H=768 (fixed H, rows 9-64, gamma + offset), which
  *   brings the generic kernels of bf16/bf16/f32 (offset + gamma in fp32);
+ *   quantized y: rmsnorm bf16/i8row/bf16 H=768 (fixed H, even/odd layout, the scale from the
+ *   statistics pass; rows 9-64, gamma), which brings the generic kernels of bf16/f32/bf16 (the
+ *   fp32 y the fallback quantizes), and layernorm+residual f32/e4m3 H=1000 (a static scale);
  *   backward: layernorm_backward f32 H=768 (fixed H, rows 9-64) and
  *   rmsnorm_backward+residual bf16/bf16/f32 H=4096 (2 threads, rows 513-4096), best rows only
  *   (the export regenerates the source from the variant);
@@ -81,6 +84,14 @@ int main(int argc, char **argv) {
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "rmsnorm+offset", "bf16", "vec=8,acc=2,affine=offset,h=fixed",
                              768, 64, 1, 1, TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "rmsnorm", "bf16/i8row/bf16",
+                             "vec=8,acc=2,affine=fused,h=fixed,layout=evenodd,qabs=stats", 768, 64,
+                             1, 1, TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned_typed(db, hw, "layernorm+residual", "f32/e4m3",
+                             "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1000, 64, 1, 1,
+                             TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_best(db, hw, "cpu", "layernorm_backward", "f32",
                       "vec=8,acc=2,rows=1,h=fixed,store=plain,threads=1", 768, 64, 1);

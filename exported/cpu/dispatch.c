@@ -1,9 +1,10 @@
 /*
  * exported/cpu/dispatch.c - the forward dispatch of lntune_kernels.c: the winner of the call's
  * rows bucket, else the nearest tuned bucket of the same op, fusion, types, H and affine, else
- * the generic kernel (the rule of runtime/dispatch.c). Copied after pool.c; it reads the tables
- * the export writes (tuned, op_takes_beta, residual_generic) and the generic kernels'
- * unfused_generic, streaming_call and typed_size.
+ * the generic kernel (the rule of runtime/dispatch.c); a quantized y's generic path is
+ * quant_fallback.c's. Copied after pool.c and quant_fallback.c; it reads the tables the export
+ * writes (tuned, op_takes_beta, residual_generic) and the generic kernels' unfused_generic,
+ * streaming_call and typed_size.
  */
 typedef struct {
     lntune_kernel_fn fn;
@@ -66,13 +67,25 @@ static float *offset_params(const lntune_kernel_args *a, int pt) {
     return g;
 }
 
+/* A quantized y's kind as core/dtypes.h numbers it after LNTUNE_TYPE_I8 (int8, int8 with a
+ * scale per row, e4m3, e4m3 per row), -1 for a float y. */
+static int quant_kind(const lntune_kernel_args *a, int y) {
+    if (y != LNTUNE_KERNELS_I8 && y != LNTUNE_KERNELS_FP8_E4M3) return -1;
+    return (y == LNTUNE_KERNELS_FP8_E4M3 ? 2 : 0) + (a->y_scales != NULL);
+}
+
 static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
-    const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),
-              rt = internal_type(t.residual, xt);
+    const int xt = internal_type(t.x, 0), rt = internal_type(t.residual, xt);
+    const int qk = args ? quant_kind(args, t.y) : -1;
+    /* y's type, or with a quantized y that of the fp32 y its codes are taken from */
+    const int yt = qk >= 0 ? 0 : internal_type(t.y, xt);
     int pt = internal_type(t.params, xt);
     if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||
         (args->residual_out && !args->residual) || (!op_takes_beta[op] && args->beta) || xt < 0 ||
         yt < 0 || pt < 0 || rt < 0)
+        return LNTUNE_KERNEL_EUNSUPPORTED;
+    /* a static scale: finite and at least FLT_MIN (2^-126), as liblntune asks */
+    if (qk >= 0 && !args->y_scales && !(args->y_scale >= 0x1p-126f && isfinite(args->y_scale)))
         return LNTUNE_KERNEL_EUNSUPPORTED;
     /* a weight offset (y = norm(x) * (offset + gamma)): finite, and with gamma */
     const int offset = args->weight_offset != 0.0f;
@@ -82,8 +95,10 @@ static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
     lntune_kernel_args a = *args;
     if (!lntune_complete_args(&a)) return LNTUNE_KERNEL_EUNSUPPORTED;
     const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;
-    /* as the runtime packs a tuple: the residual's type only when fused and not x's */
-    const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);
+    /* as the runtime packs a tuple: the residual's type only when fused and not x's; a
+     * quantized y as y's field 3 with its kind in bits 8-9 */
+    const int types = xt | (qk >= 0 ? 3 : yt) << 2 | pt << 4 |
+                      (fusion && rt != xt ? (rt + 1) << 6 : 0) | (qk >= 0 ? qk << 8 : 0);
     int affine = offset ? 3 : a.gamma ? 1 : a.beta ? 2 : 0;
     const tuned_entry *e =
         affine != 2 ? find_tuned(0, op, fusion, types, a.H, affine, a.rows) : NULL;
@@ -99,13 +114,17 @@ static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
         pt = 0;
         affine = 1;
     }
-    /* (the residual fallback decides on streaming itself, since it streams residual_out) */
+    /* (the residual fallback decides on streaming itself, since it streams residual_out; a
+     * quantized y's fp32 rows go to a buffer that stays in cache) */
     lntune_kernel_fn generic =
         fusion ? residual_generic[op][xt][yt][pt][rt]
-               : unfused_generic(op, affine, xt, yt, pt,
-                                 streaming_call(&a, (int64_t)(typed_size(xt) + typed_size(yt))));
+               : unfused_generic(
+                     op, affine, xt, yt, pt,
+                     qk < 0 && streaming_call(&a, (int64_t)(typed_size(xt) + typed_size(yt))));
     int threads = a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? LNTUNE_KERNELS_MAX_THREADS : 1;
-    const int rc = run_threads(generic, &a, threads);
+    const int rc =
+        qk >= 0 ? run_quantized(generic, &a, threads, typed_size(xt), typed_size(rt), qk >= 2)
+                : run_threads(generic, &a, threads);
     free(summed);
     return rc;
 }

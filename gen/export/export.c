@@ -9,7 +9,8 @@
  * the runtime does: the winner of the call's bucket, else the nearest tuned bucket of the same
  * op, fusion, tuple, H and affine, else the generic kernel of the tuple (fp32, and the fp16/bf16
  * tuples the winners have: the templates' built-in variants; the other tuples: export_typed.c's
- * portable kernels; with a residual: the residual fallback of export_typed.c around those).
+ * portable kernels; with a residual: the residual fallback of export_typed.c around those; with
+ * a quantized y: that of an fp32 y, quantized by exported/cpu/quant_fallback.c).
  */
 #include "export_internal.h"
 
@@ -70,11 +71,11 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     }
     lntune_types types;
     const int parsed = op >= 0 && lntune_types_parse(key->dtype, &types) == 0;
-    if (!parsed || lntune_type_quantized(types.y) || (offset && backward)) {
-        const char *why = op < 0    ? "op unknown to this export"
-                          : !parsed ? "dtype unknown to this export"
-                          : offset  ? "op unknown to this export"
-                                    : "a quantized y is not exported yet";
+    if (!parsed || (offset && backward) || (backward && lntune_type_quantized(types.y))) {
+        const char *why =
+            !parsed  ? (op < 0 ? "op unknown to this export" : "dtype unknown to this export")
+            : offset ? "op unknown to this export"
+                     : "a quantized y has no backward";
         lntune_export_warn(l->c, "%s %s H=%lld: %s; left out", key->op, key->dtype,
                            (long long)key->H, why);
         ++l->skipped;
@@ -403,8 +404,10 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     for (size_t i = 0; i < list.n; ++i) {
         const winner *w = &list.w[i];
         if (!ok[i] || w->backward) continue;
-        /* a weight offset's generic: of fp32 gamma/beta (exported/cpu/dispatch.c forms them) */
-        lntune_types t = {w->fusion ? LNTUNE_TYPE_F32 : w->types.x, w->types.y,
+        /* a weight offset's generic: of fp32 gamma/beta (exported/cpu/dispatch.c forms them);
+         * a quantized y's: of an fp32 y (exported/cpu/quant_fallback.c quantizes it) */
+        lntune_types t = {w->fusion ? LNTUNE_TYPE_F32 : w->types.x,
+                          lntune_type_quantized(w->types.y) ? LNTUNE_TYPE_F32 : w->types.y,
                           w->affine == EXPORT_AFFINE_OFFSET ? LNTUNE_TYPE_F32 : w->types.params, 0};
         used[lntune_types_packed(t)] = lntune_types_packed(t) != 0;
         const int b = LNTUNE_TYPE_BF16;
@@ -446,7 +449,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                       "typedef struct {\n    int op; /* index in op_takes_beta */\n"
                       "    int fusion; /* 0 none, 1 residual, 2 residual and residual_out */\n"
                       "    int types; /* x | y << 2 | params << 4 | residual << 6; 0 fp32, 1 fp16, "
-                      "2 bf16;\n                  residual: 0 as x, else its type + 1 */\n"
+                      "2 bf16;\n                  residual: 0 as x, else its type + 1; y 3: "
+                      "quantized, its kind\n                  (int8, int8 per row, e4m3, e4m3 "
+                      "per row) << 8 */\n"
                       "    int64_t H;\n    int affine;\n    int64_t rows_lo, rows_hi;\n"
                       "    lntune_kernel_fn fn; /* a forward kernel, or */\n"
                       "    lntune_backward_kernel_fn backward; /* a backward one */\n"
@@ -469,6 +474,11 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                       "    {0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0} /* keeps the table non-empty */\n"
                       "};\n\n");
     lntune_export_put_code(&out, "cpu/pool.c");
+    const char *quant_rows = lntune_export_embedded("quant_rows.h");
+    lntune_export_put(&out, "/* ---- a quantized y's rows (core/quant_rows.h) ---- */\n%s\n",
+                      quant_rows ? quant_rows
+                                 : "#error lntune was built without core/quant_rows.h\n");
+    lntune_export_put_code(&out, "cpu/quant_fallback.c");
     lntune_export_put_code(&out, "common/forward_args.h");
     lntune_export_put_code(&out, "cpu/dispatch.c");
     lntune_export_put_code(&out, "common/backward_args.h");
@@ -512,10 +522,18 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         " * args->residual_out too, that sum is also written, rounded once to the residual type.\n"
         " * Weight offset (Gemma): args->weight_offset != 0 gives y = norm(x) * (offset + gamma)\n"
         " * [+ beta], offset + gamma one fp32 addition of gamma widened exactly; needs gamma.\n"
+        " * Quantized y (types.y LNTUNE_KERNELS_I8 or LNTUNE_KERNELS_FP8_E4M3; y holds 1-byte\n"
+        " * codes, y_stride counts them): the fp32 y, then the code of v = y / scale: int8: NaN\n"
+        " * -> 0, else v clamped to [-128, 127] and rounded to nearest even; e4m3 (OCP): |v|\n"
+        " * clamped to 448, rounded to nearest even, NaN -> 0x7f with v's sign. The scale: the\n"
+        " * static args->y_scale (finite, >= FLT_MIN) when args->y_scales is NULL; else one per\n"
+        " * row, written to y_scales[row]: absmax / 127 (or / 448), absmax the row's largest |y|\n"
+        " * (NaN left out), the codes of y * (127 or 448) / absmax (y * 0 where absmax is 0 or\n"
+        " * Inf). liblntune's lntune_args describes the same (y_dtype, y_scale, y_scales).\n"
         " * They return LNTUNE_KERNEL_OK, or LNTUNE_KERNEL_EUNSUPPORTED for arguments no\n"
         " * kernel serves (NULL x or y, H <= 0, a stride < H, residual_out without residual,\n"
-        " * RMSNorm with beta, a type outside 0..3, a weight offset without gamma or not\n"
-        " * finite). Every type tuple, fusion and shape is\n"
+        " * RMSNorm with beta, a type outside 0..3 (y: 0..5), a weight offset without gamma or\n"
+        " * not finite, a static scale out of range). Every type tuple, fusion and shape is\n"
         " * served: a tuned kernel where the database had one, else a generic one.\n"
         " * Backward: lntune_kernels_<op>_backward(args, types, dgamma, dbeta) fills dx of an\n"
         " * lntune_backward_kernel_args (rows, H, x, dy, dx; gamma, the forward's saved mean and\n"

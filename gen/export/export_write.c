@@ -170,7 +170,9 @@ void lntune_export_put_code(lntune_export_buf *b, const char *name) {
 const char lntune_export_types_text[] =
     "#ifndef LNTUNE_KERNELS_TYPES_DEFINED\n#define LNTUNE_KERNELS_TYPES_DEFINED\n"
     "#define LNTUNE_KERNELS_DEFAULT 0\n#define LNTUNE_KERNELS_F32 1\n"
-    "#define LNTUNE_KERNELS_F16 2\n#define LNTUNE_KERNELS_BF16 3\n\n"
+    "#define LNTUNE_KERNELS_F16 2\n#define LNTUNE_KERNELS_BF16 3\n"
+    "#define LNTUNE_KERNELS_I8 4 /* y only: int8 codes */\n"
+    "#define LNTUNE_KERNELS_FP8_E4M3 5 /* y only: OCP fp8 e4m3 codes */\n\n"
     "typedef struct lntune_kernels_types {\n"
     "    int x;        /* x; 0: fp32 */\n"
     "    int y;        /* y; 0: as x */\n"
