@@ -3,7 +3,7 @@
  * compiles with -Wall -Wextra -Werror under the compiler named on the command line, and passes
  * the verifier's adversarial suite.
  *
- *   test_variants COMPILER [half | quick | third | dtypes | residual]
+ *   test_variants COMPILER [half | quick | third | dtypes | residual | quant]
  *
  * Variants that read H at run time are verified at every H of the standard list, on 1 thread and
  * on every thread count of the space; fixed-H variants at the H they were generated for (all of H
@@ -17,7 +17,9 @@
  * variants (every 401st, from an offset that moves with the tuple, so that the tuples together
  * cover the knobs). "residual" does the same for the fused residual add: both ops x both fusions
  * (residual; residual and residual_out) x a spread of type tuples, the residual's type equal to
- * x's and not, runtime H and H = 4096 (every 701st variant).
+ * x's and not, runtime H and H = 4096 (every 701st variant). "quant" the same for a quantized y:
+ * int8 and e4m3, static and per-row scales, each with fp32, fp16 and bf16 data, both ops, the
+ * fusions taking turns (every 601st variant).
  * LNTUNE_TEST_SEED=N verifies with the data of seed N (as a failure message prints it).
  */
 #include "build.h"
@@ -188,8 +190,9 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: test_variants COMPILER [half | quick | third | dtypes | residual]\n");
+        fprintf(
+            stderr,
+            "usage: test_variants COMPILER [half | quick | third | dtypes | residual | quant]\n");
         return 2;
     }
     const char *compiler = argv[1];
@@ -200,6 +203,7 @@ int main(int argc, char **argv) {
     const int hints = *mode != '\0'; /* every mode samples; none verifies the whole space */
     const int dtypes = strcmp(mode, "dtypes") == 0;
     const int residual = strcmp(mode, "residual") == 0;
+    const int quant = strcmp(mode, "quant") == 0;
     lntune_gen *g = NULL;
     if (lntune_gen_open(NULL, &g) != LNTUNE_OK) {
         printf("FAIL opening the generator: %s\n", lntune_gen_errmsg(g));
@@ -209,7 +213,7 @@ int main(int argc, char **argv) {
     const char *ops[] = {"layernorm", "rmsnorm"};
     /* H=4096 is the shape of the promise: all of it. Other fixed H are sampled. */
     const int64_t sampled[] = {1, 17, 4097};
-    for (int o = 0; o < 2 && !dtypes && !residual; ++o) {
+    for (int o = 0; o < 2 && !dtypes && !residual && !quant; ++o) {
         const sample all = {stride, 0, by_hash, hints}, fifth = {stride * 5, 0, by_hash, hints};
         const sample runtime_h = half ? (sample){2, 0, 1, hints} : all;
         check_space(g, compiler, ops[o], (lntune_shape){0}, "h=runtime", runtime_h, &t);
@@ -227,6 +231,27 @@ int main(int argc, char **argv) {
                         (sample){401, packed * 17, 0, hints}, &t);
             check_space(g, compiler, ops[o], (lntune_shape){.H = 4096, .types = types}, "h=fixed",
                         (sample){401, packed * 17 + 5, 0, hints}, &t);
+        }
+    }
+    /* A quantized y: each code and scale kind with fp32, fp16 and bf16 data (gamma/beta of x's
+     * type), the fusions taking turns. */
+    static const char *const quant_y[] = {"i8", "i8row", "e4m3", "e4m3row"};
+    static const char *const quant_x[] = {"f32", "f16", "bf16"};
+    for (size_t k = 0; quant && k < 12; ++k) {
+        char text[32];
+        lntune_types types;
+        snprintf(text, sizeof text, "%s/%s/%s", quant_x[k % 3], quant_y[k / 3], quant_x[k % 3]);
+        if (lntune_types_parse(text, &types) != 0) {
+            printf("FAIL parsing %s\n", text);
+            t.failures++;
+            continue;
+        }
+        for (int o = 0; o < 2; ++o) {
+            const int f = (int)(k + (size_t)o) % LNTUNE_FUSION_COUNT, offset = (int)k * 53 + o * 29;
+            check_space(g, compiler, ops[o], (lntune_shape){.types = types, .fusion = f},
+                        "h=runtime", (sample){601, offset, 0, hints}, &t);
+            check_space(g, compiler, ops[o], (lntune_shape){.H = 4096, .types = types, .fusion = f},
+                        "h=fixed", (sample){601, offset + 7, 0, hints}, &t);
         }
     }
     /* x/y/params/residual: same-type tuples, and the residual wider, narrower or other than x. */

@@ -566,7 +566,7 @@ static inline vu {{name}}(vf even, vf odd)
 @     rounder("bf16_round", p.ties)
 @     packer("bf16_pack", "bf16_round")
 @   end
-@   if res_out or native then
+@   if res_out or (native and not quant) then
 @     rounder("bf16_round_even", "even") -- residual_out's, whatever y's ties
 @     packer("bf16_pack_even", "bf16_round_even", native)
 @   end
