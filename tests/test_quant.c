@@ -75,6 +75,21 @@ static lntune_shape shape_of(const char *dtype, int fusion) {
     return s;
 }
 
+/* variant of op on dtype (fusion: 0 none, 1 residual, 2 residual_out) passes the verifier; a
+ * convert=native variant the host does not offer (no AVX-512, or no int8 y) is noted instead. */
+static void check_variant(const char *op, const char *dtype, int fusion, const char *variant) {
+    const lntune_shape s = shape_of(dtype, fusion);
+    lntune_verify_variant_result r;
+    char err[1024] = "";
+    const int rc = lntune_verify_variant(op, variant, &s, &r, err, sizeof err);
+    if (rc == LNTUNE_EINVAL && strstr(variant, "native") && strstr(err, "'convert' = 'native'")) {
+        printf("note: %s %s not offered here: %s\n", dtype, variant, err);
+        return;
+    }
+    CHECK(rc == LNTUNE_OK && r.check.cases > 0, "%s %s fusion %d %s: rc %d %s %s", op, dtype,
+          fusion, variant, rc, err, r.check.message);
+}
+
 /* Variants of every code path: vector and tail, rows=2 groups, overlap=1, vec=1. */
 static void check_kernels(void) {
     static const char *const dtypes[] = {"f32/i8",      "f32/i8row",       "f32/e4m3",
@@ -94,13 +109,7 @@ static void check_kernels(void) {
                 if (o == 1 && strstr(variant, "stats=sampled"))
                     variant = "vec=16,acc=1,prefetch=1,overlap=1";
                 /* the fused residual with every other dtype, residual_out with bf16 */
-                const int fusion = d % 2 ? (d >= 4 ? 2 : 1) : 0;
-                const lntune_shape s = shape_of(dtypes[d], fusion);
-                lntune_verify_variant_result r;
-                char err[1024] = "";
-                const int rc = lntune_verify_variant(ops[o], variant, &s, &r, err, sizeof err);
-                CHECK(rc == LNTUNE_OK && r.check.cases > 0, "%s %s fusion %d %s: rc %d %s %s",
-                      ops[o], dtypes[d], fusion, variant, rc, err, r.check.message);
+                check_variant(ops[o], dtypes[d], d % 2 ? (d >= 4 ? 2 : 1) : 0, variant);
             }
 }
 
@@ -115,22 +124,10 @@ static void check_rmsnorm_row_scales(void) {
         "vec=4,acc=1,qabs=stats,affine=none",
         "vec=16,acc=2,convert=native",
         "vec=16,acc=4,prefetch=1,overlap=1,qabs=stats,convert=native"};
+    /* residual_out with every other one */
     for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
-        for (size_t k = 0; k < sizeof variants / sizeof *variants; ++k) {
-            const int fusion = (int)((d + k) % 2) * 2; /* residual_out with every other one */
-            const lntune_shape s = shape_of(dtypes[d], fusion);
-            lntune_verify_variant_result r;
-            char err[1024] = "";
-            const int rc = lntune_verify_variant("rmsnorm", variants[k], &s, &r, err, sizeof err);
-            if (rc == LNTUNE_EINVAL && strstr(variants[k], "native") &&
-                strstr(err, "'convert' = 'native'")) {
-                printf("note: %s %s not offered here (no AVX-512 or no int8 y): %s\n", dtypes[d],
-                       variants[k], err);
-                continue;
-            }
-            CHECK(rc == LNTUNE_OK && r.check.cases > 0, "rmsnorm %s fusion %d %s: rc %d %s %s",
-                  dtypes[d], fusion, variants[k], rc, err, r.check.message);
-        }
+        for (size_t k = 0; k < sizeof variants / sizeof *variants; ++k)
+            check_variant("rmsnorm", dtypes[d], (int)((d + k) % 2) * 2, variants[k]);
 }
 
 /* layout=evenodd with a quantized y (all-bf16 data): each half of 2V elements narrowed, the codes
@@ -154,18 +151,8 @@ static void check_evenodd(void) {
                     variant = "vec=8,acc=1,prefetch=1,overlap=1,layout=evenodd";
                 if (strstr(variant, "qabs=stats") && (o == 0 || !strstr(dtypes[d], "row")))
                     variant = "vec=16,acc=4,convert=native,layout=evenodd";
-                const int fusion = (int)((o + d + k) % 3); /* none, residual, residual_out */
-                const lntune_shape s = shape_of(dtypes[d], fusion);
-                lntune_verify_variant_result r;
-                char err[1024] = "";
-                const int rc = lntune_verify_variant(ops[o], variant, &s, &r, err, sizeof err);
-                if (rc == LNTUNE_EINVAL && strstr(variant, "native") &&
-                    strstr(err, "'convert' = 'native'")) {
-                    printf("note: %s %s not offered here: %s\n", dtypes[d], variant, err);
-                    continue;
-                }
-                CHECK(rc == LNTUNE_OK && r.check.cases > 0, "%s %s fusion %d %s: rc %d %s %s",
-                      ops[o], dtypes[d], fusion, variant, rc, err, r.check.message);
+                /* the fusions in turn: none, residual, residual_out */
+                check_variant(ops[o], dtypes[d], (int)((o + d + k) % 3), variant);
             }
 }
 

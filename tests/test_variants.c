@@ -237,7 +237,8 @@ int main(int argc, char **argv) {
      * type), the fusions taking turns. */
     static const char *const quant_y[] = {"i8", "i8row", "e4m3", "e4m3row"};
     static const char *const quant_x[] = {"f32", "f16", "bf16"};
-    for (size_t k = 0; quant && k < 12; ++k) {
+    const size_t nquant = sizeof quant_x / sizeof *quant_x * (sizeof quant_y / sizeof *quant_y);
+    for (size_t k = 0; quant && k < nquant; ++k) {
         char text[32];
         lntune_types types;
         snprintf(text, sizeof text, "%s/%s/%s", quant_x[k % 3], quant_y[k / 3], quant_x[k % 3]);
