@@ -395,14 +395,24 @@ static int cmd_show(options *o) {
             printf("%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", "
                    "\"direction\": \"%s\", \"dtype\": \"%s\", \"H\": %lld, \"rows\": %lld, "
                    "\"affine\": %d, \"variant\": \"%s\", \"threads\": %d, \"time_us\": %.3f, "
-                   "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g}",
+                   "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g",
                    i ? "," : "", (long long)b->hardware_id, b->target, b->op, b->direction,
                    b->dtype, (long long)b->H, (long long)b->rows, b->affine, b->variant, b->threads,
                    b->time_us, b->gbps, b->copy_gbps, b->max_error);
         else
-            printf("%-4lld %-4s %-18s %-4s %-14s %9.1fus %7.2f %5.2fx  %s\n",
+            printf("%-4lld %-4s %-18s %-4s %-14s %9.1fus %7.2f %5.2fx  %s",
                    (long long)b->hardware_id, b->target, b->op, b->dtype, b->shape, b->time_us,
                    b->gbps, b->ratio_to_copy, b->variant);
+        /* The kernel that serves other H in a fixed-H winner's place (untuned shapes). */
+        if (o->json && b->twin_variant)
+            printf(", \"twin_variant\": \"%s\", \"twin_time_us\": %.3f}", b->twin_variant,
+                   b->twin_time_us);
+        else if (o->json)
+            printf("}");
+        else if (b->twin_variant)
+            printf("  (other H: %s, %.1fus)\n", b->twin_variant, b->twin_time_us);
+        else
+            printf("\n");
     }
     if (o->json) printf("\n]\n");
     if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", err);

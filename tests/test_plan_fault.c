@@ -7,7 +7,10 @@
  *    measurements);
  *  - three faulty final runs fail the shape with a message saying so, and store no winner;
  *  - the built-in variant the target names is re-timed with the finalists whatever the search
- *    made of it, and wins when it is the fastest there (tuned is never slower than built-in).
+ *    made of it, and wins when it is the fastest there (tuned is never slower than built-in);
+ *  - a fixed-H winner gets its h=runtime twin stored beside it when the twin beats the built-in
+ *    side by side, and not when it does not; a winner stored before twins gets its twin from
+ *    the next run, which tunes nothing again.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -23,14 +26,18 @@
 #include <string.h>
 
 static const char *const variants_list[] = {"v=1", "v=2", "v=3", "v=4", "v=5", "v=6"};
+/* A space with the h knob: v=1's twin is index 1, the built-in index 2. */
+static const char *const h_list[] = {"v=1,h=fixed", "v=1,h=runtime", "v=2,h=runtime"};
 enum { NV = sizeof variants_list / sizeof variants_list[0] };
 
 typedef struct {
+    const char *const *list; /* the space: variants_list or h_list */
+    size_t n;
     int faulty_runs;     /* finalist runs that report a kernel 2x faster than the copy */
     size_t builtin;      /* the target's built-in index (NV: none) */
     double batch_ns[NV]; /* what a search batch sees */
     double final_ns[NV]; /* what a final run sees */
-    int finals, finalist_runs, builtin_in_final;
+    int finals, finalist_runs, builtin_in_final, searches;
     int64_t hw;
 } mock;
 
@@ -59,9 +66,9 @@ static int variants(void *state, lntune_plan *p, const char *const **list, size_
                     size_t *builtin) {
     mock *m = state;
     (void)p;
-    *list = variants_list;
-    *n = NV;
-    *naive = NV;
+    *list = m->list;
+    *n = m->n;
+    *naive = m->n;
     *builtin = m->builtin;
     return LNTUNE_OK;
 }
@@ -82,6 +89,7 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
     mock *m = state;
     (void)p;
     const int finalists = mode == LNTUNE_TIME_FINAL && m->finals++ > 0;
+    m->searches += mode == LNTUNE_TIME_BATCH;
     const int faulty = finalists && m->finalist_runs++ < m->faulty_runs;
     *copy_ns = 100.0;
     for (size_t k = 0; k < n; ++k) {
@@ -95,12 +103,15 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
 
 static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
                     int *any_h) {
-    (void)state, (void)p, (void)v;
+    mock *m = state;
+    (void)p;
     static const char bytes[] = "not code";
-    *art = (lntune_artifact){"mock-key",   "int x;", "mock compiler", "-O2", "k", bytes,
+    static const char *const keys[] = {"mock-key-0", "mock-key-1", "mock-key-2",
+                                       "mock-key-3", "mock-key-4", "mock-key-5"};
+    *art = (lntune_artifact){keys[v],      "int x;", "mock compiler", "-O2", "k", bytes,
                              sizeof bytes, bytes,    sizeof bytes,    NULL,  NULL};
     *threads = 1;
-    *any_h = 0;
+    *any_h = strstr(m->list[v], "h=runtime") != NULL;
     return LNTUNE_OK;
 }
 
@@ -108,16 +119,25 @@ static void end(void *state, lntune_plan *p) {
     (void)state, (void)p;
 }
 
+/* Not const: a case turns twins off to store a winner as an older lntune did. */
 /* clang-format off */
-static const lntune_target mock_target = {"cpu", 16, 0, rows_for, hardware, code_hash, variants,
+static lntune_target mock_target = {"cpu", 16, 0, 1, rows_for, hardware, code_hash, variants,
     prepare, check, time_variants, artifact, end};
 /* clang-format on */
 
 static int got_best(void *ud, const lntune_best *b) {
-    *(lntune_best *)ud = *b;
-    ((lntune_best *)ud)->variant = strdup(b->variant);
-    ((lntune_best *)ud)->artifact_key = NULL;
+    lntune_best *got = ud;
+    *got = *b;
+    got->variant = strdup(b->variant);
+    got->artifact_key = NULL;
+    got->twin_variant = b->twin_variant ? strdup(b->twin_variant) : NULL;
+    got->twin_artifact_key = b->twin_artifact_key ? "stored" : NULL; /* only whether there is one */
     return 0;
+}
+
+static void free_best(lntune_best *b) {
+    free((char *)b->variant);
+    free((char *)b->twin_variant);
 }
 
 /* Tunes layernorm 8x64 with m into a fresh database under dir; the best stored, if any. */
@@ -125,6 +145,7 @@ static int tune(const char *dir, const char *name, mock *m, lntune_tune_result *
                 size_t errlen, lntune_best *best) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.db", dir, name);
+    m->finals = m->finalist_runs = m->builtin_in_final = m->searches = 0;
     const char *ops[] = {"layernorm"};
     lntune_shape shape = {.H = 64, .rows = 8};
     lntune_tune_config cfg = {.db_path = path,
@@ -150,7 +171,7 @@ static int tune(const char *dir, const char *name, mock *m, lntune_tune_result *
 }
 
 static mock plain_mock(void) {
-    mock m = {.builtin = NV};
+    mock m = {.list = variants_list, .n = NV, .builtin = NV};
     for (size_t i = 0; i < NV; ++i) m.batch_ns[i] = m.final_ns[i] = 110.0 + 10.0 * (double)i;
     return m;
 }
@@ -194,6 +215,54 @@ int main(void) {
           "the built-in is a finalist and wins when fastest: rc %d, in final %d, best %s", rc,
           m.builtin_in_final, best.variant ? best.variant : "(none)");
     free((char *)best.variant);
+
+    /* v=1,h=fixed wins at 100 ns; its twin v=1,h=runtime takes 105, the built-in 120. */
+    m = (mock){.list = h_list, .n = 3, .builtin = 2};
+    const double h_ns[] = {100.0, 105.0, 120.0};
+    memcpy(m.batch_ns, h_ns, sizeof h_ns);
+    memcpy(m.final_ns, h_ns, sizeof h_ns);
+    rc = tune(dir, "twin", &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && best.variant && strcmp(best.variant, "v=1,h=fixed") == 0 &&
+              !best.any_h && best.twin_variant && best.twin_artifact_key &&
+              strcmp(best.twin_variant, "v=1,h=runtime") == 0 && best.twin_median_ns == 105.0,
+          "a fixed-H winner stores its twin: rc %d, best %s, twin %s at %.1f ns", rc,
+          best.variant ? best.variant : "(none)", best.twin_variant ? best.twin_variant : "(none)",
+          best.twin_median_ns);
+    free_best(&best);
+
+    m.final_ns[2] = 106.0; /* the twin within 2% of the built-in: declined */
+    rc = tune(dir, "twin-slow", &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && best.variant && strcmp(best.variant, "v=1,h=fixed") == 0 &&
+              best.twin_variant && strcmp(best.twin_variant, "v=1,h=runtime") == 0 &&
+              !best.twin_artifact_key,
+          "a twin no faster than the built-in is declined, with no code: rc %d, best %s, twin %s "
+          "%s",
+          rc, best.variant ? best.variant : "(none)",
+          best.twin_variant ? best.twin_variant : "(none)",
+          best.twin_artifact_key ? "stored" : "declined");
+    free_best(&best);
+    rc = tune(dir, "twin-slow", &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && res.from_db && m.finals == 0 && best.twin_variant &&
+              !best.twin_artifact_key,
+          "a declined twin is not tried again: rc %d, from db %d, %d final runs", rc, res.from_db,
+          m.finals);
+    free_best(&best);
+
+    m.final_ns[2] = 120.0;
+    mock_target.twins = 0; /* a winner stored before twins */
+    rc = tune(dir, "twin-later", &m, &res, err, sizeof err, &best);
+    mock_target.twins = 1;
+    CHECK(rc == LNTUNE_OK && best.variant && !best.twin_variant,
+          "stored without twins: rc %d, twin %s", rc,
+          best.twin_variant ? best.twin_variant : "(none)");
+    free_best(&best);
+    rc = tune(dir, "twin-later", &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && res.from_db && m.searches == 0 && best.twin_variant &&
+              best.twin_artifact_key && strcmp(best.twin_variant, "v=1,h=runtime") == 0,
+          "the next run adds the twin and searches nothing: rc %d, from db %d, %d batches, twin "
+          "%s",
+          rc, res.from_db, m.searches, best.twin_variant ? best.twin_variant : "(none)");
+    free_best(&best);
 
     scratch_dir_finish(dir, check_failures);
     return CHECK_SUMMARY();

@@ -1,9 +1,10 @@
 /*
  * test_tuned.c - shapes tuned on this machine run their tuned kernel, loaded from the database's
  * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, the nearest H
- * whose winner reads H at run time (a fixed-H winner never serves another H), a multi-threaded
- * winner on the pool, a winner that declines its args (the built-in takes over), and a winner
- * whose artifact is not a loadable shared object (the built-in serves, the call succeeds).
+ * whose winner reads H at run time (a fixed-H winner never serves another H, its run-time-H
+ * twin does), a multi-threaded winner on the pool, a winner that declines its args (the built-in
+ * takes over), and a winner whose artifact is not a loadable shared object (the built-in serves,
+ * the call succeeds).
  * Every result is also checked against the float64 reference. The built-ins store
  * non-temporally from the streaming crossover the tuner measured and stored for this machine
  * (the nearest thread count's), and LNTUNE_STREAMING_BYTES overrides it (the debug log says).
@@ -60,6 +61,9 @@ static const struct {
      "layernorm H=3072: not tuned; the nearest run-time-H winner (H=4096, not the fixed-H 768) "
      "serves it, on its 2 threads"},
     {0, 100000, 3, 1, 1, 1, 2, "layernorm H=100000: the nearest run-time-H winner serves it"},
+    {0, 896, 64, 1, 1, 2, 2,
+     "layernorm H=896: not tuned; the run-time-H twin of the fixed-H 768 winner serves it (its "
+     "rows as aligned), on the winner's 2 threads"},
     {0, 4096, 4, 1, 1, 0, 0,
      "layernorm H=4096 rows=4: the 4096-row winner streams past the crossover, this call fits "
      "under it: built-in"},
@@ -79,10 +83,13 @@ int main(int argc, char **argv) {
         lntune_db_close(t.db);
         return test_summary();
     }
-    /* Winners: 768 at rows 9-64 (fixed H, 2 threads); 1000 declining; 4096 at 4096 rows. */
+    /* Winners: 768 at rows 9-64 (fixed H, 2 threads, with its twin); 1000 declining; 4096 at
+     * 4096 rows. */
     int ok = put_tuned(t.db, t.hw, "layernorm",
                        "vec=8,acc=4,stats=welford,affine=fused,h=fixed,threads=2", 768, 64, 1, 2,
                        TUNED_RUNS) == 0;
+    ok &= put_twin(t.db, t.hw, "layernorm",
+                   "vec=8,acc=4,stats=welford,affine=fused,h=runtime,threads=2", 768, 64, 1) == 0;
     ok &= put_tuned(t.db, t.hw, "rmsnorm", "vec=4,stats=wide,affine=none,threads=1", 1000, 1, 0, 1,
                     TUNED_DECLINES) == 0;
     ok &= put_tuned(t.db, t.hw, "layernorm", "vec=8,acc=2,stats=onepass,affine=fused,threads=2",
@@ -91,10 +98,10 @@ int main(int argc, char **argv) {
     lntune_artifact junk = {"junk", "",   "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
                             15,     NULL, NULL};
     lntune_db_key k = {t.hw, "cpu", "layernorm", "f32", 512, 1, 0};
-    lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0, 0, 0};
+    lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0, 0, 0, NULL, NULL, 0};
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
-    test_case(ok, "store four tuned winners with their artifacts");
+    test_case(ok, "store four tuned winners and a twin with their artifacts");
     ok = lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 1, 1234567, "h") == LNTUNE_OK &&
          lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 64, 7654321, "h") == LNTUNE_OK;
     test_case(ok, "store streaming crossovers at 1 and 64 threads");

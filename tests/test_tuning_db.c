@@ -24,6 +24,11 @@
 static int failures;
 static char tmpdir[256];
 
+/* Takes a database back to before schema version 5 (a downgrade test's first statements). */
+#define DROP_TWINS                                                                                 \
+    "ALTER TABLE best DROP COLUMN twin_variant; ALTER TABLE best DROP COLUMN twin_artifact_key; "  \
+    "ALTER TABLE best DROP COLUMN twin_median_ns; "
+
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
@@ -183,7 +188,7 @@ static void make_full_db(const char *path) {
         "art",       "int f(void);",     "cc", "-O2", "f", object_blob, sizeof object_blob,
         shared_blob, sizeof shared_blob, NULL, NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
-    lntune_best b = {"vec=8", "art", 2, 512, 2, 5, 6, 7, 10, 0, 0};
+    lntune_best b = {"vec=8", "art", 2, 512, 2, 5, 6, 7, 10, 0, 0, NULL, NULL, 0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     /* Enough pages that a truncated copy loses b-tree pages, not only free space. */
     for (int i = 0; i < 40; ++i) {
@@ -238,9 +243,16 @@ static int collect_best(void *ud, const lntune_db_key *k, const lntune_best *b) 
 
 typedef struct {
     int called;
-    lntune_best b; /* its strings point into variant and artifact_key below */
-    char variant[64], artifact_key[64];
+    lntune_best b; /* its strings point into the buffers below (or are NULL) */
+    char variant[64], artifact_key[64], twin_variant[64], twin_artifact_key[64];
 } one_best;
+
+/* s copied into buf, or NULL when s is. */
+static const char *keep(char *buf, size_t size, const char *s) {
+    if (!s) return NULL;
+    snprintf(buf, size, "%s", s);
+    return buf;
+}
 
 static int get_one_best(void *ud, const lntune_best *b) {
     one_best *o = ud;
@@ -248,10 +260,10 @@ static int get_one_best(void *ud, const lntune_best *b) {
     o->b = *b;
     snprintf(o->variant, sizeof o->variant, "%s", b->variant);
     o->b.variant = o->variant;
-    if (b->artifact_key) {
-        snprintf(o->artifact_key, sizeof o->artifact_key, "%s", b->artifact_key);
-        o->b.artifact_key = o->artifact_key;
-    }
+    o->b.artifact_key = keep(o->artifact_key, sizeof o->artifact_key, b->artifact_key);
+    o->b.twin_variant = keep(o->twin_variant, sizeof o->twin_variant, b->twin_variant);
+    o->b.twin_artifact_key =
+        keep(o->twin_artifact_key, sizeof o->twin_artifact_key, b->twin_artifact_key);
     return 0;
 }
 
@@ -283,7 +295,7 @@ static int get_one_artifact(void *ud, const lntune_artifact *a) {
 /* ---- cases ---- */
 
 static void schema_version_is_the_last_section(void) {
-    CHECK(lntune_db_schema_version() == 4);
+    CHECK(lntune_db_schema_version() == 5);
 }
 
 static void rows_bucket_boundaries(void) {
@@ -516,7 +528,7 @@ static void best_per_bucket(void) {
     int64_t hw = 0;
     lntune_db *db = open_new("best.db", &hw);
     lntune_db_key k = test_key(hw, "rmsnorm", 4096, 4096); /* bucket 513-4096 */
-    lntune_best a = {"A", "artA", 2, 4096, 100, 50, 60, 1e-7, 300, 0, 0};
+    lntune_best a = {"A", "artA", 2, 4096, 100, 50, 60, 1e-7, 300, 0, 0, NULL, NULL, 0};
     one_best o = {0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &a), LNTUNE_OK);
     for (int64_t rows = 513; rows <= 4096; rows += 3583) {
@@ -535,7 +547,7 @@ static void best_per_bucket(void) {
     k.rows = 512;
     CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_ENOTFOUND);
 
-    lntune_best b = {"B", NULL, 1, 1000, 90, 55, 60, 0, NAN, 0, 0};
+    lntune_best b = {"B", NULL, 1, 1000, 90, 55, 60, 0, NAN, 0, 0, NULL, NULL, 0};
     k.rows = 1000; /* same bucket: replaces A */
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     memset(&o, 0, sizeof o);
@@ -544,7 +556,7 @@ static void best_per_bucket(void) {
     CHECK_STR(o.variant, "B");
     CHECK(o.b.tuned_rows == 1000 && o.b.artifact_key == NULL && isnan(o.b.naive_ns));
 
-    lntune_best c = {"C", NULL, 1, 1, 5, 1, 1, 0, 6, 0, 0};
+    lntune_best c = {"C", NULL, 1, 1, 5, 1, 1, 0, 6, 0, 0, NULL, NULL, 0};
     k.rows = 1;
     CHECK_RC(db, lntune_db_set_best(db, &k, &c), LNTUNE_OK);
     memset(&o, 0, sizeof o);
@@ -577,7 +589,7 @@ static void each_best_is_ordered(void) {
     for (size_t i = 0; i < sizeof put / sizeof put[0]; ++i) {
         lntune_db_key k = {put[i].hw, put[i].target, put[i].op, put[i].dtype,
                            put[i].H,  put[i].rows,   1};
-        lntune_best b = {"v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1, 0, 0};
+        lntune_best b = {"v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1, 0, 0, NULL, NULL, 0};
         CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     }
     char want[6][128];
@@ -706,7 +718,7 @@ static void migrates_version_1(void) {
     raw_exec(p, "ALTER TABLE hardware DROP COLUMN kind; ALTER TABLE hardware DROP COLUMN "
                 "compute_capability; ALTER TABLE hardware DROP COLUMN memory_bus_bits; "
                 "ALTER TABLE hardware DROP COLUMN driver_version; ALTER TABLE artifacts DROP "
-                "COLUMN ptx; DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; "
+                "COLUMN ptx; DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; " DROP_TWINS
                 "ALTER TABLE artifacts DROP COLUMN code_sha256; PRAGMA user_version = 1;");
     CHECK(raw_int(p, "PRAGMA user_version") == 1);
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
@@ -745,8 +757,9 @@ static void crossovers(void) {
              LNTUNE_ENOTFOUND);
     CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 0, 1, "h"), LNTUNE_EINVAL);
     lntune_db_close(db);
-    raw_exec(p, "DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; ALTER TABLE artifacts "
-                "DROP COLUMN code_sha256; PRAGMA user_version = 2;");
+    raw_exec(p, DROP_TWINS
+             "DROP TABLE crossovers; ALTER TABLE best DROP COLUMN any_h; ALTER TABLE artifacts "
+             "DROP COLUMN code_sha256; PRAGMA user_version = 2;");
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
     CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
     CHECK(raw_int(p, "SELECT count(*) FROM hardware") == 1);
@@ -797,7 +810,8 @@ static void code_digests(void) {
     CHECK_RC(db, lntune_db_get_artifact(db, "k", intact_of, &intact), LNTUNE_OK);
     CHECK(intact == 0); /* altered after put */
     lntune_db_close(db);
-    raw_exec(p, "ALTER TABLE artifacts DROP COLUMN code_sha256; PRAGMA user_version = 3;");
+    raw_exec(p,
+             DROP_TWINS "ALTER TABLE artifacts DROP COLUMN code_sha256; PRAGMA user_version = 3;");
     CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
     CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
     CHECK_RC(db, lntune_db_get_artifact(db, "k", intact_of, &intact), LNTUNE_OK);
@@ -823,7 +837,8 @@ static void wisdom_export(void) {
     lntune_artifact a = {
         .key = "secret-key", .source = "s", .symbol = "f", .shared = so, .shared_len = sizeof so};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
-    lntune_best b = {"vec=8", "secret-key", 2, 64, 100.0, 50.0, 55.0, 1e-7, 300.0, 1, 0};
+    lntune_best b = {"vec=8", "secret-key", 2, 64, 100.0, 50.0, 55.0,
+                     1e-7,    300.0,        1, 0,  NULL,  NULL, 0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 2, 1 << 26, "th1"), LNTUNE_OK);
     snprintf(out, sizeof out, "%s.jsonl", p);
@@ -875,7 +890,7 @@ static void nearest_best(void) {
     for (size_t i = 0; i < sizeof put / sizeof put[0]; ++i) {
         lntune_db_key k = {hw,       "cpu",       "layernorm",  put[i].dtype,
                            put[i].H, put[i].rows, put[i].affine};
-        lntune_best b = {"v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1, put[i].any_h, 0};
+        lntune_best b = {"v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1, put[i].any_h, 0, NULL, NULL, 0};
         CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     }
     lntune_db_key want = {hw, "cpu", "layernorm", "f32", 2900, 64, 1};
@@ -890,6 +905,68 @@ static void nearest_best(void) {
     CHECK(got == 2900);
     want.dtype = "f16";
     CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h, &got), LNTUNE_ENOTFOUND);
+    lntune_db_close(db);
+}
+
+/* A fixed-H winner's run-time-H twin (schema version 5): stored beside it, read back by
+ * get_best, handed over by get_nearest_best in the winner's place (any_h set, the twin's
+ * variant, artifact and figures), cleared when set_best replaces the winner; never on a winner
+ * that reads H at run time itself. */
+static void runtime_h_twin(void) {
+    int64_t hw = 0;
+    lntune_db *db = open_new("twin.db", &hw);
+    lntune_db_key fixed = test_key(hw, "layernorm", 3000, 64), runtime = fixed, want = fixed;
+    runtime.H = 4096;
+    want.H = 3010;
+    lntune_best f = {"h=fixed,vec=8", "artF", 2, 64, 100, 50, 60, 1e-7, 300, 0, 0, NULL, NULL, 0};
+    lntune_best r = {"h=runtime,vec=4", "artR", 1, 64, 200, 25, 60, 1e-7, 300, 1, 0, NULL, NULL, 0};
+    CHECK_RC(db, lntune_db_set_best(db, &fixed, &f), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_set_best(db, &runtime, &r), LNTUNE_OK);
+    one_best o = {0};
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.H == 4096); /* no twin yet: the fixed-H winner never serves 3010 */
+
+    CHECK_RC(db, lntune_db_set_twin(db, &fixed, "h=runtime,vec=8", "artT", 125), LNTUNE_OK);
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_best(db, &fixed, get_one_best, &o), LNTUNE_OK);
+    CHECK_STR(o.variant, "h=fixed,vec=8");
+    CHECK(o.b.any_h == 0 && o.b.twin_median_ns == 125 && o.b.twin_variant &&
+          strcmp(o.b.twin_variant, "h=runtime,vec=8") == 0);
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.H == 3000 && o.b.any_h == 1 && o.b.threads == 2 && o.b.median_ns == 125 &&
+          o.b.gbps == 40 && isnan(o.b.max_error) && o.b.twin_artifact_key == NULL);
+    CHECK_STR(o.variant, "h=runtime,vec=8");
+    CHECK_STR(o.artifact_key, "artT");
+
+    CHECK_RC(db, lntune_db_set_twin(db, &runtime, "x", "artX", 1), LNTUNE_ENOTFOUND);
+    CHECK_RC(db, lntune_db_set_twin(db, &fixed, NULL, "artX", 1), LNTUNE_EINVAL);
+    CHECK_RC(db, lntune_db_set_best(db, &fixed, &f), LNTUNE_OK); /* a new winner: no twin */
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_best(db, &fixed, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.twin_variant == NULL && o.b.twin_artifact_key == NULL && isnan(o.b.twin_median_ns));
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.H == 4096);
+    /* A declined twin (no code) is remembered and serves nothing. */
+    CHECK_RC(db, lntune_db_set_twin(db, &fixed, "h=runtime,vec=8", NULL, 140), LNTUNE_OK);
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_best(db, &fixed, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.twin_variant && strcmp(o.b.twin_variant, "h=runtime,vec=8") == 0 &&
+          o.b.twin_artifact_key == NULL && o.b.twin_median_ns == 140);
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.H == 4096);
+    lntune_db_close(db);
+    /* A version-4 database (before twins) gains the columns and keeps its winners, twinless. */
+    char p[512];
+    raw_exec(tpath(p, "twin.db"), DROP_TWINS "PRAGMA user_version = 4;");
+    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
+    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_best(db, &fixed, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.called == 1 && o.b.twin_variant == NULL && isnan(o.b.twin_median_ns));
+    CHECK_RC(db, lntune_db_set_twin(db, &fixed, "h=runtime,vec=8", "artT", 125), LNTUNE_OK);
     lntune_db_close(db);
 }
 
@@ -928,7 +1005,7 @@ static void readonly_never_writes(void) {
     one_artifact *a = calloc(1, sizeof *a);
     CHECK_RC(db, lntune_db_get_artifact(db, "art", get_one_artifact, a), LNTUNE_OK);
     free(a);
-    lntune_best b = {"other", NULL, 1, 512, 1, 1, 1, 0, 1, 0, 0};
+    lntune_best b = {"other", NULL, 1, 512, 1, 1, 1, 0, 1, 0, 0, NULL, NULL, 0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_EDB);
     CHECK(strstr(lntune_db_errmsg(db), "readonly") != NULL);
     lntune_measurement m = {"x", "h", "ok", NULL, NULL, 0, 0, 0, 0, 0, 0, 0};
@@ -1086,6 +1163,7 @@ int main(void) {
         {"a version-1 database migrates to the GPU columns", migrates_version_1},
         {"crossovers: per machine, name and threads; version 2 migrates", crossovers},
         {"the nearest run-time-H winner", nearest_best},
+        {"a fixed-H winner's run-time-H twin", runtime_h_twin},
         {"read-only open of a missing file is ENOTFOUND", readonly_missing_is_notfound},
         {"read-only open never writes", readonly_never_writes},
         {"refused unchanged: a text file", refuses_text_file},

@@ -93,16 +93,15 @@ static int tunedb_create(tunedb_file *t, const char *dir, const char *name) {
 }
 
 /*
- * Stores a tuned kernel for (op, dtype text, H, rows' bucket, affine) on hardware hw: variant
- * generated for H, the types and the fusion of op's text ("layernorm+residual_out"), wrapped
- * (see above), compiled, saved as an artifact, and made the best. 0 on success.
+ * Generates variant for (op's text, dtype text, H), wraps it (see above), compiles it and stores
+ * it as an artifact keyed key[96]; *any_h: whether it reads H at run time. 0 on success.
  */
-static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char *dtype,
-                           const char *variant, int64_t H, int64_t rows, int affine, int threads,
-                           int behaviour) __attribute__((unused));
-static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char *dtype,
-                           const char *variant, int64_t H, int64_t rows, int affine, int threads,
-                           int behaviour) {
+static int store_tuned_kernel(lntune_db *db, const char *op, const char *dtype, const char *variant,
+                              int64_t H, int behaviour, const char *key, int *any_h, char *resolved,
+                              size_t resolved_size) __attribute__((unused));
+static int store_tuned_kernel(lntune_db *db, const char *op, const char *dtype, const char *variant,
+                              int64_t H, int behaviour, const char *key, int *any_h, char *resolved,
+                              size_t resolved_size) {
     lntune_gen *g = NULL;
     lntune_source src = {0};
     lntune_shape shape = {.H = H};
@@ -110,7 +109,7 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
     int offset = 0;
     if (lntune_types_parse(dtype, &shape.types) != 0 ||
         lntune_op_key_parse(op, base, sizeof base, &shape.fusion, &offset) != 0) {
-        fprintf(stderr, "put_tuned_typed: bad dtype %s or op %s\n", dtype, op);
+        fprintf(stderr, "store_tuned_kernel: bad dtype %s or op %s\n", dtype, op);
         return -1;
     }
     shape.affine = offset ? LNTUNE_AFFINE_OFFSET : LNTUNE_AFFINE_ANY;
@@ -132,19 +131,59 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
              src.text,
              behaviour == TUNED_DECLINES ? "LNTUNE_KERNEL_EUNSUPPORTED" : "tuned_inner(a, b, e)");
     void *so = build_shared(text, &so_len);
-    char key[96];
-    snprintf(key, sizeof key, "test-%s-%s-%lld-%lld-%d-%d", op, dtype, (long long)H,
-             (long long)rows, affine, behaviour);
     lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len, NULL, NULL};
-    lntune_db_key k = {hw, "cpu", op, dtype, H, rows, affine};
-    lntune_best best = {src.variant, key,  threads, rows,   1000.0,
-                        10.0,        20.0, 1e-7,    2000.0, .any_h = !src.fixed_h};
     rc = so ? lntune_db_put_artifact(db, &art) : -1;
-    if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &k, &best);
-    if (rc != LNTUNE_OK) fprintf(stderr, "put_tuned: %s\n", lntune_db_errmsg(db));
+    if (rc != LNTUNE_OK) fprintf(stderr, "store_tuned_kernel: %s\n", lntune_db_errmsg(db));
+    *any_h = !src.fixed_h;
+    snprintf(resolved, resolved_size, "%s", src.variant);
     free(so);
     free(text);
     lntune_source_free(&src);
+    return rc == LNTUNE_OK ? 0 : -1;
+}
+
+/*
+ * Stores a tuned kernel for (op, dtype text, H, rows' bucket, affine) on hardware hw: variant
+ * generated for H, the types and the fusion of op's text ("layernorm+residual_out"), wrapped
+ * (see above), compiled, saved as an artifact, and made the best. 0 on success.
+ */
+static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char *dtype,
+                           const char *variant, int64_t H, int64_t rows, int affine, int threads,
+                           int behaviour) __attribute__((unused));
+static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char *dtype,
+                           const char *variant, int64_t H, int64_t rows, int affine, int threads,
+                           int behaviour) {
+    char key[96], resolved[512];
+    int any_h = 0;
+    snprintf(key, sizeof key, "test-%s-%s-%lld-%lld-%d-%d", op, dtype, (long long)H,
+             (long long)rows, affine, behaviour);
+    if (store_tuned_kernel(db, op, dtype, variant, H, behaviour, key, &any_h, resolved,
+                           sizeof resolved))
+        return -1;
+    lntune_db_key k = {hw, "cpu", op, dtype, H, rows, affine};
+    lntune_best best = {resolved, key,  threads, rows,   1000.0,
+                        10.0,     20.0, 1e-7,    2000.0, .any_h = any_h};
+    const int rc = lntune_db_set_best(db, &k, &best);
+    if (rc != LNTUNE_OK) fprintf(stderr, "put_tuned: %s\n", lntune_db_errmsg(db));
+    return rc == LNTUNE_OK ? 0 : -1;
+}
+
+/* Adds variant (h=runtime) as the run-time-H twin of the fp32 fixed-H winner put_tuned stored
+ * for (op, H, rows' bucket, affine). 0 on success. */
+static int put_twin(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
+                    int64_t rows, int affine) __attribute__((unused));
+static int put_twin(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
+                    int64_t rows, int affine) {
+    char key[96], resolved[512];
+    int any_h = 0;
+    snprintf(key, sizeof key, "twin-%s-%lld-%lld-%d", op, (long long)H, (long long)rows, affine);
+    if (store_tuned_kernel(db, op, "f32", variant, H, TUNED_RUNS, key, &any_h, resolved,
+                           sizeof resolved) ||
+        !any_h)
+        return -1;
+    lntune_db_key k = {hw, "cpu", op, "f32", H, rows, affine};
+    const int rc = lntune_db_set_twin(db, &k, resolved, key, 1100.0);
+    if (rc != LNTUNE_OK) fprintf(stderr, "put_twin: %s\n", lntune_db_errmsg(db));
     return rc == LNTUNE_OK ? 0 : -1;
 }
 

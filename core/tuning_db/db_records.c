@@ -508,7 +508,16 @@ int lntune_db_each_artifact(lntune_db *db, int (*cb)(void *ud, const lntune_arti
 
 #define BEST_COLUMNS                                                                               \
     "variant, artifact_key, threads, tuned_rows, median_ns, gbps, copy_gbps, max_error, "          \
-    "naive_ns, any_h, H"
+    "naive_ns, any_h, H, twin_variant, twin_artifact_key, twin_median_ns"
+
+/* BEST_COLUMNS as a row that serves other H: the winner where it reads H at run time, else its
+ * twin (schema.sql's version 5), with the twin's figures and no twin of its own. */
+#define RUNTIME_H_COLUMNS                                                                          \
+    "CASE WHEN any_h THEN variant ELSE twin_variant END, "                                         \
+    "CASE WHEN any_h THEN artifact_key ELSE twin_artifact_key END, threads, tuned_rows, "          \
+    "CASE WHEN any_h THEN median_ns ELSE twin_median_ns END, "                                     \
+    "CASE WHEN any_h THEN gbps ELSE gbps * median_ns / twin_median_ns END, copy_gbps, "            \
+    "CASE WHEN any_h THEN max_error END, naive_ns, 1, H, NULL, NULL, NULL"
 
 static lntune_best best_row(sqlite3_stmt *st, int i) {
     lntune_best b = {
@@ -523,6 +532,9 @@ static lntune_best best_row(sqlite3_stmt *st, int i) {
         .naive_ns = col_real(st, i + 8),
         .any_h = sqlite3_column_int(st, i + 9),
         .H = sqlite3_column_int64(st, i + 10),
+        .twin_variant = col_text(st, i + 11),
+        .twin_artifact_key = col_text(st, i + 12),
+        .twin_median_ns = col_real(st, i + 13),
     };
     return b;
 }
@@ -543,7 +555,8 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
         "excluded.artifact_key, threads = excluded.threads, tuned_rows = "
         "excluded.tuned_rows, median_ns = excluded.median_ns, gbps = excluded.gbps, "
         "copy_gbps = excluded.copy_gbps, max_error = excluded.max_error, naive_ns = "
-        "excluded.naive_ns, any_h = excluded.any_h, chosen_at = excluded.chosen_at",
+        "excluded.naive_ns, any_h = excluded.any_h, chosen_at = excluded.chosen_at, "
+        "twin_variant = NULL, twin_artifact_key = NULL, twin_median_ns = NULL",
         &st);
     if (!rc) {
         int src = bind_key(st, key, lntune_rows_bucket(key->rows));
@@ -559,6 +572,31 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
         src = bind_int(st, 17, b->any_h != 0, src);
         rc = run(db, st, src, "cannot store the best variant");
     }
+    return end(db, rc);
+}
+
+int lntune_db_set_twin(lntune_db *db, const lntune_db_key *key, const char *variant,
+                       const char *artifact_key, double median_ns) {
+    sqlite3_stmt *st;
+    int rc = not_open(db);
+    if (rc || (rc = check_key(db, key, "set_twin"))) return rc;
+    if (!variant) return lntune_dbi_fail(db, LNTUNE_EINVAL, "set_twin: needs a variant");
+    if ((rc = begin(db))) return rc;
+    rc = prepare(db,
+                 "UPDATE best SET twin_variant = ?8, twin_artifact_key = ?9, twin_median_ns = ?10 "
+                 "WHERE hardware_id = ?1 AND target = ?2 AND op = ?3 AND dtype = ?4 AND H = ?5 "
+                 "AND rows_bucket = ?6 AND affine = ?7 AND any_h = 0",
+                 &st);
+    if (!rc) {
+        int src = bind_key(st, key, lntune_rows_bucket(key->rows));
+        src = bind_text(st, 8, variant, src);
+        src = bind_text(st, 9, artifact_key, src);
+        src = bind_real(st, 10, median_ns, src);
+        rc = run(db, st, src, "cannot store the run-time-H twin");
+    }
+    if (!rc && sqlite3_changes(db->sq) != 1)
+        rc = lntune_dbi_fail(db, LNTUNE_ENOTFOUND, "set_twin: no fixed-H winner for %s %s H=%lld",
+                             key->op, key->dtype, (long long)key->H);
     return end(db, rc);
 }
 
@@ -596,8 +634,9 @@ int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
 int lntune_db_get_nearest_best(lntune_db *db, const lntune_db_key *key,
                                int (*cb)(void *ud, const lntune_best *b), void *ud) {
     return one_best(db, key, "get_nearest_best",
-                    "SELECT " BEST_COLUMNS " FROM best WHERE hardware_id = ?1 AND target = ?2 AND "
-                    "op = ?3 AND dtype = ?4 AND affine = ?7 AND any_h = 1 ORDER BY "
+                    "SELECT " RUNTIME_H_COLUMNS " FROM best WHERE hardware_id = ?1 AND "
+                    "target = ?2 AND op = ?3 AND dtype = ?4 AND affine = ?7 AND (any_h = 1 OR "
+                    "twin_artifact_key IS NOT NULL) ORDER BY "
                     "max(H, ?5) * 1.0 / min(H, ?5), abs(rows_bucket - ?6), H LIMIT 1",
                     cb, ud, "no run-time H winner");
 }

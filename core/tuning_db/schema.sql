@@ -135,3 +135,17 @@ ALTER TABLE best ADD COLUMN any_h INTEGER NOT NULL DEFAULT 0 CHECK (any_h IN (0,
 -- read-write.
 ALTER TABLE artifacts ADD COLUMN code_sha256 TEXT;
 UPDATE artifacts SET code_sha256 = lntune_code_sha256(source, shared, object, ptx);
+
+-- @version 5
+
+-- A fixed-H winner's run-time-H twin: the winner's variant with h=runtime (the same code reading H
+-- at run time), verified at H = 1 and 17 besides the tuned H and timed at the tuned shape. A fixed-H
+-- kernel serves only its own H, so without it a shape never tuned fell to the generic built-in
+-- even beside a tuned neighbour; liblntune serves it by the nearest H's twin (dispatch.c).
+-- twin_variant NULL: never tried (the winner reads H at run time itself, the target has no h knob,
+-- or the winner was stored before this version: the next tuning run tries it); twin_artifact_key
+-- NULL beside a variant: tried and declined (no faster than the built-in at the tuned shape, or
+-- failed its check), serving nothing.
+ALTER TABLE best ADD COLUMN twin_variant TEXT;
+ALTER TABLE best ADD COLUMN twin_artifact_key TEXT;
+ALTER TABLE best ADD COLUMN twin_median_ns REAL;

@@ -207,10 +207,19 @@ typedef struct lntune_best {
     double naive_ns; /* the naive two-pass kernel, same run */
     int any_h;       /* the kernel reads H at run time: it may serve other H (schema.sql) */
     int64_t H;       /* read back: the record's H (set_best takes the key's) */
+    /* Read back: a fixed-H winner's run-time-H twin (schema.sql's version 5; variant NULL:
+     * never tried; artifact key NULL: declined; median NaN: not timed). */
+    const char *twin_variant, *twin_artifact_key;
+    double twin_median_ns;
 } lntune_best;
 
 /* Sets the winner for key's rows bucket (BEGIN IMMEDIATE; replaces any earlier one). */
 int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_best *b);
+/* Adds a run-time-H twin (variant, its stored artifact, its median at the tuned shape) to key's
+ * fixed-H winner; artifact_key NULL records a twin tried and declined, which serves nothing;
+ * set_best clears it. LNTUNE_ENOTFOUND when the bucket has no fixed-H winner. */
+int lntune_db_set_twin(lntune_db *db, const lntune_db_key *key, const char *variant,
+                       const char *artifact_key, double median_ns);
 /* The winner for key's rows bucket; LNTUNE_ENOTFOUND if none. */
 int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
                        int (*cb)(void *ud, const lntune_best *b), void *ud);
@@ -223,8 +232,10 @@ int lntune_db_put_crossover(lntune_db *db, int64_t hw, const char *name, int thr
  * hash (hash may be NULL) into hash[size]. LNTUNE_ENOTFOUND if none. */
 int lntune_db_get_crossover(lntune_db *db, int64_t hw, const char *name, int threads,
                             int64_t *value, int *measured_threads, char *hash, size_t size);
-/* The any_h winner of key's hardware, target, op, dtype and affine whose H is nearest key's (by
- * ratio; then the nearest rows bucket, then the smaller H); LNTUNE_ENOTFOUND if none. */
+/* The kernel reading H at run time (an any_h winner, or a fixed-H winner's twin, handed over
+ * as the winner with any_h set) of key's hardware, target, op, dtype and affine whose H is
+ * nearest key's (by ratio; then the nearest rows bucket, then the smaller H); LNTUNE_ENOTFOUND
+ * if none. */
 int lntune_db_get_nearest_best(lntune_db *db, const lntune_db_key *key,
                                int (*cb)(void *ud, const lntune_best *b), void *ud);
 /* Every winner of one hardware row (0: of all), with its key, ordered by target, op, dtype, H. */

@@ -23,6 +23,7 @@ static void free_row(lntune_best_row *w) {
     free(w->op);
     free(w->dtype);
     free(w->variant);
+    free(w->twin_variant);
 }
 
 static int add_row(void *ud, const lntune_db_key *k, const lntune_best *b) {
@@ -42,11 +43,15 @@ static int add_row(void *ud, const lntune_db_key *k, const lntune_best *b) {
                          .gbps = b->gbps,
                          .copy_gbps = b->copy_gbps,
                          .max_error = b->max_error,
-                         .ratio_to_copy = b->copy_gbps > 0 ? b->gbps / b->copy_gbps : 0.0};
+                         .ratio_to_copy = b->copy_gbps > 0 ? b->gbps / b->copy_gbps : 0.0,
+                         /* a twin that serves: stored with its code, not declined */
+                         .twin_variant = b->twin_artifact_key ? strdup(b->twin_variant) : NULL,
+                         .twin_time_us = b->twin_median_ns * 1e-3};
     snprintf(w.shape, sizeof w.shape, "%lldx%lld", (long long)b->tuned_rows, (long long)k->H);
     lntune_best_row *rows = realloc(l->rows, (l->n + 1) * sizeof *rows);
     if (rows) l->rows = rows;
-    if (!rows || !w.target || !w.op || !w.dtype || !w.variant) {
+    if (!rows || !w.target || !w.op || !w.dtype || !w.variant ||
+        (b->twin_artifact_key && !w.twin_variant)) {
         free_row(&w);
         s->nomem = 1;
         return 1;

@@ -18,6 +18,8 @@ typedef struct lntune_best_row {
     int affine, threads;
     double time_us, gbps, copy_gbps, max_error;
     double ratio_to_copy; /* gbps / copy_gbps; 0 without a copy */
+    char *twin_variant;   /* the run-time-H twin serving other H (schema.sql), or NULL */
+    double twin_time_us;  /* its time at the tuned shape */
     char shape[40];       /* "64x96" */
 } lntune_best_row;
 

@@ -504,6 +504,9 @@ static int variants(void *state, lntune_plan *p, const char *const **list, size_
 static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
                     int *any_h) {
     cpu_target *c = state;
+    if (c->s.winner_src.text) lntune_source_free(&c->s.winner_src); /* an earlier call's */
+    free(c->s.winner_so);
+    c->s.winner_so = NULL;
     if (c->s.unit_of[v] < 0 || !c->s.units[c->s.unit_of[v]].ok ||
         lntune_gen_emit(c->gen, "cpu", lntune_plan_op(p), c->s.list[v], lntune_plan_shape(p), NULL,
                         &c->s.winner_src) != LNTUNE_OK)
@@ -607,9 +610,10 @@ static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t e
     return rc;
 }
 
-/* What the planner calls (target.h): name, leaders, by H, then the functions in its order. */
+/* What the planner calls (target.h): name, leaders, by H, twins, then the functions in its
+ * order. */
 /* clang-format off */
-static const lntune_target cpu_functions = {"cpu", TOP, 0, lntune_tune_default_rows,
+static const lntune_target cpu_functions = {"cpu", TOP, 0, 1, lntune_tune_default_rows,
     hardware, code_hash, variants, prepare, check, time_variants, artifact, end};
 /* clang-format on */
 

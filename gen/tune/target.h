@@ -52,6 +52,9 @@ typedef struct lntune_target {
     const char *name; /* the database's target: "cpu", "cuda" */
     int top;          /* leaders the search hands to the re-time */
     int by_h;         /* tune shapes in order of H (their row counts share compiled sources) */
+    /* Store a fixed-H winner's h=runtime twin, which the target's dispatch serves other H by
+     * (tuner.c: store_twin). */
+    int twins;
     /* The row count tuned when a shape gives none. */
     int64_t (*default_rows)(int64_t H);
     /* Writes the hardware row of this machine and the target's toolchain; its id to *hw. */
@@ -72,8 +75,8 @@ typedef struct lntune_target {
      * *copy_ns (FINAL) the copy's median in that run, NAN when it failed. */
     void (*time)(void *state, lntune_plan *p, const size_t *v, size_t n, lntune_time_mode mode,
                  lntune_outcome *out, double *copy_ns);
-    /* The winner's artifact (art's strings and bytes valid until end), its threads, and whether
-     * it reads H at run time (it may then serve shapes of other H untuned). */
+    /* Variant v's artifact (art's strings and bytes valid until the next artifact call or end),
+     * its threads, and whether it reads H at run time (it may then serve other H untuned). */
     int (*artifact)(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
                     int *any_h);
     void (*end)(void *state, lntune_plan *p);

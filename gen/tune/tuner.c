@@ -62,6 +62,9 @@ struct lntune_plan {
     stored *db_rows; /* measurements from earlier runs */
     size_t ndb_rows;
     char winner_key[64]; /* the stored winner's artifact key ("" if it has none) */
+    int winner_fixed_h;  /* the stored winner is fixed-H (store_twin) */
+    int twin_tried;      /* its twin was tried: stored, or declined */
+    char twin_key[64];   /* the stored twin's artifact key ("" if it has none) */
     const char *const *variants;
     size_t nvariants, naive, builtin;
     lntune_space *space;
@@ -527,7 +530,62 @@ static int from_best(void *ud, const lntune_best *b) {
     }
     lntune_tune_result_from_best(p->res, b);
     snprintf(p->winner_key, sizeof p->winner_key, "%s", b->artifact_key ? b->artifact_key : "");
+    p->winner_fixed_h = !b->any_h;
+    p->twin_tried = b->twin_variant != NULL;
+    snprintf(p->twin_key, sizeof p->twin_key, "%s",
+             b->twin_artifact_key ? b->twin_artifact_key : "");
     return 0;
+}
+
+/* The index of v's twin: its variant with h=fixed as h=runtime; nvariants when it has none. */
+static size_t twin_of(const lntune_plan *p, size_t v) {
+    static const char fixed[] = "h=fixed";
+    const char *variant = p->variants[v], *at = variant;
+    while ((at = strstr(at, fixed)) && at != variant && at[-1] != ',') at += sizeof fixed - 1;
+    const char *after = at ? at + sizeof fixed - 1 : NULL;
+    if (!at || (*after && *after != ',')) return p->nvariants;
+    char want[1024];
+    if ((size_t)snprintf(want, sizeof want, "%.*sh=runtime%s", (int)(at - variant), variant,
+                         after) >= sizeof want)
+        return p->nvariants;
+    for (size_t k = 0; k < p->nvariants; ++k)
+        if (strcmp(p->variants[k], want) == 0) return k;
+    return p->nvariants;
+}
+
+/*
+ * Stores winner v's run-time-H twin (schema.sql's version 5) where v is fixed-H: the same knobs
+ * with h=runtime, checked (verified at H = 1 and 17 besides the tuned H: problem.c) and timed
+ * side by side with v, the built-in and the copy. A fixed-H kernel serves its own H only, so a
+ * shape never tuned fell to the generic built-in even next to a tuned H (issue 36: 4096x777
+ * LayerNorm at 0.81x of its tuned speed, Xeon); the twin is this machine's tuned code for any H.
+ * A twin no faster than the built-in at the tuned shape is declined, since it would serve other
+ * H no better: recorded with no artifact, so that later runs do not try it again.
+ */
+static void store_twin(lntune_plan *p, size_t v) {
+    if (!p->t->twins || p->cfg->rebuild_only || lntune_plan_stopped(p)) return;
+    size_t fin[3] = {v, twin_of(p, v), p->builtin}, n = 3;
+    if (fin[1] == p->nvariants) return;
+    if (fin[2] >= p->nvariants || fin[2] == v || fin[2] == fin[1]) n = 2;
+    lntune_plan_progress(p, "twin");
+    size_t ok[3] = {fin[0], fin[1], fin[2]};
+    lntune_outcome outs[3];
+    const int checked = check_all(p, ok, n) == n; /* else the twin failed its check (recorded) */
+    if (checked) time_only(p, fin, n, LNTUNE_TIME_FINAL, outs);
+    if (lntune_plan_stopped(p)) return;
+    const int timed = checked && outs[1].state == LNTUNE_OUTCOME_OK;
+    if (timed) record_timed(p, fin + 1, 1, LNTUNE_TIME_FINAL, outs + 1);
+    const int faster = timed && (n == 2 || outs[2].state != LNTUNE_OUTCOME_OK ||
+                                 outs[1].t.score_ns * (1.0 + BUILTIN_MARGIN) < outs[2].t.score_ns);
+    lntune_artifact art;
+    int threads = 1, any_h = 0;
+    const int kept = faster &&
+                     p->t->artifact(p->state, p, fin[1], &art, &threads, &any_h) == LNTUNE_OK &&
+                     any_h && lntune_db_put_artifact(p->db, &art) == LNTUNE_OK;
+    if (lntune_db_set_twin(p->db, &p->key, p->variants[fin[1]], kept ? art.key : NULL,
+                           timed ? outs[1].t.median_ns : NAN) != LNTUNE_OK)
+        lntune_plan_fail(p, LNTUNE_EDB, "cannot write the tuning database, stopped: %s",
+                         lntune_db_errmsg(p->db));
 }
 
 /* Whether the stored winner's code is in the database, as lntune stored it. */
@@ -582,6 +640,15 @@ static int rebuild_winner(lntune_plan *p) {
     p->res->max_error = p->checked[v].max_error;
     p->res->rebuilt = 1;
     return 1;
+}
+
+/* The stored winner's twin, where the winner is fixed-H and its twin was never tried or its code
+ * was altered since (store_twin). */
+static void add_twin(lntune_plan *p) {
+    if (!p->t->twins || p->cfg->rebuild_only || !open_space(p)) return;
+    size_t v = 0;
+    while (v < p->nvariants && strcmp(p->variants[v], p->res->variant) != 0) ++v;
+    if (v < p->nvariants && twin_of(p, v) < p->nvariants && prepared(p)) store_twin(p, v);
 }
 
 /* variant without its threads=N item into buf: the knobs of the code, whatever the cores. */
@@ -643,7 +710,13 @@ static void tune_one(lntune_plan *p) {
     if (t->code_hash(p->state, p, p->code_hash, sizeof p->code_hash) != LNTUNE_OK) return;
     lntune_db_each_measurement(p->db, &p->key, p->code_hash, collect_stored, p);
     if (!p->cfg->retune) lntune_db_get_best(p->db, &p->key, from_best, p);
-    if (p->res->from_db && (winner_has_code(p) || rebuild_winner(p))) return;
+    if (p->res->from_db && (winner_has_code(p) || rebuild_winner(p))) {
+        /* a winner stored before twins, or a twin whose code was altered since */
+        if (p->winner_fixed_h &&
+            (!p->twin_tried || (p->twin_key[0] && !lntune_db_artifact_intact(p->db, p->twin_key))))
+            add_twin(p);
+        return;
+    }
     if (p->cfg->rebuild_only || lntune_plan_stopped(p)) return; /* never a search in this mode */
     p->res->from_db = 0;                                        /* the winner is chosen again */
     if (!open_space(p)) return;
@@ -665,6 +738,7 @@ static void tune_one(lntune_plan *p) {
     time_naive(p);
     if (lntune_plan_stopped(p)) return;
     store_winner(p, v, w.t.median_ns, w.max_error);
+    store_twin(p, v);
     snprintf(p->res->variant, sizeof p->res->variant, "%s", p->variants[v]);
     p->res->median_ns = w.t.median_ns;
     p->res->gbps = p->bytes / w.t.median_ns;
