@@ -18,6 +18,7 @@
 #include "half_ref.h"
 #include "lntune.h"
 #include "log_lines.h"
+#include "randn.h"
 #include "quant.h"
 #include "reference.h"
 #include "tune_once.h"
@@ -30,11 +31,7 @@
 
 enum { ROWS = 9, PAD = 16 };
 
-static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-static double uniform(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static uint64_t rng = 0x9e3779b97f4a7c15ULL; /* test_uniform's state */
 
 static lntune_dtype public_of(int type) {
     return (lntune_dtype)(type + 1); /* fp32, fp16, bf16 */
@@ -55,8 +52,9 @@ static int check_call(lntune *ctx, int ln, int xt, int qtype, int fused, int64_t
     int ok = x && res && y && xf && gamma && beta && z && yref && unit;
     for (size_t i = 0; ok && i < n; ++i) {
         /* row 3: a large mean; the others spread about 0 */
-        const float a = (float)(4.0 * uniform() - 2.0) + (i / (size_t)H == 3 ? 500.0f : 0.0f),
-                    b = fused ? (float)(2.0 * uniform() - 1.0) : 0.0f;
+        const float a = (float)(4.0 * test_uniform(&rng) - 2.0) +
+                        (i / (size_t)H == 3 ? 500.0f : 0.0f),
+                    b = fused ? (float)(2.0 * test_uniform(&rng) - 1.0) : 0.0f;
         lntune_ref_store(xt, x, (int64_t)i, a);
         lntune_ref_store(xt, res, (int64_t)i, b);
         /* what the kernel normalizes: the fp32 sum of the values as stored */
@@ -64,8 +62,8 @@ static int check_call(lntune *ctx, int ln, int xt, int qtype, int fused, int64_t
                 (fused ? (float)lntune_ref_load(xt, res, (int64_t)i) : 0.0f);
     }
     for (int64_t i = 0; ok && i < H; ++i) {
-        gamma[i] = (float)(0.5 + uniform());
-        beta[i] = (float)(uniform() - 0.5);
+        gamma[i] = (float)(0.5 + test_uniform(&rng));
+        beta[i] = (float)(test_uniform(&rng) - 0.5);
     }
     if (!ok) {
         CHECK(0, "out of memory");
@@ -167,8 +165,8 @@ static void check_invariance(lntune *ctx, int64_t H) {
     enum { R = 12 };
     float *x = malloc(R * H * sizeof *x), *gamma = malloc(H * sizeof *gamma), all_s[R], one_s[R];
     int8_t *all = malloc(R * H), *one = malloc(R * H);
-    for (int64_t i = 0; i < R * H; ++i) x[i] = (float)(4.0 * uniform() - 2.0);
-    for (int64_t i = 0; i < H; ++i) gamma[i] = (float)(0.5 + uniform());
+    for (int64_t i = 0; i < R * H; ++i) x[i] = (float)(4.0 * test_uniform(&rng) - 2.0);
+    for (int64_t i = 0; i < H; ++i) gamma[i] = (float)(0.5 + test_uniform(&rng));
     lntune_args a = {0};
     a.rows = R;
     a.H = H;

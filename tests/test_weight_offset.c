@@ -22,6 +22,7 @@
 #include "half_ref.h"
 #include "lntune.h"
 #include "log_lines.h"
+#include "randn.h"
 #include "reference.h"
 #include "tune_once.h"
 #include "verify.h"
@@ -33,11 +34,7 @@
 
 enum { ROWS = 7, PAD = 16 };
 
-static uint64_t rng = 0x2545f4914f6cdd1dULL;
-static double uniform(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static uint64_t rng = 0x2545f4914f6cdd1dULL; /* test_uniform's state */
 
 static lntune_dtype public_of(int type) {
     return (lntune_dtype)(type + 1); /* fp32, fp16, bf16 */
@@ -62,15 +59,16 @@ static int inputs_make(inputs *in, int ln, int xt, int yt, int pt, int fused, in
     in->xf = malloc(n * sizeof *in->xf);
     if (!in->x || !in->res || !in->gamma || !in->beta || !in->xf) return 0;
     for (size_t i = 0; i < n; ++i) {
-        const float a = (float)(4.0 * uniform() - 2.0) + (i / (size_t)H == 3 ? 500.0f : 0.0f);
+        const float a =
+            (float)(4.0 * test_uniform(&rng) - 2.0) + (i / (size_t)H == 3 ? 500.0f : 0.0f);
         lntune_ref_store(xt, in->x, (int64_t)i, a);
-        lntune_ref_store(xt, in->res, (int64_t)i, (float)(2.0 * uniform() - 1.0));
+        lntune_ref_store(xt, in->res, (int64_t)i, (float)(2.0 * test_uniform(&rng) - 1.0));
         in->xf[i] = (float)lntune_ref_load(xt, in->x, (int64_t)i) +
                     (fused ? (float)lntune_ref_load(xt, in->res, (int64_t)i) : 0.0f);
     }
     for (int64_t i = 0; i < H; ++i) {
-        lntune_ref_store(pt, in->gamma, i, (float)(uniform() - 0.5));
-        lntune_ref_store(pt, in->beta, i, (float)(uniform() - 0.5));
+        lntune_ref_store(pt, in->gamma, i, (float)(test_uniform(&rng) - 0.5));
+        lntune_ref_store(pt, in->beta, i, (float)(test_uniform(&rng) - 0.5));
     }
     return 1;
 }
