@@ -285,12 +285,13 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
                    "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
                    "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
                    "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
-                   "\"from_db\": %s, \"rebuilt\": %s, \"seeds\": %d}",
+                   "\"from_db\": %s, \"rebuilt\": %s, \"seeds\": %d, \"rechecked\": %d}",
                    i ? "," : "", r[i].target, r[i].op, w.direction, r[i].dtype,
                    (long long)r[i].rows, (long long)r[i].H, r[i].variant, w.time_us, r[i].gbps,
                    r[i].copy_gbps, w.ratio_to_copy, w.speedup_over_naive, r[i].max_error,
                    r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
-                   r[i].from_db ? "true" : "false", r[i].rebuilt ? "true" : "false", r[i].seeds);
+                   r[i].from_db ? "true" : "false", r[i].rebuilt ? "true" : "false", r[i].seeds,
+                   r[i].rechecked);
             continue;
         }
         if (i == 0 || strcmp(r[i].target, r[i - 1].target) != 0)
@@ -308,6 +309,10 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
         if (r[i].wrong || r[i].failed)
             printf("%-4s %-18s %-16s %d variants wrong, %d failed (kept in the database)\n", "", "",
                    "", r[i].wrong, r[i].failed);
+        if (r[i].rechecked == 2)
+            printf("%-4s %-18s %-16s the built-in beat the chosen kernel in two later looks: "
+                   "stored instead\n",
+                   "", "", "");
     }
     if (json) printf("\n]\n");
 }

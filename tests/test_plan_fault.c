@@ -10,7 +10,10 @@
  *    made of it, and wins when it is the fastest there (tuned is never slower than built-in);
  *  - a fixed-H winner gets its h=runtime twin stored beside it when the twin beats the built-in
  *    side by side, and not when it does not; a winner stored before twins gets its twin from
- *    the next run, which tunes nothing again.
+ *    the next run, which tunes nothing again;
+ *  - a run of two ops takes a second look at each choice after the other: a built-in that
+ *    turned faster later replaces the winner, one within the margin does not, and a run of one
+ *    op x shape takes no second look.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -33,11 +36,12 @@ enum { NV = sizeof variants_list / sizeof variants_list[0] };
 typedef struct {
     const char *const *list; /* the space: variants_list or h_list */
     size_t n;
-    int faulty_runs;     /* finalist runs that report a kernel 2x faster than the copy */
-    size_t builtin;      /* the target's built-in index (NV: none) */
-    double batch_ns[NV]; /* what a search batch sees */
-    double final_ns[NV]; /* what a final run sees */
-    int finals, finalist_runs, builtin_in_final, searches;
+    int faulty_runs;         /* finalist runs that report a kernel 2x faster than the copy */
+    size_t builtin;          /* the target's built-in index (NV: none) */
+    double batch_ns[NV];     /* what a search batch sees */
+    double final_ns[NV];     /* what a final run sees */
+    double builtin_later_ns; /* > 0: the built-in's time once a winner was stored */
+    int finals, finalist_runs, builtin_in_final, searches, stored;
     int64_t hw;
 } mock;
 
@@ -95,6 +99,7 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
     for (size_t k = 0; k < n; ++k) {
         double t = mode == LNTUNE_TIME_BATCH ? m->batch_ns[v[k]] : m->final_ns[v[k]];
         if (faulty) t = 50.0;
+        if (m->stored && m->builtin_later_ns > 0 && v[k] == m->builtin) t = m->builtin_later_ns;
         if (finalists && v[k] == m->builtin) m->builtin_in_final = 1;
         out[k].state = LNTUNE_OUTCOME_OK;
         out[k].t.median_ns = out[k].t.score_ns = out[k].t.min_ns = out[k].t.max_ns = t;
@@ -112,6 +117,7 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                              sizeof bytes, bytes,    sizeof bytes,    NULL,  NULL};
     *threads = 1;
     *any_h = strstr(m->list[v], "h=runtime") != NULL;
+    m->stored++;
     return LNTUNE_OK;
 }
 
@@ -121,7 +127,7 @@ static void end(void *state, lntune_plan *p) {
 
 /* Not const: a case turns twins off to store a winner as an older lntune did. */
 /* clang-format off */
-static lntune_target mock_target = {"cpu", 16, 0, 1, rows_for, hardware, code_hash, variants,
+static lntune_target mock_target = {"cpu", 16, 0, 1, 1, rows_for, hardware, code_hash, variants,
     prepare, check, time_variants, artifact, end};
 /* clang-format on */
 
@@ -140,17 +146,18 @@ static void free_best(lntune_best *b) {
     free((char *)b->twin_variant);
 }
 
-/* Tunes layernorm 8x64 with m into a fresh database under dir; the best stored, if any. */
-static int tune(const char *dir, const char *name, mock *m, lntune_tune_result *res, char *err,
-                size_t errlen, lntune_best *best) {
+/* Tunes layernorm 8x64 (then rmsnorm, with nops 2) with m into the database name under dir;
+ * layernorm's result and the best stored for it, if any. */
+static int tune_ops(const char *dir, const char *name, size_t nops, mock *m,
+                    lntune_tune_result *res, char *err, size_t errlen, lntune_best *best) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.db", dir, name);
-    m->finals = m->finalist_runs = m->builtin_in_final = m->searches = 0;
-    const char *ops[] = {"layernorm"};
+    m->finals = m->finalist_runs = m->builtin_in_final = m->searches = m->stored = 0;
+    const char *ops[] = {"layernorm", "rmsnorm"};
     lntune_shape shape = {.H = 64, .rows = 8};
     lntune_tune_config cfg = {.db_path = path,
                               .ops = ops,
-                              .nops = 1,
+                              .nops = nops,
                               .shapes = &shape,
                               .nshapes = 1,
                               .rigor = LNTUNE_RIGOR_EXHAUSTIVE};
@@ -158,7 +165,7 @@ static int tune(const char *dir, const char *name, mock *m, lntune_tune_result *
     size_t nr = 0;
     err[0] = '\0';
     const int rc = lntune_plan_run(&cfg, &mock_target, m, &r, &nr, err, errlen);
-    if (nr == 1) *res = r[0];
+    if (nr >= 1) *res = r[0];
     free(r);
     memset(best, 0, sizeof *best);
     lntune_db *db = NULL;
@@ -168,6 +175,11 @@ static int tune(const char *dir, const char *name, mock *m, lntune_tune_result *
     }
     lntune_db_close(db);
     return rc;
+}
+
+static int tune(const char *dir, const char *name, mock *m, lntune_tune_result *res, char *err,
+                size_t errlen, lntune_best *best) {
+    return tune_ops(dir, name, 1, m, res, err, errlen, best);
 }
 
 static mock plain_mock(void) {
@@ -262,6 +274,40 @@ int main(void) {
           "the next run adds the twin and searches nothing: rc %d, from db %d, %d batches, twin "
           "%s",
           rc, res.from_db, m.searches, best.twin_variant ? best.twin_variant : "(none)");
+    free_best(&best);
+
+    /* v=1 wins at 110 ns beside the built-in (v=6) at 130; after it is stored, the built-in
+     * takes 100 ns, the copy's time (faster would be a measurement fault). */
+    m = plain_mock();
+    m.builtin = 5;
+    m.final_ns[5] = 130.0;
+    m.builtin_later_ns = 100.0;
+    rc = tune_ops(dir, "recheck", 2, &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && res.rechecked == 2 && strcmp(res.variant, "v=6") == 0 &&
+              res.median_ns == 100.0 && best.variant && strcmp(best.variant, "v=6") == 0 &&
+              best.median_ns == 100.0,
+          "a built-in faster in two later looks replaces the winner: rc %d, rechecked %d, "
+          "result %s, best %s at %.1f ns",
+          rc, res.rechecked, res.variant, best.variant ? best.variant : "(none)", best.median_ns);
+    free_best(&best);
+
+    m = plain_mock();
+    m.builtin = 5;
+    m.final_ns[5] = 130.0;
+    m.builtin_later_ns = 109.0; /* faster than the winner, but within the 2% margin */
+    rc = tune_ops(dir, "recheck-margin", 2, &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && res.rechecked == 1 && best.variant &&
+              strcmp(best.variant, "v=1") == 0 && best.median_ns == 110.0,
+          "a later look within the margin keeps the winner and its figures: rc %d, rechecked %d, "
+          "best %s at %.1f ns",
+          rc, res.rechecked, best.variant ? best.variant : "(none)", best.median_ns);
+    free_best(&best);
+
+    m.builtin_later_ns = 100.0;
+    rc = tune(dir, "recheck-one", &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && res.rechecked == 0 && best.variant && strcmp(best.variant, "v=1") == 0,
+          "a run of one op x shape takes no second look: rc %d, rechecked %d, best %s", rc,
+          res.rechecked, best.variant ? best.variant : "(none)");
     free_best(&best);
 
     scratch_dir_finish(dir, check_failures);

@@ -610,10 +610,10 @@ static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t e
     return rc;
 }
 
-/* What the planner calls (target.h): name, leaders, by H, twins, then the functions in its
- * order. */
+/* What the planner calls (target.h): name, leaders, by H, twins, recheck, then the functions in
+ * its order. */
 /* clang-format off */
-static const lntune_target cpu_functions = {"cpu", TOP, 0, 1, lntune_tune_default_rows,
+static const lntune_target cpu_functions = {"cpu", TOP, 0, 1, 1, lntune_tune_default_rows,
     hardware, code_hash, variants, prepare, check, time_variants, artifact, end};
 /* clang-format on */
 

@@ -687,9 +687,10 @@ static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t e
 }
 
 /* What the planner calls (target.h): name, leaders, by H, twins (the GPU's nearest-H dispatch:
- * issue 37), then the functions in its order. */
+ * issue 37), recheck (the phases it answers are a shared CPU host's), then the functions in its
+ * order. */
 /* clang-format off */
-static const lntune_target cuda_functions = {"cuda", TOP, 1, 0, lntune_tune_cuda_default_rows,
+static const lntune_target cuda_functions = {"cuda", TOP, 1, 0, 0, lntune_tune_cuda_default_rows,
     hardware, code_hash, variants, prepare, check, time_variants, artifact, end};
 /* clang-format on */
 

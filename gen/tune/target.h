@@ -55,6 +55,8 @@ typedef struct lntune_target {
     /* Store a fixed-H winner's h=runtime twin, which the target's dispatch serves other H by
      * (tuner.c: store_twin). */
     int twins;
+    /* Take a second look at each choice after the run's other shapes (tuner.c: recheck). */
+    int recheck;
     /* The row count tuned when a shape gives none. */
     int64_t (*default_rows)(int64_t H);
     /* Writes the hardware row of this machine and the target's toolchain; its id to *hw. */

@@ -65,14 +65,16 @@ typedef struct lntune_tune_result {
     char variant[256]; /* the winner */
     double median_ns, gbps, copy_gbps, naive_ns, max_error;
     int compiled, cache_hits, reused, verified, wrong, failed, timed;
-    int crashed; /* of the failed: crashed or hung in the sandbox (sandbox.h) */
-    int saved;   /* measurements written to the database by this run */
-    int from_db; /* the winner came from an earlier run; nothing was measured */
-    int rebuilt; /* of from_db: its code was missing (imported wisdom), and was compiled and
-                  * verified here and stored */
-    int stale;   /* a winner is stored, but measured by another template or toolchain or at
-                  * other rows: it was (or, rebuild_only, is to be) tuned again */
-    int seeds;   /* the seed database's variants the search started from (0: a full search) */
+    int crashed;   /* of the failed: crashed or hung in the sandbox (sandbox.h) */
+    int saved;     /* measurements written to the database by this run */
+    int from_db;   /* the winner came from an earlier run; nothing was measured */
+    int rebuilt;   /* of from_db: its code was missing (imported wisdom), and was compiled and
+                    * verified here and stored */
+    int stale;     /* a winner is stored, but measured by another template or toolchain or at
+                    * other rows: it was (or, rebuild_only, is to be) tuned again */
+    int seeds;     /* the seed database's variants the search started from (0: a full search) */
+    int rechecked; /* a second look after the run's other shapes (tuner.c: recheck): 1 kept the
+                    * winner, 2 found the built-in faster twice and stored it instead */
 } lntune_tune_result;
 
 /*
