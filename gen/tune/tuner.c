@@ -537,6 +537,13 @@ static int from_best(void *ud, const lntune_best *b) {
     return 0;
 }
 
+/* The index of variant in the space (open_space), nvariants when it is not there. */
+static size_t variant_index(const lntune_plan *p, const char *variant) {
+    size_t v = 0;
+    while (v < p->nvariants && strcmp(p->variants[v], variant) != 0) ++v;
+    return v;
+}
+
 /* The index of v's twin: its variant with h=fixed as h=runtime; nvariants when it has none. */
 static size_t twin_of(const lntune_plan *p, size_t v) {
     static const char fixed[] = "h=fixed";
@@ -548,9 +555,7 @@ static size_t twin_of(const lntune_plan *p, size_t v) {
     if ((size_t)snprintf(want, sizeof want, "%.*sh=runtime%s", (int)(at - variant), variant,
                          after) >= sizeof want)
         return p->nvariants;
-    for (size_t k = 0; k < p->nvariants; ++k)
-        if (strcmp(p->variants[k], want) == 0) return k;
-    return p->nvariants;
+    return variant_index(p, want);
 }
 
 /*
@@ -630,8 +635,7 @@ static int prepared(lntune_plan *p) {
  */
 static int rebuild_winner(lntune_plan *p) {
     if (!open_space(p)) return 0;
-    size_t v = 0;
-    while (v < p->nvariants && strcmp(p->variants[v], p->res->variant) != 0) ++v;
+    size_t v = variant_index(p, p->res->variant);
     if (v == p->nvariants || !prepared(p)) return 0;
     lntune_plan_progress(p, "rebuild");
     if (check_all(p, &v, 1) == 0 || lntune_plan_stopped(p)) return 0;
@@ -646,8 +650,7 @@ static int rebuild_winner(lntune_plan *p) {
  * was altered since (store_twin). */
 static void add_twin(lntune_plan *p) {
     if (!p->t->twins || p->cfg->rebuild_only || !open_space(p)) return;
-    size_t v = 0;
-    while (v < p->nvariants && strcmp(p->variants[v], p->res->variant) != 0) ++v;
+    const size_t v = variant_index(p, p->res->variant);
     if (v < p->nvariants && twin_of(p, v) < p->nvariants && prepared(p)) store_twin(p, v);
 }
 
@@ -808,8 +811,7 @@ static void recheck(lntune_plan *p, lntune_tune_result *out) {
     if (p->t->code_hash(p->state, p, p->code_hash, sizeof p->code_hash) != LNTUNE_OK ||
         !open_space(p) || !prepared(p))
         return;
-    size_t v = 0;
-    while (v < p->nvariants && strcmp(p->variants[v], out->variant) != 0) ++v;
+    const size_t v = variant_index(p, out->variant);
     const size_t pair[2] = {v, p->builtin};
     size_t ok[2] = {v, p->builtin};
     if (v == p->nvariants || p->builtin >= p->nvariants || v == p->builtin ||
@@ -859,8 +861,7 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
             }
     }
     lntune_db *db = NULL, *seed_db = NULL;
-    lntune_shape *shapes = NULL, *tuned = NULL; /* tuned: each result's shape */
-    const char **ops = NULL;                    /* and its op */
+    lntune_shape *shapes = NULL;
     int64_t hw = 0;
     int rc = lntune_db_open(cfg->db_path, cfg->force ? LNTUNE_DB_FORCE : 0, &db);
     if (rc != LNTUNE_OK) {
@@ -874,9 +875,7 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
     }
     lntune_tune_result *res = calloc(cfg->nops * cfg->nshapes + 1, sizeof *res);
     shapes = malloc((cfg->nshapes + 1) * sizeof *shapes);
-    tuned = malloc((cfg->nops * cfg->nshapes + 1) * sizeof *tuned);
-    ops = malloc((cfg->nops * cfg->nshapes + 1) * sizeof *ops);
-    if (!res || !shapes || !tuned || !ops) {
+    if (!res || !shapes) {
         free(res);
         rc = LNTUNE_ENOMEM;
         snprintf(err, errlen, "out of memory");
@@ -887,8 +886,6 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
     if (t->by_h) qsort(shapes, cfg->nshapes, sizeof *shapes, by_h);
     for (size_t o = 0; o < cfg->nops && rc == LNTUNE_OK; ++o) {
         for (size_t s = 0; s < cfg->nshapes && rc == LNTUNE_OK; ++s) {
-            ops[*nresults] = cfg->ops[o];
-            tuned[*nresults] = shapes[s];
             lntune_plan p;
             plan_begin(&p, cfg, t, state, db, seed_db, cfg->ops[o], shapes[s], hw, &rc, err, errlen,
                        &res[(*nresults)++]);
@@ -897,21 +894,20 @@ int lntune_plan_run(const lntune_tune_config *cfg, const lntune_target *t, void 
             if (cfg->stop && *cfg->stop) goto done;
         }
     }
-    /* A second look at each choice, after the others were tuned (recheck). */
+    /* A second look at each choice, after the others were tuned (recheck); result i is op
+     * i / nshapes at shape i % nshapes, in the order of the loop above. */
     for (size_t i = 0; t->recheck && *nresults > 1 && i < *nresults && rc == LNTUNE_OK; ++i) {
         if (res[i].from_db || !res[i].variant[0]) continue;
         lntune_tune_result scratch = res[i]; /* the look's counters are not the tuning's */
         lntune_plan p;
-        plan_begin(&p, cfg, t, state, db, seed_db, ops[i], tuned[i], hw, &rc, err, errlen,
-                   &scratch);
+        plan_begin(&p, cfg, t, state, db, seed_db, cfg->ops[i / cfg->nshapes],
+                   shapes[i % cfg->nshapes], hw, &rc, err, errlen, &scratch);
         recheck(&p, &res[i]);
         plan_end(&p);
         if (cfg->stop && *cfg->stop) goto done;
     }
 done:
     free(shapes);
-    free(tuned);
-    free(ops);
     lntune_db_close(seed_db);
     lntune_db_close(db);
     return rc;
