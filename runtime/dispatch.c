@@ -13,7 +13,7 @@
  * reads H at run time serves it (the tuner verifies those at H = 1 and 17 besides the tuned H:
  * problem.c); with none the built-in does. On the CPU, a winner of another bucket or H serves
  * only a call on its side of the streaming crossover, and another H only rows aligned as its own
- * (serves(), with the figures that made the rule).
+ * unless its stores are plain (serves(), with the figures that made the rule).
  * The database keys dtype by the type tuple's text ("f32", "bf16", "bf16/f32/f32") and the
  * fusion in the op text ("layernorm+residual_out", fusion.h); a tuple with fp16/bf16 in it has
  * the typed built-in (builtin_typed.c), a residual call the residual built-in
@@ -228,14 +228,17 @@ static int64_t row_alignment(int64_t H, size_t element) {
     while (a < 64 && bytes % (2 * a) == 0) a *= 2;
     return a;
 }
+    c->any_alignment = b->any_alignment;
 
 /*
  * Whether a CPU winner tuned for another bucket or H may serve this call of rows x d->H. Its
  * tuned data must lie on the same side of the streaming crossover as the call's (a kernel tuned
  * to stream its stores past the caches loses on a call that fits in them, and the other way
  * round: a 2048x4096 winner ran 100x4096 at 0.73x its own tuned speed, below the built-in), and
- * for another H the call's rows must be aligned at least as the tuned ones (non-temporal and
- * vector stores of a 4096x768 winner ran 4096x777 at 0.40x the built-in's speed).
+ * for another H the call's rows must be aligned at least as the tuned ones, unless its stores
+ * are plain (any_alignment): non-temporal stores of a 4096x768 winner ran 4096x777 at 0.40x the
+ * built-in's speed (Xeon), where a plain-store twin of the same winner ran 4096x1000 at 1.41-1.50x
+ * and 4096x777 at 1.07-1.27x (Zen 4, 2 threads).
  */
 static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
                   const lntune_best_copy *b) {
@@ -246,7 +249,8 @@ static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
     const lntune_types t = lntune_types_unpacked(lntune_desc_dtype(d));
     const size_t element = lntune_type_size(t.y) < lntune_type_size(t.x) ? lntune_type_size(t.y)
                                                                          : lntune_type_size(t.x);
-    return b->H == d->H || row_alignment(d->H, element) >= row_alignment(b->H, element);
+    return b->H == d->H || b->any_alignment ||
+           row_alignment(d->H, element) >= row_alignment(b->H, element);
 }
 
 int lntune_dispatch_bucket(const lntune *ctx, int64_t rows) {

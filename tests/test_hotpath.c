@@ -177,8 +177,9 @@ int main(int argc, char **argv) {
     atomic_store(&counting, 1);
     rc = calls(ctx, x, y, g, 2500);
     atomic_store(&counting, 0);
-    /* Not for layernorm H=100: its rows are less aligned than the H=768 winner's (dispatch.c). */
-    test_case(rc == LNTUNE_OK && lntune_test_tuned_calls - tuned_before == 2500,
+    /* layernorm H=768, and H=100 too: its rows are less aligned than the H=768 winner's, whose
+     * plain stores serve rows of any alignment (dispatch.c). */
+    test_case(rc == LNTUNE_OK && lntune_test_tuned_calls - tuned_before == 5000,
               "10000 more calls: rc %d, the tuned kernel ran %d times", rc,
               lntune_test_tuned_calls - tuned_before);
     test_case(atomic_load(&n_sql) == 0, "  no SQL after the first call: %d", atomic_load(&n_sql));

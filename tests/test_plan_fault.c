@@ -41,6 +41,7 @@ typedef struct {
     double batch_ns[NV];     /* what a search batch sees */
     double final_ns[NV];     /* what a final run sees */
     double builtin_later_ns; /* > 0: the built-in's time once a winner was stored */
+    int plain_stores;        /* its kernels keep their speed on rows of any alignment */
     int finals, finalist_runs, builtin_in_final, searches, stored;
     int64_t hw;
 } mock;
@@ -106,8 +107,8 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
     }
 }
 
-static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
-                    int *any_h) {
+static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
+                    lntune_kernel_traits *traits) {
     mock *m = state;
     (void)p;
     static const char bytes[] = "not code";
@@ -115,8 +116,7 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                                        "mock-key-3", "mock-key-4", "mock-key-5"};
     *art = (lntune_artifact){keys[v],      "int x;", "mock compiler", "-O2", "k", bytes,
                              sizeof bytes, bytes,    sizeof bytes,    NULL,  NULL};
-    *threads = 1;
-    *any_h = strstr(m->list[v], "h=runtime") != NULL;
+    *traits = (lntune_kernel_traits){1, strstr(m->list[v], "h=runtime") != NULL, m->plain_stores};
     m->stored++;
     return LNTUNE_OK;
 }
@@ -226,10 +226,12 @@ int main(void) {
     CHECK(rc == LNTUNE_OK && m.builtin_in_final && best.variant && strcmp(best.variant, "v=6") == 0,
           "the built-in is a finalist and wins when fastest: rc %d, in final %d, best %s", rc,
           m.builtin_in_final, best.variant ? best.variant : "(none)");
+    CHECK(best.any_alignment == 0, "non-temporal stores are stored as such: any row alignment %d",
+          best.any_alignment);
     free((char *)best.variant);
 
     /* v=1,h=fixed wins at 100 ns; its twin v=1,h=runtime takes 105, the built-in 120. */
-    m = (mock){.list = h_list, .n = 3, .builtin = 2};
+    m = (mock){.list = h_list, .n = 3, .builtin = 2, .plain_stores = 1};
     const double h_ns[] = {100.0, 105.0, 120.0};
     memcpy(m.batch_ns, h_ns, sizeof h_ns);
     memcpy(m.final_ns, h_ns, sizeof h_ns);
@@ -240,6 +242,10 @@ int main(void) {
           "a fixed-H winner stores its twin: rc %d, best %s, twin %s at %.1f ns", rc,
           best.variant ? best.variant : "(none)", best.twin_variant ? best.twin_variant : "(none)",
           best.twin_median_ns);
+    CHECK(best.any_alignment == 1,
+          "the winner is stored as the target describes its code: "
+          "any row alignment %d",
+          best.any_alignment);
     free_best(&best);
 
     m.final_ns[2] = 106.0; /* the twin within 2% of the built-in: declined */

@@ -2,7 +2,8 @@
  * test_tuned.c - shapes tuned on this machine run their tuned kernel, loaded from the database's
  * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, the nearest H
  * whose winner reads H at run time (a fixed-H winner never serves another H, its run-time-H
- * twin does), a multi-threaded winner on the pool, a winner that declines its args (the built-in
+ * twin does; one with non-temporal stores only rows as aligned as its own), a multi-threaded
+ * winner on the pool, a winner that declines its args (the built-in
  * takes over), and a winner whose artifact is not a loadable shared object (the built-in serves,
  * the call succeeds).
  * Every result is also checked against the float64 reference. The built-ins store
@@ -55,8 +56,9 @@ static const struct {
     {0, 768, 40, 1, 0, 1, INT_MAX, "layernorm H=768 rows=40 gamma only: same bucket, tuned"},
     {0, 768, 1, 1, 1, 1, 1, "layernorm H=768 rows=1: nearest tuned bucket serves it"},
     {0, 768, 64, 0, 0, 0, 0, "layernorm H=768 without gamma: affine differs, built-in"},
-    {0, 769, 64, 1, 1, 0, 0,
-     "layernorm H=769: not tuned, and its rows are less aligned than any winner's: built-in"},
+    {0, 769, 64, 1, 1, 2, 2,
+     "layernorm H=769: not tuned; its rows are less aligned than the 768 winner's, whose twin "
+     "stores plainly and serves it, on the winner's 2 threads"},
     {0, 3072, 64, 1, 1, 2, 2,
      "layernorm H=3072: not tuned; the nearest run-time-H winner (H=4096, not the fixed-H 768) "
      "serves it, on its 2 threads"},
@@ -67,7 +69,12 @@ static const struct {
     {0, 4096, 4, 1, 1, 0, 0,
      "layernorm H=4096 rows=4: the 4096-row winner streams past the crossover, this call fits "
      "under it: built-in"},
-    {1, 768, 64, 1, 0, 0, 0, "rmsnorm H=768: not tuned, built-in"},
+    {1, 768, 64, 1, 0, 1, 1,
+     "rmsnorm H=768: not tuned; the nearest run-time-H winner (1024, non-temporal stores) serves "
+     "it, its rows as aligned"},
+    {1, 1023, 64, 1, 0, 0, 0,
+     "rmsnorm H=1023: not tuned; the nearest run-time-H winner (1024) stores non-temporally and "
+     "these rows are less aligned: built-in"},
     {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000: tuned kernel declined, built-in gave the result"},
     {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000 again: still asks the tuned one first"},
     {0, 4096, 4096, 1, 1, 2, 2, "layernorm H=4096 rows=4096: tuned, split over its 2 threads"},
@@ -84,7 +91,7 @@ int main(int argc, char **argv) {
         return test_summary();
     }
     /* Winners: 768 at rows 9-64 (fixed H, 2 threads, with its twin); 1000 declining; 4096 at
-     * 4096 rows. */
+     * 4096 rows; RMSNorm 1024 with non-temporal stores. */
     int ok = put_tuned(t.db, t.hw, "layernorm",
                        "vec=8,acc=4,stats=welford,affine=fused,h=fixed,threads=2", 768, 64, 1, 2,
                        TUNED_RUNS) == 0;
@@ -94,14 +101,16 @@ int main(int argc, char **argv) {
                     TUNED_DECLINES) == 0;
     ok &= put_tuned(t.db, t.hw, "layernorm", "vec=8,acc=2,stats=onepass,affine=fused,threads=2",
                     4096, 4096, 1, 2, TUNED_RUNS) == 0;
+    ok &= put_tuned(t.db, t.hw, "rmsnorm", "vec=4,stats=wide,affine=fused,store=nt,threads=1", 1024,
+                    64, 1, 1, TUNED_RUNS) == 0;
     /* A winner whose artifact holds no shared object the loader can use. */
     lntune_artifact junk = {"junk", "",   "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
                             15,     NULL, NULL};
     lntune_db_key k = {t.hw, "cpu", "layernorm", "f32", 512, 1, 0};
-    lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0, 0, 0, NULL, NULL, 0};
+    lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0, 0, 0, NULL, NULL, 0, 0};
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
-    test_case(ok, "store four tuned winners and a twin with their artifacts");
+    test_case(ok, "store five tuned winners and a twin with their artifacts");
     ok = lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 1, 1234567, "h") == LNTUNE_OK &&
          lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 64, 7654321, "h") == LNTUNE_OK;
     test_case(ok, "store streaming crossovers at 1 and 64 threads");

@@ -94,14 +94,15 @@ static int tunedb_create(tunedb_file *t, const char *dir, const char *name) {
 
 /*
  * Generates variant for (op's text, dtype text, H), wraps it (see above), compiles it and stores
- * it as an artifact keyed key[96]; *any_h: whether it reads H at run time. 0 on success.
+ * it as an artifact keyed key[96]; *traits: whether it reads H at run time and keeps its speed on
+ * rows of any alignment (the source's). 0 on success.
  */
 static int store_tuned_kernel(lntune_db *db, const char *op, const char *dtype, const char *variant,
-                              int64_t H, int behaviour, const char *key, int *any_h, char *resolved,
-                              size_t resolved_size) __attribute__((unused));
+                              int64_t H, int behaviour, const char *key, lntune_best *traits,
+                              char *resolved, size_t resolved_size) __attribute__((unused));
 static int store_tuned_kernel(lntune_db *db, const char *op, const char *dtype, const char *variant,
-                              int64_t H, int behaviour, const char *key, int *any_h, char *resolved,
-                              size_t resolved_size) {
+                              int64_t H, int behaviour, const char *key, lntune_best *traits,
+                              char *resolved, size_t resolved_size) {
     lntune_gen *g = NULL;
     lntune_source src = {0};
     lntune_shape shape = {.H = H};
@@ -134,7 +135,8 @@ static int store_tuned_kernel(lntune_db *db, const char *op, const char *dtype, 
     lntune_artifact art = {key, text, "cc", "-O2", "tuned_entry", NULL, 0, so, so_len, NULL, NULL};
     rc = so ? lntune_db_put_artifact(db, &art) : -1;
     if (rc != LNTUNE_OK) fprintf(stderr, "store_tuned_kernel: %s\n", lntune_db_errmsg(db));
-    *any_h = !src.fixed_h;
+    traits->any_h = !src.fixed_h;
+    traits->any_alignment = src.any_alignment;
     snprintf(resolved, resolved_size, "%s", src.variant);
     free(so);
     free(text);
@@ -154,15 +156,14 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
                            const char *variant, int64_t H, int64_t rows, int affine, int threads,
                            int behaviour) {
     char key[96], resolved[512];
-    int any_h = 0;
+    lntune_best best = {resolved, key, threads, rows, 1000.0, 10.0, 20.0, 1e-7,
+                        2000.0,   0,   0,       NULL, NULL,   0,    0};
     snprintf(key, sizeof key, "test-%s-%s-%lld-%lld-%d-%d", op, dtype, (long long)H,
              (long long)rows, affine, behaviour);
-    if (store_tuned_kernel(db, op, dtype, variant, H, behaviour, key, &any_h, resolved,
+    if (store_tuned_kernel(db, op, dtype, variant, H, behaviour, key, &best, resolved,
                            sizeof resolved))
         return -1;
     lntune_db_key k = {hw, "cpu", op, dtype, H, rows, affine};
-    lntune_best best = {resolved, key,  threads, rows,   1000.0,
-                        10.0,     20.0, 1e-7,    2000.0, .any_h = any_h};
     const int rc = lntune_db_set_best(db, &k, &best);
     if (rc != LNTUNE_OK) fprintf(stderr, "put_tuned: %s\n", lntune_db_errmsg(db));
     return rc == LNTUNE_OK ? 0 : -1;
@@ -175,11 +176,11 @@ static int put_twin(lntune_db *db, int64_t hw, const char *op, const char *varia
 static int put_twin(lntune_db *db, int64_t hw, const char *op, const char *variant, int64_t H,
                     int64_t rows, int affine) {
     char key[96], resolved[512];
-    int any_h = 0;
+    lntune_best traits = {0};
     snprintf(key, sizeof key, "twin-%s-%lld-%lld-%d", op, (long long)H, (long long)rows, affine);
-    if (store_tuned_kernel(db, op, "f32", variant, H, TUNED_RUNS, key, &any_h, resolved,
+    if (store_tuned_kernel(db, op, "f32", variant, H, TUNED_RUNS, key, &traits, resolved,
                            sizeof resolved) ||
-        !any_h)
+        !traits.any_h)
         return -1;
     lntune_db_key k = {hw, "cpu", op, "f32", H, rows, affine};
     const int rc = lntune_db_set_twin(db, &k, resolved, key, 1100.0);

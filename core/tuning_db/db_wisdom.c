@@ -3,7 +3,7 @@
  * machine, measurement, winner and crossover, keyed by the machine's fingerprint instead of a
  * row id, and never machine code (no artifact, no artifact key). The format, version 1:
  *
- *   {"lntune_wisdom": 1, "schema": 5}                                  first line
+ *   {"lntune_wisdom": 1, "schema": 6}                                  first line
  *   {"record": "machine", "fingerprint": ..., <hardware columns>}      before its records
  *   {"record": "measurement", "machine": FP, <measurements columns>}
  *   {"record": "best", "machine": FP, <best columns>}
@@ -11,7 +11,8 @@
  *
  * Column names are the schema's (schema.sql); a value is a JSON number, string or null. A winner's
  * run-time-H twin is not carried (it would arrive without its code): the next tuning run on the
- * importing machine tries it there (tuner.c's add_twin).
+ * importing machine tries it there (tuner.c's add_twin). Nor is any_alignment, a property of the
+ * code: the importing machine's tuner sets it when it builds the winner (rebuild_winner).
  * Readers ignore keys they do not know, so later versions may add columns.
  */
 #include "db_internal.h"

@@ -149,3 +149,13 @@ UPDATE artifacts SET code_sha256 = lntune_code_sha256(source, shared, object, pt
 ALTER TABLE best ADD COLUMN twin_variant TEXT;
 ALTER TABLE best ADD COLUMN twin_artifact_key TEXT;
 ALTER TABLE best ADD COLUMN twin_median_ns REAL;
+
+-- @version 6
+
+-- Whether a winner's kernel keeps its speed on rows of any alignment (the CPU templates' plain
+-- stores; non-temporal stores write partial lines on rows that do not start a cache line, and a
+-- store=nt 4096x768 winner ran 4096x777 at 0.40x the built-in's speed). liblntune gives a kernel
+-- with 0 no H whose rows are less aligned than its own (dispatch.c's serves()); a twin shares its
+-- winner's. Winners stored before this version keep 0 (the rule as before) until tuned again;
+-- the CPU forward templates changed with this version, so the next lntune run tunes those again.
+ALTER TABLE best ADD COLUMN any_alignment INTEGER NOT NULL DEFAULT 0 CHECK (any_alignment IN (0, 1));

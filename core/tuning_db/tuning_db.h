@@ -211,6 +211,9 @@ typedef struct lntune_best {
      * never tried; artifact key NULL: declined; median NaN: not timed). */
     const char *twin_variant, *twin_artifact_key;
     double twin_median_ns;
+    /* The kernel keeps its speed on rows of any alignment (plain stores; schema.sql's version 6):
+     * it may serve an H whose rows are less aligned than its own. A twin shares its winner's. */
+    int any_alignment;
 } lntune_best;
 
 /* Sets the winner for key's rows bucket (BEGIN IMMEDIATE; replaces any earlier one). */

@@ -383,6 +383,9 @@ int lntune_gen_emit(lntune_gen *g, const char *target, const char *op, const cha
     out->threads = (int)int_field(L, -1, "threads");
     if (out->threads < 1) out->threads = 1;
     out->fixed_h = int_field(L, -1, "fixed_h");
+    lua_getfield(L, -1, "any_alignment");
+    out->any_alignment = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     lua_getfield(L, -1, "affine");
     {
         const char *a = lua_isstring(L, -1) ? lua_tostring(L, -1) : "none";

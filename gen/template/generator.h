@@ -37,8 +37,9 @@ typedef struct lntune_source {
     char template_hash[17]; /* hash of the template files and the engine */
     int threads;            /* threads to split rows across (launch parameter) */
     int affine; /* 1: needs gamma (beta optional); 2: gamma and the weight offset; 0: neither */
-    int64_t fixed_h;  /* the only H the kernel serves, or 0 for any */
-    char cflags[128]; /* extra compiler flags the variant asks for */
+    int64_t fixed_h;   /* the only H the kernel serves, or 0 for any */
+    int any_alignment; /* as fast on rows of any alignment as on its tuned H's (plain stores) */
+    char cflags[128];  /* extra compiler flags the variant asks for */
 } lntune_source;
 
 /*

@@ -501,8 +501,8 @@ static int variants(void *state, lntune_plan *p, const char *const **list, size_
     return LNTUNE_OK;
 }
 
-static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
-                    int *any_h) {
+static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
+                    lntune_kernel_traits *traits) {
     cpu_target *c = state;
     if (c->s.winner_src.text) lntune_source_free(&c->s.winner_src); /* an earlier call's */
     free(c->s.winner_so);
@@ -527,8 +527,8 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                              so_len,
                              NULL,
                              NULL};
-    *threads = c->s.winner_src.threads;
-    *any_h = !c->s.winner_src.fixed_h;
+    *traits = (lntune_kernel_traits){c->s.winner_src.threads, !c->s.winner_src.fixed_h,
+                                     c->s.winner_src.any_alignment};
     return LNTUNE_OK;
 }
 

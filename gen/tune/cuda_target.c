@@ -554,8 +554,8 @@ static void free_buffers(job *j) {
         lntune_cuda_free(j->cu, backward[i]);
 }
 
-static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
-                    int *any_h) {
+static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
+                    lntune_kernel_traits *traits) {
     job *j = job_of(state, p);
     const candidate *w = &j->c[v];
     static char key[64], flags[32];
@@ -574,8 +574,7 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                              0,
                              w->compile.out.ptx,
                              NULL};
-    *threads = 1;
-    *any_h = 0; /* the GPU's nearest-H dispatch: issue 37 */
+    *traits = (lntune_kernel_traits){1, 0, 0}; /* the GPU's nearest-H dispatch: issue 37 */
     return LNTUNE_OK;
 }
 

@@ -20,6 +20,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What the dispatcher must know of a stored kernel (tuning_db.h's lntune_best). */
+typedef struct lntune_kernel_traits {
+    int threads;       /* threads it splits rows across */
+    int any_h;         /* it reads H at run time: it may serve other H untuned */
+    int any_alignment; /* as fast on rows of any alignment (plain stores): it may serve an H of
+                        * less aligned rows than its own */
+} lntune_kernel_traits;
+
 typedef struct lntune_plan lntune_plan; /* the planner's op x shape (tuner.c) */
 
 /* What became of one variant in a check or a time. */
@@ -77,10 +85,10 @@ typedef struct lntune_target {
      * *copy_ns (FINAL) the copy's median in that run, NAN when it failed. */
     void (*time)(void *state, lntune_plan *p, const size_t *v, size_t n, lntune_time_mode mode,
                  lntune_outcome *out, double *copy_ns);
-    /* Variant v's artifact (art's strings and bytes valid until the next artifact call or end),
-     * its threads, and whether it reads H at run time (it may then serve other H untuned). */
-    int (*artifact)(void *state, lntune_plan *p, size_t v, lntune_artifact *art, int *threads,
-                    int *any_h);
+    /* Variant v's artifact (art's strings and bytes valid until the next artifact call or end)
+     * and what the dispatcher must know of its kernel. */
+    int (*artifact)(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
+                    lntune_kernel_traits *traits);
     void (*end)(void *state, lntune_plan *p);
 } lntune_target;
 

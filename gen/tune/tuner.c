@@ -503,18 +503,19 @@ static void confirm_winner(lntune_plan *p, size_t v, lntune_outcome *w) {
 /* Stores variant v as the winner, with its artifact, at median_ns and max_error. */
 static void store_winner(lntune_plan *p, size_t v, double median_ns, double max_error) {
     lntune_artifact art;
-    int threads = 1, any_h = 0;
-    if (p->t->artifact(p->state, p, v, &art, &threads, &any_h) != LNTUNE_OK) return;
+    lntune_kernel_traits traits;
+    if (p->t->artifact(p->state, p, v, &art, &traits) != LNTUNE_OK) return;
     const lntune_best b = {.variant = p->variants[v],
                            .artifact_key = art.key,
-                           .threads = threads,
+                           .threads = traits.threads,
                            .tuned_rows = p->shape.rows,
                            .median_ns = median_ns,
                            .gbps = p->bytes / median_ns,
                            .copy_gbps = p->res->copy_gbps,
                            .max_error = max_error,
                            .naive_ns = p->res->naive_ns,
-                           .any_h = any_h};
+                           .any_h = traits.any_h,
+                           .any_alignment = traits.any_alignment};
     if (lntune_db_put_artifact(p->db, &art) != LNTUNE_OK ||
         lntune_db_set_best(p->db, &p->key, &b) != LNTUNE_OK)
         lntune_plan_fail(p, LNTUNE_EDB, "cannot write the tuning database, stopped: %s",
@@ -583,10 +584,9 @@ static void store_twin(lntune_plan *p, size_t v) {
     const int faster = timed && (n == 2 || outs[2].state != LNTUNE_OUTCOME_OK ||
                                  outs[1].t.score_ns * (1.0 + BUILTIN_MARGIN) < outs[2].t.score_ns);
     lntune_artifact art;
-    int threads = 1, any_h = 0;
-    const int kept = faster &&
-                     p->t->artifact(p->state, p, fin[1], &art, &threads, &any_h) == LNTUNE_OK &&
-                     any_h && lntune_db_put_artifact(p->db, &art) == LNTUNE_OK;
+    lntune_kernel_traits traits;
+    const int kept = faster && p->t->artifact(p->state, p, fin[1], &art, &traits) == LNTUNE_OK &&
+                     traits.any_h && lntune_db_put_artifact(p->db, &art) == LNTUNE_OK;
     if (lntune_db_set_twin(p->db, &p->key, p->variants[fin[1]], kept ? art.key : NULL,
                            timed ? outs[1].t.median_ns : NAN) != LNTUNE_OK)
         lntune_plan_fail(p, LNTUNE_EDB, "cannot write the tuning database, stopped: %s",

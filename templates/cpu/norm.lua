@@ -359,6 +359,9 @@ function M.family(op)
                 threads = p.threads,
                 affine = p.affine,
                 fixed_h = p.h == "fixed" and shape.H or 0,
+                -- Plain stores keep their speed on rows of any alignment; non-temporal ones do
+                -- not (partial lines): liblntune gives such a kernel no H of less aligned rows.
+                any_alignment = p.store ~= "nt",
             }
         end,
         source = lntune.template [==[
