@@ -41,6 +41,20 @@ int lntune_builtin_avx512_usable(uint32_t isa) {
     return lntune_builtin_avx2_usable(isa) && (isa & avx512) == avx512;
 }
 
-int lntune_builtin_rows_stream(int64_t H, int64_t y_size) {
-    return (H * y_size) % 64 == 0;
+/* a when it is a power of two from least to 64, else 0. */
+static int64_t alignment_or_zero(long long a, int64_t least) {
+    for (int64_t p = least; p <= 64; p *= 2)
+        if (a == p) return p;
+    return 0;
+}
+
+int64_t lntune_builtin_streaming_row_alignment(int64_t measured, const char **ignored) {
+    const long long set = lntune_env_positive("LNTUNE_STREAMING_ROW_ALIGNMENT", ignored);
+    if (set && alignment_or_zero(set, 1)) return set;
+    if (set && ignored) *ignored = getenv("LNTUNE_STREAMING_ROW_ALIGNMENT");
+    return alignment_or_zero(measured, 4) ? measured : 64;
+}
+
+int lntune_builtin_rows_stream(int64_t H, int64_t y_size, int64_t row_alignment) {
+    return row_alignment > 0 && (H * y_size) % row_alignment == 0;
 }

@@ -35,10 +35,24 @@ int64_t lntune_builtin_streaming_bytes(const lntune_cpu_info *cpu, int64_t measu
  * residuals), streams at streaming_bytes (above). */
 int lntune_builtin_streams(int64_t elements, int64_t bytes_per_element, int64_t streaming_bytes);
 
-/* Whether rows of H elements of y_size bytes keep every row's start 64-byte aligned (when the
- * first is), as the built-ins' widest non-temporal stores need: on other rows they store plainly,
- * and their streaming copy ran 4096x777 and 4096x1000 at 0.80-0.84x the plain one's speed. */
-int lntune_builtin_rows_stream(int64_t H, int64_t y_size);
+/* The names of the crossovers the tuner measures (gen/tune/crossover.h) and stores per machine
+ * and thread count (tuning_db.h), which liblntune follows. */
+#define LNTUNE_CROSSOVER_STREAMING_BYTES "streaming_bytes"
+#define LNTUNE_CROSSOVER_STREAMING_ROW_ALIGNMENT "streaming_row_alignment"
+
+/* The least alignment of row starts (bytes) on which the built-ins stream:
+ * $LNTUNE_STREAMING_ROW_ALIGNMENT when it is a power of two up to 64, else measured (a power of
+ * two from 4 to 64), else 64, the alignment of their widest non-temporal stores. *ignored (may
+ * be NULL) is the environment's text when it was set but not such a number, else NULL. */
+int64_t lntune_builtin_streaming_row_alignment(int64_t measured, const char **ignored);
+
+/*
+ * Whether rows of H elements of y_size bytes keep every row's start row_alignment-byte aligned
+ * (when the first is; lntune_builtin_streaming_row_alignment), so that the built-ins stream them:
+ * on other rows they store plainly. Machines differ: on the Xeon the streaming copy ran 4096x777
+ * at 0.70-0.75x of the plain one's speed, on a Zen 4 2048x3001 at 1.4-1.8x.
+ */
+int lntune_builtin_rows_stream(int64_t H, int64_t y_size, int64_t row_alignment);
 
 /* Whether a CPU with features isa (LNTUNE_ISA_*) runs the AVX2 + FMA + F16C copy of the built-ins
  * (where liblntune carries one: runtime/builtin_isa.c). */

@@ -28,7 +28,8 @@ struct lntune {
     char code_why[600];       /* else why not */
     int64_t hardware_id;
     lntune_cpu_info cpu;
-    int64_t streaming_bytes;     /* built-in calls moving this much store non-temporally */
+    int64_t streaming_bytes;         /* built-in calls moving this much store non-temporally */
+    int64_t streaming_row_alignment; /* on rows whose starts keep this alignment (bytes) */
     int max_threads;             /* threads a CPU call may use: $LNTUNE_NUM_THREADS, else cores */
     int debug;                   /* LNTUNE_LOG=debug */
     int batch_invariant;         /* LNTUNE_OPEN_BATCH_INVARIANT: one kernel for every rows */

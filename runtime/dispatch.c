@@ -77,18 +77,31 @@ static long long env_positive(const lntune *ctx, const char *name) {
     return set;
 }
 
-/* The bytes (x read and y written) from which a built-in call stores y non-temporally
- * (core/builtin_policy.h): the crossover the tuner measured at this many threads (the nearest
- * measured), when the database knows this machine. */
+/* The bytes (x read and y written) from which a built-in call stores y non-temporally, and the
+ * row alignment it needs (core/builtin_policy.h): the crossovers the tuner measured at this many
+ * threads (the nearest measured), when the database knows this machine. */
 static void streaming_threshold(lntune *ctx) {
     const char *ignored = NULL;
     int64_t measured = 0;
     int at = 0;
     if (ctx->db && ctx->cpu_known &&
-        lntune_db_get_crossover(ctx->db, ctx->hardware_id, "streaming_bytes", ctx->max_threads,
-                                &measured, &at, NULL, 0) != LNTUNE_OK)
+        lntune_db_get_crossover(ctx->db, ctx->hardware_id, LNTUNE_CROSSOVER_STREAMING_BYTES,
+                                ctx->max_threads, &measured, &at, NULL, 0) != LNTUNE_OK)
         measured = 0;
     ctx->streaming_bytes = lntune_builtin_streaming_bytes(&ctx->cpu, measured, &ignored);
+    int64_t alignment = 0;
+    if (ctx->db && ctx->cpu_known &&
+        lntune_db_get_crossover(ctx->db, ctx->hardware_id, LNTUNE_CROSSOVER_STREAMING_ROW_ALIGNMENT,
+                                ctx->max_threads, &alignment, NULL, NULL, 0) != LNTUNE_OK)
+        alignment = 0;
+    const char *ignored_alignment = NULL;
+    ctx->streaming_row_alignment =
+        lntune_builtin_streaming_row_alignment(alignment, &ignored_alignment);
+    if (ignored_alignment)
+        lntune_ctx_debug(ctx,
+                         "LNTUNE_STREAMING_ROW_ALIGNMENT='%s' is not a power of two up to 64: "
+                         "ignored",
+                         ignored_alignment);
     if (ignored)
         lntune_ctx_debug(ctx, "LNTUNE_STREAMING_BYTES='%s' is not a positive integer: ignored",
                          ignored);
@@ -116,8 +129,10 @@ static void describe_builtins(const lntune *ctx) {
     if (lntune_builtin_streaming_kernel(LNTUNE_DESC_LAYERNORM, LNTUNE_DESC_GAMMA,
                                         (lntune_types){0}))
         lntune_ctx_debug(ctx,
-                         "built-in CPU kernels: %s, non-temporal stores from %lld bytes of x and y",
-                         lntune_builtin_isa(), (long long)ctx->streaming_bytes);
+                         "built-in CPU kernels: %s, non-temporal stores from %lld bytes of x and y "
+                         "on rows of y aligned to %lld bytes",
+                         lntune_builtin_isa(), (long long)ctx->streaming_bytes,
+                         (long long)ctx->streaming_row_alignment);
     else
         lntune_ctx_debug(ctx, "built-in CPU kernels: %s", lntune_builtin_isa());
 }
@@ -212,6 +227,7 @@ static int copy_best(void *ud, const lntune_best *b) {
     c->tuned_rows = b->tuned_rows;
     c->median_ns = b->median_ns;
     c->H = b->H;
+    c->any_alignment = b->any_alignment;
     return 0;
 }
 
@@ -228,7 +244,6 @@ static int64_t row_alignment(int64_t H, size_t element) {
     while (a < 64 && bytes % (2 * a) == 0) a *= 2;
     return a;
 }
-    c->any_alignment = b->any_alignment;
 
 /*
  * Whether a CPU winner tuned for another bucket or H may serve this call of rows x d->H. Its
@@ -442,10 +457,12 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
         e->kernel = e->fallback = offset_builtin ? offset_builtin : float_builtin(&bd, op, types);
     if (!backward && !lntune_type_quantized(types.y)) { /* the streaming copy of a float y */
         const int64_t bytes = element_bytes(d);
-        /* Rows that do not keep 64-byte alignment never stream (builtin_policy.h); nor any call
-         * of a batch-invariant handle: by their size calls would run two compiled kernels. */
+        /* Rows less aligned than this machine streams well never stream (builtin_policy.h); nor
+         * any call of a batch-invariant handle: by their size calls would run two compiled
+         * kernels. */
         if (!ctx->batch_invariant &&
-            lntune_builtin_rows_stream(d->H, (int64_t)lntune_type_size(types.y)))
+            lntune_builtin_rows_stream(d->H, (int64_t)lntune_type_size(types.y),
+                                       ctx->streaming_row_alignment))
             e->streaming = offset_builtin ? lntune_builtin_offset_kernel(1, op, types)
                            : fusion == LNTUNE_FUSION_NONE
                                ? lntune_builtin_streaming_kernel(op, lntune_desc_affine(&bd), types)

@@ -59,8 +59,8 @@ typedef struct lntune_entry {
      * of the same tuple with an fp32 y, whose rows builtin_quant.h quantizes. */
     lntune_kernel_fn quant_float;
     /* The built-in with non-temporal stores, for built-in calls of at least streaming_elements
-     * (rows x H); NULL: none (see lntune_builtin_streaming_kernel), or rows of H that would not
-     * keep 64-byte alignment (lntune_builtin_rows_stream). */
+     * (rows x H); NULL: none (see lntune_builtin_streaming_kernel), or rows of H less aligned
+     * than this machine streams well (lntune_builtin_rows_stream). */
     lntune_kernel_fn streaming;
     int64_t streaming_elements;
     /* A weight offset whose built-ins (fallback, streaming, quant_float) take fp32 gamma/beta:

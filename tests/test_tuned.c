@@ -112,8 +112,9 @@ int main(int argc, char **argv) {
           lntune_db_set_best(t.db, &k, &best) == 0;
     test_case(ok, "store five tuned winners and a twin with their artifacts");
     ok = lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 1, 1234567, "h") == LNTUNE_OK &&
-         lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 64, 7654321, "h") == LNTUNE_OK;
-    test_case(ok, "store streaming crossovers at 1 and 64 threads");
+         lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 64, 7654321, "h") == LNTUNE_OK &&
+         lntune_db_put_crossover(t.db, t.hw, "streaming_row_alignment", 1, 16, "h") == LNTUNE_OK;
+    test_case(ok, "store streaming crossovers at 1 and 64 threads, a row alignment at 1");
     lntune_db_close(t.db);
 
     char log[4200];
@@ -133,8 +134,9 @@ int main(int argc, char **argv) {
             printf("skip: the generic built-ins have no streaming copy\n");
             continue;
         }
-        test_case(rc == LNTUNE_OK && log_lines(log, "non-temporal stores", want, 0) == 1,
-                  "the built-ins stream %s (%s)", want,
+        test_case(rc == LNTUNE_OK && log_lines(log, "non-temporal stores", want, 0) == 1 &&
+                      log_lines(log, want, "on rows of y aligned to 16 bytes", 0) == 1,
+                  "the built-ins stream %s on rows aligned to 16 bytes (%s)", want,
                   env ? "LNTUNE_STREAMING_BYTES over the measured crossover"
                       : "the crossover measured at 1 thread, for a 1-thread handle");
     }

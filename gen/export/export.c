@@ -15,6 +15,7 @@
 #include "export_internal.h"
 
 #include "builtin.h"
+#include "builtin_policy.h"
 #include "dtypes.h"
 #include "fusion.h"
 #include "generator.h"
@@ -375,8 +376,8 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
      * once more with non-temporal stores for large calls. */
     const int avx2 = strcmp(cpu.arch, "x86_64") == 0;
     int64_t crossover = 0; /* measured by the tuner on this machine, at every core */
-    if (lntune_db_get_crossover(db, hw, "streaming_bytes", cpu.cores, &crossover, NULL, NULL, 0) !=
-        LNTUNE_OK)
+    if (lntune_db_get_crossover(db, hw, LNTUNE_CROSSOVER_STREAMING_BYTES, cpu.cores, &crossover,
+                                NULL, NULL, 0) != LNTUNE_OK)
         crossover = 0;
     put_levels_switch(&kernels, crossover > 0 ? crossover : lntune_cpu_last_level_cache(&cpu));
     char *generic = NULL, *wide = NULL, *streaming = NULL;

@@ -80,6 +80,7 @@ typedef struct {
     char host_flag[64];      /* -DLNTUNE_HOST=<fingerprint>, see build_units */
     int retune;              /* the run's --retune: measure the crossovers again too */
     int64_t streaming_bytes; /* the built-in's threshold, as liblntune's (builtin_policy.h) */
+    int64_t streaming_row_alignment; /* and the row alignment it needs */
     shape_state s;
     /* The copy finalists last chosen, by their place in build_copies' list, and for what: the
      * next op of the same rows, H and bytes takes them without timing 50 copies again (about
@@ -466,7 +467,8 @@ static size_t builtin_index(cpu_target *c, lntune_plan *p) {
         lntune_op_text_parse(lntune_plan_op(p), NULL, &dir, NULL) != 0 || dir->suffix[0] != '\0';
     const int streams = !backward &&
                         lntune_builtin_streams(s->rows * s->H, bytes, c->streaming_bytes) &&
-                        lntune_builtin_rows_stream(s->H, (int64_t)lntune_type_size(s->types.y));
+                        lntune_builtin_rows_stream(s->H, (int64_t)lntune_type_size(s->types.y),
+                                                   c->streaming_row_alignment);
     const lntune_builtin_level *level =
         lntune_builtin_level_for(c->cpu.isa, !backward && s->fusion == LNTUNE_FUSION_NONE, streams);
     char *want = NULL;
@@ -574,30 +576,44 @@ static int code_hash(void *state, lntune_plan *p, char *out, size_t size) {
     return LNTUNE_OK;
 }
 
+/* Crossover name of hw at exactly threads, measured with the templates of hash, into *value. */
+static int stored_crossover(lntune_db *db, int64_t hw, const char *name, int threads,
+                            const char *hash, int64_t *value) {
+    char stored_hash[64] = "";
+    int at = 0;
+    return lntune_db_get_crossover(db, hw, name, threads, value, &at, stored_hash,
+                                   sizeof stored_hash) == LNTUNE_OK &&
+           at == threads && strcmp(stored_hash, hash) == 0;
+}
+
 /*
- * The built-in's streaming crossover at this run's threads (crossover.h): read back when it was
- * measured with these templates and compiler, else measured and stored. Where it cannot be
- * measured (no streaming built-in, templates without the presets) liblntune's rule stands.
+ * The built-in's streaming crossover and the row alignment it needs, at this run's threads
+ * (crossover.h): read back when they were measured with these templates and compiler, else
+ * measured and stored. Where they cannot be measured (no streaming built-in, templates without
+ * the presets) liblntune's rules stand.
  */
 static void streaming_crossover(cpu_target *c, lntune_db *db, int64_t hw) {
-    static const char name[] = "streaming_bytes";
     const int threads = lntune_pool_threads(c->pool);
-    char hash[64], stored_hash[64] = "";
-    int64_t measured = 0;
-    int at = 0;
+    char hash[64];
+    int64_t measured = 0, alignment = 0;
     if (op_code_hash(c, "layernorm", hash, sizeof hash) == LNTUNE_OK &&
         (c->retune ||
-         lntune_db_get_crossover(db, hw, name, threads, &measured, &at, stored_hash,
-                                 sizeof stored_hash) != LNTUNE_OK ||
-         at != threads || strcmp(stored_hash, hash) != 0)) {
+         !stored_crossover(db, hw, LNTUNE_CROSSOVER_STREAMING_BYTES, threads, hash, &measured) ||
+         !stored_crossover(db, hw, LNTUNE_CROSSOVER_STREAMING_ROW_ALIGNMENT, threads, hash,
+                           &alignment))) {
         char err[256];
         const char *flags[] = {c->host_flag, NULL};
-        measured = 0;
-        if (lntune_crossover_streaming(c->gen, c->jit, c->pool, &c->cpu, flags, &measured, err,
-                                       sizeof err) == LNTUNE_OK)
-            lntune_db_put_crossover(db, hw, name, threads, measured, hash);
+        measured = alignment = 0;
+        if (lntune_crossover_streaming(c->gen, c->jit, c->pool, &c->cpu, flags, &measured,
+                                       &alignment, err, sizeof err) == LNTUNE_OK) {
+            lntune_db_put_crossover(db, hw, LNTUNE_CROSSOVER_STREAMING_BYTES, threads, measured,
+                                    hash);
+            lntune_db_put_crossover(db, hw, LNTUNE_CROSSOVER_STREAMING_ROW_ALIGNMENT, threads,
+                                    alignment, hash);
+        }
     }
     c->streaming_bytes = lntune_builtin_streaming_bytes(&c->cpu, measured, NULL);
+    c->streaming_row_alignment = lntune_builtin_streaming_row_alignment(alignment, NULL);
 }
 
 static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t errlen) {
