@@ -80,20 +80,24 @@ static long long env_positive(const lntune *ctx, const char *name) {
 /* The bytes (x read and y written) from which a built-in call stores y non-temporally, and the
  * row alignment it needs (core/builtin_policy.h): the crossovers the tuner measured at this many
  * threads (the nearest measured), when the database knows this machine. */
+/* Crossover name measured on this machine at the handle's threads (the nearest measured; *at
+ * which, when at is not NULL), when the database knows it; else 0. */
+static int64_t measured_crossover(const lntune *ctx, const char *name, int *at) {
+    int64_t value = 0;
+    if (!ctx->db || !ctx->cpu_known ||
+        lntune_db_get_crossover(ctx->db, ctx->hardware_id, name, ctx->max_threads, &value, at, NULL,
+                                0) != LNTUNE_OK)
+        return 0;
+    return value;
+}
+
 static void streaming_threshold(lntune *ctx) {
     const char *ignored = NULL;
-    int64_t measured = 0;
     int at = 0;
-    if (ctx->db && ctx->cpu_known &&
-        lntune_db_get_crossover(ctx->db, ctx->hardware_id, LNTUNE_CROSSOVER_STREAMING_BYTES,
-                                ctx->max_threads, &measured, &at, NULL, 0) != LNTUNE_OK)
-        measured = 0;
+    const int64_t measured = measured_crossover(ctx, LNTUNE_CROSSOVER_STREAMING_BYTES, &at);
     ctx->streaming_bytes = lntune_builtin_streaming_bytes(&ctx->cpu, measured, &ignored);
-    int64_t alignment = 0;
-    if (ctx->db && ctx->cpu_known &&
-        lntune_db_get_crossover(ctx->db, ctx->hardware_id, LNTUNE_CROSSOVER_STREAMING_ROW_ALIGNMENT,
-                                ctx->max_threads, &alignment, NULL, NULL, 0) != LNTUNE_OK)
-        alignment = 0;
+    const int64_t alignment =
+        measured_crossover(ctx, LNTUNE_CROSSOVER_STREAMING_ROW_ALIGNMENT, NULL);
     const char *ignored_alignment = NULL;
     ctx->streaming_row_alignment =
         lntune_builtin_streaming_row_alignment(alignment, &ignored_alignment);

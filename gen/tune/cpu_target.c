@@ -610,6 +610,8 @@ static void streaming_crossover(cpu_target *c, lntune_db *db, int64_t hw) {
                                     hash);
             lntune_db_put_crossover(db, hw, LNTUNE_CROSSOVER_STREAMING_ROW_ALIGNMENT, threads,
                                     alignment, hash);
+        } else {
+            measured = alignment = 0; /* a failed measurement leaves liblntune's rules */
         }
     }
     c->streaming_bytes = lntune_builtin_streaming_bytes(&c->cpu, measured, NULL);

@@ -132,7 +132,7 @@ int lntune_crossover_streaming(lntune_gen *g, lntune_jit *jit, lntune_pool *pool
         const double r =
             streaming_ratio(c, pool, threads, moved / (8 * h), h, x, y, gamma, err, errlen);
         if (r < 0.0) rc = LNTUNE_ERROR;
-        if (!(r < WIN)) break;
+        if (rc != LNTUNE_OK || !(r < WIN)) break;
         *row_alignment = ALIGNMENTS[k];
     }
     free(x);
