@@ -12,6 +12,8 @@
  *     first figure (a phase of the host) does not keep a value out of the leaders;
  *   - a seeded search (another machine's winners as the start) finds the best with fewer
  *     evaluations than measure;
+ *   - on rugged spaces (made-up random times), measure's winner is a local optimum: every
+ *     one-knob neighbour of it was timed, and none is faster;
  *   - every variant failing: nothing is found.
  */
 #include "check.h"
@@ -26,7 +28,7 @@ typedef struct {
     const char *const *variants;
     const double *times;
     const double *first_times; /* NULL, or each variant's figure the first time it is timed */
-    int evaluated[64];
+    int evaluated[512];
 } fake;
 
 static void evaluate(void *ud, const size_t *idx, size_t n, double *times) {
@@ -243,6 +245,46 @@ int main(void) {
               "a slow first figure of overlap=1: its fastest timed again (%d timed twice) and "
               "first among the leaders (%s)",
               again_count, got ? sp.names[top[0]] : "none");
+    }
+
+    /*
+     * Rugged spaces: a x b x c x d x e in 4 x 4 x 3 x 3 x 2 (288 variants) with random times,
+     * whose beam can still move when measure's 3 sweeps run out. Whatever it picks, no one-knob
+     * neighbour of it may be untimed or faster.
+     */
+    {
+        enum { NR = 4 * 4 * 3 * 3 * 2 };
+        static char rugged_text[NR][24];
+        const char *rugged[NR];
+        double rugged_ns[NR];
+        const int radix[5] = {4, 4, 3, 3, 2};
+        unsigned long long state = 0x2545F4914F6CDD1Dull;
+        int local = 0, landscapes = 20;
+        for (int l = 0; l < landscapes; ++l) {
+            for (size_t i = 0; i < NR; ++i) {
+                size_t rest = i;
+                int digit[5];
+                for (int k = 4; k >= 0; --k)
+                    digit[k] = (int)(rest % (size_t)radix[k]), rest /= (size_t)radix[k];
+                snprintf(rugged_text[i], sizeof rugged_text[i], "a=%d,b=%d,c=%d,d=%d,e=%d",
+                         digit[0], digit[1], digit[2], digit[3], digit[4]);
+                rugged[i] = rugged_text[i];
+                state = state * 6364136223846793005ull + 1442695040888963407ull;
+                rugged_ns[i] = 100.0 + (double)(state >> 40) / (double)(1ull << 24) * 100.0;
+            }
+            const size_t won = search(rugged, rugged_ns, NR, LNTUNE_RIGOR_MEASURE, &f);
+            int ok = won < NR;
+            for (size_t i = 0; ok && i < NR; ++i) {
+                int differ = 0;
+                for (const char *p = rugged[i], *q = rugged[won]; *p; ++p, ++q) differ += *p != *q;
+                if (differ == 1) ok = f.evaluated[i] > 0 && rugged_ns[i] >= rugged_ns[won];
+            }
+            local += ok;
+        }
+        CHECK(local == landscapes,
+              "measure on %d rugged spaces: the winner a local optimum (every one-knob neighbour "
+              "timed, none faster) in %d",
+              landscapes, local);
     }
 
     /* Every variant failed (INFINITY): nothing to pick. */
