@@ -2,7 +2,8 @@
  * test_tuned.c - shapes tuned on this machine run their tuned kernel, loaded from the database's
  * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, the nearest H
  * whose winner reads H at run time (a fixed-H winner never serves another H, its run-time-H
- * twin does; one with non-temporal stores only rows as aligned as its own), a multi-threaded
+ * twin does; one with non-temporal stores only rows as aligned as its own, and where the nearest
+ * does not serve the call, the next nearest that does), a multi-threaded
  * winner on the pool, a winner that declines its args (the built-in
  * takes over), and a winner whose artifact is not a loadable shared object (the built-in serves,
  * the call succeeds).
@@ -66,15 +67,18 @@ static const struct {
     {0, 896, 64, 1, 1, 2, 2,
      "layernorm H=896: not tuned; the run-time-H twin of the fixed-H 768 winner serves it (its "
      "rows as aligned), on the winner's 2 threads"},
-    {0, 4096, 4, 1, 1, 0, 0,
+    {0, 4096, 4, 1, 1, 2, 2,
      "layernorm H=4096 rows=4: the 4096-row winner streams past the crossover, this call fits "
-     "under it: built-in"},
+     "under it; the next nearest run-time-H winner (768's twin, tuned under it) serves it"},
     {1, 768, 64, 1, 0, 1, 1,
      "rmsnorm H=768: not tuned; the nearest run-time-H winner (1024, non-temporal stores) serves "
      "it, its rows as aligned"},
-    {1, 1023, 64, 1, 0, 0, 0,
+    {1, 1023, 64, 1, 0, 2, 2,
      "rmsnorm H=1023: not tuned; the nearest run-time-H winner (1024) stores non-temporally and "
-     "these rows are less aligned: built-in"},
+     "these rows are less aligned; the next nearest (1536, plain stores) serves it on 2 threads"},
+    {1, 1024, 1024, 1, 0, 0, 0,
+     "rmsnorm H=1024 rows=1024: past the streaming crossover, where no RMSNorm winner was tuned: "
+     "built-in"},
     {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000: tuned kernel declined, built-in gave the result"},
     {1, 1000, 1, 0, 0, 1, 1, "rmsnorm H=1000 again: still asks the tuned one first"},
     {0, 4096, 4096, 1, 1, 2, 2, "layernorm H=4096 rows=4096: tuned, split over its 2 threads"},
@@ -91,7 +95,7 @@ int main(int argc, char **argv) {
         return test_summary();
     }
     /* Winners: 768 at rows 9-64 (fixed H, 2 threads, with its twin); 1000 declining; 4096 at
-     * 4096 rows; RMSNorm 1024 with non-temporal stores. */
+     * 4096 rows; RMSNorm 1024 with non-temporal stores, 1536 with plain ones (2 threads). */
     int ok = put_tuned(t.db, t.hw, "layernorm",
                        "vec=8,acc=4,stats=welford,affine=fused,h=fixed,threads=2", 768, 64, 1, 2,
                        TUNED_RUNS) == 0;
@@ -103,6 +107,8 @@ int main(int argc, char **argv) {
                     4096, 4096, 1, 2, TUNED_RUNS) == 0;
     ok &= put_tuned(t.db, t.hw, "rmsnorm", "vec=4,stats=wide,affine=fused,store=nt,threads=1", 1024,
                     64, 1, 1, TUNED_RUNS) == 0;
+    ok &= put_tuned(t.db, t.hw, "rmsnorm", "vec=4,stats=wide,affine=fused,threads=2", 1536, 64, 1,
+                    2, TUNED_RUNS) == 0;
     /* A winner whose artifact holds no shared object the loader can use. */
     lntune_artifact junk = {"junk", "",   "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
                             15,     NULL, NULL};
@@ -110,7 +116,7 @@ int main(int argc, char **argv) {
     lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0, 0, 0, NULL, NULL, 0, 0};
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
-    test_case(ok, "store five tuned winners and a twin with their artifacts");
+    test_case(ok, "store six tuned winners and a twin with their artifacts");
     ok = lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 1, 1234567, "h") == LNTUNE_OK &&
          lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 64, 7654321, "h") == LNTUNE_OK &&
          lntune_db_put_crossover(t.db, t.hw, "streaming_row_alignment", 1, 16, "h") == LNTUNE_OK;

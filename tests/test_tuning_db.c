@@ -266,7 +266,7 @@ static int get_one_best(void *ud, const lntune_best *b) {
     o->b.twin_variant = keep(o->twin_variant, sizeof o->twin_variant, b->twin_variant);
     o->b.twin_artifact_key =
         keep(o->twin_artifact_key, sizeof o->twin_artifact_key, b->twin_artifact_key);
-    return 0;
+    return 1; /* get_nearest_best: takes the nearest */
 }
 
 typedef struct {
@@ -871,6 +871,15 @@ static void wisdom_export(void) {
 
 static int copy_h(void *ud, const lntune_best *b) {
     *(int64_t *)ud = b->any_h ? b->H : -b->H;
+    return 1;
+}
+
+/* copy_h, declining (returning 0 for) every H but the one *ud holds on entry. */
+static int copy_h_if(void *ud, const lntune_best *b) {
+    const int64_t want = *(int64_t *)ud;
+    copy_h(ud, b);
+    if (b->H == want) return 1;
+    *(int64_t *)ud = want;
     return 0;
 }
 
@@ -899,6 +908,11 @@ static void nearest_best(void) {
     lntune_db_key want = {hw, "cpu", "layernorm", "f32", 2900, 64, 1};
     CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h, &got), LNTUNE_OK);
     CHECK(got == 4096); /* 4096/2900 = 1.41 beats 2900/1024 = 2.83; 3000 is fixed-H */
+    got = 1024;         /* the caller declines 4096: the walk goes on to the next nearest */
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h_if, &got), LNTUNE_OK);
+    CHECK(got == 1024);
+    got = 3000; /* fixed-H: never handed over, so nothing is taken */
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h_if, &got), LNTUNE_ENOTFOUND);
     want.H = 1500;
     CHECK_RC(db, lntune_db_get_nearest_best(db, &want, copy_h, &got), LNTUNE_OK);
     CHECK(got == 1024);

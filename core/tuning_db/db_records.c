@@ -603,10 +603,12 @@ int lntune_db_set_twin(lntune_db *db, const lntune_db_key *key, const char *vari
     return end(db, rc);
 }
 
-/* Runs sql (a SELECT of BEST_COLUMNS from best bound by bind_key) and hands its first row to cb;
- * LNTUNE_ENOTFOUND with missing's message when there is none. */
+/* Runs sql (a SELECT of BEST_COLUMNS from best bound by bind_key) and hands its first row to cb,
+ * or with walk each row in turn until cb returns non-zero (it took that one); LNTUNE_ENOTFOUND
+ * with missing's message when there is none, or with walk when cb took none. */
 static int one_best(lntune_db *db, const lntune_db_key *key, const char *what, const char *sql,
-                    int (*cb)(void *ud, const lntune_best *b), void *ud, const char *missing) {
+                    int walk, int (*cb)(void *ud, const lntune_best *b), void *ud,
+                    const char *missing) {
     sqlite3_stmt *st;
     int rc = not_open(db);
     if (rc || (rc = check_key(db, key, what))) return rc;
@@ -614,9 +616,10 @@ static int one_best(lntune_db *db, const lntune_db_key *key, const char *what, c
     if ((rc = prepare(db, sql, &st))) return rc;
     int src = bind_key(st, key, lntune_rows_bucket(key->rows));
     if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    while (src == SQLITE_ROW) {
         lntune_best b = best_row(st, 0);
-        cb(ud, &b);
+        if (cb(ud, &b) || !walk) break;
+        src = sqlite3_step(st);
     }
     rc = finish(db, st, src, "cannot read the best variant");
     if (!rc && src == SQLITE_DONE)
@@ -631,7 +634,7 @@ int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
     return one_best(db, key, "get_best",
                     "SELECT " BEST_COLUMNS " FROM best WHERE hardware_id = ?1 AND target = ?2 AND "
                     "op = ?3 AND dtype = ?4 AND H = ?5 AND rows_bucket = ?6 AND affine = ?7",
-                    cb, ud, "no best variant");
+                    0, cb, ud, "no best variant");
 }
 
 int lntune_db_get_nearest_best(lntune_db *db, const lntune_db_key *key,
@@ -640,8 +643,8 @@ int lntune_db_get_nearest_best(lntune_db *db, const lntune_db_key *key,
                     "SELECT " RUNTIME_H_COLUMNS " FROM best WHERE hardware_id = ?1 AND "
                     "target = ?2 AND op = ?3 AND dtype = ?4 AND affine = ?7 AND (any_h = 1 OR "
                     "twin_artifact_key IS NOT NULL) ORDER BY "
-                    "max(H, ?5) * 1.0 / min(H, ?5), abs(rows_bucket - ?6), H LIMIT 1",
-                    cb, ud, "no run-time H winner");
+                    "max(H, ?5) * 1.0 / min(H, ?5), abs(rows_bucket - ?6), H",
+                    1, cb, ud, "no run-time H winner taken");
 }
 
 int lntune_db_each_best(lntune_db *db, int64_t hardware_id,

@@ -223,7 +223,7 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
  * set_best clears it. LNTUNE_ENOTFOUND when the bucket has no fixed-H winner. */
 int lntune_db_set_twin(lntune_db *db, const lntune_db_key *key, const char *variant,
                        const char *artifact_key, double median_ns);
-/* The winner for key's rows bucket; LNTUNE_ENOTFOUND if none. */
+/* The winner for key's rows bucket, to cb (whatever it returns); LNTUNE_ENOTFOUND if none. */
 int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
                        int (*cb)(void *ud, const lntune_best *b), void *ud);
 /* A size crossover measured on hardware row hw (schema.sql's crossovers): name at threads, with
@@ -235,10 +235,10 @@ int lntune_db_put_crossover(lntune_db *db, int64_t hw, const char *name, int thr
  * hash (hash may be NULL) into hash[size]. LNTUNE_ENOTFOUND if none. */
 int lntune_db_get_crossover(lntune_db *db, int64_t hw, const char *name, int threads,
                             int64_t *value, int *measured_threads, char *hash, size_t size);
-/* The kernel reading H at run time (an any_h winner, or a fixed-H winner's twin, handed over
- * as the winner with any_h set) of key's hardware, target, op, dtype and affine whose H is
- * nearest key's (by ratio; then the nearest rows bucket, then the smaller H); LNTUNE_ENOTFOUND
- * if none. */
+/* The kernels reading H at run time (any_h winners, and fixed-H winners' twins, handed over
+ * as the winner with any_h set) of key's hardware, target, op, dtype and affine, the nearest
+ * key's H first (by ratio; then the nearest rows bucket, then the smaller H): each to cb until
+ * cb returns non-zero, taking that one. LNTUNE_ENOTFOUND if cb took none. */
 int lntune_db_get_nearest_best(lntune_db *db, const lntune_db_key *key,
                                int (*cb)(void *ud, const lntune_best *b), void *ud);
 /* Every winner of one hardware row (0: of all), with its key, ordered by target, op, dtype, H. */
