@@ -29,6 +29,11 @@
  * 5. Concurrent callers (alone with the argument "concurrent", which test_export.sh runs under
  *    ThreadSanitizer): threads calling at once, each on its own tensors, a tuned multi-threaded
  *    shape and an untuned one, so that calls share the pool or find it busy; every output checked.
+ * 5b. Untuned H (fp32, through -DLNTUNE_KERNELS_TRACE, which test_export.sh sets): layernorm
+ *    H=770 served by the run-time-H twin of export_makedb's fixed-H 768 winner, rmsnorm H=4000
+ *    by its 4096 winner, rmsnorm H=1536 by its non-temporal 2048 winner (rows as aligned) but
+ *    H=2047 (less aligned rows) by the generic kernel; batch-invariant, each by the generic one.
+ *    Every result is checked against the reference.
  * 6. Compiled with -DLNTUNE_KERNELS_BATCH_INVARIANT=1: rows computed in one call of 600, alone,
  *    and 7 at a time give the same bits in y, mean and rstd (and residual_out): the layernorm
  *    fp32 H=768 that export_makedb tuned at two row counts (two kernels without the option), a
@@ -77,6 +82,65 @@ static void test_fp32(void) {
     test_case(lntune_kernels_layernorm(&a) == LNTUNE_KERNEL_EUNSUPPORTED,
               "NULL x and y are declined");
 }
+
+/* ---- 5b. untuned H: the nearest H's run-time-H kernel ---- */
+
+#ifdef LNTUNE_KERNELS_TRACE
+#ifndef LNTUNE_KERNELS_BATCH_INVARIANT
+#define LNTUNE_KERNELS_BATCH_INVARIANT 0 /* the exported file's default */
+#endif
+static int traced_calls, traced_other_h; /* atomics: test_concurrent's threads report too */
+
+void LNTUNE_KERNELS_TRACE(int entry, int other_h) {
+    (void)entry;
+    __atomic_fetch_add(&traced_calls, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&traced_other_h, other_h, __ATOMIC_RELAXED);
+}
+
+static void test_nearest_h(void) {
+    static const struct {
+        int op;
+        int64_t H, rows;
+        int gamma, beta, served;
+        const char *what;
+    } cases[] = {
+        {0, 770, 40, 1, 1, 1, "the twin of the fixed-H 768 winner (plain stores)"},
+        {1, 4000, 4096, 0, 0, 1, "the 4096 winner"},
+        {1, 1536, 40, 1, 0, 1, "the non-temporal 2048 winner, on rows as aligned"},
+        {1, 2047, 40, 1, 0, 0, "the generic kernel: the 2048 winner stores non-temporally"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+        const int64_t H = cases[k].H, rows = cases[k].rows;
+        float *x = malloc((size_t)(rows * H) * 4), *y = malloc((size_t)(rows * H) * 4);
+        float *g = malloc((size_t)H * 4), *b = malloc((size_t)H * 4);
+        test_fill(x, rows * H, 5.0, 2.0);
+        test_fill(g, H, 1.0, 0.2);
+        test_fill(b, H, 0.0, 0.5);
+        lntune_kernel_args a;
+        memset(&a, 0, sizeof a);
+        a.rows = rows, a.H = H, a.x = x, a.y = y;
+        a.gamma = cases[k].gamma ? g : NULL;
+        a.beta = cases[k].beta ? b : NULL;
+        traced_calls = traced_other_h = 0;
+        const int op = cases[k].op;
+        const int rc = op ? lntune_kernels_rmsnorm(&a) : lntune_kernels_layernorm(&a);
+        const double err =
+            rc ? INFINITY
+               : test_error((lntune_op)op, x, H, y, H, rows, H, a.gamma, a.beta, 1e-5, NULL, NULL);
+        const int want = cases[k].served && !LNTUNE_KERNELS_BATCH_INVARIANT;
+        test_case(rc == LNTUNE_KERNEL_OK && err <= TOLERANCE && traced_calls == want &&
+                      traced_other_h == want,
+                  "untuned %s H=%lld rows=%lld: %s%s (tuned calls %d, of another H %d), error "
+                  "%.3g",
+                  op ? "rmsnorm" : "layernorm", (long long)H, (long long)rows,
+                  LNTUNE_KERNELS_BATCH_INVARIANT && cases[k].served
+                      ? "batch-invariant, the generic kernel, not "
+                      : "",
+                  cases[k].what, traced_calls, traced_other_h, err);
+        free(x), free(y), free(g), free(b);
+    }
+}
+#endif
 
 /* ---- 2. type tuples ---- */
 
@@ -750,6 +814,9 @@ int main(int argc, char **argv) {
     test_fused();
     test_backward();
     test_concurrent();
+#ifdef LNTUNE_KERNELS_TRACE
+    test_nearest_h();
+#endif
 #if LNTUNE_KERNELS_BATCH_INVARIANT
     test_batch_invariance();
 #endif

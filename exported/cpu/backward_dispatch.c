@@ -47,7 +47,7 @@ static int run_backward(int op, const lntune_backward_kernel_args *args, lntune_
     lntune_backward_kernel_args a = *args;
     if (!lntune_complete_backward_args(&a)) return LNTUNE_KERNEL_EUNSUPPORTED;
     const int fused = a.dresidual_out != NULL;
-    const tuned_entry *e = find_tuned(1, op, fused, xt | xt << 2 | pt << 4, a.H, 1, a.rows);
+    const tuned_entry *e = find_tuned(1, op, fused, xt | xt << 2 | pt << 4, a.H, 1, a.rows, 0, 0);
     const lntune_backward_kernel_fn generic = generic_backward[op][fused][xt][pt];
     const int generic_threads =
         a.rows > 1 && a.rows * a.H >= (INT64_C(1) << 18) ? LNTUNE_KERNELS_MAX_THREADS : 1;

@@ -1,11 +1,24 @@
 /*
- * exported/cpu/dispatch.c - the forward dispatch of lntune_kernels.c: the winner of the call's
- * rows bucket, else the nearest tuned bucket of the same op, fusion, types, H and affine, else
- * the generic kernel (the rule of runtime/dispatch.c); a quantized y's generic path is
- * quant_fallback.c's. Copied after pool.c and quant_fallback.c; it reads the tables the export
- * writes (tuned, op_takes_beta, residual_generic) and the generic kernels' unfused_generic,
- * streaming_call and typed_size.
+ * exported/cpu/dispatch.c - the forward dispatch of lntune_kernels.c, the rule of
+ * runtime/dispatch.c: the winner of the call's rows bucket, else the nearest tuned bucket of the
+ * same op, fusion, types, H and affine, else the nearest H's kernel that reads H at run time
+ * (a winner's own or its twin), else the generic kernel; a winner of another bucket or H serves
+ * only a call on its side of the streaming crossover, and another H's only rows aligned as its
+ * own unless its stores are plain (serves). A quantized y's generic path is quant_fallback.c's.
+ * Copied after pool.c and quant_fallback.c; it reads the tables the export writes (tuned,
+ * op_takes_beta, residual_generic) and the generic kernels' unfused_generic, streaming_call and
+ * typed_size.
  */
+
+/* -DLNTUNE_KERNELS_TRACE=f: the app's void f(int entry, int other_h) is told which tuned kernel
+ * each forward call runs (its row of tuned[], and 1 where that winner's run-time-H kernel
+ * serves an H it was not tuned for); calls no tuned kernel serves are not reported. */
+#ifdef LNTUNE_KERNELS_TRACE
+void LNTUNE_KERNELS_TRACE(int entry, int other_h);
+#define trace_tuned(entry, other_h) LNTUNE_KERNELS_TRACE(entry, other_h)
+#else
+#define trace_tuned(entry, other_h) ((void)0)
+#endif
 typedef struct {
     lntune_kernel_fn fn;
     const lntune_kernel_args *a;
@@ -23,11 +36,37 @@ static int run_threads(lntune_kernel_fn fn, const lntune_kernel_args *a, int thr
     return run_parts(forward_part, &job, threads, a->rows, &used);
 }
 
+/* How far rows lies from e's rows bucket, as a ratio (1 inside it). */
+static double rows_distance(const tuned_entry *e, int64_t rows) {
+    return rows < e->rows_lo   ? (double)e->rows_lo / (double)rows
+           : rows > e->rows_hi ? (double)rows / (double)e->rows_hi
+                               : 1.0;
+}
+
+/* The largest power of two (up to 64) dividing a row of H elements of element bytes. */
+static int64_t row_alignment(int64_t H, int64_t element) {
+    int64_t a = 1;
+    while (a < 64 && (H * element) % (2 * a) == 0) a *= 2;
+    return a;
+}
+
+/* Whether e, tuned for another bucket or H, may serve a call of rows x H moving bytes per
+ * element in all its tensors, element the smaller of x's and y's sizes: e's tuned data on the
+ * call's side of the streaming crossover, and another H's kernel only on rows aligned as its
+ * tuned ones unless it stores plainly (runtime/dispatch.c's serves(), with its figures). */
+static int serves(const tuned_entry *e, int64_t rows, int64_t H, int64_t bytes, int64_t element) {
+    const int64_t limit = (int64_t)(LNTUNE_KERNELS_STREAMING_BYTES) / bytes;
+    if ((rows * H >= limit) != (e->tuned_rows * e->H >= limit)) return 0;
+    return e->H == H || e->any_alignment ||
+           row_alignment(H, element) >= row_alignment(e->H, element);
+}
+
 /* The winner of (op, fusion, types, H, affine), forward or backward, for rows: its bucket,
- * else the nearest tuned one. Batch-invariant, a forward call's winner is the one tuned at the
- * most rows, whatever rows the call has. */
+ * else the nearest tuned one (forward: that serves the call, bytes and element as serves takes
+ * them). Batch-invariant, a forward call's winner is the one tuned at the most rows, whatever
+ * rows the call has. */
 static const tuned_entry *find_tuned(int backward, int op, int fusion, int types, int64_t H,
-                                     int affine, int64_t rows) {
+                                     int affine, int64_t rows, int64_t bytes, int64_t element) {
     const tuned_entry *best = NULL;
     double best_distance = 0.0;
     for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {
@@ -40,9 +79,29 @@ static const tuned_entry *find_tuned(int backward, int op, int fusion, int types
             continue;
         }
         if (rows >= e->rows_lo && rows <= e->rows_hi) return e;
-        double d = rows < e->rows_lo ? (double)e->rows_lo / (double)rows
-                                     : (double)rows / (double)e->rows_hi;
+        if (!backward && !serves(e, rows, H, bytes, element)) continue;
+        const double d = rows_distance(e, rows);
         if (!best || d < best_distance) best = e, best_distance = d;
+    }
+    return best;
+}
+
+/* The forward kernel reading H at run time of (op, fusion, types, affine) tuned for the H
+ * nearest the call's (by ratio, then rows, then the smaller H) among those that serve it. */
+static const tuned_entry *find_nearest_h(int op, int fusion, int types, int64_t H, int affine,
+                                         int64_t rows, int64_t bytes, int64_t element) {
+    const tuned_entry *best = NULL;
+    double best_ratio = 0.0, best_rows = 0.0;
+    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {
+        const tuned_entry *e = &tuned[i];
+        if (!e->any_h || e->op != op || e->fusion != fusion || e->types != types ||
+            e->affine != affine || !serves(e, rows, H, bytes, element))
+            continue;
+        const double ratio = e->H > H ? (double)e->H / (double)H : (double)H / (double)e->H;
+        const double d = rows_distance(e, rows);
+        if (!best || ratio < best_ratio || (ratio == best_ratio && d < best_rows) ||
+            (ratio == best_ratio && d == best_rows && e->H < best->H))
+            best = e, best_ratio = ratio, best_rows = d;
     }
     return best;
 }
@@ -100,10 +159,18 @@ static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
     const int types = xt | (qk >= 0 ? 3 : yt) << 2 | pt << 4 |
                       (fusion && rt != xt ? (rt + 1) << 6 : 0) | (qk >= 0 ? qk << 8 : 0);
     int affine = offset ? 3 : a.gamma ? 1 : a.beta ? 2 : 0;
+    /* as liblntune weighs a call against the crossover and a row's alignment (core/fusion.h) */
+    const int64_t ysize = qk >= 0 ? 1 : (int64_t)typed_size(yt), rsize = (int64_t)typed_size(rt);
+    const int64_t bytes =
+        (int64_t)typed_size(xt) + ysize + (fusion ? rsize : 0) + (fusion == 2 ? rsize : 0);
+    const int64_t element = ysize < (int64_t)typed_size(xt) ? ysize : (int64_t)typed_size(xt);
     const tuned_entry *e =
-        affine != 2 ? find_tuned(0, op, fusion, types, a.H, affine, a.rows) : NULL;
+        affine != 2 ? find_tuned(0, op, fusion, types, a.H, affine, a.rows, bytes, element) : NULL;
+    const int other_h = !e && affine != 2 && !LNTUNE_KERNELS_BATCH_INVARIANT;
+    if (other_h) e = find_nearest_h(op, fusion, types, a.H, affine, a.rows, bytes, element);
     if (e) {
-        int rc = run_threads(e->fn, &a, e->threads);
+        trace_tuned((int)(e - tuned), other_h);
+        int rc = run_threads(other_h ? e->any_h : e->fn, &a, e->threads);
         if (rc != LNTUNE_KERNEL_EUNSUPPORTED) return rc;
     }
     float *summed = NULL;

@@ -7,7 +7,9 @@
  * packs as core/dtypes.h packs it (0 for all-fp32; the residual's type only when not x's) and
  * the rows buckets come from lntune_rows_bucket, so the exported code picks a winner exactly as
  * the runtime does: the winner of the call's bucket, else the nearest tuned bucket of the same
- * op, fusion, tuple, H and affine, else the generic kernel of the tuple (fp32, and the fp16/bf16
+ * op, fusion, tuple, H and affine, else the nearest H's kernel that reads H at run time (a
+ * winner's own, or its run-time-H twin, exported beside it), each only where it serves the call
+ * (exported/cpu/dispatch.c), else the generic kernel of the tuple (fp32, and the fp16/bf16
  * tuples the winners have: the templates' built-in variants; the other tuples: export_typed.c's
  * portable kernels; with a residual: the residual fallback of export_typed.c around those; with
  * a quantized y: that of an fp32 y, quantized by exported/cpu/quant_fallback.c).
@@ -38,13 +40,16 @@ static const char *affine_text(int affine) {
 
 typedef struct {
     char op[32], dtype[24], variant[512], template_hash[17]; /* op: the database's text */
-    char base_op[32];   /* op without the fusion: the template's op */
-    int fusion;         /* LNTUNE_FUSION_* */
-    int backward;       /* a gradient kernel (base_op "layernorm_backward", ...) */
-    int op_index;       /* in lntune_export_ops */
-    lntune_types types; /* parsed from dtype */
+    char base_op[32];       /* op without the fusion: the template's op */
+    int fusion;             /* LNTUNE_FUSION_* */
+    int backward;           /* a gradient kernel (base_op "layernorm_backward", ...) */
+    int op_index;           /* in lntune_export_ops */
+    lntune_types types;     /* parsed from dtype */
+    char twin_variant[512]; /* a fixed-H winner's run-time-H twin, "" if none */
     int64_t H, tuned_rows, rows_lo, rows_hi;
     int affine, threads;
+    int any_alignment; /* plain stores: may serve rows less aligned than its own */
+    int any_h;         /* 0 none, 1 the winner reads H at run time, 2 its twin does */
     double median_ns, gbps, copy_gbps, max_error;
 } winner;
 
@@ -101,6 +106,10 @@ static int collect(void *ud, const lntune_db_key *key, const lntune_best *b) {
     w->op_index = op;
     w->types = types;
     snprintf(w->variant, sizeof w->variant, "%s", b->variant ? b->variant : "");
+    /* a twin without code was declined (it failed there) and serves nothing, as in liblntune */
+    if (b->twin_variant && b->twin_artifact_key && !backward)
+        snprintf(w->twin_variant, sizeof w->twin_variant, "%s", b->twin_variant);
+    w->any_alignment = b->any_alignment;
     w->H = key->H;
     w->tuned_rows = b->tuned_rows > 0 ? b->tuned_rows : key->rows;
     w->affine = offset ? EXPORT_AFFINE_OFFSET : key->affine;
@@ -367,7 +376,26 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                 "exporting the regenerated source: re-tune to refresh its timing",
                 w->op, w->dtype, (long long)w->H, w->variant, measured, src.template_hash);
         lntune_export_put(&kernels, "%s\n", src.text);
+        w->any_h = !w->backward && !src.fixed_h;
         lntune_source_free(&src);
+        if (!w->backward && !w->any_h && w->twin_variant[0]) {
+            /* the twin serves the H it was not tuned for, as liblntune's nearest-H rule does */
+            snprintf(symbol, sizeof symbol, "lntune_kernels_t%zu_h", i);
+            lntune_source twin = {0};
+            if (lntune_gen_emit(g, "cpu", w->base_op, w->twin_variant, &shape, symbol, &twin) ==
+                    LNTUNE_OK &&
+                !twin.fixed_h) {
+                lntune_export_put(&kernels, "%s\n", twin.text);
+                w->any_h = 2;
+            } else {
+                lntune_export_warn(c,
+                                   "%s %s H=%lld: its run-time-H twin '%s' does not generate "
+                                   "(%s); only H=%lld takes the winner",
+                                   w->op, w->dtype, (long long)w->H, w->twin_variant,
+                                   lntune_gen_errmsg(g), (long long)w->H);
+            }
+            lntune_source_free(&twin);
+        }
         ok[i] = 1;
         ++r->tuned;
         if (w->threads > max_threads) max_threads = w->threads;
@@ -456,24 +484,31 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                       "    int64_t H;\n    int affine;\n    int64_t rows_lo, rows_hi;\n"
                       "    lntune_kernel_fn fn; /* a forward kernel, or */\n"
                       "    lntune_backward_kernel_fn backward; /* a backward one */\n"
-                      "    int threads;\n} tuned_entry;\n\n");
+                      "    int threads;\n"
+                      "    /* forward: fn or its twin where it reads H at run time (it may "
+                      "serve another H),\n     * else NULL; whether it stores plainly (serves "
+                      "rows of any alignment); the\n     * rows it was tuned at */\n"
+                      "    lntune_kernel_fn any_h;\n    int any_alignment;\n"
+                      "    int64_t tuned_rows;\n} tuned_entry;\n\n");
     lntune_export_put(&out, "static const tuned_entry tuned[] = {\n");
     for (size_t i = 0; i < list.n; ++i) {
         const winner *w = &list.w[i];
         if (!ok[i]) continue;
-        char fn[48];
+        char fn[48], any_h[56] = "NULL";
         snprintf(fn, sizeof fn, "lntune_kernels_t%zu", i);
+        if (w->any_h) snprintf(any_h, sizeof any_h, "%s%s", fn, w->any_h == 2 ? "_h" : "");
         lntune_export_put(
             &out,
             "    {%d, %d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), %s, %s, "
-            "%d}, /* %s %s */\n",
+            "%d, %s, %d, INT64_C(%lld)}, /* %s %s */\n",
             w->op_index, w->fusion, lntune_types_packed(w->types), (long long)w->H, w->affine,
             (long long)w->rows_lo, (long long)w->rows_hi, w->backward ? "NULL" : fn,
-            w->backward ? fn : "NULL", w->threads, w->op, w->dtype);
+            w->backward ? fn : "NULL", w->threads, any_h, w->any_alignment,
+            (long long)w->tuned_rows, w->op, w->dtype);
     }
-    lntune_export_put(&out,
-                      "    {0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0} /* keeps the table non-empty */\n"
-                      "};\n\n");
+    lntune_export_put(&out, "    {0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0} /* keeps the "
+                            "table non-empty */\n"
+                            "};\n\n");
     lntune_export_put_code(&out, "cpu/pool.c");
     const char *quant_rows = lntune_export_embedded("quant_rows.h");
     lntune_export_put(&out, "/* ---- a quantized y's rows (core/quant_rows.h) ---- */\n%s\n",
