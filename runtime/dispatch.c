@@ -14,7 +14,7 @@
  * problem.c); with none the built-in does. On the CPU, a winner of another bucket or H serves
  * only a call on its side of the streaming crossover, and another H only rows aligned as its own
  * unless its stores are plain (serves(), with the figures that made the rule); where the nearest
- * H's does not, the next nearest is tried.
+ * H's does not, the next nearest tuned at the call's rows bucket is tried (take_if_serves).
  * The database keys dtype by the type tuple's text ("f32", "bf16", "bf16/f32/f32") and the
  * fusion in the op text ("layernorm+residual_out", fusion.h); a tuple with fp16/bf16 in it has
  * the typed built-in (builtin_typed.c), a residual call the residual built-in
@@ -273,22 +273,30 @@ static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
            row_alignment(d->H, element) >= row_alignment(b->H, element);
 }
 
-/* The nearest-H walk: the first run-time-H winner that serves the call takes it. A farther one
- * is worth a try: with 1024's non-temporal winner nearest, RMSNorm 4096x1000 (rows of 32-byte
- * alignment) ran the built-in, where 768's plain-store winner ran it at 1.06-1.38x the built-in
- * (Zen 4, 2 threads, three runs). */
+/*
+ * The nearest-H walk: the nearest run-time-H winner takes the call where it serves it; else a
+ * farther one that serves it and was tuned at the call's rows bucket. The walk is worth it: with
+ * 1024's non-temporal winner nearest, RMSNorm 4096x1000 (rows of 32-byte alignment) ran the
+ * built-in, where 768's plain-store winner of the same bucket ran it at 1.06-1.38x the built-in.
+ * The bucket is the limit: without it, an 8x4096 winner (row groups, no prefetch: tuned for a
+ * cache-resident call) ran LayerNorm 4096x777 at 0.27x of the copy, the built-in at 0.49x (Zen 4,
+ * 2 threads, three runs each).
+ */
 typedef struct {
     const lntune *ctx;
     const lntune_desc *d;
     int64_t rows;
-    int cpu;
+    int cpu, offered;
     lntune_best_copy *best;
 } nearest_walk;
 
 static int take_if_serves(void *ud, const lntune_best *b) {
     nearest_walk *w = ud;
     copy_best(w->best, b);
-    w->best->found = !w->cpu || serves(w->ctx, w->d, w->rows, w->best);
+    const int first = w->offered++ == 0;
+    w->best->found =
+        !w->cpu || (serves(w->ctx, w->d, w->rows, w->best) &&
+                    (first || lntune_rows_bucket(b->tuned_rows) == lntune_rows_bucket(w->rows)));
     return w->best->found;
 }
 
@@ -339,7 +347,7 @@ int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *targ
         }
     }
     key.rows = rows;
-    nearest_walk walk = {ctx, d, rows, cpu, best};
+    nearest_walk walk = {ctx, d, rows, cpu, 0, best};
     rc = lntune_db_get_nearest_best(ctx->db, &key, take_if_serves, &walk);
     if (rc == LNTUNE_OK && best->found) return LNTUNE_OK;
     best->found = 0;

@@ -32,7 +32,8 @@
  * 5b. Untuned H (fp32, through -DLNTUNE_KERNELS_TRACE, which test_export.sh sets): layernorm
  *    H=770 served by the run-time-H twin of export_makedb's fixed-H 768 winner, rmsnorm H=4000
  *    by its 4096 winner, rmsnorm H=1536 by its non-temporal 2048 winner (rows as aligned) but
- *    H=2047 (less aligned rows) by the generic kernel; batch-invariant, each by the generic one.
+ *    H=2047 (less aligned rows) by the generic kernel at 40 rows and by the 1024 winner at 600
+ *    (its rows bucket); batch-invariant, each by the generic one.
  *    Every result is checked against the reference.
  * 6. Compiled with -DLNTUNE_KERNELS_BATCH_INVARIANT=1: rows computed in one call of 600, alone,
  *    and 7 at a time give the same bits in y, mean and rstd (and residual_out): the layernorm
@@ -107,7 +108,10 @@ static void test_nearest_h(void) {
         {0, 770, 40, 1, 1, 1, "the twin of the fixed-H 768 winner (plain stores)"},
         {1, 4000, 4096, 0, 0, 1, "the 4096 winner"},
         {1, 1536, 40, 1, 0, 1, "the non-temporal 2048 winner, on rows as aligned"},
-        {1, 2047, 40, 1, 0, 0, "the generic kernel: the 2048 winner stores non-temporally"},
+        {1, 2047, 40, 1, 0, 0,
+         "the generic kernel: the 2048 winner stores non-temporally, the 1024 one is of another "
+         "rows bucket"},
+        {1, 2047, 600, 1, 0, 1, "the 1024 winner of this rows bucket, past 2048's (non-temporal)"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         const int64_t H = cases[k].H, rows = cases[k].rows;

@@ -5,7 +5,7 @@
  *   513-4096 (two-pass statistics where the first is Welford's: rows 1 and 4096 of one H run
  *   two kernels, unless the export is compiled batch-invariant); the first's run-time-H twin
  *   (serves other H) and rmsnorm f32 H=2048 (rows 9-64, gamma, non-temporal stores: serves
- *   other H only on rows as aligned as its own);
+ *   other H only on rows as aligned as its own) and H=1024 (rows 513-4096, gamma, plain);
  *   layernorm bf16 H=768 (fixed H, rows 9-64, gamma), rmsnorm f16 H=4096 (2 threads, rows
  *   513-4096, no gamma) and layernorm f16/bf16/f32 (x/y/params) H=1001 (fixed odd H, rows 9-64,
  *   gamma);
@@ -66,6 +66,9 @@ int main(int argc, char **argv) {
     if (rc == LNTUNE_OK)
         rc = put_tuned(db, hw, "rmsnorm", "vec=8,acc=4,stats=wide,affine=fused,store=nt,threads=1",
                        2048, 64, 1, 1, TUNED_RUNS);
+    if (rc == LNTUNE_OK)
+        rc = put_tuned(db, hw, "rmsnorm", "vec=8,acc=4,stats=wide,affine=fused,threads=1", 1024,
+                       600, 1, 1, TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_tuned_typed(db, hw, "layernorm", "bf16",
                              "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768, 64, 1, 1,

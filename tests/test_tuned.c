@@ -3,7 +3,8 @@
  * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, the nearest H
  * whose winner reads H at run time (a fixed-H winner never serves another H, its run-time-H
  * twin does; one with non-temporal stores only rows as aligned as its own, and where the nearest
- * does not serve the call, the next nearest that does), a multi-threaded
+ * does not serve the call, the next nearest of the call's rows bucket that does), a
+ * multi-threaded
  * winner on the pool, a winner that declines its args (the built-in
  * takes over), and a winner whose artifact is not a loadable shared object (the built-in serves,
  * the call succeeds).
@@ -67,15 +68,16 @@ static const struct {
     {0, 896, 64, 1, 1, 2, 2,
      "layernorm H=896: not tuned; the run-time-H twin of the fixed-H 768 winner serves it (its "
      "rows as aligned), on the winner's 2 threads"},
-    {0, 4096, 4, 1, 1, 2, 2,
+    {0, 4096, 4, 1, 1, 0, 0,
      "layernorm H=4096 rows=4: the 4096-row winner streams past the crossover, this call fits "
-     "under it; the next nearest run-time-H winner (768's twin, tuned under it) serves it"},
+     "under it; 768's twin (tuned under it) is of another rows bucket: built-in"},
     {1, 768, 64, 1, 0, 1, 1,
      "rmsnorm H=768: not tuned; the nearest run-time-H winner (1024, non-temporal stores) serves "
      "it, its rows as aligned"},
     {1, 1023, 64, 1, 0, 2, 2,
      "rmsnorm H=1023: not tuned; the nearest run-time-H winner (1024) stores non-temporally and "
-     "these rows are less aligned; the next nearest (1536, plain stores) serves it on 2 threads"},
+     "these rows are less aligned; the next nearest (1536, plain stores, this rows bucket) "
+     "serves it on 2 threads"},
     {1, 1024, 1024, 1, 0, 0, 0,
      "rmsnorm H=1024 rows=1024: past the streaming crossover, where no RMSNorm winner was tuned: "
      "built-in"},

@@ -86,24 +86,33 @@ static const tuned_entry *find_tuned(int backward, int op, int fusion, int types
     return best;
 }
 
-/* The forward kernel reading H at run time of (op, fusion, types, affine) tuned for the H
- * nearest the call's (by ratio, then rows, then the smaller H) among those that serve it. */
+/* Whether a orders before b among the run-time-H kernels for a call of rows x H: by H ratio,
+ * then rows, then the smaller H. */
+static int nearer(const tuned_entry *a, const tuned_entry *b, int64_t H, int64_t rows) {
+    const double ra = a->H > H ? (double)a->H / (double)H : (double)H / (double)a->H;
+    const double rb = b->H > H ? (double)b->H / (double)H : (double)H / (double)b->H;
+    if (ra != rb) return ra < rb;
+    const double da = rows_distance(a, rows), db = rows_distance(b, rows);
+    return da != db ? da < db : a->H < b->H;
+}
+
+/* The forward kernel reading H at run time of (op, fusion, types, affine) for another H: the
+ * nearest one where it serves the call, else the nearest that serves it among those tuned at
+ * the call's rows bucket (runtime/dispatch.c's take_if_serves, with the figures). */
 static const tuned_entry *find_nearest_h(int op, int fusion, int types, int64_t H, int affine,
                                          int64_t rows, int64_t bytes, int64_t element) {
-    const tuned_entry *best = NULL;
-    double best_ratio = 0.0, best_rows = 0.0;
+    const tuned_entry *nearest = NULL, *best = NULL;
     for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {
         const tuned_entry *e = &tuned[i];
         if (!e->any_h || e->op != op || e->fusion != fusion || e->types != types ||
-            e->affine != affine || !serves(e, rows, H, bytes, element))
+            e->affine != affine)
             continue;
-        const double ratio = e->H > H ? (double)e->H / (double)H : (double)H / (double)e->H;
-        const double d = rows_distance(e, rows);
-        if (!best || ratio < best_ratio || (ratio == best_ratio && d < best_rows) ||
-            (ratio == best_ratio && d == best_rows && e->H < best->H))
-            best = e, best_ratio = ratio, best_rows = d;
+        if (!nearest || nearer(e, nearest, H, rows)) nearest = e;
+        if (rows >= e->rows_lo && rows <= e->rows_hi && serves(e, rows, H, bytes, element) &&
+            (!best || nearer(e, best, H, rows)))
+            best = e;
     }
-    return best;
+    return nearest && serves(nearest, rows, H, bytes, element) ? nearest : best;
 }
 
 /* The internal type (0 fp32, 1 fp16, 2 bf16) of a public one (1 fp32, 2 fp16, 3 bf16), 0
