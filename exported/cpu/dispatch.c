@@ -11,8 +11,9 @@
  */
 
 /* -DLNTUNE_KERNELS_TRACE=f: the app's void f(int entry, int other_h) is told which tuned kernel
- * each forward call runs (its row of tuned[], and 1 where that winner's run-time-H kernel
- * serves an H it was not tuned for); calls no tuned kernel serves are not reported. */
+ * each forward call takes (its row of tuned[], and 1 where that winner's run-time-H kernel
+ * serves an H it was not tuned for), before it runs: one that declines its arguments hands the
+ * call on to the generic kernel. Calls no tuned kernel serves are not reported. */
 #ifdef LNTUNE_KERNELS_TRACE
 void LNTUNE_KERNELS_TRACE(int entry, int other_h);
 #define trace_tuned(entry, other_h) LNTUNE_KERNELS_TRACE(entry, other_h)
