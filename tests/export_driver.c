@@ -48,6 +48,29 @@
 #include <pthread.h>
 #include <string.h>
 
+/* One fp32 call of op (0 LayerNorm, 1 RMSNorm) on rows x H with x rows x_stride apart, gamma and
+ * beta as asked, on fresh data; its return code, and its error against the float64 reference
+ * into *err (INFINITY when it failed). */
+static int fp32_call(int op, int64_t H, int64_t rows, int64_t x_stride, int gamma, int beta,
+                     double *err) {
+    float *x = malloc((size_t)(rows * x_stride) * 4), *y = malloc((size_t)(rows * H) * 4);
+    float *g = malloc((size_t)H * 4), *b = malloc((size_t)H * 4);
+    test_fill(x, rows * x_stride, 5.0, 2.0);
+    test_fill(g, H, 1.0, 0.2);
+    test_fill(b, H, 0.0, 0.5);
+    lntune_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = rows, a.H = H, a.x = x, a.y = y, a.x_stride = x_stride;
+    a.gamma = gamma ? g : NULL;
+    a.beta = beta ? b : NULL;
+    const int rc = op ? lntune_kernels_rmsnorm(&a) : lntune_kernels_layernorm(&a);
+    *err = rc ? INFINITY
+              : test_error((lntune_op)op, x, x_stride, y, H, rows, H, a.gamma, a.beta, 1e-5, NULL,
+                           NULL);
+    free(x), free(y), free(g), free(b);
+    return rc;
+}
+
 static void test_fp32(void) {
     static const int64_t hs[] = {768, 4096, 1, 17, 1000};
     static const int64_t rows_list[] = {1, 40, 4096};
@@ -57,25 +80,13 @@ static void test_fp32(void) {
                 for (int affine = 0; affine < 4; ++affine) {
                     if (op == 1 && affine >= 2) continue;
                     int64_t H = hs[hi], rows = rows_list[ri], xs = H + (int64_t)(affine & 1) * 3;
-                    float *x = malloc((size_t)(rows * xs) * 4), *y = malloc((size_t)(rows * H) * 4);
-                    float *g = malloc((size_t)H * 4), *b = malloc((size_t)H * 4);
-                    test_fill(x, rows * xs, 5.0, 2.0);
-                    test_fill(g, H, 1.0, 0.2);
-                    test_fill(b, H, 0.0, 0.5);
-                    lntune_kernel_args a;
-                    memset(&a, 0, sizeof a);
-                    a.rows = rows, a.H = H, a.x = x, a.y = y, a.x_stride = xs;
-                    a.gamma = affine == 1 || affine == 2 ? g : NULL;
-                    a.beta = affine >= 2 ? b : NULL;
-                    int rc = op ? lntune_kernels_rmsnorm(&a) : lntune_kernels_layernorm(&a);
-                    double err = rc ? INFINITY
-                                    : test_error((lntune_op)op, x, xs, y, H, rows, H, a.gamma,
-                                                 a.beta, 1e-5, NULL, NULL);
+                    double err;
+                    const int rc =
+                        fp32_call(op, H, rows, xs, affine == 1 || affine == 2, affine >= 2, &err);
                     test_case(rc == LNTUNE_KERNEL_OK && err <= TOLERANCE,
                               "%s H=%lld rows=%lld affine=%d x_stride=%lld: rc %d, error %.3g",
                               op ? "rmsnorm" : "layernorm", (long long)H, (long long)rows, affine,
                               (long long)xs, rc, err);
-                    free(x), free(y), free(g), free(b);
                 }
     lntune_kernel_args a;
     memset(&a, 0, sizeof a);
@@ -115,22 +126,10 @@ static void test_nearest_h(void) {
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         const int64_t H = cases[k].H, rows = cases[k].rows;
-        float *x = malloc((size_t)(rows * H) * 4), *y = malloc((size_t)(rows * H) * 4);
-        float *g = malloc((size_t)H * 4), *b = malloc((size_t)H * 4);
-        test_fill(x, rows * H, 5.0, 2.0);
-        test_fill(g, H, 1.0, 0.2);
-        test_fill(b, H, 0.0, 0.5);
-        lntune_kernel_args a;
-        memset(&a, 0, sizeof a);
-        a.rows = rows, a.H = H, a.x = x, a.y = y;
-        a.gamma = cases[k].gamma ? g : NULL;
-        a.beta = cases[k].beta ? b : NULL;
-        traced_calls = traced_other_h = 0;
         const int op = cases[k].op;
-        const int rc = op ? lntune_kernels_rmsnorm(&a) : lntune_kernels_layernorm(&a);
-        const double err =
-            rc ? INFINITY
-               : test_error((lntune_op)op, x, H, y, H, rows, H, a.gamma, a.beta, 1e-5, NULL, NULL);
+        traced_calls = traced_other_h = 0;
+        double err;
+        const int rc = fp32_call(op, H, rows, H, cases[k].gamma, cases[k].beta, &err);
         const int want = cases[k].served && !LNTUNE_KERNELS_BATCH_INVARIANT;
         test_case(rc == LNTUNE_KERNEL_OK && err <= TOLERANCE && traced_calls == want &&
                       traced_other_h == want,
@@ -141,7 +140,6 @@ static void test_nearest_h(void) {
                       ? "batch-invariant, the generic kernel, not "
                       : "",
                   cases[k].what, traced_calls, traced_other_h, err);
-        free(x), free(y), free(g), free(b);
     }
 }
 #endif
