@@ -144,8 +144,6 @@ static int parse_options(int argc, char **argv, options *o) {
         if (o->backward)
             return usage_error("%s", "--weight-offset is of the forward ops only (the backward "
                                      "takes the summed weights offset + gamma as its gamma)");
-        if (o->target && strcmp(o->target, "cuda") == 0)
-            return usage_error("%s", "--weight-offset: the CPU's kernels only in this version");
         o->kind.affine = LNTUNE_AFFINE_OFFSET;
     }
     for (size_t i = 0; i < o->nshapes; ++i) {

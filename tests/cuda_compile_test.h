@@ -12,6 +12,7 @@
 #include "check.h"
 #include "cuda_device.h"
 #include "generator.h"
+#include "knob_coverage.h"
 #include "lntune.h"
 #include "nvrtc.h"
 #include "nvrtc_check.h"
@@ -102,6 +103,24 @@ static inline size_t compile_test_fixed(char **list, size_t n, char **out, size_
     for (size_t i = 0; list && i < n && nf < cap; ++i)
         if (strstr(list[i], "h=fixed")) out[nf++] = list[i];
     return nf;
+}
+
+/* The h=fixed variant of list[0..n) (op's, at H) with the most knob values new to c, the first
+ * such from the start-th h=fixed one on; NULL, a failure counted, when there is none. */
+static inline const char *compile_test_pick_fixed(char **list, size_t n, const knob_coverage *c,
+                                                  size_t start, const char *op, int64_t H) {
+    char *fl[512];
+    const size_t nf = compile_test_fixed(list, n, fl, 512);
+    EXPECT(nf > 0, "%s H=%lld: no h=fixed variant", op, (long long)H);
+    return nf ? knob_coverage_pick(c, fl, nf, start) : NULL;
+}
+
+/* Every knob value of the lists c saw came up in its sample (name: whose sample). */
+static inline void compile_test_covered(const knob_coverage *c, const char *name) {
+    const char *missing = knob_coverage_missing(c);
+    EXPECT(!missing && !c->overflow, "%s: knob value %s is in no sample", name,
+           missing ? missing : "(too many to count)");
+    printf("%s: %zu knob values covered\n", name, c->n);
 }
 
 /* Compiles t's samples for sm in one batch, checks (and runs on d) each, then frees its output

@@ -38,6 +38,31 @@ static inline void knob_coverage_add(knob_coverage *c, const char *variant, int 
     }
 }
 
+/* How many items of variant no kept variant had yet (items never added count as had). */
+static inline int knob_coverage_new(const knob_coverage *c, const char *variant) {
+    char buf[256];
+    int count = 0;
+    snprintf(buf, sizeof buf, "%s", variant);
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save))
+        for (size_t i = 0; i < c->n; ++i)
+            if (strcmp(c->items[i].item, it) == 0) count += !c->items[i].seen;
+    return count;
+}
+
+/* The variant of list[0..n) with the most items new to c, the first such from index start on
+ * (cyclically): deterministic, and spread over the list by start. NULL when n is 0. */
+static inline const char *knob_coverage_pick(const knob_coverage *c, char **list, size_t n,
+                                             size_t start) {
+    const char *best = NULL;
+    int most = -1;
+    for (size_t j = 0; j < n; ++j) {
+        const char *v = list[(start + j) % n];
+        const int u = knob_coverage_new(c, v);
+        if (u > most) most = u, best = v;
+    }
+    return best;
+}
+
 /* The first item no kept variant had, or NULL when every one was seen. */
 static inline const char *knob_coverage_missing(const knob_coverage *c) {
     for (size_t i = 0; i < c->n; ++i)

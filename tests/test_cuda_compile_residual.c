@@ -31,7 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { NTUPLES = 8, MAX_JOBS = NTUPLES * 2 * 2 * 2 + 2 * 2 * 2, MAX_ITEMS = 128 };
+enum { NTUPLES = 8, MAX_JOBS = NTUPLES * 2 * 2 * 2 + 2 * 2 * 2 };
 
 static const char *const ops[] = {"layernorm", "rmsnorm"};
 static const int fusions[] = {LNTUNE_FUSION_RESIDUAL, LNTUNE_FUSION_RESIDUAL_OUT};
@@ -63,61 +63,12 @@ typedef struct {
 static sample samples[MAX_JOBS];
 static size_t nsamples;
 
-/* Every "fusion:name=value" item of the lists sampled, and whether a sample had it. */
-static struct {
-    char item[64];
-    int seen;
-} items[MAX_ITEMS];
-static size_t nitems;
+/* Every knob value of the lists sampled for each fusion (fusions[] order), and whether a sample
+ * had it. */
+static knob_coverage coverage[2];
 
-/* Finds (or with add, adds) "fusion:item"; NULL when absent. */
-static int *item_slot(int fusion, const char *item, int add) {
-    char key[64];
-    snprintf(key, sizeof key, "%s:%s", lntune_fusion_name(fusion), item);
-    for (size_t i = 0; i < nitems; ++i)
-        if (strcmp(items[i].item, key) == 0) return &items[i].seen;
-    if (!add) return NULL;
-    if (nitems == MAX_ITEMS) {
-        EXPECT(0, "more than %d knob values", MAX_ITEMS);
-        return NULL;
-    }
-    snprintf(items[nitems].item, sizeof items[0].item, "%s", key);
-    return &items[nitems++].seen;
-}
-
-/* Notes (see: marks seen) each "name=value" item of variant under fusion. */
-static void each_item(int fusion, const char *variant, int see) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", variant);
-    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
-        int *seen = item_slot(fusion, it, !see);
-        if (seen && see) *seen = 1;
-    }
-}
-
-/* Knob values of variant that no sample of fusion has had yet. */
-static int unseen(int fusion, const char *variant) {
-    char buf[256];
-    int count = 0;
-    snprintf(buf, sizeof buf, "%s", variant);
-    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
-        const int *seen = item_slot(fusion, it, 0);
-        count += seen && !*seen;
-    }
-    return count;
-}
-
-/* The variant of list[0..n) with the most knob values new to fusion's sample, the first such
- * from index start on (cyclically): deterministic, and spread over the list by start. */
-static const char *pick(char **list, size_t n, size_t start, int fusion) {
-    const char *best = NULL;
-    int most = -1;
-    for (size_t j = 0; j < n; ++j) {
-        const char *v = list[(start + j) % n];
-        const int u = unseen(fusion, v);
-        if (u > most) most = u, best = v;
-    }
-    return best;
+static knob_coverage *coverage_of(int fusion) {
+    return &coverage[fusion == fusions[0] ? 0 : 1];
 }
 
 static void add(lntune_gen *g, int sm, const char *op, const char *variant,
@@ -149,7 +100,7 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
     } else {
         EXPECT(0, "emit unfused %s: %s", s->what, lntune_gen_errmsg(g));
     }
-    each_item(shape->fusion, variant, 1);
+    knob_coverage_add(coverage_of(shape->fusion), variant, 1);
     compile_test_take(&s->job, &src);
     s->widen_f16 = t.x == LNTUNE_TYPE_F16 || rt == LNTUNE_TYPE_F16;
     s->op = (lntune_op)lntune_op_parse(op);
@@ -165,7 +116,7 @@ static char **variants(lntune_gen *g, const char *op, const lntune_shape *shape,
     lntune_shape unfused = *shape;
     unfused.fusion = LNTUNE_FUSION_NONE;
     char **list = compile_test_variants(g, op, shape, &unfused, "unfused", NULL, n, NULL);
-    for (size_t i = 0; i < *n; ++i) each_item(shape->fusion, list[i], 0);
+    for (size_t i = 0; i < *n; ++i) knob_coverage_add(coverage_of(shape->fusion), list[i], 0);
     return list;
 }
 
@@ -184,16 +135,17 @@ static void collect_sm90(lntune_gen *g) {
                 lntune_shape any = {.types = tuple(ti), .fusion = fusions[f]};
                 size_t n = 0;
                 char **list = variants(g, ops[o], &any, &n);
-                if (list) add(g, 90, ops[o], pick(list, n, (size_t)k * 13 + 5, fusions[f]), &any);
+                if (list)
+                    add(g, 90, ops[o],
+                        knob_coverage_pick(&coverage[f], list, n, (size_t)k * 13 + 5), &any);
                 lntune_gen_free_list(list, n);
 
                 lntune_shape fixed = any;
                 fixed.H = fixed_h[k % 3];
                 list = variants(g, ops[o], &fixed, &n);
-                char *fl[512];
-                const size_t nf = compile_test_fixed(list, n, fl, 512);
-                EXPECT(nf > 0, "%s H=%lld: no h=fixed variant", ops[o], (long long)fixed.H);
-                if (nf) add(g, 90, ops[o], pick(fl, nf, (size_t)k * 7, fusions[f]), &fixed);
+                const char *v =
+                    compile_test_pick_fixed(list, n, &coverage[f], (size_t)k * 7, ops[o], fixed.H);
+                if (v) add(g, 90, ops[o], v, &fixed);
                 lntune_gen_free_list(list, n);
             }
 }
@@ -221,9 +173,7 @@ static void collect_sm80(lntune_gen *g) {
 /* Every knob value of the lists sampled came up in the sample of each fusion. */
 static void collected(const lntune_nvrtc *nv) {
     (void)nv;
-    for (size_t i = 0; i < nitems; ++i)
-        EXPECT(items[i].seen, "knob value %s is in no sample", items[i].item);
-    printf("%zu knob values covered\n", nitems);
+    for (int f = 0; f < 2; ++f) compile_test_covered(&coverage[f], lntune_fusion_name(fusions[f]));
 }
 
 static lntune_nvrtc_job *job(size_t i, int sm) {

@@ -693,10 +693,27 @@ static const lntune_target cuda_functions = {"cuda", TOP, 1, 0, 0, lntune_tune_c
     hardware, code_hash, variants, prepare, check, time_variants, artifact, end};
 /* clang-format on */
 
+int lntune_tune_cuda_refuses(const lntune_tune_config *cfg, char *why, size_t len) {
+    /* templates/cuda/norm.lua emits these, and tests/test_cuda_compile_quant.c compiles them;
+     * no GPU has run them yet, and this loop's timing launches do not pass their scales. */
+    for (size_t s = 0; s < cfg->nshapes; ++s)
+        if (lntune_type_quantized(cfg->shapes[s].types.y) ||
+            cfg->shapes[s].affine == LNTUNE_AFFINE_OFFSET) {
+            snprintf(why, len,
+                     "%s on a CUDA device is compiled, not yet verified on a GPU; tune it for the "
+                     "CPU (--target cpu)",
+                     cfg->shapes[s].affine == LNTUNE_AFFINE_OFFSET ? "a weight offset"
+                                                                   : "a quantized y");
+            return 1;
+        }
+    return 0;
+}
+
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,
                      size_t *nresults, char *err, size_t errlen) {
     *results = NULL;
     *nresults = 0;
+    if (lntune_tune_cuda_refuses(cfg, err, errlen)) return LNTUNE_EUNSUPPORTED;
     lntune_cuda *cu = NULL;
     lntune_nvrtc *nv = NULL;
     lntune_gen *gen = NULL;

@@ -12,10 +12,12 @@
 
 void lntune_cuda_guarded_set_type(lntune_cuda_guarded *g, int type) {
     const uint32_t p = lntune_verify_poison(type);
-    const uint16_t p16 = (uint16_t)p;
     g->esize = lntune_type_size(type);
-    memcpy(g->poison, g->esize == 4 ? (const void *)&p : (const void *)&p16, g->esize);
-    g->word = g->esize == 4 ? p : (uint32_t)p16 << 16 | p16;
+    /* the poison repeated over 4 bytes: an element of 4, 2 or 1 bytes (a quantized y's code) */
+    g->word = g->esize == 4   ? p
+              : g->esize == 2 ? (p & 0xffffu) * 0x10001u
+                              : (p & 0xffu) * 0x1010101u;
+    memcpy(g->poison, &g->word, g->esize); /* the same bytes in either order */
 }
 
 int lntune_cuda_guarded_alloc(lntune_cuda *cu, size_t capacity, int type, lntune_cuda_guarded *g) {

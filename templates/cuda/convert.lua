@@ -8,12 +8,28 @@
 
 local M = {}
 
--- C element type of each tensor type; 16-bit types are carried as their bits.
+-- C element type of each tensor type; 16-bit types are carried as their bits, and so are the
+-- codes of a quantized y (one byte: int8 or fp8 e4m3, core/quant.h).
 M.CTYPE = { f32 = "float", f16 = "unsigned short", bf16 = "unsigned short" }
 M.SIZE = { f32 = 4, f16 = 2, bf16 = 2 }
 -- A float expression of an element of each type (format with the element's expression).
 M.widen = { f32 = "%s", f16 = "f16_to_f32(%s)", bf16 = "bf16_to_f32(%s)" }
 M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
+
+-- A quantized y (y only): the code of v = y / scale, the kernel's v being y times the fp32
+-- reciprocal of the scale. row: a scale per row (absmax / max, written to y_scales); max: the
+-- largest code's value. The same table as cpu/convert.lua's.
+M.QUANT = {
+    i8 = { code = "i8", row = false, max = "127.0f" },
+    i8row = { code = "i8", row = true, max = "127.0f" },
+    e4m3 = { code = "e4m3", row = false, max = "448.0f" },
+    e4m3row = { code = "e4m3", row = true, max = "448.0f" },
+}
+for t, q in pairs(M.QUANT) do
+    M.CTYPE[t] = "unsigned char"
+    M.SIZE[t] = 1
+    M.narrow[t] = "f32_to_" .. q.code .. "(%s)"
+end
 
 -- Types chosen when the source is compiled rather than generated (the runtime's built-ins for
 -- fp16/bf16 calls: one source serves every type tuple). Each tensor's type is a macro set on the
@@ -21,8 +37,10 @@ M.narrow = { f32 = "%s", f16 = "f32_to_f16(%s)", bf16 = "f32_to_bf16(%s)" }
 -- the pseudo-types x_t, y_t, p_t and r_t stand for them.
 M.GENERIC = { x = "x_t", y = "y_t", params = "p_t", residual = "r_t" }
 M.MACRO = { x_t = "LNTUNE_X_T", y_t = "LNTUNE_Y_T", p_t = "LNTUNE_P_T", r_t = "LNTUNE_R_T" }
--- The C type moved in packs of V elements: packf<V> for fp32, packh<V> for the 16-bit types.
+-- The C type moved in packs of V elements: packf<V> for fp32, packh<V> for the 16-bit types,
+-- packq<V> for the codes.
 M.PACK = { f32 = "packf<V>", f16 = "packh<V>", bf16 = "packh<V>" }
+for t in pairs(M.QUANT) do M.PACK[t] = "packq<V>" end
 for t in pairs(M.MACRO) do
     M.CTYPE[t] = "lntune_" .. t
     M.SIZE[t] = "sizeof(lntune_" .. t .. ")"
@@ -101,6 +119,45 @@ LN_INLINE unsigned short f32_to_f16(float f)
 }
 ]]
 
+local PACKQ = [[
+
+/* V one-byte codes moved as one access: 2, 4 or 8 bytes when the address is aligned to that. */
+template <int V> struct alignas(V) packq {
+    unsigned char v[V];
+};
+]]
+
+-- The codes, bit for bit core/quant.h's (and the CPU template's f32_to_i8 and f32_to_e4m3):
+-- __float2int_rn rounds to nearest even whatever the compiler's flags.
+local I8 = [[
+
+/* v clamped to [-128, 127] and rounded to nearest, ties to even; NaN gives 0. */
+LN_INLINE unsigned char f32_to_i8(float v)
+{
+    if (v != v) return 0;
+    v = v > 127.0f ? 127.0f : v < -128.0f ? -128.0f : v;
+    return (unsigned char)__float2int_rn(v);
+}
+]]
+
+local E4M3 = [[
+
+/* OCP fp8 e4m3, saturating: |v| clamped to 448 (Inf too), rounded to nearest even, subnormals
+ * (multiples of 2^-9) below 2^-6; NaN gives 0x7f with v's sign. Normal values round on the bits:
+ * the increment carries into the exponent, and the bias moves from fp32's 127 to e4m3's 7. */
+LN_INLINE unsigned char f32_to_e4m3(float v)
+{
+    const unsigned u = __float_as_uint(v);
+    const unsigned sign = u >> 24 & 0x80u;
+    unsigned a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (unsigned char)(sign | 0x7fu);
+    if (a > 0x43e00000u) a = 0x43e00000u; /* 448.0f */
+    if (a < 0x3c800000u)                  /* 2^-6: m * 2^-9, exactly scaled by 512 */
+        return (unsigned char)(sign | (unsigned)__float2int_rn(__fmul_rn(__uint_as_float(a), 512.0f)));
+    return (unsigned char)(sign | (((a + 0x7ffffu + (a >> 20 & 1u)) >> 20) - (120u << 3)));
+}
+]]
+
 -- The element types of the pseudo-types, and a conversion of each from and to float.
 local GENERIC = [[
 
@@ -140,6 +197,13 @@ function M.device_functions(types)
     if used.f16 or used.bf16 then out[#out + 1] = PACKH end
     if used.bf16 then out[#out + 1] = BF16 end
     if used.f16 then out[#out + 1] = F16 end
+    local codes = {}
+    for t, q in pairs(M.QUANT) do
+        if used[t] then codes[q.code] = true end
+    end
+    if codes.i8 or codes.e4m3 then out[#out + 1] = PACKQ end
+    if codes.i8 then out[#out + 1] = I8 end
+    if codes.e4m3 then out[#out + 1] = E4M3 end
     if #generic > 0 then
         out[#out + 1] = GENERIC
         for _, t in ipairs(generic) do
@@ -177,7 +241,8 @@ template <int V> LN_INLINE packf<V> %s(const %s *p)
 ]], name, M.CTYPE[t], pack, pack, string.format(M.widen[t], "h.v[e]"))
 end
 
--- name<V>(p, q): q rounded to type t (round to nearest even) and stored as one access.
+-- name<V>(p, q): q rounded to type t (round to nearest even; a quantized t: the codes of q, which
+-- the caller has divided by the scale) and stored as one access.
 function M.storer(name, t)
     if t == "f32" then
         return string.format([[

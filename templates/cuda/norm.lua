@@ -1,5 +1,6 @@
 -- templates/cuda/norm.lua - CUDA LayerNorm and RMSNorm forward: x, y and gamma/beta each fp32,
--- fp16 or bf16 (shape.types), an fp32 data path with statistics reduced in double.
+-- fp16 or bf16 (shape.types; y also int8 or fp8 e4m3 codes), an fp32 data path with statistics
+-- reduced in double.
 --
 -- Shared by cuda/layernorm.lua and cuda/rmsnorm.lua. The parameter space below is the whole list
 -- of knobs: C code reads it, never repeats it. host.sm is the target's compute capability
@@ -31,24 +32,29 @@
 -- residual (or with residual_out for "residual", without it for "residual_out") writes nothing,
 -- as with a fixed H that differs: the host matches the call to the variant before launching.
 --
--- Residual: compiled only, not yet run. tests/test_cuda_compile_residual.c puts a sample of
--- both ops and fusions, 8 type tuples (residual types other than x's among them) and every knob
--- value through NVRTC for sm_90 and sm_80. The runtime (LNTUNE_EUNSUPPORTED) and `lntune tune
--- --target cuda --residual` (exit 2) refuse it until a GPU run, with the fused verifier
--- (lntune_verifier_create_fused) behind the device checker (gen/verify/cuda_check.c, which has no
--- residual buffers yet), shows:
---   * y, mean/rstd and residual_out against the verifier for every layout (clusters at H >=
---     8192), both fusions and ops, residual types equal to and other than x's, H = 1, 3, 17,
---     768, 4097 and fixed H; residual_out bit for bit the CPU template's rounding of x + residual;
---   * the scalar fallback: residual or residual_out misaligned by one element or with an odd
---     row stride while x and y are aligned, and strided residual and residual_out rows;
---   * residual_out == residual (in place) giving the same bits as separate buffers, in every
---     layout (the passes' reads end at the reductions before any store);
---   * guard zones around residual_out: no write past a row, none at all with fusion "residual";
---     rows not a multiple of rows_per_block (idle row groups read no residual);
---   * a launch whose residual/residual_out do not match the variant writing nothing, and the
---     host refusing it before launching.
+-- The residual ran on an H200 (bench/results/h200-mixed-2026-11-30.md); in place
+-- (residual_out == residual) is refused by the runtime until a GPU has verified it.
 --
+-- Weight offset (shape.affine = "offset": Gemma's y = norm(x) * (offset + gamma), offset the
+-- call's lntune_kernel_args.weight_offset): wherever gamma is read it reads gamma + offset, one
+-- fp32 addition (__fadd_rn) of the exactly widened gamma, as the CPU template forms it.
+--
+-- Quantized y (types.y i8, i8row, e4m3 or e4m3row; core/quant.h has the exact semantics): the
+-- fp32 y as above times qinv, then its code (convert.lua: int8 or OCP e4m3, saturating, ties to
+-- even). Static scale: qinv = 1 / y_scale in fp32. A scale per row: a pass over the row (the
+-- cache, or x again) takes the largest |y| of the same fp32 y (NaN left out: fmaxf), reduced
+-- over the row group like the statistics; qinv = QMAX / absmax (0 where absmax is 0 or Inf),
+-- and y_scales[row] = absmax / QMAX. A kernel launched without a valid static scale, or without
+-- y_scales, writes nothing; the host checks before launching.
+--
+-- Weight offset and quantized y: compiled only, not yet run. tests/test_cuda_compile_quant.c
+-- puts a sample (both ops, the four code types, three x/params tuples, the residual and the
+-- offset taking turns, every knob value) through NVRTC for sm_90 and sm_80, and
+-- tests/test_cuda_codes.sh checks the codes' device functions on the host against
+-- core/quant.h. The CUDA tuner refuses both (lntune_tune_cuda_refuses) and the runtime
+-- (LNTUNE_EUNSUPPORTED) until a GPU run, where the device checker (gen/verify/cuda_check.c:
+-- y_scales between guards, one-byte poison) verifies the samples of test_cuda_compile_quant.
+
 -- Launch. properties() returns what the host needs, and the source repeats it in one line
 --   // lntune-cuda-launch: block=B rows_per_block=R cluster=C smem=S smem_per_h=E max_h=M
 -- (the generator's C side reads only threads/affine/fixed_h/cflags for now). The host runs
@@ -141,7 +147,16 @@ function M.family(op)
                 values = function(_, shape) return shape.H and { "runtime", "fixed" } or { "runtime" } end,
                 doc = "H read at run time, or fixed when the source is generated",
             },
-            { name = "affine", values = { "fused", "none" }, doc = "gamma (and beta) in the normalize pass, or none" },
+            {
+                name = "affine",
+                -- offset only for calls with a weight offset (shape.affine), which take nothing
+                -- else: a kernel without it would compute another y
+                values = function(_, shape)
+                    return shape.affine == "offset" and { "offset" } or { "fused", "none" }
+                end,
+                doc = "gamma (and beta) in the normalize pass, or none; offset: gamma + the call's "
+                    .. "weight_offset (Gemma)",
+            },
         },
         presets = {
             builtin = preset(layernorm, "uncached", 4),
@@ -154,13 +169,13 @@ function M.family(op)
             local fixed = p.h == "fixed"
             if fixed and not H then return false, "h=fixed needs a shape with H" end
             local y = (shape.types or {}).y
-            if y and not CTYPE[y] then return false, "a quantized y (" .. y .. ") is the CPU's only, so far" end
+            if y and not CTYPE[y] then return false, "unknown y type " .. y end
             if p.layout ~= "warp" and p.tpr ~= 32 then return false, "tpr is for layout=warp" end
             if (p.layout == "cluster") ~= (p.cluster > 1) then return false, "cluster > 1 is layout=cluster" end
             if p.pack == 8 then
                 local types = shape.generic_types and cv.GENERIC or shape.types or ALL_F32
-                if types.x == "f32" and types.y == "f32" then
-                    return false, "fp32 x and y move 16 bytes at pack=4"
+                if types.x == "f32" and (types.y == "f32" or cv.QUANT[types.y]) then
+                    return false, "fp32 x moves 16 bytes at pack=4"
                 end
                 if p.layout == "cluster" then return false, "cluster slices are 16-byte aligned for pack=4" end
             end
@@ -217,6 +232,8 @@ function M.family(op)
                 fusion = shape.fusion or false,
                 RT = shape.fusion and CTYPE[types.residual or types.x] or false,
                 res_out = shape.fusion == "residual_out",
+                -- A quantized y (convert.lua's QUANT: { code, row, max }), or false.
+                quant = cv.QUANT[types.y] or false,
                 launch = launch(p, host, shape),
             }
         end,
@@ -242,6 +259,7 @@ function M.family(op)
 @ local LR = fusion and (types.residual == "f32" and "load" or "load_r")
 @ local SR = fusion and (types.residual == "f32" and "store" or "store_r")
 @ local widen = cv.widen
+@ local ofs = p.affine == "offset" -- gamma + the call's weight offset wherever gamma is read
 // lntune-cuda-launch: block={{launch.block}} rows_per_block={{launch.rows_per_block}} cluster={{launch.cluster}} smem={{launch.smem}} smem_per_h={{launch.smem_per_h}} max_h={{launch.max_h}}
 /* NVRTC has no standard headers without an include path: the few types the ABI needs. nvcc
  * (lntune export's file of many kernels) has them. */
@@ -264,6 +282,9 @@ namespace {{symbol}}_impl {
 /* Threads per row group, rows per block, blocks per row, threads per block, widest pack. */
 enum { T = {{T}}, RPB = {{RPB}}, CL = {{CL}}, BLOCK = {{BLOCK}}, P = {{P}}, CHUNK = {{CHUNK_PACKS}} };
 static_assert(T * RPB == BLOCK, "row groups fill the block");
+@ if quant and quant.row then
+constexpr float QMAX = {{quant.max}}; /* the largest code's value */
+@ end
 
 @ if typed then
 /* x: {{types.x}}, y: {{types.y}}, gamma/beta: {{types.params}}{{fusion and (", residual: " .. types.residual) or ""}}. 16-bit types travel as
@@ -380,6 +401,34 @@ LN_INLINE double group_sum(double v, int slot)
     return s;
 @ end
 }
+@ if quant and quant.row then
+
+/* The largest v over the T lanes of a row group (every lane gets it). fmaxf takes the number
+ * where one operand is NaN: a NaN y counts for nothing, as core/quant.h's absmax leaves it out. */
+LN_INLINE float group_max(float v, int slot)
+{
+@   if LAYOUT == "warp" then
+    (void)slot;
+    for (int o = T / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+@   else
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    __syncthreads(); /* the previous reader of red_slots is done */
+    if ((threadIdx.x & 31) == 0) red_slots[slot][threadIdx.x >> 5] = v;
+    __syncthreads();
+    float m = 0.0f;
+    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, (float)red_slots[slot][w]);
+@     if LAYOUT == "cluster" then
+    if (threadIdx.x == 0) cluster_part[slot] = m;
+    cluster_sync();
+    m = 0.0f;
+    for (unsigned r = 0; r < CL; ++r) m = fmaxf(m, (float)cluster_load(&cluster_part[slot], r));
+    cluster_sync(); /* no block moves on (or exits) while another reads its part */
+@     end
+    return m;
+@   end
+}
+@ end
 @ if LN and p.stats == "welford" then
 
 /* Merges Welford states over the row group; every lane gets the state of lane 0's order. */
@@ -487,13 +536,39 @@ LN_INLINE void group_welford(double &n, double &mu, double &m2)
 @   end
 @ end
 @
-@ local function normalize(g, b)
+@ -- The loads of gamma/beta and the fp32 y of element e of a pack, (loads, expression): the one
+@ -- formula of the normalize pass and of a quantized y's absmax pass (the same bits in both).
+@ local function y_of(g, b)
 @   local e = LN and "(q.v[e] - mean) * rstd" or "q.v[e] * rstd"
 @   local pre_load = ""
 @   if g then pre_load = pre_load .. "const packf<V> g = " .. LP .. "<V>(gamma + i); " end
 @   -- fmaf(z, g, 0) rounds like z * g, so a missing beta is a zero pack, not a second loop.
 @   if b then pre_load = pre_load .. "const packf<V> b = beta ? " .. LP .. "<V>(beta + i) : packf<V>{}; " end
-@   if g and b then e = "fmaf(" .. e .. ", g.v[e], b.v[e])" elseif g then e = e .. " * g.v[e]" end
+@   -- the weight offset: one fp32 addition to the exactly widened gamma (Gemma's 1 + w.float())
+@   local gv = ofs and "__fadd_rn(g.v[e], wofs)" or "g.v[e]"
+@   if g and b then e = "fmaf(" .. e .. ", " .. gv .. ", b.v[e])" elseif g then e = e .. " * " .. gv end
+@   return pre_load, e
+@ end
+@
+@ -- A quantized y with a scale per row: its largest |y|, then qinv = QMAX / absmax (0 where that
+@ -- is 0 or Inf) and the row's scale absmax / QMAX, as core/quant.h has them.
+@ local function row_scale(g, b)
+@   local loads, e = y_of(g, b)
+        float amax = 0.0f;
+@   sweep(false, "", loads .. "for (int e = 0; e < V; ++e) amax = fmaxf(amax, fabsf(" .. e .. "));", "")
+        amax = group_max(amax, 2);
+        const float qinv = amax > 0.0f ? __fdiv_rn(QMAX, amax) : 0.0f;
+@   if LAYOUT == "cluster" then
+        if (active && t == 0 && rank == 0) a.y_scales[row] = __fdiv_rn(amax, QMAX);
+@   else
+        if (active && t == 0) a.y_scales[row] = __fdiv_rn(amax, QMAX);
+@   end
+@ end
+@
+@ local function normalize(g, b)
+@   local pre_load, e = y_of(g, b)
+@   -- a quantized y: the codes of y times qinv, the fp32 reciprocal of the scale
+@   if quant then e = "(" .. e .. ") * qinv" end
 @   local keep = res_out and (" " .. SR .. "<V>(ror + i, q);") or "" -- residual_out = s
 @   sweep(false, "", pre_load .. "packf<V> o; for (int e = 0; e < V; ++e) o.v[e] = " .. e .. "; " .. SY .. "<V>(yr + i, o);" .. keep, "")
 @ end
@@ -520,6 +595,13 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
     const int64_t H = {{fixed_H}};
 @ else
     const int64_t H = a.H;
+@ end
+@ if ofs then
+    const float wofs = a.weight_offset;
+@ end
+@ if quant and not quant.row then
+    /* the codes of y / y_scale, as y times its fp32 reciprocal (core/quant.h) */
+    const float qinv = __fdiv_rn(1.0f, a.y_scale);
 @ end
 @ if LAYOUT == "warp" then
     const int t = threadIdx.x % T;
@@ -595,11 +677,11 @@ LN_INLINE void {{fn_name}}(const lntune_kernel_args &a)
         mean = 0.0f;
         rstd = (float)(1.0 / __dsqrt_rn(s / (double)H + (double)a.eps));
 @ end
-@ if p.affine == "fused" then
-@   normalize(true, LN)
-@ else
-@   normalize(false, false)
+@ local g_on = p.affine ~= "none"
+@ if quant and quant.row then
+@   row_scale(g_on, g_on and LN)
 @ end
+@ normalize(g_on, g_on and LN)
 @ if LAYOUT == "cluster" then
         if (active && t == 0 && rank == 0) {
 @ else
@@ -668,6 +750,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK) {{symbol}}(lntune_kernel_arg
 @ end
 @ if fusion then
     if (!a.residual || {{res_out and "!" or ""}}a.residual_out) return; /* the host matches the call's fusion */
+@ end
+@ -- The host checks the scales before launching (the CPU kernels refuse these calls).
+@ if quant and quant.row then
+    if (!a.y_scales) return;
+@ elseif quant then
+    if (!(a.y_scale >= 1.17549435e-38f && a.y_scale <= 3.40282347e38f)) return; /* normal, finite */
 @ end
 @ if P > 1 then
     if (packs_fit(a))
