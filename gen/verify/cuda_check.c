@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-    STATS_ROWS = 4096
-}; /* rows of mean and rstd (and of a quantized y's scales) a run may ask for */
+/* Rows of mean and rstd (and of a quantized y's scales) a run may ask for. */
+enum { STATS_ROWS = 4096 };
 #define KERNEL_DEVICE_ERROR 99
 #define SCALE_GUARD 0x7fa5a5a5u /* the float before and after a quantized y's row scales */
 

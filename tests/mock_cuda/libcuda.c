@@ -12,7 +12,11 @@
  * $MOCK_CUDA_TYPES (lntune's dtype text, "bf16/bf16/f32/f32"; unset: all fp32) gives the
  * element types of x, y, gamma/beta and residual, which the kernel ABI does not carry. Given a
  * residual, a launch normalizes the fp32 sum x + residual and writes residual_out if given, as
- * lntune_args documents.
+ * lntune_args documents. The args' weight_offset is added to gamma (in fp32, as the kernels do).
+ * A quantized y (types.y i8, i8row, e4m3, e4m3row) gets core/quant.h's codes of the fp32 y times
+ * 1 / y_scale, or with a scale per row, of y * QMAX / absmax, the row's scale to y_scales.
+ * $MOCK_CUDA_QUANT_FAULT makes it wrong for tests/test_cuda_check_quant.c: "past" also writes
+ * y_scales[rows], "noscale" writes no scale, "nooffset" ignores the weight offset.
  * A backward pair (a kernel whose name says backward, or one whose module also holds a
  * "<name>_dgamma", as the CUDA tuner's "lntune_norm") computes the float64 reference gradients
  * instead: kernel 1 writes dx and the dgamma/dbeta sums. The number of workspace rows (parts)
@@ -28,6 +32,7 @@
 #include "dtypes.h"
 #include "lntune_kernel.h"
 #include "lntune_kernel_backward.h"
+#include "quant.h"
 #include "reference.h"
 #include "typed_kernel.h"
 
@@ -293,7 +298,11 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     lntune_types t = {0};
     const char *types = getenv("MOCK_CUDA_TYPES");
     if (types && lntune_types_parse(types, &t) != 0) return ERR_INVALID_VALUE;
-    const int rt = lntune_types_residual(t);
+    const int rt = lntune_types_residual(t), quant = lntune_type_quantized(t.y);
+    const char *fault = getenv("MOCK_CUDA_QUANT_FAULT");
+    const int no_offset = fault && strcmp(fault, "nooffset") == 0;
+    const int no_scale = fault && strcmp(fault, "noscale") == 0;
+    const int scale_past = fault && strcmp(fault, "past") == 0;
     double *z = malloc((size_t)a->H * sizeof *z);
     float *s = malloc((size_t)a->H * sizeof *s);
     if (!z || !s) {
@@ -302,7 +311,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     }
     for (int64_t r = 0; r < a->rows; ++r) {
         const void *x = (const unsigned char *)a->x + r * a->x_stride * typed_size(t.x);
-        void *y = (unsigned char *)a->y + r * a->y_stride * typed_size(t.y);
+        void *y = (unsigned char *)a->y + r * a->y_stride * (quant ? 1 : typed_size(t.y));
         const void *res = a->residual ? (const unsigned char *)a->residual +
                                             r * a->residual_stride * typed_size(rt)
                                       : NULL;
@@ -315,11 +324,27 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         }
         double mean, rstd;
         lntune_reference_row(which, s, a->H, a->eps, z, &mean, &rstd);
+        float amax = 0.0f;
         for (int64_t i = 0; i < a->H; ++i) {
             double v = z[i];
-            if (a->gamma) v *= typed_load(t.params, a->gamma, i);
+            if (a->gamma)
+                v *= typed_load(t.params, a->gamma, i) + (no_offset ? 0.0f : a->weight_offset);
             if (a->beta) v += typed_load(t.params, a->beta, i);
-            typed_store(t.y, y, i, (float)(wrong ? v + 1e-3 : v));
+            s[i] = (float)(wrong ? v + 1e-3 : v); /* s: y from here on */
+            if (fabsf(s[i]) > amax) amax = fabsf(s[i]);
+        }
+        if (!quant) {
+            for (int64_t i = 0; i < a->H; ++i) typed_store(t.y, y, i, s[i]);
+        } else {
+            const float qmax = (float)lntune_quant_max(t.y);
+            float qinv = 1.0f / a->y_scale;
+            if (t.y == LNTUNE_TYPE_I8_ROW || t.y == LNTUNE_TYPE_E4M3_ROW) {
+                if (!no_scale) a->y_scales[r] = amax / qmax;
+                if (scale_past && r == a->rows - 1) a->y_scales[a->rows] = 0.0f;
+                qinv = amax > 0.0f ? qmax / amax : 0.0f;
+            }
+            for (int64_t i = 0; i < a->H; ++i)
+                ((unsigned char *)y)[i] = (unsigned char)lntune_quant_code(t.y, s[i] * qinv);
         }
         if (a->mean) a->mean[r] = (float)mean;
         if (a->rstd) a->rstd[r] = (float)rstd;
