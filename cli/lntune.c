@@ -574,7 +574,7 @@ static const command commands[] = {
      "  dbeta; dtype x or x/x/params: dx and dy have x's type); with --residual,\n"
      "  of the fused Add & Norm: dx = the norm's gradient + dresidual_out (the gradient at\n"
      "  residual_out; op text \"layernorm_backward+residual\"). --weight-offset tunes calls\n"
-     "  with lntune_args.weight_offset (Gemma: y = norm(x) * (offset + gamma); CPU, forward;\n"
+     "  with lntune_args.weight_offset (Gemma: y = norm(x) * (offset + gamma); forward;\n"
      "  op text \"rmsnorm+offset\"). A second run\n"
      "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"
      "  not SQLite, another application's, newer) is never touched; --force moves it to\n"

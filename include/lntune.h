@@ -124,9 +124,10 @@ typedef struct lntune_args {
      * Inf). Rounding: the kernels multiply by fp32 reciprocals, which may move a v lying within
      * a few fp32 roundings of a rounding boundary to the neighbouring code; nowhere else.
      * Both ops, with or without residual/residual_out, any x, gamma/beta and residual type.
-     * CPU only (CUDA: LNTUNE_EUNSUPPORTED). Shapes never tuned run the float built-in into a
-     * small buffer, then quantize it: correct, slower than a tuned fused kernel
-     * (lntune --dtype f32/i8row ...: the type text names "i8", "i8row", "e4m3", "e4m3row").
+     * CPU: shapes never tuned run the float built-in into a small buffer, then quantize it:
+     * correct, slower than a tuned fused kernel (lntune --dtype f32/i8row ...: the type text
+     * names "i8", "i8row", "e4m3", "e4m3row"). CUDA: the shapes tuned on that GPU (lntune
+     * --target cuda --dtype ...) only; others LNTUNE_EUNSUPPORTED.
      */
     float y_scale;
     float *y_scales;
@@ -135,10 +136,10 @@ typedef struct lntune_args {
      * gamma) [+ beta], each weight_offset + gamma one fp32 addition of gamma widened exactly
      * (Gemma's 1.0 + weight.float()), then used as gamma. 0: none. Must be finite and needs
      * gamma (else LNTUNE_EINVAL); both ops, every type, with or without residual and a quantized
-     * y. CPU only (CUDA: LNTUNE_EUNSUPPORTED). Shapes tuned for it (lntune --weight-offset) run
-     * their kernel; others the built-in on fp32 sums formed for the call. New in 0.5: read only
-     * through lntune_layernorm_sized / lntune_rmsnorm_sized, which the macros below call with
-     * this header's sizeof (lntune_args); see there.
+     * y. Shapes tuned for it (lntune --weight-offset) run their kernel; others, on the CPU, the
+     * built-in on fp32 sums formed for the call, and on CUDA LNTUNE_EUNSUPPORTED. New in 0.5:
+     * read only through lntune_layernorm_sized / lntune_rmsnorm_sized, which the macros below
+     * call with this header's sizeof (lntune_args); see there.
      */
     float weight_offset;
 } lntune_args;

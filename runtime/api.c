@@ -99,9 +99,6 @@ static int check_args(lntune *ctx, const lntune_args *a, size_t size, int op, ln
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: weight_offset = %g %s", fn, (double)*offset,
                                isfinite(*offset) ? "without gamma (it offsets gamma)"
                                                  : "is not finite");
-    if (*offset != 0.0f && a->device == LNTUNE_DEVICE_CUDA)
-        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
-                               "%s: a weight offset is served on the CPU only", fn);
     if ((rc = lntune_check_size(ctx, fn, a->rows, a->H, a->eps)) != LNTUNE_OK) return rc;
     if (!a->x || !a->y)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s is NULL", fn, !a->x ? "x" : "y");
@@ -138,9 +135,6 @@ static int check_args(lntune *ctx, const lntune_args *a, size_t size, int op, ln
     if (op == LNTUNE_DESC_RMSNORM && a->beta)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: RMSNorm takes no beta", fn);
     if (a->y_dtype == LNTUNE_I8 || a->y_dtype == LNTUNE_FP8_E4M3) { /* the fields read only then */
-        if (a->device == LNTUNE_DEVICE_CUDA)
-            return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
-                                   "%s: a quantized y (int8, fp8) is served on the CPU only", fn);
         if (!a->y_scales && !(a->y_scale >= FLT_MIN && a->y_scale <= FLT_MAX))
             return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
                                    "%s: y_scale = %g: a static scale must be positive, normal and "

@@ -14,7 +14,9 @@
  * in at build time, or, when the build had no NVRTC, its source compiled here with NVRTC at
  * first use. fp16/bf16 data and a residual are part of the descriptor and the database key as on
  * the CPU; their built-in is one source per op, affine kind and fusion, compiled with NVRTC at
- * first use for the call's element types (so, untuned, they need NVRTC at run time). A tuned
+ * first use for the call's element types (so, untuned, they need NVRTC at run time). A quantized
+ * y and a weight offset are keyed the same way but have no built-in: a shape not tuned on this
+ * GPU is refused (LNTUNE_EUNSUPPORTED, with the lntune command that tunes it). A tuned
  * variant that cannot serve H (over its max_h, more shared memory than the GPU has) leaves the
  * shape to the built-in. Kernels are shared by every descriptor that uses them and unloaded at
  * lntune_close.
@@ -380,9 +382,18 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
             k = NULL;
         }
     }
+    const int quantized = lntune_type_quantized(lntune_types_unpacked(lntune_desc_dtype(d)).y);
+    const int offset = lntune_desc_affine(d) == LNTUNE_DESC_GAMMA_OFFSET;
     if (k) {
         lntune_ctx_debug(ctx, "%s on CUDA device %d: tuned %s, measured %.0f ns at rows=%lld", what,
                          index, best.variant, best.median_ns, (long long)best.tuned_rows);
+    } else if (quantized || offset) { /* no built-in has them: the tuned kernels alone */
+        rc = lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                             "%s: CUDA device %d: %s is served by tuned kernels only, and none "
+                             "serves %s (%.200s): lntune --target cuda --dtype ...%s --shape "
+                             "H=%lld would tune one",
+                             fn, index, quantized ? "a quantized y" : "a weight offset", what, why,
+                             offset ? " --weight-offset" : "", (long long)d->H);
     } else if ((rc = builtin_kernel(ctx, g, d, &k)) != LNTUNE_OK) {
         rc = rc == LNTUNE_ENOMEM
                  ? lntune_ctx_fail(ctx, rc, "%s: out of memory loading a CUDA kernel", fn)
@@ -447,7 +458,9 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types
                                "%s: residual_out == residual (in place) is not served on a CUDA "
                                "device; give residual_out its own buffer",
                                fn);
-    const int affine = a->gamma ? LNTUNE_DESC_GAMMA : LNTUNE_DESC_NO_AFFINE;
+    const int affine = ka->weight_offset != 0.0f ? LNTUNE_DESC_GAMMA_OFFSET
+                       : a->gamma                ? LNTUNE_DESC_GAMMA
+                                                 : LNTUNE_DESC_NO_AFFINE;
     const lntune_gpu_kernel *k;
     int rc = find(ctx, op, types, affine, fusion, a->rows, a->H, index, fn, &k);
     if (rc != LNTUNE_OK) return rc;

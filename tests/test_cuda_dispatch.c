@@ -20,6 +20,14 @@
  * which nobody tuned, with the typed built-in compiled for bf16 at first use (the log names it).
  * With the stand-in driver (cuda_dispatch_mock) MOCK_CUDA_TYPES tells it the types.
  *
+ * Quantized y and weight offset: an RMSNorm variant with int8 codes and a scale per row and
+ * Gemma's offset (affine=offset) is this GPU's best for H = 1024 (its symbol names the op, for
+ * the stand-in); the handle must serve such a call (weight_offset 1, y_scales given) with it,
+ * codes and scales within the verifier's bounds of the float64 reference of y = z * (1 +
+ * gamma), nothing written past the rows' scales; at H = 1000, which nobody tuned, the call is
+ * refused (LNTUNE_EUNSUPPORTED: there is no CUDA built-in for either) with a message that says
+ * how to tune it.
+ *
  * Exits 77 (skipped) when lntune_cuda_open finds no GPU. Labelled `cuda` in ctest.
  */
 #include "cuda_driver.h"
@@ -34,6 +42,7 @@
 #include "reference.h"
 #include "tuning_db.h"
 #include "verify.h"
+#include "verify_quant.h"
 
 #include "device_test.h"
 #include "log_lines.h"
@@ -399,6 +408,109 @@ static void bf16_suite(const char *scratch, const lntune_cuda_info *info) {
     unlink(path);
 }
 
+static const char quant_variant[] =
+    "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=sumsq,h=runtime,"
+    "affine=offset";
+
+/* An RMSNorm call with int8 codes, a scale per row and weight offset 1 at H through the API, on
+ * freshly drawn inputs; returns the call's code and counts the rows that fail. */
+static int quant_call(lntune *ctx, int64_t H, int64_t rows, int *bad) {
+    const size_t n = (size_t)(rows * H);
+    float *hx = malloc(n * 4), *hg = malloc((size_t)H * 4), *s = malloc((size_t)H * 4);
+    float *scales = malloc(((size_t)rows + 1) * 4);
+    unsigned char *hy = malloc(n);
+    double *z = malloc((size_t)H * 8), *yref = malloc((size_t)H * 8), *unit = malloc((size_t)H * 8);
+    uint64_t seed = 0x9e37;
+    for (size_t i = 0; i < n; ++i) hx[i] = 2.0f * next_random(&seed);
+    for (int64_t i = 0; i < H; ++i) hg[i] = 0.5f * next_random(&seed);
+    uint64_t dx, dy, dg, ds;
+    DEVICE(lntune_cuda_alloc(cu, n * 4, &dx));
+    DEVICE(lntune_cuda_alloc(cu, n + 64, &dy));
+    DEVICE(lntune_cuda_alloc(cu, (size_t)H * 4, &dg));
+    DEVICE(lntune_cuda_alloc(cu, ((size_t)rows + 1) * 4, &ds));
+    DEVICE(lntune_cuda_htod(cu, dx, hx, n * 4));
+    DEVICE(lntune_cuda_htod(cu, dg, hg, (size_t)H * 4));
+    DEVICE(lntune_cuda_fill32(cu, dy, 0xa5a5a5a5u, (n + 64) / 4));
+    DEVICE(lntune_cuda_fill32(cu, ds, POISON, (size_t)rows + 1));
+    lntune_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = rows, a.H = H, a.y_dtype = LNTUNE_I8;
+    a.x = (const void *)(uintptr_t)dx, a.y = (void *)(uintptr_t)dy;
+    a.gamma = (const void *)(uintptr_t)dg, a.weight_offset = 1.0f;
+    a.y_scales = (float *)(uintptr_t)ds;
+    a.device = LNTUNE_DEVICE_CUDA, a.stream = stream;
+    const int rc = lntune_rmsnorm(ctx, &a);
+    *bad = 0;
+    if (rc == LNTUNE_OK) {
+        DEVICE(lntune_cuda_stream_sync(cu, stream));
+        DEVICE(lntune_cuda_dtoh(cu, hy, dy, n));
+        DEVICE(lntune_cuda_dtoh(cu, scales, ds, ((size_t)rows + 1) * 4));
+        *bad += bits(scales[rows]) != POISON; /* past the last row's scale */
+        for (int64_t r = 0; r < rows; ++r) {
+            double mean, rstd;
+            for (int64_t i = 0; i < H; ++i) s[i] = hx[r * H + i];
+            lntune_reference_row(LNTUNE_OP_RMSNORM, s, H, 1e-5, z, &mean, &rstd);
+            for (int64_t i = 0; i < H; ++i) { /* gamma + 1 in fp32, as the kernels add it */
+                const double g = (double)(hg[i] + 1.0f);
+                yref[i] = z[i] * g;
+                unit[i] = (fabs(z[i]) + 1.0) * fabs(g);
+            }
+            char msg[400];
+            if (!lntune_quant_check_row(LNTUNE_TYPE_I8_ROW, yref, unit, H, hy + r * H, 0.0f,
+                                        scales + r, 0, msg, sizeof msg)) {
+                if (*bad < 3) printf("  row %lld: %s\n", (long long)r, msg);
+                ++*bad;
+            }
+        }
+    }
+    lntune_cuda_free(cu, dx), lntune_cuda_free(cu, dy), lntune_cuda_free(cu, dg);
+    lntune_cuda_free(cu, ds);
+    free(hx), free(hg), free(s), free(scales), free(hy), free(z), free(yref), free(unit);
+    return rc;
+}
+
+static void quant_suite(const char *scratch, const lntune_cuda_info *info) {
+    char path[4096], log_path[4096], dtype[32];
+    snprintf(path, sizeof path, "%s/cuda_dispatch_quant.db", scratch);
+    snprintf(log_path, sizeof log_path, "%s/cuda_dispatch_quant.log", scratch);
+    unlink(path);
+    lntune_shape shape = {.rows = 64, .H = 1024, .affine = LNTUNE_AFFINE_OFFSET};
+    lntune_types_parse("f32/i8row", &shape.types);
+    lntune_types_format(shape.types, dtype, sizeof dtype); /* the key's text */
+    const int64_t H = 1024;
+    if (store_tuned(path, info, "rmsnorm", "rmsnorm+offset", dtype, &shape, quant_variant,
+                    "lntune_test_quant_rmsnorm", &H, 1) != 0) {
+        printf("FAIL: the quantized-y database\n");
+        ++failures;
+        return;
+    }
+    setenv("MOCK_CUDA_TYPES", "f32/i8row", 1); /* the stand-in's kernels; a real GPU ignores it */
+    const int saved_stderr = log_capture_begin(log_path);
+    if (saved_stderr < 0) return;
+    lntune *ctx = NULL;
+    int rc = LNTUNE_ERROR, rc_untuned = LNTUNE_ERROR, bad = 0, bad_untuned = 0;
+    char untuned_msg[1024] = "";
+    if (lntune_open(path, &ctx) == LNTUNE_OK) {
+        rc = quant_call(ctx, 1024, 64, &bad);
+        rc_untuned = quant_call(ctx, 1000, 8, &bad_untuned);
+        snprintf(untuned_msg, sizeof untuned_msg, "%s", lntune_errmsg(ctx));
+    }
+    log_capture_end(saved_stderr);
+    unsetenv("MOCK_CUDA_TYPES");
+    const int served = log_lines(log_path, "H=1024 rows=64 ", "on CUDA device 0: tuned", 0);
+    const int ok = rc == LNTUNE_OK && bad == 0 && served == 1;
+    printf("%s: int8 per row + offset at H = 1024, tuned: rc %d, %d row(s) wrong, %d log line\n",
+           ok ? "ok" : "FAIL", rc, bad, served);
+    const int refused = rc_untuned == LNTUNE_EUNSUPPORTED && strstr(untuned_msg, "tuned kernels") &&
+                        strstr(untuned_msg, "lntune --target cuda");
+    printf("%s: int8 per row + offset at H = 1000, never tuned: rc %d, %s\n",
+           refused ? "ok" : "FAIL", rc_untuned, untuned_msg);
+    failures += !ok + !refused;
+    if (!ok) log_lines(log_path, "", "", 1);
+    lntune_close(ctx);
+    unlink(path);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *scratch = argc > 1 ? argv[1] : "/tmp";
@@ -479,6 +591,7 @@ int main(int argc, char **argv) {
     failures += (tuned != 1) + (fallback != 1);
     unlink(path);
     bf16_suite(scratch, info);
+    quant_suite(scratch, info);
 
     lntune_cuda_stream_destroy(cu, stream);
     lntune_cuda_free(cu, b.x);

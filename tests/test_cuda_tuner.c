@@ -9,6 +9,8 @@
  *  - the winner is the fastest correct variant measured (within the 1% tie-break), stored as
  *    best with a cubin and its PTX, under a GPU hardware row (kind cuda) apart from the CPU's;
  *  - a second run compiles nothing and reads the winner back;
+ *  - a quantized y (scales per row) and the weight offset tune too, the wrong modules (codes
+ *    off by two steps) never chosen, each winner stored under its op text and type tuple;
  *  - a device that does not exist is a clear error.
  * Exits 77 (skipped) without NVRTC.
  */
@@ -16,6 +18,8 @@
 #include "check.h"
 #include "cuda_tuner.h"
 #include "cuda_tuner_test.h"
+#include "dtypes.h"
+#include "generator.h"
 #include "lntune.h"
 #include "nvrtc.h"
 #include "tuner_records.h"
@@ -49,20 +53,29 @@ static int count_hw(void *ud, const lntune_db_hardware *hw) {
     return 0;
 }
 
-static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int64_t H,
-                               lntune_rigor rigor, int device, int *rc, char *err) {
+/* Tunes op at shape (its types, affine kind) on device: the one result. */
+static lntune_tune_result tune_shape(const char *db, const char *op, lntune_shape shape,
+                                     lntune_rigor rigor, int device, int *rc, char *err) {
     const char *ops[1] = {op};
-    lntune_shape shape = {.rows = rows, .H = H};
     lntune_tune_config cfg = {
         .db_path = db, .ops = ops, .nops = 1, .shapes = &shape, .nshapes = 1, .rigor = rigor};
     lntune_tune_result *r = NULL, out;
     size_t n = 0;
+    char types[32];
+    lntune_types_format(shape.types, types, sizeof types);
     setenv("MOCK_CUDA_OP", op, 1);
+    setenv("MOCK_CUDA_TYPES", types, 1);
     *rc = lntune_tune_cuda(&cfg, device, &r, &n, err, 1024);
     memset(&out, 0, sizeof out);
     if (n == 1) out = r[0];
     free(r);
     return out;
+}
+
+static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int64_t H,
+                               lntune_rigor rigor, int device, int *rc, char *err) {
+    const lntune_shape shape = {.rows = rows, .H = H};
+    return tune_shape(db, op, shape, rigor, device, rc, err);
 }
 
 int main(void) {
@@ -151,6 +164,42 @@ int main(void) {
               n == 2 ? r[1].cache_hits : -1, n == 2 ? r[1].compiled : -1);
         free(r);
     }
+
+    /* A quantized y (a scale per row: the timing launches pass a buffer for them) and the
+     * weight offset (with a static e4m3 scale), keyed by their op text and type tuple. */
+    static const struct {
+        const char *op, *types, *key_op;
+        int affine;
+    } fused[] = {{"rmsnorm", "f32/i8row", "rmsnorm", LNTUNE_AFFINE_ANY},
+                 {"layernorm", "bf16/e4m3/bf16", "layernorm+offset", LNTUNE_AFFINE_OFFSET}};
+    for (size_t f = 0; f < sizeof fused / sizeof fused[0]; ++f) {
+        lntune_shape shape = {.rows = 16, .H = 768, .affine = fused[f].affine};
+        char dtype[32]; /* the key's text: every type named */
+        CHECK(lntune_types_parse(fused[f].types, &shape.types) == 0, "%s", fused[f].types);
+        lntune_types_format(shape.types, dtype, sizeof dtype);
+        lntune_tune_result r = tune_shape(db, fused[f].op, shape, LNTUNE_RIGOR_QUICK, 0, &rc, err);
+        CHECK(rc == LNTUNE_OK && r.variant[0] && r.wrong > 0 && r.verified > 0 &&
+                  strcmp(r.op, fused[f].key_op) == 0 && strcmp(r.dtype, dtype) == 0,
+              "%s %s: rc %d %s; winner %s of %s %s (verified %d, wrong %d)", fused[f].op,
+              fused[f].types, rc, err, r.variant, r.op, r.dtype, r.verified, r.wrong);
+        CHECK(!fused[f].affine || strstr(r.variant, "affine=offset"), "%s: the offset's space",
+              r.variant);
+        lntune_db *h = NULL;
+        hw_census hc = {0, 0, 0};
+        if (lntune_db_open(db, LNTUNE_DB_READONLY, &h) == LNTUNE_OK)
+            lntune_db_each_hardware(h, count_hw, &hc);
+        lntune_db_key key = {hc.gpu_id, "cuda", fused[f].key_op, dtype, 768, 16, 1};
+        static census c;
+        census_init(&c);
+        lntune_db_each_measurement(h, &key, NULL, census_count, &c);
+        best_copy b = {"", "", 0};
+        CHECK(lntune_db_get_best(h, &key, best_get, &b) == LNTUNE_OK &&
+                  strcmp(b.variant, r.variant) == 0 && c.wrong > 0 && !census_wrong(&c, b.variant),
+              "%s: the best stored (%s) is the winner, and not one of the %d wrong", fused[f].types,
+              b.variant, c.wrong);
+        lntune_db_close(h);
+    }
+    unsetenv("MOCK_CUDA_TYPES");
 
     lntune_tune_result none = tune(db, "layernorm", 64, 1024, LNTUNE_RIGOR_QUICK, 3, &rc, err);
     CHECK(rc != LNTUNE_OK && err[0] && !none.variant[0], "device 3 refused: rc %d, '%s'", rc, err);

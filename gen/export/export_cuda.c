@@ -94,12 +94,18 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
         lntune_op_text_parse(base, &forward, &dir, NULL) == 0)
         op = lntune_export_op_find(lntune_op_name(forward));
     const int backward = dir && dir->suffix[0];
-    if (backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT)
+    int offset = 0;
+    char unused[32];
+    if (lntune_op_key_parse(key->op, unused, sizeof unused, &fusion, &offset) == 0 && offset)
+        why = "a weight offset: not in the CUDA export yet (the CPU's serves it)";
+    else if (backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT)
         why = "op unknown to the CUDA export"; /* no such kernel */
     else if (op < 0 || !lntune_export_ops[op].cuda)
         why = "op unknown to the CUDA export";
-    else if (lntune_types_parse(key->dtype, &types) != 0 || lntune_type_quantized(types.y))
+    else if (lntune_types_parse(key->dtype, &types) != 0)
         why = "dtype unknown to the CUDA export";
+    else if (lntune_type_quantized(types.y))
+        why = "a quantized y: not in the CUDA export yet (the CPU's serves it)";
     if (why) { /* never exported as something else */
         lntune_export_warn(l->c, "%s %s H=%lld on %s: %s; left out", key->op, key->dtype,
                            (long long)key->H, l->gpu_name, why);

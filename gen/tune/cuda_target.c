@@ -32,6 +32,7 @@
 #include "tuning_db.h"
 #include "verify.h"
 #include "verify_backward.h"
+#include "verify_quant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -110,6 +111,7 @@ typedef struct {
      * workspaces (max_parts rows of H floats each) and dgamma/dbeta. */
     uint64_t mean, rstd, ws[2], dgamma, dbeta;
     int64_t max_parts;
+    uint64_t scales;            /* a quantized y with a scale per row: rows floats */
     size_t x_bytes, y_bytes;    /* where residual and residual_out start in in and out */
     size_t in_bytes, out_bytes; /* what a call reads and writes */
     size_t copy_bytes;          /* half of in_bytes + out_bytes */
@@ -206,6 +208,13 @@ static double sample_ns(job *j, const candidate *c) {
             a.residual_out = (void *)(uintptr_t)(j->out[k] + j->y_bytes);
             a.residual_out_stride = H;
         }
+        /* a quantized y's scale (the verifier's static one, or a scale per row written to
+         * scales) and Gemma's offset, as the CPU tuner's timing problem has them */
+        a.y_scale = lntune_type_quantized(j->shape.types.y)
+                        ? lntune_quant_test_scale(j->shape.types.y)
+                        : 0.0f;
+        a.y_scales = (float *)(uintptr_t)j->scales;
+        a.weight_offset = j->shape.affine == LNTUNE_AFFINE_OFFSET ? 1.0f : 0.0f;
         if (lntune_cuda_launch_kernel(j->cu, c->fn, lntune_cuda_launch_grid(&c->launch, rows),
                                       c->launch.block, lntune_cuda_launch_smem(&c->launch, H),
                                       j->stream, &a))
@@ -259,7 +268,8 @@ static int emit_all(job *j) {
     int rc = j->c && j->names ? LNTUNE_OK : LNTUNE_ENOMEM;
     for (size_t i = 0; i < count && !rc; ++i) {
         lntune_source src;
-        if (!j->backward && !strstr(list[i], "affine=fused")) continue; /* one serves both */
+        /* one serves calls with gamma and without; the offset's space is affine=offset alone */
+        if (!j->backward && strstr(list[i], "affine=none")) continue;
         if (lntune_gen_emit(j->gen, "cuda", j->op, list[i], &j->shape, "lntune_norm", &src)) {
             lntune_plan_fail(j->p, LNTUNE_ETEMPLATE, "%s", lntune_gen_errmsg(j->gen));
             rc = LNTUNE_ETEMPLATE;
@@ -526,6 +536,10 @@ static int alloc_buffers(job *j) {
          upload_random(j, j->gamma, H, t.params, host, CHUNK, &state) ||
          upload_random(j, j->beta, H, t.params, host, CHUNK, &state)))
         rc = LNTUNE_ENODEVICE;
+    const int row_scales =
+        j->shape.types.y == LNTUNE_TYPE_I8_ROW || j->shape.types.y == LNTUNE_TYPE_E4M3_ROW;
+    if (!rc && row_scales && lntune_cuda_alloc(j->cu, (size_t)j->shape.rows * 4, &j->scales))
+        rc = LNTUNE_ENODEVICE;
     if (!rc && j->backward) { /* statistics as a forward saves them (mean 0, rstd 1: finite) */
         const size_t rows = (size_t)j->shape.rows, ws = (size_t)j->max_parts * H * 4;
         if (lntune_cuda_alloc(j->cu, rows * 4, &j->mean) ||
@@ -549,7 +563,8 @@ static void free_buffers(job *j) {
     }
     lntune_cuda_free(j->cu, j->gamma);
     lntune_cuda_free(j->cu, j->beta);
-    const uint64_t backward[] = {j->mean, j->rstd, j->ws[0], j->ws[1], j->dgamma, j->dbeta};
+    const uint64_t backward[] = {j->mean,   j->rstd,  j->ws[0], j->ws[1],
+                                 j->dgamma, j->dbeta, j->scales};
     for (size_t i = 0; i < sizeof backward / sizeof backward[0]; ++i)
         lntune_cuda_free(j->cu, backward[i]);
 }
@@ -693,27 +708,10 @@ static const lntune_target cuda_functions = {"cuda", TOP, 1, 0, 0, lntune_tune_c
     hardware, code_hash, variants, prepare, check, time_variants, artifact, end};
 /* clang-format on */
 
-int lntune_tune_cuda_refuses(const lntune_tune_config *cfg, char *why, size_t len) {
-    /* templates/cuda/norm.lua emits these, and tests/test_cuda_compile_quant.c compiles them;
-     * no GPU has run them yet, and this loop's timing launches do not pass their scales. */
-    for (size_t s = 0; s < cfg->nshapes; ++s)
-        if (lntune_type_quantized(cfg->shapes[s].types.y) ||
-            cfg->shapes[s].affine == LNTUNE_AFFINE_OFFSET) {
-            snprintf(why, len,
-                     "%s on a CUDA device is compiled, not yet verified on a GPU; tune it for the "
-                     "CPU (--target cpu)",
-                     cfg->shapes[s].affine == LNTUNE_AFFINE_OFFSET ? "a weight offset"
-                                                                   : "a quantized y");
-            return 1;
-        }
-    return 0;
-}
-
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,
                      size_t *nresults, char *err, size_t errlen) {
     *results = NULL;
     *nresults = 0;
-    if (lntune_tune_cuda_refuses(cfg, err, errlen)) return LNTUNE_EUNSUPPORTED;
     lntune_cuda *cu = NULL;
     lntune_nvrtc *nv = NULL;
     lntune_gen *gen = NULL;

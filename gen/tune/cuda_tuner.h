@@ -24,10 +24,6 @@ int64_t lntune_tune_cuda_default_rows(int64_t H);
  * Tunes every op x shape of cfg on CUDA device device_index. Returns LNTUNE_ENODEVICE with a
  * message when there is no driver, GPU or NVRTC; otherwise as lntune_tune.
  */
-/* 1, with why, where cfg asks for what the CUDA tuner does not serve yet (a quantized y, a
- * weight offset); else 0. lntune_tune_cuda refuses such a cfg (LNTUNE_EUNSUPPORTED). */
-int lntune_tune_cuda_refuses(const lntune_tune_config *cfg, char *why, size_t len);
-
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,
                      size_t *n, char *err, size_t errlen);
 

@@ -161,12 +161,6 @@ void lntune_tune_job_find_cuda(lntune_tune_job *job, char *note, size_t notelen)
     job->cuda = lntune_cuda_device_usable(job->device, why, sizeof why);
     if (!job->cuda && why[0])
         snprintf(note, notelen, "no CUDA device to tune (%s); tuning the CPU", why);
-#ifdef LNTUNE_HAVE_CUDA
-    if (job->cuda && lntune_tune_cuda_refuses(&job->cfg, why, sizeof why)) {
-        job->cuda = 0; /* the CPU's run is what was asked for; the GPU's cannot be had yet */
-        snprintf(note, notelen, "tuning the CPU only: %s", why);
-    }
-#endif
 }
 
 static volatile sig_atomic_t stop_signal;

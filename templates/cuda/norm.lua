@@ -47,13 +47,13 @@
 -- and y_scales[row] = absmax / QMAX. A kernel launched without a valid static scale, or without
 -- y_scales, writes nothing; the host checks before launching.
 --
--- Weight offset and quantized y: compiled only, not yet run. tests/test_cuda_compile_quant.c
--- puts a sample (both ops, the four code types, three x/params tuples, the residual and the
--- offset taking turns, every knob value) through NVRTC for sm_90 and sm_80, and
--- tests/test_cuda_codes.sh checks the codes' device functions on the host against
--- core/quant.h. The CUDA tuner refuses both (lntune_tune_cuda_refuses) and the runtime
--- (LNTUNE_EUNSUPPORTED) until a GPU run, where the device checker (gen/verify/cuda_check.c:
--- y_scales between guards, one-byte poison) verifies the samples of test_cuda_compile_quant.
+-- Weight offset and quantized y: no GPU has run them yet. tests/test_cuda_compile_quant.c puts
+-- a sample (both ops, the four code types, three x/params tuples, the residual and the offset
+-- taking turns, every knob value) through NVRTC for sm_90 and sm_80 and, on a GPU, through the
+-- verifier there; tests/test_cuda_codes.sh checks the codes' device functions on the host
+-- against core/quant.h. The CUDA tuner verifies every variant on the device before timing it
+-- (gen/verify/cuda_check.c: y_scales between guard floats, one-byte poison), and liblntune
+-- serves them on the shapes tuned on that GPU only (no CUDA built-in has them).
 
 -- Launch. properties() returns what the host needs, and the source repeats it in one line
 --   // lntune-cuda-launch: block=B rows_per_block=R cluster=C smem=S smem_per_h=E max_h=M

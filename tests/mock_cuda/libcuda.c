@@ -15,9 +15,10 @@
  * lntune_args documents. The args' weight_offset is added to gamma (in fp32, as the kernels do).
  * A quantized y (types.y i8, i8row, e4m3, e4m3row) gets core/quant.h's codes of the fp32 y times
  * 1 / y_scale, or with a scale per row, of y * QMAX / absmax, the row's scale to y_scales.
- * $MOCK_CUDA_QUANT_FAULT makes it wrong for tests/test_cuda_check_quant.c: "past" also writes
- * y_scales[rows], "noscale" writes no scale, "nooffset" ignores the weight offset.
- * A backward pair (a kernel whose name says backward, or one whose module also holds a
+ * (A wrong module's codes have bit 1 flipped.) $MOCK_CUDA_QUANT_FAULT makes it wrong for
+ * tests/test_cuda_check_quant.c: "past" also writes y_scales[rows], "noscale" writes no scale,
+ * "nooffset" ignores the weight offset. A backward pair (a kernel whose name says backward, or one
+ * whose module also holds a
  * "<name>_dgamma", as the CUDA tuner's "lntune_norm") computes the float64 reference gradients
  * instead: kernel 1 writes dx and the dgamma/dbeta sums. The number of workspace rows (parts)
  * is not among its parameters: given the start of an allocation it zeroes all its rows and
@@ -344,7 +345,8 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
                 qinv = amax > 0.0f ? qmax / amax : 0.0f;
             }
             for (int64_t i = 0; i < a->H; ++i)
-                ((unsigned char *)y)[i] = (unsigned char)lntune_quant_code(t.y, s[i] * qinv);
+                ((unsigned char *)y)[i] = /* a wrong module's codes: off by two steps */
+                    (unsigned char)(lntune_quant_code(t.y, s[i] * qinv) ^ (wrong ? 2u : 0u));
         }
         if (a->mean) a->mean[r] = (float)mean;
         if (a->rstd) a->rstd[r] = (float)rstd;
