@@ -133,6 +133,33 @@ EOT
         "$src/examples/export_cuda.c" "$dir/k.o" -L"$cuda/lib64" -lcudart_static -ldl -lrt \
         -pthread -lstdc++ -lm -o "$dir/export_cuda"
     echo "ok  : examples/export_cuda links"
+
+    step "a weight offset or a quantized y is refused before any CUDA call (no GPU needed)"
+    cat > "$dir/refuse.c" <<'EOT'
+#include "lntune_kernels_cuda.h"
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    float x[4] = {1, 2, 3, 4}, y[4], g[4] = {1, 1, 1, 1};
+    lntune_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = 1, a.H = 4, a.x = x, a.y = y, a.gamma = g, a.weight_offset = 1.0f;
+    const int offset = lntune_kernels_cuda_rmsnorm(&a, 0);
+    printf("offset: %d %s\n", offset, lntune_kernels_cuda_errmsg());
+    if (offset != LNTUNE_EUNSUPPORTED || !strstr(lntune_kernels_cuda_errmsg(), "weight offset"))
+        return 1;
+    a.weight_offset = 0.0f;
+    lntune_kernels_types t = {LNTUNE_KERNELS_F32, LNTUNE_KERNELS_I8, 0, 0};
+    const int quant = lntune_kernels_cuda_rmsnorm_v2(&a, t, 0);
+    printf("quantized y: %d %s\n", quant, lntune_kernels_cuda_errmsg());
+    return quant != LNTUNE_EUNSUPPORTED || !strstr(lntune_kernels_cuda_errmsg(), "quantized y");
+}
+EOT
+    cc -std=c11 -O2 -Wall -Wextra -Werror -I"$src/include" -I"$dir/out" -I"$cuda/include" \
+        "$dir/refuse.c" "$dir/k.o" -L"$cuda/lib64" -lcudart_static -ldl -lrt -pthread -lstdc++ \
+        -lm -o "$dir/refuse"
+    "$dir/refuse" || fail "the CUDA export served a weight offset or a quantized y"
+    echo "ok  : a weight offset and a quantized y refused"
 fi
 
 step "--gpu FINGERPRINT exports that GPU's winners only"

@@ -133,6 +133,17 @@ int run(int op, const lntune_kernel_args *args, lntune_kernels_types t, cudaStre
         args->eps != args->eps)
         return fail(LNTUNE_EINVAL, "NULL args, x or y, H <= 0, rows < 0, or eps < 0 or NaN",
                     cudaSuccess);
+    /* What liblntune serves on CUDA for tuned shapes only; these kernels would ignore them. */
+    if (t.y == LNTUNE_KERNELS_I8 || t.y == LNTUNE_KERNELS_FP8_E4M3)
+        return fail(LNTUNE_EUNSUPPORTED,
+                    "a quantized y is not in the CUDA export (liblntune serves it on shapes "
+                    "tuned with lntune --target cuda)",
+                    cudaSuccess);
+    if (args && args->weight_offset != 0.0f)
+        return fail(LNTUNE_EUNSUPPORTED,
+                    "a weight offset is not in the CUDA export (liblntune serves it on shapes "
+                    "tuned with lntune --target cuda --weight-offset)",
+                    cudaSuccess);
     if (xt < 0 || yt < 0 || pt < 0 || rt < 0)
         return fail(LNTUNE_EINVAL, "a type outside LNTUNE_KERNELS_DEFAULT..LNTUNE_KERNELS_BF16",
                     cudaSuccess);
