@@ -76,7 +76,7 @@ static void add(lntune_gen *g, int sm, const char *op, const char *variant,
     const lntune_types t = shape->types;
     const int offset = shape->affine == LNTUNE_AFFINE_OFFSET;
     s->sm = sm;
-    s->row = t.y == LNTUNE_TYPE_I8_ROW || t.y == LNTUNE_TYPE_E4M3_ROW;
+    s->row = lntune_type_row_scaled(t.y);
     s->offset = offset;
     snprintf(s->symbol, sizeof s->symbol, "lntune_%s_%s_%s_%s", op, lntune_type_name(t.x),
              lntune_type_name(t.y), lntune_type_name(t.params));

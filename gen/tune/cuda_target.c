@@ -536,9 +536,8 @@ static int alloc_buffers(job *j) {
          upload_random(j, j->gamma, H, t.params, host, CHUNK, &state) ||
          upload_random(j, j->beta, H, t.params, host, CHUNK, &state)))
         rc = LNTUNE_ENODEVICE;
-    const int row_scales =
-        j->shape.types.y == LNTUNE_TYPE_I8_ROW || j->shape.types.y == LNTUNE_TYPE_E4M3_ROW;
-    if (!rc && row_scales && lntune_cuda_alloc(j->cu, (size_t)j->shape.rows * 4, &j->scales))
+    if (!rc && lntune_type_row_scaled(j->shape.types.y) &&
+        lntune_cuda_alloc(j->cu, (size_t)j->shape.rows * 4, &j->scales))
         rc = LNTUNE_ENODEVICE;
     if (!rc && j->backward) { /* statistics as a forward saves them (mean 0, rstd 1: finite) */
         const size_t rows = (size_t)j->shape.rows, ws = (size_t)j->max_parts * H * 4;

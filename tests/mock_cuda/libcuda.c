@@ -339,7 +339,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         } else {
             const float qmax = (float)lntune_quant_max(t.y);
             float qinv = 1.0f / a->y_scale;
-            if (t.y == LNTUNE_TYPE_I8_ROW || t.y == LNTUNE_TYPE_E4M3_ROW) {
+            if (lntune_type_row_scaled(t.y)) {
                 if (!no_scale) a->y_scales[r] = amax / qmax;
                 if (scale_past && r == a->rows - 1) a->y_scales[a->rows] = 0.0f;
                 qinv = amax > 0.0f ? qmax / amax : 0.0f;
