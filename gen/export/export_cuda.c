@@ -85,18 +85,16 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
     cuda_list *l = ud;
     if (strcmp(key->target, "cuda") != 0) return 0;
     char base[32];
-    int fusion = LNTUNE_FUSION_NONE, op = -1;
+    int fusion = LNTUNE_FUSION_NONE, offset = 0, op = -1;
     const lntune_direction *dir = NULL;
     lntune_op forward;
     lntune_types types;
     const char *why = NULL;
-    if (lntune_fusion_op_parse(key->op, base, sizeof base, &fusion) == 0 &&
+    if (lntune_op_key_parse(key->op, base, sizeof base, &fusion, &offset) == 0 &&
         lntune_op_text_parse(base, &forward, &dir, NULL) == 0)
         op = lntune_export_op_find(lntune_op_name(forward));
     const int backward = dir && dir->suffix[0];
-    int offset = 0;
-    char unused[32];
-    if (lntune_op_key_parse(key->op, unused, sizeof unused, &fusion, &offset) == 0 && offset)
+    if (offset)
         why = "a weight offset: not in the CUDA export yet (the CPU's serves it)";
     else if (backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT)
         why = "op unknown to the CUDA export"; /* no such kernel */
