@@ -377,57 +377,44 @@ LN_INLINE double cluster_load(const double *p, unsigned rank)
 extern __shared__ __attribute__((aligned(16))) float dyn_smem[];
 @ end
 
-/* Sums v over the T lanes of a row group (every lane gets the same total). */
-LN_INLINE double group_sum(double v, int slot)
+@ -- Emits name(v, slot): v combined over the T lanes of a row group, every lane getting the
+@ -- result: shuffles, then (block layouts) one value per warp in red_slots[slot], then (clusters)
+@ -- one per block in cluster_part[slot]. combine(a, b) is the C expression of the operation,
+@ -- zero its identity; each stage combines in the same fixed order, so every row gets the same
+@ -- bits whatever the rows around it.
+@ local function group_reduction(name, ctype, combine, zero)
+LN_INLINE {{ctype}} {{name}}({{ctype}} v, int slot)
 {
-@ if LAYOUT == "warp" then
+@   if LAYOUT == "warp" then
     (void)slot;
-    for (int o = T / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = T / 2; o > 0; o >>= 1) v = {{combine("v", "__shfl_xor_sync(0xffffffffu, v, o)")}};
     return v;
-@ else
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+@   else
+    for (int o = 16; o > 0; o >>= 1) v = {{combine("v", "__shfl_xor_sync(0xffffffffu, v, o)")}};
     __syncthreads(); /* the previous reader of red_slots is done */
     if ((threadIdx.x & 31) == 0) red_slots[slot][threadIdx.x >> 5] = v;
     __syncthreads();
-    double s = 0.0;
-    for (int w = 0; w < WARPS; ++w) s += red_slots[slot][w];
-@   if LAYOUT == "cluster" then
+    {{ctype}} s = {{zero}};
+    for (int w = 0; w < WARPS; ++w) s = {{combine("s", "(" .. ctype .. ")red_slots[slot][w]")}};
+@     if LAYOUT == "cluster" then
     if (threadIdx.x == 0) cluster_part[slot] = s;
     cluster_sync();
-    s = 0.0;
-    for (unsigned r = 0; r < CL; ++r) s += cluster_load(&cluster_part[slot], r);
+    s = {{zero}};
+    for (unsigned r = 0; r < CL; ++r) s = {{combine("s", "(" .. ctype .. ")cluster_load(&cluster_part[slot], r)")}};
     cluster_sync(); /* no block moves on (or exits) while another reads its part */
-@   end
+@     end
     return s;
-@ end
+@   end
 }
+@ end
+
+/* Sums v over the T lanes of a row group (every lane gets the same total). */
+@ group_reduction("group_sum", "double", function(a, b) return a .. " + " .. b end, "0.0")
 @ if quant and quant.row then
 
 /* The largest v over the T lanes of a row group (every lane gets it). fmaxf takes the number
  * where one operand is NaN: a NaN y counts for nothing, as core/quant.h's absmax leaves it out. */
-LN_INLINE float group_max(float v, int slot)
-{
-@   if LAYOUT == "warp" then
-    (void)slot;
-    for (int o = T / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-@   else
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    __syncthreads(); /* the previous reader of red_slots is done */
-    if ((threadIdx.x & 31) == 0) red_slots[slot][threadIdx.x >> 5] = v;
-    __syncthreads();
-    float m = 0.0f;
-    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, (float)red_slots[slot][w]);
-@     if LAYOUT == "cluster" then
-    if (threadIdx.x == 0) cluster_part[slot] = m;
-    cluster_sync();
-    m = 0.0f;
-    for (unsigned r = 0; r < CL; ++r) m = fmaxf(m, (float)cluster_load(&cluster_part[slot], r));
-    cluster_sync(); /* no block moves on (or exits) while another reads its part */
-@     end
-    return m;
-@   end
-}
+@   group_reduction("group_max", "float", function(a, b) return "fmaxf(" .. a .. ", " .. b .. ")" end, "0.0f")
 @ end
 @ if LN and p.stats == "welford" then
 
