@@ -14,15 +14,13 @@
 /* Rows of mean and rstd (and of a quantized y's scales) a run may ask for. */
 enum { STATS_ROWS = 4096 };
 #define KERNEL_DEVICE_ERROR 99
-#define SCALE_GUARD 0x7fa5a5a5u /* the float before and after a quantized y's row scales */
 
 struct lntune_cuda_checker {
     lntune_cuda *cu;
     int64_t max_floats, max_h;
     uint64_t dx, dg, db, dstats; /* x, gamma, beta, mean and rstd */
-    uint64_t dscales;            /* a quantized y's scales per row, a guard float each side */
-    float scales[STATS_ROWS + 2];
     lntune_cuda_guarded y, residual, residual_out;
+    lntune_cuda_guarded scales; /* a quantized y's scales per row (fp32) */
     /* The kernel of the run in progress and its verifier's element sizes. */
     void *function;
     const lntune_cuda_launch *launch;
@@ -110,32 +108,26 @@ static int fetch_fused(lntune_cuda_checker *c, const lntune_kernel_args *a,
 }
 
 /* Copies a quantized y's row scales (the verifier's poison where it expects a write) to the
- * device, between two guard floats, into d. */
+ * device between poisoned guard zones, into d. */
 static int place_scales(lntune_cuda_checker *c, const lntune_kernel_args *a,
                         lntune_kernel_args *d) {
     if (a->rows > STATS_ROWS) return LNTUNE_KERNEL_EUNSUPPORTED;
-    if (lntune_cuda_fill32(c->cu, c->dscales, SCALE_GUARD, (size_t)a->rows + 2) ||
-        lntune_cuda_htod(c->cu, c->dscales + sizeof(float), a->y_scales,
-                         (size_t)a->rows * sizeof(float)))
-        return device_error(c, "copy y_scales");
-    d->y_scales = (float *)(uintptr_t)(c->dscales + sizeof(float));
-    return LNTUNE_KERNEL_OK;
+    uint64_t dev;
+    const int rc =
+        place(c, &c->scales, a->y_scales, (size_t)a->rows * sizeof(float), "y_scales", &dev);
+    if (rc == LNTUNE_KERNEL_OK) d->y_scales = (float *)(uintptr_t)dev;
+    return rc;
 }
 
-/* Copies the row scales back; a write to either guard float is the kernel's fault. */
-static int fetch_scales(lntune_cuda_checker *c, const lntune_kernel_args *a) {
-    const size_t n = (size_t)a->rows + 2;
-    if (lntune_cuda_dtoh(c->cu, c->scales, c->dscales, n * sizeof(float)))
+/* Copies the row scales back, their guard zones checked. */
+static int fetch_scales(lntune_cuda_checker *c, const lntune_kernel_args *a,
+                        const lntune_kernel_args *d) {
+    const uint64_t dev = (uintptr_t)d->y_scales;
+    const size_t bytes = (size_t)a->rows * sizeof(float);
+    const int rc = guards_intact(c, &c->scales, dev, bytes, "y_scales");
+    if (rc) return rc;
+    if (lntune_cuda_dtoh(c->cu, a->y_scales, dev, bytes))
         return device_error(c, "copy y_scales back");
-    uint32_t before, after;
-    memcpy(&before, &c->scales[0], sizeof before);
-    memcpy(&after, &c->scales[n - 1], sizeof after);
-    if (before != SCALE_GUARD || after != SCALE_GUARD) {
-        snprintf(c->message, sizeof c->message, "wrote %s y_scales on the device",
-                 before != SCALE_GUARD ? "before" : "past the end of");
-        return KERNEL_DEVICE_ERROR;
-    }
-    memcpy(a->y_scales, c->scales + 1, (size_t)a->rows * sizeof(float));
     return LNTUNE_KERNEL_OK;
 }
 
@@ -194,7 +186,7 @@ static int device_kernel(const lntune_kernel_args *a, int64_t row_begin, int64_t
     if (lntune_cuda_sync(c->cu)) return device_error(c, "kernel");
     if ((rc = guards_intact(c, &c->y, y, yb, "y"))) return rc;
     if (lntune_cuda_dtoh(c->cu, a->y, y, yb)) return device_error(c, "copy y back");
-    if (a->y_scales && (rc = fetch_scales(c, a))) return rc;
+    if (a->y_scales && (rc = fetch_scales(c, a, &d))) return rc;
     return a->residual ? fetch_fused(c, a, &d) : LNTUNE_KERNEL_OK;
 }
 
@@ -216,7 +208,9 @@ int lntune_cuda_checker_create(lntune_cuda *cu, int64_t max_floats, int64_t max_
         lntune_cuda_alloc(cu, (size_t)max_h * 4, &c->dg) ||
         lntune_cuda_alloc(cu, (size_t)max_h * 4, &c->db) ||
         lntune_cuda_alloc(cu, 2 * STATS_ROWS * sizeof(float), &c->dstats) ||
-        lntune_cuda_alloc(cu, (STATS_ROWS + 2) * sizeof(float), &c->dscales)) {
+        /* room for the host copy's misalignment (place: up to 15 bytes) */
+        lntune_cuda_guarded_alloc(cu, (STATS_ROWS + 4) * sizeof(float), LNTUNE_TYPE_F32,
+                                  &c->scales)) {
         lntune_cuda_checker_destroy(c);
         return LNTUNE_ENODEVICE;
     }
@@ -233,7 +227,7 @@ void lntune_cuda_checker_destroy(lntune_cuda_checker *c) {
     lntune_cuda_free(c->cu, c->dg);
     lntune_cuda_free(c->cu, c->db);
     lntune_cuda_free(c->cu, c->dstats);
-    lntune_cuda_free(c->cu, c->dscales);
+    lntune_cuda_guarded_free(c->cu, &c->scales);
     free(c);
 }
 
