@@ -126,8 +126,9 @@ typedef struct lntune_args {
      * Both ops, with or without residual/residual_out, any x, gamma/beta and residual type.
      * CPU: shapes never tuned run the float built-in into a small buffer, then quantize it:
      * correct, slower than a tuned fused kernel (lntune --dtype f32/i8row ...: the type text
-     * names "i8", "i8row", "e4m3", "e4m3row"). CUDA: the shapes tuned on that GPU (lntune
-     * --target cuda --dtype ...) only; others LNTUNE_EUNSUPPORTED.
+     * names "i8", "i8row", "e4m3", "e4m3row"). CUDA: the kernel tuned for the shape on that
+     * GPU (lntune --target cuda --dtype ...), else a fused built-in of the op, affine kind,
+     * fusion and code type, compiled with NVRTC at first use.
      */
     float y_scale;
     float *y_scales;

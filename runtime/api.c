@@ -12,9 +12,9 @@
  *                       residual; a residual (residual_out) stride without residual (residual_out)
  *                       a weight offset that is not finite, or without gamma; an args_size below
  *                       0.4's struct
- *   LNTUNE_EUNSUPPORTED on CUDA, beta without gamma, residual_out == residual, and a quantized
- *                       y or a weight offset at a shape not tuned on that GPU (cuda_dispatch.c);
- *                       an args_size past this struct with nonzero bytes there
+ *   LNTUNE_EUNSUPPORTED on CUDA, beta without gamma and residual_out == residual
+ *                       (cuda_dispatch.c); an args_size past this struct with nonzero bytes
+ *                       there
  * Device memory (args->device == LNTUNE_DEVICE_CUDA) goes on to cuda_dispatch.c, whose errors
  * add LNTUNE_ENODEVICE (no driver, GPU or such device_index) and a failed launch (LNTUNE_ERROR).
  *   LNTUNE_EOVERFLOW    the last element of x or y lies beyond what a pointer can address

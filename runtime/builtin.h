@@ -93,14 +93,15 @@ lntune_kernel_fn lntune_builtin_residual_streaming_kernel(int op, lntune_types t
  * The CUDA built-ins (generated at build time by tools/emit_builtin.c into
  * lntune_builtin_cuda.c; their parameters are the CUDA templates' presets, see
  * gen/template/builtin.c): per op and affine kind, the first record whose max_h admits H serves an
- * all-fp32 call without a residual; the typed record of the call's fusion serves every other call,
- * compiled with NVRTC for its element types. The backward records (op LNTUNE_DESC_*_BACKWARD,
- * affine LNTUNE_DESC_GAMMA: with or without gamma) are typed pairs: the kernel and its
- * "<symbol>_dgamma" second pass.
+ * all-fp32 call without a residual; the typed record of the call's fusion (and quantized y, if
+ * any) serves every other call, compiled with NVRTC for its element types. Calls with a weight
+ * offset (affine LNTUNE_DESC_GAMMA_OFFSET) and calls with a quantized y have typed records only.
+ * The backward records (op LNTUNE_DESC_*_BACKWARD, affine LNTUNE_DESC_GAMMA: with or without
+ * gamma) are typed pairs: the kernel and its "<symbol>_dgamma" second pass.
  */
 typedef struct lntune_builtin_cuda_kernel {
     int op;          /* LNTUNE_DESC_LAYERNORM, _RMSNORM, _LAYERNORM_BACKWARD, _RMSNORM_BACKWARD */
-    int affine;      /* LNTUNE_DESC_GAMMA or LNTUNE_DESC_NO_AFFINE */
+    int affine;      /* LNTUNE_DESC_GAMMA, _NO_AFFINE or _GAMMA_OFFSET */
     long long max_h; /* serves H up to this; 0: any */
     const char *symbol; /* the kernel's name */
     const char *variant;
@@ -108,6 +109,7 @@ typedef struct lntune_builtin_cuda_kernel {
     const char *ptx;    /* for compute_80; NULL when the build had no NVRTC, or typed */
     int typed;          /* element types from -DLNTUNE_X_T=... (Y, P, R): compiled at first use */
     int fusion;         /* LNTUNE_FUSION_* (typed ones only; the others serve no residual) */
+    int y; /* the quantized LNTUNE_TYPE_* the source stores (typed ones); 0: y from LNTUNE_Y_T */
 } lntune_builtin_cuda_kernel;
 
 extern const lntune_builtin_cuda_kernel lntune_builtin_cuda[];

@@ -15,8 +15,8 @@
  * first use. fp16/bf16 data and a residual are part of the descriptor and the database key as on
  * the CPU; their built-in is one source per op, affine kind and fusion, compiled with NVRTC at
  * first use for the call's element types (so, untuned, they need NVRTC at run time). A quantized
- * y and a weight offset are keyed the same way but have no built-in: a shape not tuned on this
- * GPU is refused (LNTUNE_EUNSUPPORTED, with the lntune command that tunes it). A tuned
+ * y and a weight offset are keyed the same way; their built-ins are typed too, one source per op,
+ * affine kind, fusion and code type (a quantized y shapes the kernel). A tuned
  * variant that cannot serve H (over its max_h, more shared memory than the GPU has) leaves the
  * shape to the built-in. Kernels are shared by every descriptor that uses them and unloaded at
  * lntune_close.
@@ -153,16 +153,19 @@ static int is_backward(const lntune_desc *d) {
     return lntune_desc_op(d) >= LNTUNE_DESC_LAYERNORM_BACKWARD;
 }
 
-/* The built-in record serving d: for fp16/bf16, a residual or the backward, the typed one of its
- * op, affine kind and fusion; else the first fp32 one of its op and affine kind whose max_h
- * admits H. */
+/* The built-in record serving d: for fp16/bf16, a quantized y, a weight offset, a residual or the
+ * backward, the typed one of its op, affine kind, fusion and quantized y; else the first fp32 one
+ * of its op and affine kind whose max_h admits H. */
 static const lntune_builtin_cuda_kernel *builtin_record(const lntune_desc *d) {
-    const int typed =
-        lntune_desc_dtype(d) != 0 || lntune_desc_fusion(d) != LNTUNE_FUSION_NONE || is_backward(d);
+    const int y = lntune_types_unpacked(lntune_desc_dtype(d)).y;
+    const int quantized = lntune_type_quantized(y) ? y : 0;
+    const int typed = lntune_desc_dtype(d) != 0 || lntune_desc_fusion(d) != LNTUNE_FUSION_NONE ||
+                      lntune_desc_affine(d) == LNTUNE_DESC_GAMMA_OFFSET || is_backward(d);
     for (size_t i = 0; i < lntune_builtin_cuda_count; ++i) {
         const lntune_builtin_cuda_kernel *c = &lntune_builtin_cuda[i];
         if (c->op == lntune_desc_op(d) && c->affine == lntune_desc_affine(d) && c->typed == typed &&
-            (!typed || c->fusion == lntune_desc_fusion(d)) && (c->max_h == 0 || d->H <= c->max_h))
+            (!typed || (c->fusion == lntune_desc_fusion(d) && c->y == quantized)) &&
+            (c->max_h == 0 || d->H <= c->max_h))
             return c;
     }
     return NULL;
@@ -382,18 +385,9 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
             k = NULL;
         }
     }
-    const int quantized = lntune_type_quantized(lntune_types_unpacked(lntune_desc_dtype(d)).y);
-    const int offset = lntune_desc_affine(d) == LNTUNE_DESC_GAMMA_OFFSET;
     if (k) {
         lntune_ctx_debug(ctx, "%s on CUDA device %d: tuned %s, measured %.0f ns at rows=%lld", what,
                          index, best.variant, best.median_ns, (long long)best.tuned_rows);
-    } else if (quantized || offset) { /* no built-in has them: the tuned kernels alone */
-        rc = lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
-                             "%s: CUDA device %d: %s is served by tuned kernels only, and none "
-                             "serves %s (%.200s): lntune --target cuda --dtype ...%s --shape "
-                             "H=%lld would tune one",
-                             fn, index, quantized ? "a quantized y" : "a weight offset", what, why,
-                             offset ? " --weight-offset" : "", (long long)d->H);
     } else if ((rc = builtin_kernel(ctx, g, d, &k)) != LNTUNE_OK) {
         rc = rc == LNTUNE_ENOMEM
                  ? lntune_ctx_fail(ctx, rc, "%s: out of memory loading a CUDA kernel", fn)
@@ -406,8 +400,8 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     } else if (!k->function) {
         rc = lntune_ctx_fail(ctx, LNTUNE_ENODEVICE,
                              "%s: CUDA device %d: no built-in kernel: %.600s; and no tuned one "
-                             "(%.200s): lntune --target cuda [--dtype ...] [--residual] --shape "
-                             "H=%lld would tune one",
+                             "(%.200s): lntune --target cuda [--dtype ...] [--residual] "
+                             "[--weight-offset] --shape H=%lld would tune one",
                              fn, index, k->message, why, (long long)d->H);
     } else if (!allow_smem(g, k, d->H)) { /* the built-ins use none: a broken build */
         rc = lntune_ctx_fail(ctx, LNTUNE_ERROR,

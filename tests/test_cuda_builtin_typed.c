@@ -11,7 +11,14 @@
  * one tuple to the next; with a residual, every residual type under both fusions and both ops,
  * x, y and gamma/beta moving likewise. The backward built-ins (a pair: the kernel and its
  * _dgamma second pass): every (x, params) tuple of each op, with and without dresidual_out.
- * Exits 77 (skipped) when no NVRTC can be loaded.
+ *
+ * The built-ins of a quantized y and of the weight offset (lntune_builtin_emit_cuda_kind): every
+ * one of them, both ops x {no gamma, gamma, gamma + offset} x {int8, e4m3, each with a static
+ * scale or one per row; with the offset also y left to its macro} x the three fusions, x, y
+ * (where not quantized), gamma/beta and the residual moving through fp32, fp16 and bf16 as
+ * above. A quantized y's PTX must round to codes (cvt.rni.s32.f32) and divide exactly
+ * (div.rn.f32), and per row take the row's max (max.f32); with the offset, gamma + offset is one
+ * add.rn.f32. Exits 77 (skipped) when no NVRTC can be loaded.
  */
 #define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "builtin.h"
@@ -31,13 +38,17 @@ enum {
     SM = 90,
     UNFUSED = 27,
     FUSED = 3 * 2 * 2,
-    BACKWARD = 9 * 2 * 2, /* (x, params) x op x fusion */
-    MAX_JOBS = UNFUSED + FUSED + BACKWARD
+    BACKWARD = 9 * 2 * 2,        /* (x, params) x op x fusion */
+    KINDS = 2 * (2 * 4 + 5) * 3, /* op x (affine, y) x fusion */
+    MAX_JOBS = UNFUSED + FUSED + BACKWARD + KINDS
 };
 
 typedef struct {
-    int backward;   /* the variant is in lntune_builtin_cuda_backward_variants */
-    size_t variant; /* index in lntune_builtin_cuda_variants */
+    int backward;        /* the variant is in lntune_builtin_cuda_backward_variants */
+    size_t variant;      /* index in lntune_builtin_cuda_variants */
+    const char *kind_op; /* a built-in of lntune_builtin_emit_cuda_kind: its op, else NULL */
+    int kind_affine;     /* and its LNTUNE_AFFINE_* */
+    int affine;          /* the source's: what the device checker passes */
     int fusion;
     lntune_types types;
     char symbol[128];
@@ -48,6 +59,21 @@ typedef struct {
 
 static sample samples[MAX_JOBS];
 static size_t nsamples;
+
+/* Sample s, whose source src was emitted with code rc, named and queued for NVRTC with its
+ * types' options. */
+static void take(lntune_gen *g, sample *s, int rc, lntune_source *src) {
+    char tuple[24], symbol[sizeof s->symbol];
+    lntune_types_format(s->types, tuple, sizeof tuple);
+    memcpy(symbol, s->symbol, sizeof symbol);
+    snprintf(s->what, sizeof s->what, "%.120s %s", symbol, tuple);
+    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
+    if (rc != LNTUNE_OK) return;
+    lntune_cuda_type_options_make(s->types, &s->options);
+    s->job.options = s->options.options;
+    s->affine = src->affine;
+    compile_test_take(&s->job, src);
+}
 
 static void add(lntune_gen *g, int backward, size_t variant, int fusion, lntune_types types) {
     sample *s = &samples[nsamples++];
@@ -66,16 +92,23 @@ static void add(lntune_gen *g, int backward, size_t variant, int fusion, lntune_
                                          sizeof s->symbol);
         rc = lntune_builtin_emit_cuda_typed(g, variant, fusion, s->symbol, &src);
     }
-    char tuple[24];
-    lntune_types_format(types, tuple, sizeof tuple);
-    char symbol[sizeof s->symbol];
-    memcpy(symbol, s->symbol, sizeof symbol);
-    snprintf(s->what, sizeof s->what, "%.120s %s", symbol, tuple);
-    EXPECT(rc == LNTUNE_OK, "emit %s: %s", s->what, lntune_gen_errmsg(g));
-    if (rc != LNTUNE_OK) return;
-    lntune_cuda_type_options_make(types, &s->options);
-    s->job.options = s->options.options;
-    compile_test_take(&s->job, &src);
+    take(g, s, rc, &src);
+}
+
+/* The built-in of a quantized y or the weight offset: op, affine kind, types (y quantized, or
+ * left to its macro with the offset) and fusion. */
+static void add_kind(lntune_gen *g, const char *op, int affine, lntune_types types, int fusion) {
+    sample *s = &samples[nsamples++];
+    s->kind_op = op;
+    s->kind_affine = affine;
+    s->fusion = fusion;
+    s->types = types;
+    const int y = lntune_type_quantized(types.y) ? types.y : LNTUNE_TYPE_F32;
+    lntune_builtin_cuda_kind_symbol("lntune_builtin", op, affine, y, fusion, s->symbol,
+                                    sizeof s->symbol);
+    lntune_source src;
+    const int rc = lntune_builtin_emit_cuda_kind(g, op, affine, y, fusion, s->symbol, &src);
+    take(g, s, rc, &src);
 }
 
 static void collect(lntune_gen *g) {
@@ -101,6 +134,24 @@ static void collect(lntune_gen *g) {
         const lntune_types t = {.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
         add(g, 1, (size_t)(b % 2), b / 2 % 2 ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE, t);
     }
+    /* every built-in of a quantized y or the weight offset, the types moving */
+    static const int affines[] = {LNTUNE_AFFINE_NONE, LNTUNE_AFFINE_GAMMA, LNTUNE_AFFINE_OFFSET};
+    static const int ys[] = {LNTUNE_TYPE_F32, LNTUNE_TYPE_I8, LNTUNE_TYPE_I8_ROW, LNTUNE_TYPE_E4M3,
+                             LNTUNE_TYPE_E4M3_ROW};
+    static const char *const ops[] = {"layernorm", "rmsnorm"};
+    k = 0;
+    for (int op = 0; op < 2; ++op)
+        for (int a = 0; a < 3; ++a)
+            for (int y = 0; y < 5; ++y) {
+                if (ys[y] == LNTUNE_TYPE_F32 && affines[a] != LNTUNE_AFFINE_OFFSET) continue;
+                for (int f = LNTUNE_FUSION_NONE; f < LNTUNE_FUSION_COUNT; ++f, ++k) {
+                    lntune_types t = {.x = (uint8_t)(k % 3),
+                                      .y = (uint8_t)(ys[y] ? ys[y] : (k / 3) % 3),
+                                      .params = (uint8_t)((k / 9) % 3)};
+                    if (f) lntune_types_set_residual(&t, (k + 1) % 3);
+                    add_kind(g, ops[op], affines[a], t, f);
+                }
+            }
 }
 
 static void check(const sample *s) {
@@ -112,6 +163,17 @@ static void check(const sample *s) {
     const int f16_in = t.x == LNTUNE_TYPE_F16 || t.params == LNTUNE_TYPE_F16 ||
                        (s->fusion && lntune_types_residual(t) == LNTUNE_TYPE_F16);
     EXPECT(f16_in || !widens, "%s: no fp16 input, yet cvt.f32.f16 in the PTX", s->what);
+    const char *ptx = s->job.out.ptx;
+    if (lntune_type_quantized(t.y)) {
+        EXPECT(strstr(ptx, "cvt.rni.s32.f32"), "%s: no rounding to codes in the PTX", s->what);
+        EXPECT(strstr(ptx, "div.rn.f32"), "%s: no exact division in the PTX", s->what);
+        EXPECT(!lntune_type_row_scaled(t.y) || strstr(ptx, "max.f32"), "%s: no row max", s->what);
+    } else {
+        EXPECT(!strstr(ptx, "cvt.rni.s32.f32"), "%s: y is not quantized, yet rounded to codes",
+               s->what);
+    }
+    EXPECT(s->kind_affine != LNTUNE_AFFINE_OFFSET || strstr(ptx, "add.rn.f32"),
+           "%s: no add.rn.f32 (offset)", s->what);
 }
 
 /* Without the macros the source must refuse to compile, naming them. */
@@ -143,9 +205,9 @@ static void compiled(size_t i, device_suite *d) {
         device_verify_backward(d, SM, s->job.source, s->job.out.data, s->symbol, op, s->types,
                                s->fusion, 0, s->what);
     } else {
-        const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[s->variant];
+        const char *op = s->kind_op ? s->kind_op : lntune_builtin_cuda_variants[s->variant].op;
         device_verify_forward(d, SM, s->job.source, s->job.out.data, s->symbol,
-                              (lntune_op)lntune_op_parse(v->op), s->types, s->fusion, v->affine, 0,
+                              (lntune_op)lntune_op_parse(op), s->types, s->fusion, s->affine, 0,
                               s->what);
     }
 }

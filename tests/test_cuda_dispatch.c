@@ -24,9 +24,10 @@
  * Gemma's offset (affine=offset) is this GPU's best for H = 1024 (its symbol names the op, for
  * the stand-in); the handle must serve such a call (weight_offset 1, y_scales given) with it,
  * codes and scales within the verifier's bounds of the float64 reference of y = z * (1 +
- * gamma), nothing written past the rows' scales; at H = 1000, which nobody tuned, the call is
- * refused (LNTUNE_EUNSUPPORTED: there is no CUDA built-in for either) with a message that says
- * how to tune it.
+ * gamma), nothing written past the rows' scales. At H = 1000, 1 and 4097, which nobody tuned,
+ * the typed built-in of int8 per row + offset serves it (compiled at first use; the log names
+ * it), and so does that of a LayerNorm with fp8 e4m3 codes and a static scale, with gamma and
+ * without the offset. Without NVRTC the untuned call is refused with a clear message.
  *
  * Exits 77 (skipped) when lntune_cuda_open finds no GPU. Labelled `cuda` in ctest.
  */
@@ -412,52 +413,64 @@ static const char quant_variant[] =
     "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=sumsq,h=runtime,"
     "affine=offset";
 
-/* An RMSNorm call with int8 codes, a scale per row and weight offset 1 at H through the API, on
- * freshly drawn inputs; returns the call's code and counts the rows that fail. */
-static int quant_call(lntune *ctx, int64_t H, int64_t rows, int *bad) {
+/* A call of op with fp32 x and gamma and y of quantized type ytype (a static scale, or one per
+ * row), weight offset 1 or none, at H through the API, on freshly drawn inputs; returns the
+ * call's code and counts the rows that fail. */
+static int quant_call(lntune *ctx, lntune_op op, int ytype, int offset, int64_t H, int64_t rows,
+                      int *bad) {
     const size_t n = (size_t)(rows * H);
+    const int row_scaled = lntune_type_row_scaled(ytype);
+    const float scale = row_scaled ? 0.0f : lntune_quant_test_scale(ytype);
     float *hx = malloc(n * 4), *hg = malloc((size_t)H * 4), *s = malloc((size_t)H * 4);
     float *scales = malloc(((size_t)rows + 1) * 4);
-    unsigned char *hy = malloc(n);
+    unsigned char *hy = malloc(n + 64);
     double *z = malloc((size_t)H * 8), *yref = malloc((size_t)H * 8), *unit = malloc((size_t)H * 8);
-    uint64_t seed = 0x9e37;
-    for (size_t i = 0; i < n; ++i) hx[i] = 2.0f * next_random(&seed);
+    uint64_t seed = 0x9e37 + (uint64_t)H;
+    for (size_t i = 0; i < n; ++i) hx[i] = 2.0f * next_random(&seed) + (op ? 0.0f : 100.0f);
     for (int64_t i = 0; i < H; ++i) hg[i] = 0.5f * next_random(&seed);
     uint64_t dx, dy, dg, ds;
     DEVICE(lntune_cuda_alloc(cu, n * 4, &dx));
-    DEVICE(lntune_cuda_alloc(cu, n + 64, &dy));
+    const size_t ywords = (n + 64 + 3) / 4; /* the codes and a guard of at least 64 bytes */
+    DEVICE(lntune_cuda_alloc(cu, ywords * 4, &dy));
     DEVICE(lntune_cuda_alloc(cu, (size_t)H * 4, &dg));
     DEVICE(lntune_cuda_alloc(cu, ((size_t)rows + 1) * 4, &ds));
     DEVICE(lntune_cuda_htod(cu, dx, hx, n * 4));
     DEVICE(lntune_cuda_htod(cu, dg, hg, (size_t)H * 4));
-    DEVICE(lntune_cuda_fill32(cu, dy, 0xa5a5a5a5u, (n + 64) / 4));
+    DEVICE(lntune_cuda_fill32(cu, dy, 0xa5a5a5a5u, ywords));
     DEVICE(lntune_cuda_fill32(cu, ds, POISON, (size_t)rows + 1));
     lntune_args a;
     memset(&a, 0, sizeof a);
-    a.rows = rows, a.H = H, a.y_dtype = LNTUNE_I8;
+    a.rows = rows, a.H = H,
+    a.y_dtype =
+        ytype == LNTUNE_TYPE_I8 || ytype == LNTUNE_TYPE_I8_ROW ? LNTUNE_I8 : LNTUNE_FP8_E4M3;
     a.x = (const void *)(uintptr_t)dx, a.y = (void *)(uintptr_t)dy;
-    a.gamma = (const void *)(uintptr_t)dg, a.weight_offset = 1.0f;
-    a.y_scales = (float *)(uintptr_t)ds;
+    a.gamma = (const void *)(uintptr_t)dg, a.weight_offset = offset ? 1.0f : 0.0f;
+    if (row_scaled)
+        a.y_scales = (float *)(uintptr_t)ds;
+    else
+        a.y_scale = scale;
     a.device = LNTUNE_DEVICE_CUDA, a.stream = stream;
-    const int rc = lntune_rmsnorm(ctx, &a);
+    const int rc = op ? lntune_rmsnorm(ctx, &a) : lntune_layernorm(ctx, &a);
     *bad = 0;
     if (rc == LNTUNE_OK) {
         DEVICE(lntune_cuda_stream_sync(cu, stream));
-        DEVICE(lntune_cuda_dtoh(cu, hy, dy, n));
+        DEVICE(lntune_cuda_dtoh(cu, hy, dy, n + 64));
         DEVICE(lntune_cuda_dtoh(cu, scales, ds, ((size_t)rows + 1) * 4));
-        *bad += bits(scales[rows]) != POISON; /* past the last row's scale */
+        /* past the last row's scale (all of them, with a static scale), past the last code */
+        for (int64_t r = row_scaled ? rows : 0; r <= rows; ++r) *bad += bits(scales[r]) != POISON;
+        for (size_t i = n; i < n + 64; ++i) *bad += hy[i] != 0xa5;
         for (int64_t r = 0; r < rows; ++r) {
             double mean, rstd;
             for (int64_t i = 0; i < H; ++i) s[i] = hx[r * H + i];
-            lntune_reference_row(LNTUNE_OP_RMSNORM, s, H, 1e-5, z, &mean, &rstd);
+            lntune_reference_row(op, s, H, 1e-5, z, &mean, &rstd);
             for (int64_t i = 0; i < H; ++i) { /* gamma + 1 in fp32, as the kernels add it */
-                const double g = (double)(hg[i] + 1.0f);
+                const double g = (double)(offset ? hg[i] + 1.0f : hg[i]);
                 yref[i] = z[i] * g;
                 unit[i] = (fabs(z[i]) + 1.0) * fabs(g);
             }
             char msg[400];
-            if (!lntune_quant_check_row(LNTUNE_TYPE_I8_ROW, yref, unit, H, hy + r * H, 0.0f,
-                                        scales + r, 0, msg, sizeof msg)) {
+            if (!lntune_quant_check_row(ytype, yref, unit, H, hy + r * H, scale,
+                                        row_scaled ? scales + r : NULL, 0, msg, sizeof msg)) {
                 if (*bad < 3) printf("  row %lld: %s\n", (long long)r, msg);
                 ++*bad;
             }
@@ -468,6 +481,31 @@ static int quant_call(lntune *ctx, int64_t H, int64_t rows, int *bad) {
     free(hx), free(hg), free(s), free(scales), free(hy), free(z), free(yref), free(unit);
     return rc;
 }
+
+/* The quant suite's calls: the op, y, offset and types the stand-in is told, the H and rows, and
+ * who must serve it (a log line's text). */
+typedef struct {
+    lntune_op op;
+    int ytype, offset;
+    const char *types;
+    int64_t H, rows;
+    const char *served_by;
+} quant_case;
+
+static const quant_case quant_cases[] = {
+    {LNTUNE_OP_RMSNORM, LNTUNE_TYPE_I8_ROW, 1, "f32/i8row", 1024, 64, "on CUDA device 0: tuned"},
+    {LNTUNE_OP_RMSNORM, LNTUNE_TYPE_I8_ROW, 1, "f32/i8row", 1000, 8,
+     "built-in lntune_builtin_cuda_rmsnorm_offset_i8row/f32/i8row/f32"},
+    {LNTUNE_OP_RMSNORM, LNTUNE_TYPE_I8_ROW, 1, "f32/i8row", 1, 5,
+     "built-in lntune_builtin_cuda_rmsnorm_offset_i8row/f32/i8row/f32"},
+    {LNTUNE_OP_RMSNORM, LNTUNE_TYPE_I8_ROW, 1, "f32/i8row", 4097, 3,
+     "built-in lntune_builtin_cuda_rmsnorm_offset_i8row/f32/i8row/f32"},
+    {LNTUNE_OP_LAYERNORM, LNTUNE_TYPE_E4M3, 0, "f32/e4m3", 1000, 8,
+     "built-in lntune_builtin_cuda_layernorm_affine_e4m3/f32/e4m3/f32"},
+    {LNTUNE_OP_LAYERNORM, LNTUNE_TYPE_E4M3, 0, "f32/e4m3", 4097, 3,
+     "built-in lntune_builtin_cuda_layernorm_affine_e4m3/f32/e4m3/f32"},
+};
+enum { QUANT_CASES = sizeof quant_cases / sizeof quant_cases[0] };
 
 static void quant_suite(const char *scratch, const lntune_cuda_info *info) {
     char path[4096], log_path[4096], dtype[32];
@@ -484,29 +522,50 @@ static void quant_suite(const char *scratch, const lntune_cuda_info *info) {
         ++failures;
         return;
     }
-    setenv("MOCK_CUDA_TYPES", "f32/i8row", 1); /* the stand-in's kernels; a real GPU ignores it */
     const int saved_stderr = log_capture_begin(log_path);
     if (saved_stderr < 0) return;
     lntune *ctx = NULL;
-    int rc = LNTUNE_ERROR, rc_untuned = LNTUNE_ERROR, bad = 0, bad_untuned = 0;
-    char untuned_msg[1024] = "";
-    if (lntune_open(path, &ctx) == LNTUNE_OK) {
-        rc = quant_call(ctx, 1024, 64, &bad);
-        rc_untuned = quant_call(ctx, 1000, 8, &bad_untuned);
-        snprintf(untuned_msg, sizeof untuned_msg, "%s", lntune_errmsg(ctx));
-    }
+    int rcs[QUANT_CASES], bad[QUANT_CASES] = {0};
+    for (int i = 0; i < QUANT_CASES; ++i) rcs[i] = LNTUNE_ERROR;
+    if (lntune_open(path, &ctx) == LNTUNE_OK)
+        for (int i = 0; i < QUANT_CASES; ++i) {
+            const quant_case *c = &quant_cases[i];
+            setenv("MOCK_CUDA_TYPES", c->types, 1); /* the stand-in's kernels; a GPU ignores it */
+            rcs[i] = quant_call(ctx, c->op, c->ytype, c->offset, c->H, c->rows, &bad[i]);
+        }
     log_capture_end(saved_stderr);
     unsetenv("MOCK_CUDA_TYPES");
-    const int served = log_lines(log_path, "H=1024 rows=64 ", "on CUDA device 0: tuned", 0);
-    const int ok = rc == LNTUNE_OK && bad == 0 && served == 1;
-    printf("%s: int8 per row + offset at H = 1024, tuned: rc %d, %d row(s) wrong, %d log line\n",
-           ok ? "ok" : "FAIL", rc, bad, served);
-    const int refused = rc_untuned == LNTUNE_EUNSUPPORTED && strstr(untuned_msg, "tuned kernels") &&
-                        strstr(untuned_msg, "lntune --target cuda");
-    printf("%s: int8 per row + offset at H = 1000, never tuned: rc %d, %s\n",
-           refused ? "ok" : "FAIL", rc_untuned, untuned_msg);
-    failures += !ok + !refused;
-    if (!ok) log_lines(log_path, "", "", 1);
+    int failed = 0;
+    for (int i = 0; i < QUANT_CASES; ++i) {
+        const quant_case *c = &quant_cases[i];
+        char at[64];
+        snprintf(at, sizeof at, "H=%lld rows=%lld ", (long long)c->H, (long long)c->rows);
+        const int served = log_lines(log_path, at, c->served_by, 0);
+        const int ok = rcs[i] == LNTUNE_OK && bad[i] == 0 && served == 1;
+        printf("%s: %s %s%s at H = %lld: rc %d (%s), %d row(s) wrong, %d log line\n",
+               ok ? "ok" : "FAIL", c->op ? "rmsnorm" : "layernorm", lntune_type_name(c->ytype),
+               c->offset ? " + offset" : "", (long long)c->H, rcs[i],
+               rcs[i] && ctx ? lntune_errmsg(ctx) : "-", bad[i], served);
+        failed += !ok;
+    }
+    failures += failed;
+    if (failed) log_lines(log_path, "", "", 1);
+    lntune_close(ctx);
+    /* Without NVRTC an untuned quantized call has no kernel: a clear error, no crash. */
+    setenv("LNTUNE_NVRTC", "/nonexistent/libnvrtc.so", 1);
+    setenv("MOCK_CUDA_TYPES", "f32/i8row", 1);
+    int bad_none = 0, rc = LNTUNE_ERROR;
+    ctx = NULL;
+    if (lntune_open(path, &ctx) == LNTUNE_OK)
+        rc = quant_call(ctx, LNTUNE_OP_RMSNORM, LNTUNE_TYPE_I8_ROW, 1, 1000, 8, &bad_none);
+    unsetenv("LNTUNE_NVRTC");
+    unsetenv("MOCK_CUDA_TYPES");
+    const char *msg = ctx ? lntune_errmsg(ctx) : "";
+    const int refused = rc == LNTUNE_ENODEVICE && strstr(msg, "libnvrtc") &&
+                        strstr(msg, "lntune --target cuda") && strstr(msg, "--weight-offset");
+    printf("%s: int8 per row + offset at H = 1000 without NVRTC: rc %d, %s\n",
+           refused ? "ok" : "FAIL", rc, msg);
+    failures += !refused;
     lntune_close(ctx);
     unlink(path);
 }

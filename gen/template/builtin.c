@@ -394,11 +394,21 @@ const size_t lntune_builtin_cuda_short_variant_count =
 static const int builtin_cuda_fusions[] = {LNTUNE_FUSION_NONE, LNTUNE_FUSION_RESIDUAL,
                                            LNTUNE_FUSION_RESIDUAL_OUT};
 
+void lntune_builtin_cuda_kind_symbol(const char *prefix, const char *op, int affine, int y,
+                                     int fusion, char *symbol, size_t size) {
+    const char *kind = affine == LNTUNE_AFFINE_OFFSET  ? "offset"
+                       : affine == LNTUNE_AFFINE_GAMMA ? "affine"
+                                                       : "plain";
+    snprintf(symbol, size, "%s_cuda_%s_%s_%s%s%s", prefix, op, kind,
+             y == LNTUNE_TYPE_F32 ? "typed" : lntune_type_name(y), fusion ? "_" : "",
+             fusion ? lntune_fusion_name(fusion) : "");
+}
+
 void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, char *symbol,
                                       size_t size) {
     const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
-    snprintf(symbol, size, "%s_cuda_%s_%s_typed%s%s", prefix, v->op, v->affine ? "affine" : "plain",
-             fusion ? "_" : "", fusion ? lntune_fusion_name(fusion) : "");
+    lntune_builtin_cuda_kind_symbol(prefix, v->op, affine_kind(v), LNTUNE_TYPE_F32, fusion, symbol,
+                                    size);
 }
 
 int lntune_builtin_emit_cuda_generic(lntune_gen *g, size_t i, const char *symbol,
@@ -407,11 +417,19 @@ int lntune_builtin_emit_cuda_generic(lntune_gen *g, size_t i, const char *symbol
     return emit_preset(g, "cuda", v->op, "builtin", affine_kind(v), NULL, symbol, src);
 }
 
+int lntune_builtin_emit_cuda_kind(lntune_gen *g, const char *op, int affine, int y, int fusion,
+                                  const char *symbol, lntune_source *src) {
+    lntune_shape shape = {.fusion = fusion, .generic_types = 1};
+    shape.types.y = (uint8_t)y; /* kept by the template only when quantized */
+    if (affine == LNTUNE_AFFINE_OFFSET) shape.affine = affine; /* the only space with it */
+    return emit_preset(g, "cuda", op, "builtin", affine, &shape, symbol, src);
+}
+
 int lntune_builtin_emit_cuda_typed(lntune_gen *g, size_t i, int fusion, const char *symbol,
                                    lntune_source *src) {
     const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
-    const lntune_shape shape = {.fusion = fusion, .generic_types = 1};
-    return emit_preset(g, "cuda", v->op, "builtin", affine_kind(v), &shape, symbol, src);
+    return lntune_builtin_emit_cuda_kind(g, v->op, affine_kind(v), LNTUNE_TYPE_F32, fusion, symbol,
+                                         src);
 }
 
 void lntune_builtin_cuda_backward_symbol(const char *prefix, size_t i, int fusion, char *symbol,
@@ -448,6 +466,61 @@ static void put_literal(FILE *f, const char *text) {
     fputc('"', f);
 }
 
+/* One record of the table lntune_builtin_emit_cuda writes (runtime/builtin.h's
+ * lntune_builtin_cuda_kernel): op and affine as C expressions, src's symbol, variant and text, the
+ * PTX (NULL for typed ones, compiled at first use), the fusion and a quantized y (0: none). */
+static void put_record(FILE *f, const char *op, const char *affine, int64_t max_h,
+                       const lntune_source *src, const char *symbol, const char *ptx, int typed,
+                       int fusion, int y) {
+    fprintf(f, "    {%s, %s, %lld, \"%s\", \"%s\",", op, affine, (long long)max_h, symbol,
+            src->variant);
+    put_literal(f, src->text);
+    fputc(',', f);
+    put_literal(f, ptx);
+    fprintf(f, ", %d, %d, %d},\n", typed, fusion, y);
+}
+
+static const char *desc_op(const char *op) {
+    return strcmp(op, "rmsnorm") == 0 ? "LNTUNE_DESC_RMSNORM" : "LNTUNE_DESC_LAYERNORM";
+}
+
+static const char *desc_affine(int affine) {
+    return affine == LNTUNE_AFFINE_OFFSET  ? "LNTUNE_DESC_GAMMA_OFFSET"
+           : affine == LNTUNE_AFFINE_GAMMA ? "LNTUNE_DESC_GAMMA"
+                                           : "LNTUNE_DESC_NO_AFFINE";
+}
+
+/* The typed built-ins of a quantized y (every affine kind) and of the weight offset (y left to
+ * its macro), after those of lntune_builtin_cuda_variants: op x affine x y x fusion. */
+static const int kind_affines[] = {LNTUNE_AFFINE_NONE, LNTUNE_AFFINE_GAMMA, LNTUNE_AFFINE_OFFSET};
+static const int kind_ys[] = {LNTUNE_TYPE_F32, LNTUNE_TYPE_I8, LNTUNE_TYPE_I8_ROW, LNTUNE_TYPE_E4M3,
+                              LNTUNE_TYPE_E4M3_ROW};
+
+static int emit_cuda_kinds(lntune_gen *g, FILE *f, const char *prefix) {
+    static const char *const ops[] = {"layernorm", "rmsnorm"};
+    int rc = LNTUNE_OK;
+    for (size_t o = 0; o < 2; ++o)
+        for (size_t a = 0; a < 3; ++a)
+            for (size_t y = 0; y < 5; ++y) {
+                const int affine = kind_affines[a], type = kind_ys[y];
+                if (type == LNTUNE_TYPE_F32 && affine != LNTUNE_AFFINE_OFFSET) continue;
+                for (size_t k = 0; k < 3 && rc == LNTUNE_OK; ++k) {
+                    const int fusion = builtin_cuda_fusions[k];
+                    char symbol[160];
+                    lntune_source src;
+                    lntune_builtin_cuda_kind_symbol(prefix, ops[o], affine, type, fusion, symbol,
+                                                    sizeof symbol);
+                    rc = lntune_builtin_emit_cuda_kind(g, ops[o], affine, type, fusion, symbol,
+                                                       &src);
+                    if (rc != LNTUNE_OK) return rc;
+                    put_record(f, desc_op(ops[o]), desc_affine(affine), 0, &src, symbol, NULL, 1,
+                               fusion, type == LNTUNE_TYPE_F32 ? 0 : type);
+                    lntune_source_free(&src);
+                }
+            }
+    return rc;
+}
+
 int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *prefix, char **text,
                              char **message) {
     *text = *message = NULL;
@@ -457,7 +530,9 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
     size_t len = 0;
     FILE *f = open_memstream(text, &len);
     if (!f) return LNTUNE_ENOMEM;
-    fprintf(f, "#include \"builtin.h\"\n\nconst lntune_builtin_cuda_kernel %s_cuda[] = {\n",
+    fprintf(f,
+            "#include \"builtin.h\"\n#include \"registry.h\"\n\n"
+            "const lntune_builtin_cuda_kernel %s_cuda[] = {\n",
             prefix);
     const size_t nshort = lntune_builtin_cuda_short_variant_count;
     for (size_t i = 0; i < nshort + lntune_builtin_cuda_variant_count && rc == LNTUNE_OK; ++i) {
@@ -473,9 +548,9 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
         char symbol[128];
         snprintf(symbol, sizeof symbol, "%s_cuda_%s_%s_%s", prefix, v->op,
                  v->affine ? "affine" : "plain", v->name);
+        const int affine = v->affine ? LNTUNE_AFFINE_GAMMA : LNTUNE_AFFINE_NONE;
         lntune_source src;
-        rc = emit_preset(g, "cuda", v->op, v->preset,
-                         v->affine ? LNTUNE_AFFINE_GAMMA : LNTUNE_AFFINE_NONE, NULL, symbol, &src);
+        rc = emit_preset(g, "cuda", v->op, v->preset, affine, NULL, symbol, &src);
         if (rc != LNTUNE_OK) break;
         lntune_nvrtc_output out = {0};
         if (nv && (rc = lntune_nvrtc_compile(nv, src.text, symbol, SM, LNTUNE_NVRTC_PTX, NULL,
@@ -483,12 +558,8 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
             *message = out.message;
             out.message = NULL;
         } else {
-            fprintf(f, "    {%d, %d, %lld, \"%s\", \"%s\",", strcmp(v->op, "rmsnorm") == 0,
-                    v->affine, (long long)v->max_h, symbol, src.variant);
-            put_literal(f, src.text);
-            fputc(',', f);
-            put_literal(f, nv ? (const char *)out.data : NULL);
-            fputs(", 0, 0},\n", f);
+            put_record(f, desc_op(v->op), desc_affine(affine), v->max_h, &src, symbol,
+                       nv ? (const char *)out.data : NULL, 0, 0, 0);
         }
         lntune_nvrtc_output_free(&out);
         lntune_source_free(&src);
@@ -501,12 +572,11 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
         lntune_builtin_cuda_typed_symbol(prefix, i / 3, fusion, symbol, sizeof symbol);
         if ((rc = lntune_builtin_emit_cuda_typed(g, i / 3, fusion, symbol, &src)) != LNTUNE_OK)
             break;
-        fprintf(f, "    {%d, %d, 0, \"%s\", \"%s\",", strcmp(v->op, "rmsnorm") == 0, v->affine,
-                symbol, src.variant);
-        put_literal(f, src.text);
-        fprintf(f, ", NULL, 1, %d},\n", fusion);
+        put_record(f, desc_op(v->op), desc_affine(affine_kind(v)), 0, &src, symbol, NULL, 1, fusion,
+                   0);
         lntune_source_free(&src);
     }
+    if (rc == LNTUNE_OK) rc = emit_cuda_kinds(g, f, prefix);
     /* The backward: op LNTUNE_DESC_*_BACKWARD, one kernel for calls with and without gamma. */
     for (size_t i = 0; i < lntune_builtin_cuda_backward_variant_count * 2 && rc == LNTUNE_OK; ++i) {
         const int fusion = i % 2 ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE;
@@ -515,9 +585,8 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
         lntune_builtin_cuda_backward_symbol(prefix, i / 2, fusion, symbol, sizeof symbol);
         if ((rc = lntune_builtin_emit_cuda_backward(g, i / 2, fusion, symbol, &src)) != LNTUNE_OK)
             break;
-        fprintf(f, "    {%d, 1, 0, \"%s\", \"%s\",", 2 + (int)(i / 2), symbol, src.variant);
-        put_literal(f, src.text);
-        fprintf(f, ", NULL, 1, %d},\n", fusion);
+        put_record(f, i / 2 ? "LNTUNE_DESC_RMSNORM_BACKWARD" : "LNTUNE_DESC_LAYERNORM_BACKWARD",
+                   "LNTUNE_DESC_GAMMA", 0, &src, symbol, NULL, 1, fusion, 0);
         lntune_source_free(&src);
     }
     fprintf(f, "};\nconst size_t %s_cuda_count = sizeof %s_cuda / sizeof %s_cuda[0];\n", prefix,

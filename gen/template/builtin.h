@@ -159,6 +159,20 @@ void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, 
                                       size_t size);
 
 /*
+ * The typed CUDA built-in of any forward call: op "layernorm" or "rmsnorm"; affine
+ * LNTUNE_AFFINE_NONE, _GAMMA or _OFFSET (Gemma's gamma + weight_offset); y LNTUNE_TYPE_F32 for a
+ * y left to its macro like the other tensors, or a quantized type (LNTUNE_TYPE_I8 ...
+ * _E4M3_ROW), which the source is generated for: its code and its scale (per row: one more pass)
+ * shape the kernel. lntune_builtin_emit_cuda_typed is this for a variant of
+ * lntune_builtin_cuda_variants and y left to its macro. Named by the symbol function
+ * "<prefix>_cuda_<op>_<plain|affine|offset>_<typed|code type>[_<fusion>]".
+ */
+int lntune_builtin_emit_cuda_kind(lntune_gen *g, const char *op, int affine, int y, int fusion,
+                                  const char *symbol, lntune_source *src);
+void lntune_builtin_cuda_kind_symbol(const char *prefix, const char *op, int affine, int y,
+                                     int fusion, char *symbol, size_t size);
+
+/*
  * The CUDA built-in backward: variant i of lntune_builtin_cuda_backward_variants (op
  * "layernorm_backward" or "rmsnorm_backward") for fusion LNTUNE_FUSION_NONE or _RESIDUAL
  * (dresidual_out given), types x_t (x, dy, dx, dresidual_out) and p_t (gamma, dgamma, dbeta)

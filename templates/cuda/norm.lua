@@ -52,8 +52,10 @@
 -- taking turns, every knob value) through NVRTC for sm_90 and sm_80 and, on a GPU, through the
 -- verifier there; tests/test_cuda_codes.sh checks the codes' device functions on the host
 -- against core/quant.h. The CUDA tuner verifies every variant on the device before timing it
--- (gen/verify/cuda_check.c: y_scales between guard floats, one-byte poison), and liblntune
--- serves them on the shapes tuned on that GPU only (no CUDA built-in has them).
+-- (gen/verify/cuda_check.c: y_scales between guard floats, one-byte poison). liblntune's
+-- built-ins for them are the preset "builtin" with x, gamma/beta and residual left to macros
+-- (shape.generic_types) and a quantized y kept as the shape gives it: one source per op, affine
+-- kind, code type and fusion.
 
 -- Launch. properties() returns what the host needs, and the source repeats it in one line
 --   // lntune-cuda-launch: block=B rows_per_block=R cluster=C smem=S smem_per_h=E max_h=M
@@ -79,6 +81,16 @@ local ceil_div = layout.ceil_div
 
 local CTYPE = cv.CTYPE -- C element type of each tensor type; 16-bit types travel as their bits
 local ALL_F32 = { x = "f32", y = "f32", params = "f32" }
+
+-- The element types a source is generated for: the shape's; with shape.generic_types the
+-- pseudo-types of cv.GENERIC, chosen by macros when it is compiled, except a quantized y, which
+-- shapes the kernel (its code, a scale per row) and so stays as given.
+local function shape_types(shape)
+    if not shape.generic_types then return shape.types or ALL_F32 end
+    local y = (shape.types or {}).y
+    if not cv.QUANT[y] then return cv.GENERIC end
+    return { x = cv.GENERIC.x, y = y, params = cv.GENERIC.params, residual = cv.GENERIC.residual }
+end
 
 -- The row slice a block caches: H split over cluster blocks, rounded up to 4 floats so that
 -- slices start 16-byte aligned. Must match the kernel's computation of S.
@@ -173,7 +185,7 @@ function M.family(op)
             if p.layout ~= "warp" and p.tpr ~= 32 then return false, "tpr is for layout=warp" end
             if (p.layout == "cluster") ~= (p.cluster > 1) then return false, "cluster > 1 is layout=cluster" end
             if p.pack == 8 then
-                local types = shape.generic_types and cv.GENERIC or shape.types or ALL_F32
+                local types = shape_types(shape)
                 if types.x == "f32" and (types.y == "f32" or cv.QUANT[types.y]) then
                     return false, "fp32 x moves 16 bytes at pack=4"
                 end
@@ -212,7 +224,7 @@ function M.family(op)
         derive = function(p, host, shape)
             local warp = p.layout == "warp"
             local fixed_H = p.h == "fixed" and shape.H or false
-            local types = shape.generic_types and cv.GENERIC or shape.types or ALL_F32
+            local types = shape_types(shape)
             return {
                 cv = cv,
                 types = types,
