@@ -7,7 +7,10 @@
  *     4-block cluster (rows 513-4096, affine), layernorm H=256 warp layout (rows over 32768)
  *     layernorm+residual_out bf16 H=4096 (rows 2049-16384, affine), rmsnorm f16/f16/f32
  *     H=1024 pack=8 (rows 513-4096, affine), layernorm+residual bf16 with an fp32 residual
- *     H=2048 (rows 513-4096, no affine)
+ *     H=2048 (rows 513-4096, no affine), rmsnorm+offset f32 H=2048 (rows 513-4096, gamma +
+ *     offset), rmsnorm bf16/i8row/bf16 H=4096 (int8 codes, a scale per row; rows 513-4096,
+ *     affine), layernorm+residual f32/e4m3 H=1024 (fp8 codes, a static scale; rows 513-4096,
+ *     no affine)
  *   NVIDIA A100 (sm_80): rmsnorm H=1024 register cache (rows 65-512, affine)
  *   layernorm_backward H=4096 shared-memory pair (rows 2049-... , with gamma)
  * plus an H200 row the CUDA export must leave out: layernorm_backward+residual_out (no such
@@ -33,40 +36,53 @@ typedef struct {
     int affine;
     const char *dtype; /* NULL: f32 */
     int fusion;
+    int offset; /* a weight offset's winner: op key "<op>+offset", affine=offset */
 } winner;
 
 static const winner winners[] = {
     {0, "layernorm",
      "layout=block,tpr=32,cluster=1,block=128,pack=4,cache=regs,stats=welford,h=fixed,affine=fused",
-     768, 64, 1, NULL, LNTUNE_FUSION_NONE},
+     768, 64, 1, NULL, LNTUNE_FUSION_NONE, 0},
     {0, "rmsnorm",
      "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=sumsq,h=runtime,affine=none",
-     4096, 4096, 0, NULL, LNTUNE_FUSION_NONE},
+     4096, 4096, 0, NULL, LNTUNE_FUSION_NONE, 0},
     {0, "layernorm",
      "layout=cluster,tpr=32,cluster=4,block=512,pack=4,cache=smem,stats=twopass,h=runtime,"
      "affine=fused",
-     16384, 1024, 1, NULL, LNTUNE_FUSION_NONE},
+     16384, 1024, 1, NULL, LNTUNE_FUSION_NONE, 0},
     {0, "layernorm",
      "layout=warp,tpr=16,cluster=1,block=128,pack=4,cache=regs,stats=twopass,h=fixed,affine=none",
-     256, 65536, 0, NULL, LNTUNE_FUSION_NONE},
+     256, 65536, 0, NULL, LNTUNE_FUSION_NONE, 0},
     {1, "rmsnorm",
      "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=regs,stats=sumsq,h=fixed,affine=fused",
-     1024, 512, 1, NULL, LNTUNE_FUSION_NONE},
+     1024, 512, 1, NULL, LNTUNE_FUSION_NONE, 0},
     {0, "layernorm",
      "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=regs,stats=twopass,h=fixed,"
      "affine=fused",
-     4096, 16384, 1, "bf16", LNTUNE_FUSION_RESIDUAL_OUT},
+     4096, 16384, 1, "bf16", LNTUNE_FUSION_RESIDUAL_OUT, 0},
     {0, "rmsnorm",
      "layout=warp,tpr=32,cluster=1,block=128,pack=8,cache=regs,stats=sumsq,h=fixed,affine=fused",
-     1024, 4096, 1, "f16/f16/f32", LNTUNE_FUSION_NONE},
+     1024, 4096, 1, "f16/f16/f32", LNTUNE_FUSION_NONE, 0},
     {0, "layernorm",
      "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=welford,h=runtime,"
      "affine=none",
-     2048, 4096, 0, "bf16/bf16/bf16/f32", LNTUNE_FUSION_RESIDUAL},
+     2048, 4096, 0, "bf16/bf16/bf16/f32", LNTUNE_FUSION_RESIDUAL, 0},
+    {0, "rmsnorm",
+     "layout=block,tpr=32,cluster=1,block=256,pack=4,cache=smem,stats=sumsq,h=runtime,"
+     "affine=offset",
+     2048, 4096, 1, NULL, LNTUNE_FUSION_NONE, 1},
+    {0, "rmsnorm",
+     "layout=block,tpr=32,cluster=1,block=512,pack=8,cache=smem,stats=sumsq,h=runtime,"
+     "affine=fused",
+     4096, 4096, 1, "bf16/i8row/bf16", LNTUNE_FUSION_NONE, 0},
+    {0, "layernorm",
+     "layout=warp,tpr=32,cluster=1,block=128,pack=4,cache=regs,stats=twopass,h=fixed,affine=none",
+     1024, 4096, 0, "f32/e4m3", LNTUNE_FUSION_RESIDUAL, 0},
 };
 
 static int put_winner(lntune_db *db, lntune_gen *g, int64_t hw, int sm, const winner *w) {
     lntune_shape shape = {.H = w->H, .fusion = w->fusion};
+    if (w->offset) shape.affine = LNTUNE_AFFINE_OFFSET;
     if (w->dtype && lntune_types_parse(w->dtype, &shape.types) != 0) return LNTUNE_EINVAL;
     lntune_source src;
     lntune_gen_set_cuda_arch(g, sm);
@@ -81,10 +97,10 @@ static int put_winner(lntune_db *db, lntune_gen *g, int64_t hw, int sm, const wi
         lntune_source_free(&src);
         return LNTUNE_ERROR;
     }
-    char key[96], op[40];
-    snprintf(key, sizeof key, "cuda-test-%d-%s-%s-%d-%lld-%d", sm, w->op,
-             w->dtype ? w->dtype : "f32", w->fusion, (long long)w->H, w->affine);
-    lntune_fusion_op_key(w->op, w->fusion, op, sizeof op);
+    char key[96], op[48];
+    snprintf(key, sizeof key, "cuda-test-%d-%s-%s-%d-%lld-%d-%d", sm, w->op,
+             w->dtype ? w->dtype : "f32", w->fusion, (long long)w->H, w->affine, w->offset);
+    lntune_op_key(w->op, w->fusion, w->offset, op, sizeof op);
     static const char cubin[] = "not a cubin: export regenerates the source";
     char flags[32];
     snprintf(flags, sizeof flags, "-arch=sm_%d", sm);

@@ -1,11 +1,13 @@
 #!/bin/sh
 # test_export_cuda.sh - `lntune export` of CUDA winners, without a GPU: a database with two GPU
-# rows (sm_90 and sm_80) and eight winners (register, shared memory, cluster and warp kernels;
-# fp16 and bf16; Add & Norm with and without residual_out) and a backward row to leave out, the
+# rows (sm_90 and sm_80) and eleven winners (register, shared memory, cluster and warp kernels;
+# fp16 and bf16; Add & Norm with and without residual_out; a weight offset; int8 codes with a
+# scale per row, fp8 codes with a static scale) and a backward row to leave out, the
 # export (with --cmake), the text checked for each winner's kernel and dispatch entry and for the
 # generic kernels of each type tuple and fusion, then
 # lntune_kernels.cu compiled by nvcc for both architectures with every warning an error, and
-# examples/export_cuda.c compiled against lntune_kernels_cuda.h and linked with it. Also:
+# examples/export_cuda.c compiled against lntune_kernels_cuda.h and linked with it; the
+# arguments a quantized y or a weight offset needs are checked before any CUDA call. Also:
 # --gpu exports one GPU's winners; a database without CUDA winners writes no CUDA files.
 # Exits 77 (skipped) when no nvcc is found (PATH, $CUDACXX, /usr/local/cuda/bin). With SANITIZE
 # 1 (the sanitizer build, whose plain run compiles the files) nothing is compiled: nvcc's code
@@ -30,14 +32,14 @@ cuda=$(dirname "$(dirname "$nvcc")")
 rm -rf "$dir"
 mkdir -p "$dir/out" "$dir/one" "$dir/none"
 
-step "a database with two GPU rows and five CUDA winners"
+step "a database with two GPU rows and twelve CUDA winners (one backward)"
 "$makedb" "$dir/tuned.db" > "$dir/gpus.txt"
 cat "$dir/gpus.txt"
 h200=$(awk '/H200/ {print $2}' "$dir/gpus.txt")
 
 step "lntune export --cmake writes the CUDA files next to the C ones"
 "$lntune" export --out "$dir/out" --db "$dir/tuned.db" --cmake 2>&1 | tee "$dir/export.log"
-grep -q "9 tuned CUDA kernel(s) of 2 GPU(s)" "$dir/export.log" || fail "export summary"
+grep -q "12 tuned CUDA kernel(s) of 2 GPU(s)" "$dir/export.log" || fail "export summary"
 grep -q "layernorm_backward+residual_out f32 H=4096 on NVIDIA H200: op unknown" \
     "$dir/export.log" || fail "the residual_out backward row was not left out with a warning"
 for f in lntune_kernels.c lntune_kernels.h lntune_kernels.cu lntune_kernels_cuda.h CMakeLists.txt
@@ -51,13 +53,13 @@ step "each winner has its kernel, its namespace and a dispatch entry"
 # the forward winners are t<i>, i their place among all the winners (the backward one's too)
 kernels=$(grep -o "__global__ .*lntune_kernels_cuda_t[0-9]*(lntune_kernel_args a)" "$cu" |
     grep -o "cuda_t[0-9]*" | sort -u)
-test "$(echo "$kernels" | wc -l)" -eq 8 || fail "$(echo "$kernels" | wc -l) tuned kernels (want 8)"
+test "$(echo "$kernels" | wc -l)" -eq 11 || fail "$(echo "$kernels" | wc -l) tuned kernels (want 11)"
 for k in $kernels; do
     grep -q "^    {.*, lntune_kernels_${k}_impl::lntune_kernels_$k, " "$cu" ||
         fail "dispatch entry of $k missing"
 done
 n=$(grep -c "^ \*   c[0-9]*: g[01] " "$cu" || true)
-test "$n" -eq 8 || fail "header records $n tuned kernels (want 8)"
+test "$n" -eq 11 || fail "header records $n tuned kernels (want 11)"
 grep -q "__cluster_dims__(CL, 1, 1)" "$cu" || fail "no cluster kernel"
 # entries: {gpu, op, fusion, types, H, affine, rows_lo, rows_hi, kernel, launch...}
 grep -q "^    {0, 0, 0, 0, INT64_C(768), 1, INT64_C(9), INT64_C(64), lntune_kernels_cuda_t" "$cu" ||
@@ -72,10 +74,21 @@ grep -q "^    {0, 1, 0, 5, INT64_C(1024), 1, " "$cu" || fail "the f16/f16/f32 rm
 grep -q "^    {0, 0, 1, 106, INT64_C(2048), 0, " "$cu" ||
     fail "the bf16 entry with an fp32 residual is not (fusion 1, types 106)"
 grep -q "c[0-9]: g0 layernorm+residual_out bf16 H=4096 " "$cu" || fail "header: bf16 winner"
+# affine 3: gamma + offset; a quantized y packs y as 3 and its kind << 8 (1 int8 per row, 2 e4m3)
+grep -q "^    {0, 1, 0, 0, INT64_C(2048), 3, INT64_C(513), " "$cu" ||
+    fail "the weight offset's entry is not (rmsnorm, affine 3)"
+grep -q "c[0-9]*: g0 rmsnorm+offset f32 H=2048 .* gamma + offset: .*affine=offset;" "$cu" ||
+    fail "header: the weight offset's winner"
+grep -q "^    {0, 1, 0, 302, INT64_C(4096), 1, " "$cu" ||
+    fail "the bf16/i8row/bf16 entry is not (rmsnorm, types 2 | 3 << 2 | 2 << 4 | 1 << 8)"
+grep -q "^    {0, 0, 1, 524, INT64_C(1024), 0, " "$cu" ||
+    fail "the f32/e4m3 residual entry is not (layernorm, fusion 1, types 3 << 2 | 2 << 8)"
 for s in layernorm_affine layernorm_plain rmsnorm_affine rmsnorm_plain \
     layernorm_affine_residual_f32 rmsnorm_plain_residual_out_f32 \
     layernorm_affine_residual_out_bf16 layernorm_plain_residual_out_bf16 \
-    layernorm_plain_residual_bf16_bf16_bf16_f32 rmsnorm_affine_none_f16_f16_f32; do
+    layernorm_plain_residual_bf16_bf16_bf16_f32 rmsnorm_affine_none_f16_f16_f32 \
+    rmsnorm_offset_none_f32 rmsnorm_affine_none_bf16_i8row_bf16 \
+    rmsnorm_plain_none_bf16_i8row_bf16 layernorm_plain_residual_f32_e4m3_f32; do
     grep -q "^    {-1, .*lntune_kernels_cuda_generic_${s}_impl::lntune_kernels_cuda_generic_$s," \
         "$cu" || fail "generic $s missing"
 done
@@ -100,7 +113,9 @@ grep -q "^ \*   b0: g0 layernorm_backward f32 H=4096 rows 4097-32768 (tuned at 1
 grep -q "int lntune_kernels_cuda_layernorm_backward(" "$dir/out/lntune_kernels_cuda.h" ||
     fail "the header declares no backward"
 n=$(grep "^    {-1, " "$cu" | grep -vc "_backward" || true)
-test "$n" -eq 18 || fail "$n generic entries (want 12 fp32 and 6 of the winners' tuples)"
+test "$n" -eq 23 || fail "$n generic entries (want 12 fp32, 10 of the winners' tuples, 1 offset)"
+grep -q "lntune_kernels_cuda_generic_layernorm_offset" "$cu" &&
+    fail "an offset generic of an op no offset winner has"
 grep -q "layernorm_affine_none_f16_f16_f32" "$cu" && fail "a generic of a tuple no winner has"
 grep -q "check_language(CUDA)" "$dir/out/CMakeLists.txt" || fail "CMake: no check_language"
 grep -q 'CUDA_ARCHITECTURES "90;80"' "$dir/out/CMakeLists.txt" || fail "CMake: architectures"
@@ -134,37 +149,51 @@ EOT
         -pthread -lstdc++ -lm -o "$dir/export_cuda"
     echo "ok  : examples/export_cuda links"
 
-    step "a weight offset or a quantized y is refused before any CUDA call (no GPU needed)"
+    step "a quantized y's scale and a weight offset are checked before any CUDA call"
     cat > "$dir/refuse.c" <<'EOT'
 #include "lntune_kernels_cuda.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+/* host pointers: every call here must be refused before it reaches the GPU */
+static int refused(const char *what, int rc, const char *needle) {
+    printf("%s: %d %s\n", what, rc, lntune_kernels_cuda_errmsg());
+    return rc == LNTUNE_EINVAL && strstr(lntune_kernels_cuda_errmsg(), needle) ? 0 : 1;
+}
 int main(void) {
     float x[4] = {1, 2, 3, 4}, y[4], g[4] = {1, 1, 1, 1};
     lntune_kernel_args a;
     memset(&a, 0, sizeof a);
-    a.rows = 1, a.H = 4, a.x = x, a.y = y, a.gamma = g, a.weight_offset = 1.0f;
-    const int offset = lntune_kernels_cuda_rmsnorm(&a, 0);
-    printf("offset: %d %s\n", offset, lntune_kernels_cuda_errmsg());
-    if (offset != LNTUNE_EUNSUPPORTED || !strstr(lntune_kernels_cuda_errmsg(), "weight offset"))
-        return 1;
-    a.weight_offset = 0.0f;
+    a.rows = 1, a.H = 4, a.x = x, a.y = y, a.gamma = g;
+    int bad = 0;
+    a.weight_offset = NAN;
+    bad += refused("offset NaN", lntune_kernels_cuda_rmsnorm(&a, 0), "weight offset");
+    a.weight_offset = 1.0f, a.gamma = NULL;
+    bad += refused("offset without gamma", lntune_kernels_cuda_rmsnorm(&a, 0), "weight offset");
+    a.weight_offset = 0.0f, a.gamma = g;
     lntune_kernels_types t = {LNTUNE_KERNELS_F32, LNTUNE_KERNELS_I8, 0, 0};
-    const int quant = lntune_kernels_cuda_rmsnorm_v2(&a, t, 0);
-    printf("quantized y: %d %s\n", quant, lntune_kernels_cuda_errmsg());
-    return quant != LNTUNE_EUNSUPPORTED || !strstr(lntune_kernels_cuda_errmsg(), "quantized y");
+    const float scales[] = {0.0f, -1.0f, 1e-39f, INFINITY, NAN};
+    for (int i = 0; i < 5; ++i) {
+        a.y_scale = scales[i];
+        bad += refused("int8 y, bad static scale", lntune_kernels_cuda_rmsnorm_v2(&a, t, 0),
+                       "y_scale");
+    }
+    t.y = 6; /* past LNTUNE_KERNELS_FP8_E4M3 */
+    a.y_scale = 1.0f;
+    bad += refused("y type 6", lntune_kernels_cuda_layernorm_v2(&a, t, 0), "type outside");
+    return bad;
 }
 EOT
     cc -std=c11 -O2 -Wall -Wextra -Werror -I"$src/include" -I"$dir/out" -I"$cuda/include" \
         "$dir/refuse.c" "$dir/k.o" -L"$cuda/lib64" -lcudart_static -ldl -lrt -pthread -lstdc++ \
         -lm -o "$dir/refuse"
-    "$dir/refuse" || fail "the CUDA export served a weight offset or a quantized y"
-    echo "ok  : a weight offset and a quantized y refused"
+    "$dir/refuse" || fail "a bad scale or weight offset was not refused before the GPU"
+    echo "ok  : bad scales and weight offsets refused"
 fi
 
 step "--gpu FINGERPRINT exports that GPU's winners only"
 "$lntune" export --out "$dir/one" --db "$dir/tuned.db" --gpu "$h200" | tee "$dir/one.log"
-grep -q "8 tuned CUDA kernel(s) of 1 GPU(s)" "$dir/one.log" || fail "--gpu summary"
+grep -q "11 tuned CUDA kernel(s) of 1 GPU(s)" "$dir/one.log" || fail "--gpu summary"
 grep -q "A100" "$dir/one/lntune_kernels.cu" && fail "--gpu kept the A100"
 if "$lntune" export --out "$dir/one" --db "$dir/tuned.db" --gpu 0123456789abcdef 2>"$dir/err"
 then fail "an unknown --gpu succeeded"; fi

@@ -125,57 +125,78 @@ int internal_type(int type, int dflt) {
                                                                        : -1;
 }
 
-int run(int op, const lntune_kernel_args *args, lntune_kernels_types t, cudaStream_t stream) {
-    static const char *const type_names[] = {"f32", "f16", "bf16"};
-    const int xt = internal_type(t.x, 0), yt = internal_type(t.y, xt),
-              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);
+/* A quantized y's kind (int8, int8 with a scale per row, e4m3, e4m3 per row: core/dtypes.h's
+ * order after its LNTUNE_TYPE_I8), -1 for a float y. */
+int quant_kind(const lntune_kernel_args *a, int y) {
+    if (y != LNTUNE_KERNELS_I8 && y != LNTUNE_KERNELS_FP8_E4M3) return -1;
+    return (y == LNTUNE_KERNELS_FP8_E4M3 ? 2 : 0) + (a->y_scales != nullptr);
+}
+
+/* The argument checks that need no GPU; LNTUNE_OK or the error with its message. */
+int check(int op, const lntune_kernel_args *args, int xt, int yt, int pt, int rt, int qk) {
     if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 || args->eps < 0.0f ||
         args->eps != args->eps)
         return fail(LNTUNE_EINVAL, "NULL args, x or y, H <= 0, rows < 0, or eps < 0 or NaN",
                     cudaSuccess);
-    /* What liblntune serves on CUDA for tuned shapes only; these kernels would ignore them. */
-    if (t.y == LNTUNE_KERNELS_I8 || t.y == LNTUNE_KERNELS_FP8_E4M3)
-        return fail(LNTUNE_EUNSUPPORTED,
-                    "a quantized y is not in the CUDA export (liblntune serves it on shapes "
-                    "tuned with lntune --target cuda)",
-                    cudaSuccess);
-    if (args && args->weight_offset != 0.0f)
-        return fail(LNTUNE_EUNSUPPORTED,
-                    "a weight offset is not in the CUDA export (liblntune serves it on shapes "
-                    "tuned with lntune --target cuda --weight-offset)",
-                    cudaSuccess);
     if (xt < 0 || yt < 0 || pt < 0 || rt < 0)
-        return fail(LNTUNE_EINVAL, "a type outside LNTUNE_KERNELS_DEFAULT..LNTUNE_KERNELS_BF16",
+        return fail(LNTUNE_EINVAL,
+                    "a type outside LNTUNE_KERNELS_DEFAULT..LNTUNE_KERNELS_BF16 (y: "
+                    "..LNTUNE_KERNELS_FP8_E4M3)",
                     cudaSuccess);
     if (op == 1 && args->beta) return fail(LNTUNE_EINVAL, "RMSNorm takes no beta", cudaSuccess);
     if (args->residual_out && !args->residual)
         return fail(LNTUNE_EINVAL, "residual_out without residual", cudaSuccess);
     if (args->beta && !args->gamma)
         return fail(LNTUNE_EUNSUPPORTED, "beta without gamma is not supported", cudaSuccess);
+    /* a static scale: finite and at least FLT_MIN (2^-126), as liblntune asks; the kernels write
+     * nothing without one */
+    if (qk >= 0 && !args->y_scales && !(args->y_scale >= 0x1p-126f && std::isfinite(args->y_scale)))
+        return fail(LNTUNE_EINVAL,
+                    "a quantized y needs y_scales, or a y_scale that is finite and >= 2^-126",
+                    cudaSuccess);
+    if (args->weight_offset != 0.0f && (!args->gamma || !std::isfinite(args->weight_offset)))
+        return fail(LNTUNE_EINVAL, "a weight offset must be finite and come with gamma",
+                    cudaSuccess);
+    return LNTUNE_OK;
+}
+
+int run(int op, const lntune_kernel_args *args, lntune_kernels_types t, cudaStream_t stream) {
+    static const char *const type_names[] = {"f32", "f16", "bf16"};
+    static const char *const quant_names[] = {"i8", "i8row", "e4m3", "e4m3row"};
+    const int qk = args ? quant_kind(args, t.y) : -1;
+    /* y's type; with a quantized y, 0 (the fp32 y its codes are taken from) and qk */
+    const int xt = internal_type(t.x, 0), yt = qk >= 0 ? 0 : internal_type(t.y, xt),
+              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);
+    int rc = check(op, args, xt, yt, pt, rt, qk);
+    if (rc != LNTUNE_OK) return rc;
     lntune_kernel_args a = *args;
     if (!lntune_complete_args(&a))
         return fail(LNTUNE_EINVAL, "a stride is neither 0 nor >= H", cudaSuccess);
     if (a.rows == 0) return LNTUNE_OK;
     int gpu = 0, device = 0;
-    int rc = current_gpu(&gpu, &device);
-    if (rc != LNTUNE_OK) return rc;
-    const int affine = a.gamma != nullptr;
+    if ((rc = current_gpu(&gpu, &device)) != LNTUNE_OK) return rc;
+    const int offset = a.weight_offset != 0.0f;
+    const int affine = offset ? 3 : a.gamma != nullptr;
     const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;
-    /* as liblntune packs a tuple: the residual's type only when fused and not x's */
-    const int types = xt | yt << 2 | pt << 4 | (fusion && rt != xt ? (rt + 1) << 6 : 0);
+    /* as liblntune packs a tuple: the residual's type only when fused and not x's; a quantized
+     * y as y's field 3 with its kind in bits 8-9 */
+    const int types = xt | (qk >= 0 ? 3 : yt) << 2 | pt << 4 |
+                      (fusion && rt != xt ? (rt + 1) << 6 : 0) | (qk >= 0 ? qk << 8 : 0);
     int i = find_tuned(gpu, op, fusion, types, a.H, affine, a.rows);
     if (i < 0) i = find_generic(op, fusion, types, affine);
     if (i < 0) {
+        const char *y = qk >= 0 ? quant_names[qk] : type_names[yt];
         snprintf(message, sizeof message,
-                 "no kernel for x %s, y %s, gamma/beta %s%s%s%s was exported (the CUDA export "
+                 "no kernel for x %s, y %s, gamma/beta %s%s%s%s%s was exported (the CUDA export "
                  "holds the type tuples and fusions tuned on a GPU, and all-fp32): tune one "
-                 "(lntune --target cuda --dtype %s/%s/%s%s) and export again",
-                 type_names[xt], type_names[yt], type_names[pt], fusion ? ", residual " : "",
+                 "(lntune --target cuda --dtype %s/%s/%s%s%s) and export again",
+                 type_names[xt], y, type_names[pt], fusion ? ", residual " : "",
                  fusion ? type_names[rt] : "", fusion == 2 ? " and residual_out" : "",
-                 type_names[xt], type_names[yt], type_names[pt],
+                 offset ? ", a weight offset" : "", type_names[xt], y, type_names[pt],
                  fusion == 2 ? " --residual"
                  : fusion    ? " --residual=noout"
-                             : "");
+                             : "",
+                 offset ? " --weight-offset" : "");
         return LNTUNE_EUNSUPPORTED;
     }
     return launch(i, device, a, stream);

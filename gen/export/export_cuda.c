@@ -45,10 +45,22 @@ typedef struct {
     int backward; /* a gradient pair: exported by export_cuda_backward.c */
     lntune_types types;
     int64_t H, tuned_rows, rows_lo, rows_hi;
-    int affine, ok;
+    int affine, ok; /* affine: the database key's */
+    int offset;     /* a weight offset's winner ("+offset"; affine=offset) */
     double median_ns, gbps, copy_gbps, max_error;
     lntune_cuda_launch launch;
 } cuda_winner;
+
+/* The dispatch table's affine (0 neither, 1 gamma, 3 gamma + offset), as the C export's. */
+enum { TABLE_AFFINE_OFFSET = 3 };
+
+static int table_affine(int affine, int offset) {
+    return offset ? TABLE_AFFINE_OFFSET : affine != 0;
+}
+
+static const char *affine_text(int table) {
+    return table == TABLE_AFFINE_OFFSET ? "gamma + offset" : table ? "affine" : "no affine";
+}
 
 typedef struct {
     cuda_winner *w;
@@ -94,16 +106,12 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
         lntune_op_text_parse(base, &forward, &dir, NULL) == 0)
         op = lntune_export_op_find(lntune_op_name(forward));
     const int backward = dir && dir->suffix[0];
-    if (offset)
-        why = "a weight offset: not in the CUDA export yet (the CPU's serves it)";
-    else if (backward && fusion == LNTUNE_FUSION_RESIDUAL_OUT)
+    if ((backward && (offset || fusion == LNTUNE_FUSION_RESIDUAL_OUT)) || op < 0 ||
+        !lntune_export_ops[op].cuda)
         why = "op unknown to the CUDA export"; /* no such kernel */
-    else if (op < 0 || !lntune_export_ops[op].cuda)
-        why = "op unknown to the CUDA export";
-    else if (lntune_types_parse(key->dtype, &types) != 0)
+    else if (lntune_types_parse(key->dtype, &types) != 0 ||
+             (backward && lntune_type_quantized(types.y)))
         why = "dtype unknown to the CUDA export";
-    else if (lntune_type_quantized(types.y))
-        why = "a quantized y: not in the CUDA export yet (the CPU's serves it)";
     if (why) { /* never exported as something else */
         lntune_export_warn(l->c, "%s %s H=%lld on %s: %s; left out", key->op, key->dtype,
                            (long long)key->H, l->gpu_name, why);
@@ -133,6 +141,7 @@ static int collect_best(void *ud, const lntune_db_key *key, const lntune_best *b
     w->H = key->H;
     w->tuned_rows = b->tuned_rows > 0 ? b->tuned_rows : key->rows;
     w->affine = key->affine;
+    w->offset = offset;
     w->median_ns = b->median_ns, w->gbps = b->gbps, w->copy_gbps = b->copy_gbps;
     w->max_error = b->max_error;
     lntune_export_bucket_range(w->tuned_rows > 0 ? w->tuned_rows : 1, &w->rows_lo, &w->rows_hi);
@@ -147,14 +156,20 @@ static const char header_doc[] =
     " * each as fp32, fp16 or bf16 (lntune_kernels_types, as in lntune_kernels.h: 0 means fp32\n"
     " * for x and x's type for the others; 16-bit tensors hold bit patterns). With residual,\n"
     " * y = Norm(x + residual), and residual_out (optional) receives x + residual.\n"
+    " * A quantized y (types.y LNTUNE_KERNELS_I8 or _FP8_E4M3, as in lntune_kernels.h): the\n"
+    " * codes of y / y_scale, or with y_scales (device memory, one float per row) of y scaled by\n"
+    " * its row's absmax / the largest code, that scale written to y_scales. A weight offset\n"
+    " * (weight_offset != 0, with gamma): y = Norm(x) * (offset + gamma).\n"
     " * A call launches one kernel on stream on the current device (asynchronously, like any\n"
     " * launch): the tuned kernel of the call's shape, else the generic one of its type tuple and\n"
     " * fusion. Generic kernels exist for every tuple and fusion some GPU's winner has, and for\n"
     " * all-fp32 with or without a residual. Thread-safe. Returns:\n"
     " *   LNTUNE_OK           launched (rows == 0: nothing to launch)\n"
     " *   LNTUNE_EINVAL       NULL args, x or y; H <= 0; rows < 0; eps < 0 or NaN; a stride\n"
-    " *                       neither 0 nor >= H; a type outside 0..3; residual_out without\n"
-    " *                       residual; RMSNorm with beta\n"
+    " *                       neither 0 nor >= H; a type outside 0..3 (y: 0..5); residual_out\n"
+    " *                       without residual; RMSNorm with beta; a quantized y without\n"
+    " *                       y_scales whose y_scale is not finite and >= 2^-126; a weight\n"
+    " *                       offset that is not finite, or without gamma\n"
     " *   LNTUNE_EUNSUPPORTED beta without gamma; a type tuple or fusion no kernel was exported\n"
     " *                       for (the message names the tuning command that adds one)\n"
     " *   LNTUNE_ENODEVICE    no current CUDA device, or it is none of the GPUs the kernels were\n"
@@ -163,12 +178,13 @@ static const char header_doc[] =
     " *   LNTUNE_ERROR        a CUDA call failed (the launch, or raising the shared memory limit)\n"
     " * lntune_kernels_cuda_errmsg() says why the calling thread's last call failed.\n";
 
-/* A generic kernel of the export: a built-in variant (op and affine kind) for a fusion and type
- * tuple. All-fp32 unfused ones are the fp32 built-ins; the others are the typed built-in,
+/* A generic kernel of the export: the built-in of an op and affine kind for a fusion and type
+ * tuple. All-fp32 unfused ones without the offset are the fp32 built-ins; the others are the
+ * typed built-in of their affine kind, fusion and quantized y (lntune_builtin_emit_cuda_kind),
  * its element types chosen by #defines around its source. */
 typedef struct {
-    const lntune_builtin_variant *v;
-    int op; /* index in lntune_export_ops */
+    int op;     /* index in lntune_export_ops */
+    int affine; /* LNTUNE_AFFINE_NONE, _GAMMA or _OFFSET */
     int fusion;
     lntune_types types;
     char symbol[160];
@@ -181,40 +197,53 @@ typedef struct {
     size_t n, cap;
 } generic_list;
 
-static int typed(int fusion, lntune_types t) {
-    return fusion != LNTUNE_FUSION_NONE || !lntune_types_all_f32(t);
+static int typed(const cuda_generic *k) {
+    return k->fusion != LNTUNE_FUSION_NONE || !lntune_types_all_f32(k->types) ||
+           k->affine == LNTUNE_AFFINE_OFFSET;
 }
 
-/* Adds the generics of both affine kinds of (op, fusion, types) unless present; -1 on OOM. */
-static int generic_add(generic_list *l, int op, int fusion, lntune_types types) {
+static int generic_table_affine(const cuda_generic *k) {
+    return table_affine(k->affine != LNTUNE_AFFINE_NONE, k->affine == LNTUNE_AFFINE_OFFSET);
+}
+
+/* Adds the generic of (op, affine, fusion, types) unless present; -1 on OOM. */
+static int generic_add_one(generic_list *l, int op, int affine, int fusion, lntune_types types) {
     for (size_t i = 0; i < l->n; ++i)
-        if (l->v[i].op == op && l->v[i].fusion == fusion &&
+        if (l->v[i].op == op && l->v[i].affine == affine && l->v[i].fusion == fusion &&
             lntune_types_packed(l->v[i].types) == lntune_types_packed(types))
             return 0;
-    for (size_t i = 0; i < lntune_builtin_cuda_variant_count; ++i) {
-        const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
-        if (lntune_export_op_find(v->op) != op) continue;
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? l->cap * 2 : 16;
-            cuda_generic *p = realloc(l->v, cap * sizeof *p);
-            if (!p) return -1;
-            l->v = p, l->cap = cap;
-        }
-        cuda_generic *k = &l->v[l->n++];
-        memset(k, 0, sizeof *k);
-        k->v = v, k->op = op, k->fusion = fusion, k->types = types;
-        char tuple[24];
-        lntune_types_format(types, tuple, sizeof tuple);
-        for (char *p = tuple; *p; ++p)
-            if (*p == '/') *p = '_';
-        if (typed(fusion, types))
-            snprintf(k->symbol, sizeof k->symbol, "lntune_kernels_cuda_generic_%s_%s_%s_%s", v->op,
-                     v->affine ? "affine" : "plain", lntune_fusion_name(fusion), tuple);
-        else
-            snprintf(k->symbol, sizeof k->symbol, "lntune_kernels_cuda_generic_%s_%s", v->op,
-                     v->affine ? "affine" : "plain");
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        cuda_generic *p = realloc(l->v, cap * sizeof *p);
+        if (!p) return -1;
+        l->v = p, l->cap = cap;
     }
+    cuda_generic *k = &l->v[l->n++];
+    memset(k, 0, sizeof *k);
+    k->op = op, k->affine = affine, k->fusion = fusion, k->types = types;
+    const char *name = lntune_export_ops[op].name;
+    const char *kind = affine == LNTUNE_AFFINE_OFFSET  ? "offset"
+                       : affine == LNTUNE_AFFINE_GAMMA ? "affine"
+                                                       : "plain";
+    char tuple[24];
+    lntune_types_format(types, tuple, sizeof tuple);
+    for (char *p = tuple; *p; ++p)
+        if (*p == '/') *p = '_';
+    if (typed(k))
+        snprintf(k->symbol, sizeof k->symbol, "lntune_kernels_cuda_generic_%s_%s_%s_%s", name, kind,
+                 lntune_fusion_name(fusion), tuple);
+    else
+        snprintf(k->symbol, sizeof k->symbol, "lntune_kernels_cuda_generic_%s_%s", name, kind);
     return 0;
+}
+
+/* Adds the generics of (op, fusion, types) with and without gamma, and with the weight offset
+ * when offset; -1 on OOM. */
+static int generic_add(generic_list *l, int op, int fusion, lntune_types types, int offset) {
+    if (generic_add_one(l, op, LNTUNE_AFFINE_GAMMA, fusion, types) != 0 ||
+        generic_add_one(l, op, LNTUNE_AFFINE_NONE, fusion, types) != 0)
+        return -1;
+    return offset ? generic_add_one(l, op, LNTUNE_AFFINE_OFFSET, fusion, types) : 0;
 }
 
 /* Regenerates winner w for compute capability sm into text; its launch geometry and hash. */
@@ -222,6 +251,7 @@ static int emit_tuned(lntune_gen *g, int sm, cuda_winner *w, const char *symbol,
                       lntune_export_buf *text, char hash[17]) {
     lntune_gen_set_cuda_arch(g, sm);
     lntune_shape shape = {.H = w->H, .types = w->types, .fusion = w->fusion};
+    if (w->offset) shape.affine = LNTUNE_AFFINE_OFFSET; /* the only space with affine=offset */
     lntune_source src;
     int rc = lntune_gen_emit(g, "cuda", w->base_op, w->variant, &shape, symbol, &src);
     if (rc != LNTUNE_OK) return rc;
@@ -233,14 +263,27 @@ static int emit_tuned(lntune_gen *g, int sm, cuda_winner *w, const char *symbol,
     return rc;
 }
 
+/* The index in lntune_builtin_cuda_variants of op's fp32 built-in with (or without) gamma. */
+static size_t fp32_variant(const char *op, int gamma) {
+    size_t i = 0;
+    while (i + 1 < lntune_builtin_cuda_variant_count &&
+           (strcmp(lntune_builtin_cuda_variants[i].op, op) != 0 ||
+            lntune_builtin_cuda_variants[i].affine != gamma))
+        ++i;
+    return i;
+}
+
 /* Generates generic kernel k (no cluster, no shared memory: any compute capability) into text. */
 static int emit_generic(lntune_gen *g, int sm, cuda_generic *k, lntune_export_buf *text) {
     lntune_gen_set_cuda_arch(g, sm);
-    const size_t i = (size_t)(k->v - lntune_builtin_cuda_variants);
+    const char *op = lntune_export_ops[k->op].name;
+    const int y = lntune_type_quantized(k->types.y) ? k->types.y : LNTUNE_TYPE_F32;
     lntune_source src;
-    const int is_typed = typed(k->fusion, k->types);
-    int rc = is_typed ? lntune_builtin_emit_cuda_typed(g, i, k->fusion, k->symbol, &src)
-                      : lntune_builtin_emit_cuda_generic(g, i, k->symbol, &src);
+    const int is_typed = typed(k);
+    int rc = is_typed
+                 ? lntune_builtin_emit_cuda_kind(g, op, k->affine, y, k->fusion, k->symbol, &src)
+                 : lntune_builtin_emit_cuda_generic(
+                       g, fp32_variant(op, k->affine == LNTUNE_AFFINE_GAMMA), k->symbol, &src);
     if (rc != LNTUNE_OK) return rc;
     snprintf(k->variant, sizeof k->variant, "%s", src.variant);
     if ((rc = lntune_cuda_launch_parse(src.text, &k->launch)) == LNTUNE_OK)
@@ -309,16 +352,19 @@ static void emit_winners(lntune_db *db, lntune_gen *g, const lntune_export_confi
     }
 }
 
-/* The generic kernels: all-fp32 of every fusion, then each type tuple and fusion of a winner. */
+/* The generic kernels: all-fp32 of every fusion, then each type tuple and fusion of a winner
+ * (with the offset's for a weight offset's winner). */
 static int collect_generics(const cuda_list *list, generic_list *gen) {
     const lntune_types f32 = {0};
     for (size_t op = 0; op < lntune_export_op_count; ++op)
         for (int f = 0; lntune_export_ops[op].cuda && f < LNTUNE_FUSION_COUNT; ++f)
-            if (generic_add(gen, (int)op, f, f32) != 0) return -1;
-    for (size_t i = 0; i < list->n; ++i)
-        if (list->w[i].ok && !list->w[i].backward &&
-            generic_add(gen, list->w[i].op_index, list->w[i].fusion, list->w[i].types) != 0)
+            if (generic_add(gen, (int)op, f, f32, 0) != 0) return -1;
+    for (size_t i = 0; i < list->n; ++i) {
+        const cuda_winner *w = &list->w[i];
+        if (w->ok && !w->backward &&
+            generic_add(gen, w->op_index, w->fusion, w->types, w->offset) != 0)
             return -1;
+    }
     return 0;
 }
 
@@ -355,16 +401,16 @@ static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const
         const cuda_winner *w = &list->w[i];
         if (!w->ok) continue;
         char rows[64];
-        lntune_export_put(out,
-                          " *   c%zu: g%zu %s %s H=%lld rows %s (tuned at %lld) %s: %s; "
-                          "block=%d rows_per_block=%d cluster=%d smem=%lld+%lld/float max_h=%lld; "
-                          "%.0f ns, %.1f GB/s (copy %.1f), max error %.3g\n",
-                          i, w->gpu, w->op, w->dtype, (long long)w->H,
-                          row_range(w, rows, sizeof rows), (long long)w->tuned_rows,
-                          w->affine ? "affine" : "no affine", w->variant, w->launch.block,
-                          w->launch.rows_per_block, w->launch.cluster, (long long)w->launch.smem,
-                          (long long)w->launch.smem_per_h, (long long)w->launch.max_h, w->median_ns,
-                          w->gbps, w->copy_gbps, w->max_error);
+        lntune_export_put(
+            out,
+            " *   c%zu: g%zu %s %s H=%lld rows %s (tuned at %lld) %s: %s; "
+            "block=%d rows_per_block=%d cluster=%d smem=%lld+%lld/float max_h=%lld; "
+            "%.0f ns, %.1f GB/s (copy %.1f), max error %.3g\n",
+            i, w->gpu, w->op, w->dtype, (long long)w->H, row_range(w, rows, sizeof rows),
+            (long long)w->tuned_rows, affine_text(table_affine(w->affine, w->offset)), w->variant,
+            w->launch.block, w->launch.rows_per_block, w->launch.cluster, (long long)w->launch.smem,
+            (long long)w->launch.smem_per_h, (long long)w->launch.max_h, w->median_ns, w->gbps,
+            w->copy_gbps, w->max_error);
     }
     int forward = 0;
     for (size_t i = 0; i < list->n; ++i) forward += list->w[i].ok;
@@ -375,8 +421,8 @@ static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const
         const cuda_generic *k = &gen->v[i];
         char tuple[24];
         lntune_types_format(k->types, tuple, sizeof tuple);
-        lntune_export_put(out, " *   %s %s %s %s: %s\n", k->v->op, tuple,
-                          lntune_fusion_name(k->fusion), k->v->affine ? "affine" : "no affine",
+        lntune_export_put(out, " *   %s %s %s %s: %s\n", lntune_export_ops[k->op].name, tuple,
+                          lntune_fusion_name(k->fusion), affine_text(generic_table_affine(k)),
                           k->variant);
     }
     lntune_export_put(out,
@@ -384,8 +430,8 @@ static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const
                       "generic: op dtype\n * fusion: variant):\n%s",
                       backward->s ? backward->s : "");
     lntune_export_put(out, " */\n#include \"lntune_kernels_cuda.h\"\n\n"
-                           "#include <atomic>\n#include <cstdint>\n#include <cstdio>\n"
-                           "#include <cstring>\n\n");
+                           "#include <atomic>\n#include <cmath>\n#include <cstdint>\n"
+                           "#include <cstdio>\n#include <cstring>\n\n");
 }
 
 /* The GPU and kernel tables of lntune_kernels.cu: the tuned kernels, then the generic ones. */
@@ -412,9 +458,12 @@ static void put_tables(lntune_export_buf *out, const gpu_list *gpus, const cuda_
                       "    int fusion; /* 0 none, 1 residual, 2 residual and residual_out */\n"
                       "    int types;  /* x | y << 2 | params << 4 | (residual + 1, when fused "
                       "and not x's) << 6;\n"
-                      "                   0 fp32, 1 fp16, 2 bf16 */\n"
+                      "                   0 fp32, 1 fp16, 2 bf16; a quantized y: y 3, its kind "
+                      "<< 8 (0 int8,\n"
+                      "                   1 int8 per row, 2 e4m3, 3 e4m3 per row) */\n"
                       "    int64_t H;  /* 0: any */\n"
-                      "    int affine;\n"
+                      "    int affine; /* 0 neither, 1 gamma (beta optional), 3 gamma + offset "
+                      "*/\n"
                       "    int64_t rows_lo, rows_hi;\n"
                       "    kernel_fn fn;\n"
                       "    int block, rows_per_block, cluster;\n"
@@ -428,14 +477,14 @@ static void put_tables(lntune_export_buf *out, const gpu_list *gpus, const cuda_
         if (!w->ok) continue;
         char symbol[64];
         snprintf(symbol, sizeof symbol, "lntune_kernels_cuda_t%zu", i);
-        put_entry(out, (int)w->gpu, w->op_index, w->fusion, w->types, w->H, w->affine, w->rows_lo,
-                  w->rows_hi, symbol, &w->launch);
+        put_entry(out, (int)w->gpu, w->op_index, w->fusion, w->types, w->H,
+                  table_affine(w->affine, w->offset), w->rows_lo, w->rows_hi, symbol, &w->launch);
         ++ntuned;
     }
     for (size_t i = 0; i < gen->n; ++i) {
         const cuda_generic *k = &gen->v[i];
-        put_entry(out, -1, k->op, k->fusion, k->types, 0, k->v->affine, 1, INT64_MAX, k->symbol,
-                  &k->launch);
+        put_entry(out, -1, k->op, k->fusion, k->types, 0, generic_table_affine(k), 1, INT64_MAX,
+                  k->symbol, &k->launch);
     }
     lntune_export_put(out, "};\nconstexpr int GENERIC = %d;\n\n", ntuned);
 }
