@@ -10,6 +10,7 @@ import time
 
 EPS = 1e-5
 LNTUNE_F32, LNTUNE_BF16, LNTUNE_I8, LNTUNE_FP8_E4M3 = 1, 3, 4, 5
+LNTUNE_DEVICE_CUDA = 1
 
 
 class Args(ctypes.Structure):

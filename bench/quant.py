@@ -28,12 +28,14 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_F32, LNTUNE_FP8_E4M3, LNTUNE_I8, Args,
-                           bench_arguments, copy_call, cpu_name, finish, rmsnorm_call, start,
-                           time_all)
+from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_DEVICE_CUDA, LNTUNE_F32, LNTUNE_FP8_E4M3,
+                           LNTUNE_I8, Args, bench_arguments, copy_call, cpu_name, finish,
+                           rmsnorm_call, start, time_all)
 
 
-def lntune_call(lib, ctx, x, w, q, scales, code):
+def lntune_call(lib, ctx, x, w, q, scales, code, stream=None):
+    """lntune_rmsnorm of x into codes q and row scales; on CUDA device memory (bench/gpu's
+    quant_bench.py) when a stream (a CUstream handle) is given."""
     a = Args()
     a.rows, a.H = x.shape
     a.eps = EPS
@@ -41,6 +43,8 @@ def lntune_call(lib, ctx, x, w, q, scales, code):
     a.x, a.y, a.gamma = x.data_ptr(), q.data_ptr(), w.data_ptr()
     a.y_dtype = LNTUNE_I8 if code == "i8" else LNTUNE_FP8_E4M3
     a.y_scales = scales.data_ptr()
+    if stream is not None:
+        a.device, a.stream = LNTUNE_DEVICE_CUDA, stream
     return rmsnorm_call(lib, ctx, a)
 
 

@@ -7,7 +7,7 @@
 # programs. A CPU tune run from this bundle would stop at its first JIT call: use it for CUDA.
 #
 # Usage: bench/gpu/bundle.sh [BUILD_DIR (build)] [OUT_DIR (.devbin)]
-# then, there: bench/gpu/run.sh OUT_DIR
+# then, there: bench/gpu/run.sh OUT_DIR (or mixed.sh, quant.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -38,6 +38,12 @@ echo 'LLVM_14 { global: lntune_stub; local: *; };' >"$stub/llvm.map"
 cc -shared -fPIC -o "$out/libLLVM-14.so.1" -Wl,-soname,libLLVM-14.so.1 \
     -Wl,--version-script="$stub/llvm.map" "$stub/stub.c"
 cc -shared -fPIC -o "$out/libdnnl.so.2" -Wl,-soname,libdnnl.so.2 "$stub/stub.c"
+# Liger-Kernel, pure Python, for bench/gpu/quant.sh (the GPU machine has no network): the wheel
+# alone; it runs on the Triton that comes with the GPU machine's PyTorch.
+if ! python3 -m pip download -q --no-deps --disable-pip-version-check -d "$out/wheels" \
+    liger-kernel==0.8.5 >/dev/null 2>&1; then
+    echo "bundle.sh: Liger-Kernel's wheel could not be downloaded; quant.sh reports Liger n/a" >&2
+fi
 git rev-parse --short HEAD >"$out/COMMIT" 2>/dev/null || true
 LD_LIBRARY_PATH="$out" "$out/lntune" --version >/dev/null
 du -sh "$out"
