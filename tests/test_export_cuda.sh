@@ -53,7 +53,8 @@ step "each winner has its kernel, its namespace and a dispatch entry"
 # the forward winners are t<i>, i their place among all the winners (the backward one's too)
 kernels=$(grep -o "__global__ .*lntune_kernels_cuda_t[0-9]*(lntune_kernel_args a)" "$cu" |
     grep -o "cuda_t[0-9]*" | sort -u)
-test "$(echo "$kernels" | wc -l)" -eq 11 || fail "$(echo "$kernels" | wc -l) tuned kernels (want 11)"
+n=$(echo "$kernels" | wc -l)
+test "$n" -eq 11 || fail "$n tuned kernels (want 11)"
 for k in $kernels; do
     grep -q "^    {.*, lntune_kernels_${k}_impl::lntune_kernels_$k, " "$cu" ||
         fail "dispatch entry of $k missing"

@@ -221,10 +221,7 @@ static int generic_add_one(generic_list *l, int op, int affine, int fusion, lntu
     cuda_generic *k = &l->v[l->n++];
     memset(k, 0, sizeof *k);
     k->op = op, k->affine = affine, k->fusion = fusion, k->types = types;
-    const char *name = lntune_export_ops[op].name;
-    const char *kind = affine == LNTUNE_AFFINE_OFFSET  ? "offset"
-                       : affine == LNTUNE_AFFINE_GAMMA ? "affine"
-                                                       : "plain";
+    const char *name = lntune_export_ops[op].name, *kind = lntune_builtin_affine_name(affine);
     char tuple[24];
     lntune_types_format(types, tuple, sizeof tuple);
     for (char *p = tuple; *p; ++p)

@@ -394,12 +394,15 @@ const size_t lntune_builtin_cuda_short_variant_count =
 static const int builtin_cuda_fusions[] = {LNTUNE_FUSION_NONE, LNTUNE_FUSION_RESIDUAL,
                                            LNTUNE_FUSION_RESIDUAL_OUT};
 
+const char *lntune_builtin_affine_name(int affine) {
+    return affine == LNTUNE_AFFINE_OFFSET  ? "offset"
+           : affine == LNTUNE_AFFINE_GAMMA ? "affine"
+                                           : "plain";
+}
+
 void lntune_builtin_cuda_kind_symbol(const char *prefix, const char *op, int affine, int y,
                                      int fusion, char *symbol, size_t size) {
-    const char *kind = affine == LNTUNE_AFFINE_OFFSET  ? "offset"
-                       : affine == LNTUNE_AFFINE_GAMMA ? "affine"
-                                                       : "plain";
-    snprintf(symbol, size, "%s_cuda_%s_%s_%s%s%s", prefix, op, kind,
+    snprintf(symbol, size, "%s_cuda_%s_%s_%s%s%s", prefix, op, lntune_builtin_affine_name(affine),
              y == LNTUNE_TYPE_F32 ? "typed" : lntune_type_name(y), fusion ? "_" : "",
              fusion ? lntune_fusion_name(fusion) : "");
 }

@@ -169,6 +169,9 @@ void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, 
  */
 int lntune_builtin_emit_cuda_kind(lntune_gen *g, const char *op, int affine, int y, int fusion,
                                   const char *symbol, lntune_source *src);
+/* "plain", "affine" or "offset": an affine kind (LNTUNE_AFFINE_*) in the CUDA built-ins' names
+ * (and lntune export's generic kernels'). */
+const char *lntune_builtin_affine_name(int affine);
 void lntune_builtin_cuda_kind_symbol(const char *prefix, const char *op, int affine, int y,
                                      int fusion, char *symbol, size_t size);
 
@@ -189,8 +192,11 @@ void lntune_builtin_cuda_backward_symbol(const char *prefix, size_t i, int fusio
 /*
  * Generates the C file liblntune compiles for its CUDA built-ins: a table of
  * lntune_builtin_cuda_kernel records (runtime/builtin.h) with each variant's CUDA source and, when
- * nv is not NULL, its PTX for compute_80 (the driver JITs it for any sm_80+ GPU). A compile failure
- * is an error (LNTUNE_ECOMPILE, the log in lntune_gen_errmsg is not set: *message receives it).
+ * nv is not NULL, its PTX for compute_80 (the driver JITs it for any sm_80+ GPU): the fp32 ones
+ * (short rows first), the typed ones of lntune_builtin_cuda_variants per fusion, those of
+ * lntune_builtin_emit_cuda_kind for a quantized y and the weight offset, then the backward
+ * pairs. A compile failure is an error (LNTUNE_ECOMPILE, the log in lntune_gen_errmsg is not
+ * set: *message receives it).
  */
 int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *prefix, char **text,
                              char **message);
