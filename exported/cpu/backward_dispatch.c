@@ -38,7 +38,7 @@ static void backward_reduce(const float *parts, int n, int64_t H, void *out, int
 
 static int run_backward(int op, const lntune_backward_kernel_args *args, lntune_kernels_types t,
                         void *dgamma, void *dbeta) {
-    const int xt = internal_type(t.x, 0), pt = internal_type(t.params, xt);
+    const int xt = lntune_internal_type(t.x, 0), pt = lntune_internal_type(t.params, xt);
     if (!args || !args->x || !args->dy || !args->dx || args->H <= 0 || args->rows < 0 ||
         (!op_takes_beta[op] && dbeta) || (op_takes_beta[op] && !args->mean != !args->rstd) ||
         xt < 0 || pt < 0)

@@ -116,14 +116,6 @@ static const tuned_entry *find_nearest_h(int op, int fusion, int types, int64_t 
     return nearest && serves(nearest, rows, H, bytes, element) ? nearest : best;
 }
 
-/* The internal type (0 fp32, 1 fp16, 2 bf16) of a public one (1 fp32, 2 fp16, 3 bf16), 0
- * meaning dflt; -1 out of range. */
-static int internal_type(int type, int dflt) {
-    return type == LNTUNE_KERNELS_DEFAULT                              ? dflt
-           : type >= LNTUNE_KERNELS_F32 && type <= LNTUNE_KERNELS_BF16 ? type - 1
-                                                                       : -1;
-}
-
 /* A weight offset's gamma (and beta) for the generic kernels, which do not read the offset: fp32
  * offset + gamma, each one fp32 addition of gamma widened exactly (what a tuned affine=offset
  * kernel computes), and beta widened, into a malloc'd buffer (NULL when out of memory). */
@@ -136,38 +128,24 @@ static float *offset_params(const lntune_kernel_args *a, int pt) {
     return g;
 }
 
-/* A quantized y's kind as core/dtypes.h numbers it after LNTUNE_TYPE_I8 (int8, int8 with a
- * scale per row, e4m3, e4m3 per row), -1 for a float y. */
-static int quant_kind(const lntune_kernel_args *a, int y) {
-    if (y != LNTUNE_KERNELS_I8 && y != LNTUNE_KERNELS_FP8_E4M3) return -1;
-    return (y == LNTUNE_KERNELS_FP8_E4M3 ? 2 : 0) + (a->y_scales != NULL);
-}
-
 static int run(int op, const lntune_kernel_args *args, lntune_kernels_types t) {
-    const int xt = internal_type(t.x, 0), rt = internal_type(t.residual, xt);
-    const int qk = args ? quant_kind(args, t.y) : -1;
+    const int xt = lntune_internal_type(t.x, 0), rt = lntune_internal_type(t.residual, xt);
+    const int qk = args ? lntune_quant_kind(args, t.y) : -1;
     /* y's type, or with a quantized y that of the fp32 y its codes are taken from */
-    const int yt = qk >= 0 ? 0 : internal_type(t.y, xt);
-    int pt = internal_type(t.params, xt);
+    const int yt = qk >= 0 ? 0 : lntune_internal_type(t.y, xt);
+    int pt = lntune_internal_type(t.params, xt);
     if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 ||
         (args->residual_out && !args->residual) || (!op_takes_beta[op] && args->beta) || xt < 0 ||
         yt < 0 || pt < 0 || rt < 0)
         return LNTUNE_KERNEL_EUNSUPPORTED;
-    /* a static scale: finite and at least FLT_MIN (2^-126), as liblntune asks */
-    if (qk >= 0 && !args->y_scales && !(args->y_scale >= 0x1p-126f && isfinite(args->y_scale)))
+    if (!lntune_scale_valid(args, qk) || !lntune_offset_valid(args))
         return LNTUNE_KERNEL_EUNSUPPORTED;
-    /* a weight offset (y = norm(x) * (offset + gamma)): finite, and with gamma */
     const int offset = args->weight_offset != 0.0f;
-    if (offset && (!args->gamma || !isfinite(args->weight_offset)))
-        return LNTUNE_KERNEL_EUNSUPPORTED;
     if (args->rows == 0) return LNTUNE_KERNEL_OK;
     lntune_kernel_args a = *args;
     if (!lntune_complete_args(&a)) return LNTUNE_KERNEL_EUNSUPPORTED;
     const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;
-    /* as the runtime packs a tuple: the residual's type only when fused and not x's; a
-     * quantized y as y's field 3 with its kind in bits 8-9 */
-    const int types = xt | (qk >= 0 ? 3 : yt) << 2 | pt << 4 |
-                      (fusion && rt != xt ? (rt + 1) << 6 : 0) | (qk >= 0 ? qk << 8 : 0);
+    const int types = lntune_pack_types(xt, yt, pt, rt, qk, fusion);
     int affine = offset ? 3 : a.gamma ? 1 : a.beta ? 2 : 0;
     /* as liblntune weighs a call against the crossover and a row's alignment (core/fusion.h) */
     const int64_t ysize = qk >= 0 ? 1 : (int64_t)typed_size(yt), rsize = (int64_t)typed_size(rt);

@@ -8,7 +8,7 @@ constexpr int64_t WORKSPACE_FLOATS = INT64_C(1) << 21; /* partials per gradient,
 int run_backward(int op, const lntune_backward_kernel_args *args, lntune_kernels_types t,
                  void *dgamma, void *dbeta, cudaStream_t stream) {
     static const char *const type_names[] = {"f32", "f16", "bf16"};
-    const int xt = internal_type(t.x, 0), pt = internal_type(t.params, xt);
+    const int xt = lntune_internal_type(t.x, 0), pt = lntune_internal_type(t.params, xt);
     if (!args || !args->x || !args->dy || !args->dx || args->H <= 0 || args->rows < 0 ||
         args->eps < 0.0f || args->eps != args->eps)
         return fail(LNTUNE_EINVAL, "NULL args, x, dy or dx, H <= 0, rows < 0, or eps < 0 or NaN",

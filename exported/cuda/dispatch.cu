@@ -117,21 +117,6 @@ int launch(int i, int device, const lntune_kernel_args &a, cudaStream_t stream) 
     return err == cudaSuccess ? LNTUNE_OK : fail(LNTUNE_ERROR, "kernel launch", err);
 }
 
-/* The internal type (0 fp32, 1 fp16, 2 bf16) of a public one (1 fp32, 2 fp16, 3 bf16), 0
- * meaning dflt; -1 out of range. */
-int internal_type(int type, int dflt) {
-    return type == LNTUNE_KERNELS_DEFAULT                              ? dflt
-           : type >= LNTUNE_KERNELS_F32 && type <= LNTUNE_KERNELS_BF16 ? type - 1
-                                                                       : -1;
-}
-
-/* A quantized y's kind (int8, int8 with a scale per row, e4m3, e4m3 per row: core/dtypes.h's
- * order after its LNTUNE_TYPE_I8), -1 for a float y. */
-int quant_kind(const lntune_kernel_args *a, int y) {
-    if (y != LNTUNE_KERNELS_I8 && y != LNTUNE_KERNELS_FP8_E4M3) return -1;
-    return (y == LNTUNE_KERNELS_FP8_E4M3 ? 2 : 0) + (a->y_scales != nullptr);
-}
-
 /* The argument checks that need no GPU; LNTUNE_OK or the error with its message. */
 int check(int op, const lntune_kernel_args *args, int xt, int yt, int pt, int rt, int qk) {
     if (!args || !args->x || !args->y || args->H <= 0 || args->rows < 0 || args->eps < 0.0f ||
@@ -148,13 +133,11 @@ int check(int op, const lntune_kernel_args *args, int xt, int yt, int pt, int rt
         return fail(LNTUNE_EINVAL, "residual_out without residual", cudaSuccess);
     if (args->beta && !args->gamma)
         return fail(LNTUNE_EUNSUPPORTED, "beta without gamma is not supported", cudaSuccess);
-    /* a static scale: finite and at least FLT_MIN (2^-126), as liblntune asks; the kernels write
-     * nothing without one */
-    if (qk >= 0 && !args->y_scales && !(args->y_scale >= 0x1p-126f && std::isfinite(args->y_scale)))
+    if (!lntune_scale_valid(args, qk))
         return fail(LNTUNE_EINVAL,
                     "a quantized y needs y_scales, or a y_scale that is finite and >= 2^-126",
                     cudaSuccess);
-    if (args->weight_offset != 0.0f && (!args->gamma || !std::isfinite(args->weight_offset)))
+    if (!lntune_offset_valid(args))
         return fail(LNTUNE_EINVAL, "a weight offset must be finite and come with gamma",
                     cudaSuccess);
     return LNTUNE_OK;
@@ -163,10 +146,10 @@ int check(int op, const lntune_kernel_args *args, int xt, int yt, int pt, int rt
 int run(int op, const lntune_kernel_args *args, lntune_kernels_types t, cudaStream_t stream) {
     static const char *const type_names[] = {"f32", "f16", "bf16"};
     static const char *const quant_names[] = {"i8", "i8row", "e4m3", "e4m3row"};
-    const int qk = args ? quant_kind(args, t.y) : -1;
+    const int qk = args ? lntune_quant_kind(args, t.y) : -1;
     /* y's type; with a quantized y, 0 (the fp32 y its codes are taken from) and qk */
-    const int xt = internal_type(t.x, 0), yt = qk >= 0 ? 0 : internal_type(t.y, xt),
-              pt = internal_type(t.params, xt), rt = internal_type(t.residual, xt);
+    const int xt = lntune_internal_type(t.x, 0), yt = qk >= 0 ? 0 : lntune_internal_type(t.y, xt),
+              pt = lntune_internal_type(t.params, xt), rt = lntune_internal_type(t.residual, xt);
     int rc = check(op, args, xt, yt, pt, rt, qk);
     if (rc != LNTUNE_OK) return rc;
     lntune_kernel_args a = *args;
@@ -178,10 +161,7 @@ int run(int op, const lntune_kernel_args *args, lntune_kernels_types t, cudaStre
     const int offset = a.weight_offset != 0.0f;
     const int affine = offset ? 3 : a.gamma != nullptr;
     const int fusion = !a.residual ? 0 : a.residual_out ? 2 : 1;
-    /* as liblntune packs a tuple: the residual's type only when fused and not x's; a quantized
-     * y as y's field 3 with its kind in bits 8-9 */
-    const int types = xt | (qk >= 0 ? 3 : yt) << 2 | pt << 4 |
-                      (fusion && rt != xt ? (rt + 1) << 6 : 0) | (qk >= 0 ? qk << 8 : 0);
+    const int types = lntune_pack_types(xt, yt, pt, rt, qk, fusion);
     int i = find_tuned(gpu, op, fusion, types, a.H, affine, a.rows);
     if (i < 0) i = find_generic(op, fusion, types, affine);
     if (i < 0) {

@@ -427,8 +427,8 @@ static void put_file_comment(lntune_export_buf *out, const gpu_list *gpus, const
                       "generic: op dtype\n * fusion: variant):\n%s",
                       backward->s ? backward->s : "");
     lntune_export_put(out, " */\n#include \"lntune_kernels_cuda.h\"\n\n"
-                           "#include <atomic>\n#include <cmath>\n#include <cstdint>\n"
-                           "#include <cstdio>\n#include <cstring>\n\n");
+                           "#include <atomic>\n#include <cstdint>\n#include <cstdio>\n"
+                           "#include <cstring>\n\n");
 }
 
 /* The GPU and kernel tables of lntune_kernels.cu: the tuned kernels, then the generic ones. */
