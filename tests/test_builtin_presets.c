@@ -269,12 +269,15 @@ static void check_cuda(lntune_gen *g) {
     for (size_t i = 0; i < lntune_builtin_cuda_variant_count; ++i)
         for (int f = 0; f < 3; ++f) {
             const lntune_shape shape = {.fusion = fusions[f], .generic_types = 1};
+            const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
+            const int affine = v->affine ? LNTUNE_AFFINE_GAMMA : LNTUNE_AFFINE_NONE;
             char symbol[128];
-            lntune_builtin_cuda_typed_symbol("p", i, fusions[f], symbol, sizeof symbol);
+            lntune_builtin_cuda_kind_symbol("p", v->op, affine, LNTUNE_TYPE_F32, fusions[f], symbol,
+                                            sizeof symbol);
             lntune_source got;
-            rc = lntune_builtin_emit_cuda_typed(g, i, fusions[f], symbol, &got);
-            expect_same(g, "cuda", lntune_builtin_cuda_variants[i].op, old_cuda[i], &shape, 0,
-                        symbol, rc, &got);
+            rc = lntune_builtin_emit_cuda_kind(g, v->op, affine, LNTUNE_TYPE_F32, fusions[f],
+                                               symbol, &got);
+            expect_same(g, "cuda", v->op, old_cuda[i], &shape, 0, symbol, rc, &got);
         }
     for (size_t i = 0; i < lntune_builtin_cuda_backward_variant_count; ++i)
         for (int fused = 0; fused < 2; ++fused) {

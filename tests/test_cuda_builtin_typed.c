@@ -44,11 +44,11 @@ enum {
 };
 
 typedef struct {
-    int backward;        /* the variant is in lntune_builtin_cuda_backward_variants */
-    size_t variant;      /* index in lntune_builtin_cuda_variants */
-    const char *kind_op; /* a built-in of lntune_builtin_emit_cuda_kind: its op, else NULL */
-    int kind_affine;     /* and its LNTUNE_AFFINE_* */
-    int affine;          /* the source's: what the device checker passes */
+    int backward; /* a pair: variant is its index in lntune_builtin_cuda_backward_variants */
+    size_t variant;
+    const char *op;  /* forward: lntune_builtin_emit_cuda_kind's op */
+    int kind_affine; /* and its LNTUNE_AFFINE_* */
+    int affine;      /* the source's: what the device checker passes */
     int fusion;
     lntune_types types;
     char symbol[128];
@@ -75,31 +75,25 @@ static void take(lntune_gen *g, sample *s, int rc, lntune_source *src) {
     compile_test_take(&s->job, src);
 }
 
-static void add(lntune_gen *g, int backward, size_t variant, int fusion, lntune_types types) {
+/* The backward pair variant of lntune_builtin_cuda_backward_variants for fusion and types. */
+static void add_backward(lntune_gen *g, size_t variant, int fusion, lntune_types types) {
     sample *s = &samples[nsamples++];
-    s->backward = backward;
+    s->backward = 1;
     s->variant = variant;
     s->fusion = fusion;
     s->types = types;
+    lntune_builtin_cuda_backward_symbol("lntune_builtin", variant, fusion, s->symbol,
+                                        sizeof s->symbol);
     lntune_source src;
-    int rc;
-    if (backward) {
-        lntune_builtin_cuda_backward_symbol("lntune_builtin", variant, fusion, s->symbol,
-                                            sizeof s->symbol);
-        rc = lntune_builtin_emit_cuda_backward(g, variant, fusion, s->symbol, &src);
-    } else {
-        lntune_builtin_cuda_typed_symbol("lntune_builtin", variant, fusion, s->symbol,
-                                         sizeof s->symbol);
-        rc = lntune_builtin_emit_cuda_typed(g, variant, fusion, s->symbol, &src);
-    }
+    const int rc = lntune_builtin_emit_cuda_backward(g, variant, fusion, s->symbol, &src);
     take(g, s, rc, &src);
 }
 
-/* The built-in of a quantized y or the weight offset: op, affine kind, types (y quantized, or
- * left to its macro with the offset) and fusion. */
-static void add_kind(lntune_gen *g, const char *op, int affine, lntune_types types, int fusion) {
+/* The forward built-in of op, affine kind and fusion for types: y quantized (the source's own),
+ * or left to its macro like the others. */
+static void add_forward(lntune_gen *g, const char *op, int affine, lntune_types types, int fusion) {
     sample *s = &samples[nsamples++];
-    s->kind_op = op;
+    s->op = op;
     s->kind_affine = affine;
     s->fusion = fusion;
     s->types = types;
@@ -111,12 +105,18 @@ static void add_kind(lntune_gen *g, const char *op, int affine, lntune_types typ
     take(g, s, rc, &src);
 }
 
+/* Variant i of lntune_builtin_cuda_variants, y left to its macro. */
+static void add_variant(lntune_gen *g, size_t i, int fusion, lntune_types types) {
+    const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
+    add_forward(g, v->op, v->affine ? LNTUNE_AFFINE_GAMMA : LNTUNE_AFFINE_NONE, types, fusion);
+}
+
 static void collect(lntune_gen *g) {
     const size_t nvariants = lntune_builtin_cuda_variant_count;
     for (int k = 0; k < UNFUSED; ++k) {
         const lntune_types t = {
             .x = (uint8_t)(k / 9), .y = (uint8_t)(k / 3 % 3), .params = (uint8_t)(k % 3)};
-        add(g, 0, (size_t)k % nvariants, LNTUNE_FUSION_NONE, t);
+        add_variant(g, (size_t)k % nvariants, LNTUNE_FUSION_NONE, t);
     }
     int k = 0;
     for (int r = 0; r < 3; ++r)
@@ -126,13 +126,14 @@ static void collect(lntune_gen *g) {
                                   .y = (uint8_t)(k % 3),
                                   .params = (uint8_t)((k / 3) % 3)};
                 lntune_types_set_residual(&t, r);
-                add(g, 0, (size_t)(op * 2 + k % 2), f, t);
+                add_variant(g, (size_t)(op * 2 + k % 2), f, t);
             }
     /* the backward: x, dy, dx (and dresidual_out) share x's type; y is x's */
     for (int b = 0; b < BACKWARD; ++b) {
         const int x = b / 12, p = b / 4 % 3;
         const lntune_types t = {.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
-        add(g, 1, (size_t)(b % 2), b / 2 % 2 ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE, t);
+        add_backward(g, (size_t)(b % 2), b / 2 % 2 ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE,
+                     t);
     }
     /* every built-in of a quantized y or the weight offset, the types moving */
     static const int affines[] = {LNTUNE_AFFINE_NONE, LNTUNE_AFFINE_GAMMA, LNTUNE_AFFINE_OFFSET};
@@ -149,7 +150,7 @@ static void collect(lntune_gen *g) {
                                       .y = (uint8_t)(ys[y] ? ys[y] : (k / 3) % 3),
                                       .params = (uint8_t)((k / 9) % 3)};
                     if (f) lntune_types_set_residual(&t, (k + 1) % 3);
-                    add_kind(g, ops[op], affines[a], t, f);
+                    add_forward(g, ops[op], affines[a], t, f);
                 }
             }
 }
@@ -205,9 +206,8 @@ static void compiled(size_t i, device_suite *d) {
         device_verify_backward(d, SM, s->job.source, s->job.out.data, s->symbol, op, s->types,
                                s->fusion, 0, s->what);
     } else {
-        const char *op = s->kind_op ? s->kind_op : lntune_builtin_cuda_variants[s->variant].op;
         device_verify_forward(d, SM, s->job.source, s->job.out.data, s->symbol,
-                              (lntune_op)lntune_op_parse(op), s->types, s->fusion, s->affine, 0,
+                              (lntune_op)lntune_op_parse(s->op), s->types, s->fusion, s->affine, 0,
                               s->what);
     }
 }

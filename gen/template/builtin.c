@@ -407,13 +407,6 @@ void lntune_builtin_cuda_kind_symbol(const char *prefix, const char *op, int aff
              fusion ? lntune_fusion_name(fusion) : "");
 }
 
-void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, char *symbol,
-                                      size_t size) {
-    const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
-    lntune_builtin_cuda_kind_symbol(prefix, v->op, affine_kind(v), LNTUNE_TYPE_F32, fusion, symbol,
-                                    size);
-}
-
 int lntune_builtin_emit_cuda_generic(lntune_gen *g, size_t i, const char *symbol,
                                      lntune_source *src) {
     const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
@@ -426,13 +419,6 @@ int lntune_builtin_emit_cuda_kind(lntune_gen *g, const char *op, int affine, int
     shape.types.y = (uint8_t)y; /* kept by the template only when quantized */
     if (affine == LNTUNE_AFFINE_OFFSET) shape.affine = affine; /* the only space with it */
     return emit_preset(g, "cuda", op, "builtin", affine, &shape, symbol, src);
-}
-
-int lntune_builtin_emit_cuda_typed(lntune_gen *g, size_t i, int fusion, const char *symbol,
-                                   lntune_source *src) {
-    const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i];
-    return lntune_builtin_emit_cuda_kind(g, v->op, affine_kind(v), LNTUNE_TYPE_F32, fusion, symbol,
-                                         src);
 }
 
 void lntune_builtin_cuda_backward_symbol(const char *prefix, size_t i, int fusion, char *symbol,
@@ -493,35 +479,28 @@ static const char *desc_affine(int affine) {
                                            : "LNTUNE_DESC_NO_AFFINE";
 }
 
-/* The typed built-ins of a quantized y (every affine kind) and of the weight offset (y left to
- * its macro), after those of lntune_builtin_cuda_variants: op x affine x y x fusion. */
+/* The typed forward built-ins: op x affine kind (with the weight offset's) x y (left to its
+ * macro, or each quantized type) x fusion, lntune_builtin_emit_cuda_kind's sources. */
 static const int kind_affines[] = {LNTUNE_AFFINE_NONE, LNTUNE_AFFINE_GAMMA, LNTUNE_AFFINE_OFFSET};
 static const int kind_ys[] = {LNTUNE_TYPE_F32, LNTUNE_TYPE_I8, LNTUNE_TYPE_I8_ROW, LNTUNE_TYPE_E4M3,
                               LNTUNE_TYPE_E4M3_ROW};
 
 static int emit_cuda_kinds(lntune_gen *g, FILE *f, const char *prefix) {
     static const char *const ops[] = {"layernorm", "rmsnorm"};
-    int rc = LNTUNE_OK;
-    for (size_t o = 0; o < 2; ++o)
-        for (size_t a = 0; a < 3; ++a)
-            for (size_t y = 0; y < 5; ++y) {
-                const int affine = kind_affines[a], type = kind_ys[y];
-                if (type == LNTUNE_TYPE_F32 && affine != LNTUNE_AFFINE_OFFSET) continue;
-                for (size_t k = 0; k < 3 && rc == LNTUNE_OK; ++k) {
-                    const int fusion = builtin_cuda_fusions[k];
-                    char symbol[160];
-                    lntune_source src;
-                    lntune_builtin_cuda_kind_symbol(prefix, ops[o], affine, type, fusion, symbol,
-                                                    sizeof symbol);
-                    rc = lntune_builtin_emit_cuda_kind(g, ops[o], affine, type, fusion, symbol,
-                                                       &src);
-                    if (rc != LNTUNE_OK) return rc;
-                    put_record(f, desc_op(ops[o]), desc_affine(affine), 0, &src, symbol, NULL, 1,
-                               fusion, type == LNTUNE_TYPE_F32 ? 0 : type);
-                    lntune_source_free(&src);
-                }
-            }
-    return rc;
+    for (size_t i = 0; i < 2 * 3 * 5 * 3; ++i) {
+        const char *op = ops[i / 45];
+        const int affine = kind_affines[i / 15 % 3], type = kind_ys[i / 3 % 5];
+        const int fusion = builtin_cuda_fusions[i % 3];
+        char symbol[160];
+        lntune_source src;
+        lntune_builtin_cuda_kind_symbol(prefix, op, affine, type, fusion, symbol, sizeof symbol);
+        const int rc = lntune_builtin_emit_cuda_kind(g, op, affine, type, fusion, symbol, &src);
+        if (rc != LNTUNE_OK) return rc;
+        put_record(f, desc_op(op), desc_affine(affine), 0, &src, symbol, NULL, 1, fusion,
+                   type == LNTUNE_TYPE_F32 ? 0 : type);
+        lntune_source_free(&src);
+    }
+    return LNTUNE_OK;
 }
 
 int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *prefix, char **text,
@@ -565,18 +544,6 @@ int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *
                        nv ? (const char *)out.data : NULL, 0, 0, 0);
         }
         lntune_nvrtc_output_free(&out);
-        lntune_source_free(&src);
-    }
-    for (size_t i = 0; i < lntune_builtin_cuda_variant_count * 3 && rc == LNTUNE_OK; ++i) {
-        const lntune_builtin_variant *v = &lntune_builtin_cuda_variants[i / 3];
-        const int fusion = builtin_cuda_fusions[i % 3];
-        char symbol[128];
-        lntune_source src;
-        lntune_builtin_cuda_typed_symbol(prefix, i / 3, fusion, symbol, sizeof symbol);
-        if ((rc = lntune_builtin_emit_cuda_typed(g, i / 3, fusion, symbol, &src)) != LNTUNE_OK)
-            break;
-        put_record(f, desc_op(v->op), desc_affine(affine_kind(v)), 0, &src, symbol, NULL, 1, fusion,
-                   0);
         lntune_source_free(&src);
     }
     if (rc == LNTUNE_OK) rc = emit_cuda_kinds(g, f, prefix);

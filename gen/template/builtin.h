@@ -146,25 +146,14 @@ int lntune_builtin_emit_cuda_generic(lntune_gen *g, size_t i, const char *symbol
                                      lntune_source *src);
 
 /*
- * The CUDA built-in of calls with fp16/bf16 data or a residual (fusion, LNTUNE_FUSION_*): the
- * generic variant i of lntune_builtin_cuda_variants with its element types left to macros
- * (lntune_shape.generic_types), compiled for a call's types with lntune_cuda_type_options
- * (core/cuda_types.h), or with #defines of them before the source (lntune export).
- */
-int lntune_builtin_emit_cuda_typed(lntune_gen *g, size_t i, int fusion, const char *symbol,
-                                   lntune_source *src);
-/* The built-in table's name of that kernel: "<prefix>_cuda_<op>_<affine|plain>_typed[_<fusion>]".
- */
-void lntune_builtin_cuda_typed_symbol(const char *prefix, size_t i, int fusion, char *symbol,
-                                      size_t size);
-
-/*
- * The typed CUDA built-in of any forward call: op "layernorm" or "rmsnorm"; affine
- * LNTUNE_AFFINE_NONE, _GAMMA or _OFFSET (Gemma's gamma + weight_offset); y LNTUNE_TYPE_F32 for a
- * y left to its macro like the other tensors, or a quantized type (LNTUNE_TYPE_I8 ...
- * _E4M3_ROW), which the source is generated for: its code and its scale (per row: one more pass)
- * shape the kernel. lntune_builtin_emit_cuda_typed is this for a variant of
- * lntune_builtin_cuda_variants and y left to its macro. Named by the symbol function
+ * The typed CUDA built-in of a forward call with fp16/bf16 data, a residual (fusion,
+ * LNTUNE_FUSION_*), a weight offset or a quantized y: the preset "builtin" of op ("layernorm" or
+ * "rmsnorm") for affine LNTUNE_AFFINE_NONE, _GAMMA or _OFFSET (Gemma's gamma + weight_offset),
+ * its element types left to macros (lntune_shape.generic_types), set for a call's types by
+ * lntune_cuda_type_options (core/cuda_types.h) or by #defines before the source (lntune
+ * export). y: LNTUNE_TYPE_F32 for a y left to its macro like the other tensors, or a quantized
+ * type (LNTUNE_TYPE_I8 ... _E4M3_ROW), which the source is generated for: its code and its
+ * scale (per row: one more pass) shape the kernel. Named by the symbol function
  * "<prefix>_cuda_<op>_<plain|affine|offset>_<typed|code type>[_<fusion>]".
  */
 int lntune_builtin_emit_cuda_kind(lntune_gen *g, const char *op, int affine, int y, int fusion,
@@ -193,10 +182,9 @@ void lntune_builtin_cuda_backward_symbol(const char *prefix, size_t i, int fusio
  * Generates the C file liblntune compiles for its CUDA built-ins: a table of
  * lntune_builtin_cuda_kernel records (runtime/builtin.h) with each variant's CUDA source and, when
  * nv is not NULL, its PTX for compute_80 (the driver JITs it for any sm_80+ GPU): the fp32 ones
- * (short rows first), the typed ones of lntune_builtin_cuda_variants per fusion, those of
- * lntune_builtin_emit_cuda_kind for a quantized y and the weight offset, then the backward
- * pairs. A compile failure is an error (LNTUNE_ECOMPILE, the log in lntune_gen_errmsg is not
- * set: *message receives it).
+ * (short rows first), the typed ones of lntune_builtin_emit_cuda_kind (every op, affine kind,
+ * y and fusion), then the backward pairs. A compile failure is an error (LNTUNE_ECOMPILE, the log
+ * in lntune_gen_errmsg is not set: *message receives it).
  */
 int lntune_builtin_emit_cuda(lntune_gen *g, const lntune_nvrtc *nv, const char *prefix, char **text,
                              char **message);
