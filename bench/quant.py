@@ -48,17 +48,19 @@ def lntune_call(lib, ctx, x, w, q, scales, code, stream=None):
     return rmsnorm_call(lib, ctx, a)
 
 
+def quantize(y, code):
+    """The per-row quantization a PyTorch user writes: (codes, scales) of y."""
+    y = y.float()
+    if code == "i8":
+        s = y.abs().amax(dim=-1, keepdim=True) / 127.0
+        return (y / s).round().clamp(-128, 127).to(torch.int8), s
+    s = y.abs().amax(dim=-1, keepdim=True) / 448.0
+    return (y / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), s
+
+
 def torch_call(x, w, code):
     H = x.shape[1]
-
-    def run():
-        y = F.rms_norm(x, (H,), w, EPS).float()
-        if code == "i8":
-            s = y.abs().amax(dim=-1, keepdim=True) / 127.0
-            return (y / s).round().clamp(-128, 127).to(torch.int8), s
-        s = y.abs().amax(dim=-1, keepdim=True) / 448.0
-        return (y / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), s
-    return run
+    return lambda: quantize(F.rms_norm(x, (H,), w, EPS), code)
 
 
 def agreement(q, ref, code):

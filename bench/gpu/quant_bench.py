@@ -32,11 +32,10 @@ import statistics
 import sys
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from lntune_ctypes import EPS, load, open_handle  # noqa: E402
-from quant import agreement, lntune_call, torch_call  # noqa: E402
+from quant import agreement, lntune_call, quantize, torch_call  # noqa: E402
 
 SLEEP_CYCLES = 20_000_000  # about 10 ms at 2 GHz: longer than queueing --calls calls
 
@@ -48,16 +47,6 @@ def liger_rms_norm():
     except Exception as e:  # noqa: BLE001 - any import failure makes Liger n/a
         return None, "%s: %s" % (type(e).__name__, e)
     return (lambda x, w: LigerRMSNormFunction.apply(x, w, EPS, 0.0, "llama", False)), None
-
-
-def quantize(y, code):
-    """The per-row quantization of bench/quant.py's PyTorch sequence, on y."""
-    y = y.float()
-    if code == "i8":
-        s = y.abs().amax(dim=-1, keepdim=True) / 127.0
-        return (y / s).round().clamp(-128, 127).to(torch.int8), s
-    s = y.abs().amax(dim=-1, keepdim=True) / 448.0
-    return (y / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), s
 
 
 def measure(calls, n):
