@@ -1,64 +1,100 @@
 #!/usr/bin/env bash
-# bench/tuner_stability.sh - issue #3's two tuner checks on this machine: RUNS separate tuning runs
-# at the default rigor (each on a fresh database) and one at --rigor exhaustive, then every
-# winner timed side by side in one interleaved run (`lntune time`), so the figures compare
-# kernels, not the machine's moods between the runs. Prints the winners' spread and each measure
-# winner's time against the exhaustive one.
-#   usage: bench/tuner_stability.sh [OP] [SHAPE]   (default: layernorm rows=2048,H=4096)
-#   BUILD_DIR (default build), RUNS (default 3), SKIP_EXHAUSTIVE=1, SECONDS_TIMED (the side-by-side
-#   run, default 20: its figures vary by about 5% in 3 s on a shared 2-core VM), KEEP=DIR (keep
-#   the databases and logs there).
+# bench/tuner_stability.sh - does the tuner choose the same winner whatever the neighbours do
+# (issue 56)? RUNS tunes of one op and shape, each on a fresh database, the last HOGS of them
+# beside a process streaming memory (a bandwidth hog, as another tenant's job); then every winner
+# timed side by side in one interleaved run (`lntune time`), so that the figures compare kernels,
+# not the machine's moods between the tunes. Writes one summary (markdown) with, per tune: its
+# winner, its time side by side and against the fastest winner, the ratio to the copy it stored
+# and the one measured side by side, and whether it was marked as measured under load.
+#   usage: bench/tuner_stability.sh [OP] [SHAPE]   (default: layernorm rows=4096,H=768)
+#   BUILD_DIR (default build), RUNS (default 5), HOGS (default 2), THREADS (default 2),
+#   SECONDS_TIMED (the side-by-side run, default 20), OUT (the summary; default
+#   $BUILD_DIR/bench-results/tuner-stability-OP-SHAPE.md), KEEP=DIR (keep databases and logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-lntune=${BUILD_DIR:-build}/lntune
+build=${BUILD_DIR:-build}
+lntune=$build/lntune
 op=${1:-layernorm}
-shape=${2:-rows=2048,H=4096}
-runs=${RUNS:-3}
+shape=${2:-rows=4096,H=768}
+runs=${RUNS:-5}
+hogs=${HOGS:-2}
+threads=${THREADS:-2}
+out=${OUT:-$build/bench-results/tuner-stability-$op-${shape//[=,]/_}.md}
+mkdir -p "$(dirname "$out")"
 if [ -n "${KEEP:-}" ]; then
     work=$KEEP
     mkdir -p "$work"
     rm -f "$work"/run*.db*
 else
     work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
 fi
-
-winner() { # DB -> the stored winner's variant
-    "$lntune" show --db "$1" --json | sed -n 's/.*"variant": "\([^"]*\)".*/\1/p' | head -n 1
+chmod 700 "$work"
+hog_pid=
+cleanup() {
+    [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null
+    [ -n "${KEEP:-}" ] || rm -rf "$work"
 }
-rigors=()
-for i in $(seq 1 "$runs"); do rigors+=(measure); done
-[ "${SKIP_EXHAUSTIVE:-0}" = 1 ] || rigors+=(exhaustive)
-variants=()
-for k in "${!rigors[@]}"; do
+trap cleanup EXIT
+
+start_hog() { # a process copying 64 MiB back and forth: memory bandwidth, one core
+    python3 -c 'a = bytearray(64 << 20)
+while True: a[:] = bytes(a)' &
+    hog_pid=$!
+}
+stop_hog() {
+    kill "$hog_pid" 2>/dev/null || true
+    wait "$hog_pid" 2>/dev/null || true
+    hog_pid=
+}
+field() { # DB KEY -> the first record's JSON value of KEY (show --json)
+    "$lntune" show --db "$1" --json | sed -n "s/.*\"$2\": \\(\"[^\"]*\"\\|[^,}]*\\).*/\\1/p" | head -n 1 | tr -d '"'
+}
+
+variants=() stored=() loads=() secs=() besides=()
+for k in $(seq 1 "$runs"); do
     db="$work/run$k.db"
-    start=$(date +%s)
-    "$lntune" tune --target cpu --op "$op" --shape "$shape" --rigor "${rigors[$k]}" --db "$db" \
+    beside=quiet
+    if [ "$k" -gt $((runs - hogs)) ]; then
+        start_hog
+        beside=hog
+    fi
+    t0=$(date +%s)
+    "$lntune" tune --target cpu --op "$op" --shape "$shape" --threads "$threads" --db "$db" \
         >"$work/run$k.log" 2>&1 || { cat "$work/run$k.log" >&2; exit 1; }
-    variants+=("$(winner "$db")")
-    echo "run $((k + 1)) (${rigors[$k]}, $(($(date +%s) - start)) s): ${variants[$k]}"
+    secs+=($(($(date +%s) - t0)))
+    [ "$beside" = hog ] && stop_hog
+    besides+=("$beside")
+    variants+=("$(field "$db" variant)")
+    stored+=("$(awk -v g="$(field "$db" gbps)" -v c="$(field "$db" copy_gbps)" 'BEGIN{printf "%.3f", g / c}')")
+    loads+=("$(field "$db" under_load)")
+    echo "tune $k ($beside, ${secs[-1]} s): ${variants[-1]} (stored ${stored[-1]}x the copy; under load: ${loads[-1]})"
 done
 args=()
 for v in "${variants[@]}"; do args+=(--variant "$v"); done
-"$lntune" time --op "$op" --target cpu --shape "$shape" --seconds "${SECONDS_TIMED:-20}" "${args[@]}" | tee "$work/time.txt"
-# The time lines, in the order of the runs: "TIMEus SCOREus GBPS RATIOx VARIANT". Both figures
-# are compared: the tuner chooses by score (gen/tune/timing.h), the median is the table's time.
-spread() { # COLUMN LABEL
-    mapfile -t us < <(awk -v c="$1" '/us /{sub(/us$/, "", $c); print $c}' "$work/time.txt")
-    lo=${us[0]} hi=${us[0]}
+"$lntune" time --op "$op" --target cpu --shape "$shape" --seconds "${SECONDS_TIMED:-20}" "${args[@]}" \
+    >"$work/time.txt"
+cat "$work/time.txt"
+# `lntune time` prints "TIMEus SCOREus GBPS RATIOx VARIANT" per variant, in the order given.
+mapfile -t us < <(awk '/us .*us /{sub(/us$/, "", $1); print $1}' "$work/time.txt")
+mapfile -t side < <(awk '/us .*us /{sub(/x$/, "", $4); print $4}' "$work/time.txt")
+fastest=$(printf '%s\n' "${us[@]}" | sort -g | head -n 1)
+{
+    echo "# Tuner stability: $op $shape, $threads threads ($(date +%F))"
+    echo
+    echo "Host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores."
+    echo "Command: \`RUNS=$runs HOGS=$hogs THREADS=$threads bench/tuner_stability.sh $op $shape\`;"
+    echo "the last $hogs tunes ran beside a process copying 64 MiB back and forth. Every winner"
+    echo "was then timed side by side in one ${SECONDS_TIMED:-20} s \`lntune time\` run."
+    echo
+    echo "| tune | beside | s | side by side us | vs fastest | stored /copy | side-by-side /copy | stored vs side | marked under load | winner |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     for k in $(seq 0 $((runs - 1))); do
-        lo=$(awk -v a="$lo" -v b="${us[$k]}" 'BEGIN{print (b < a ? b : a)}')
-        hi=$(awk -v a="$hi" -v b="${us[$k]}" 'BEGIN{print (b > a ? b : a)}')
+        awk -v k=$((k + 1)) -v b="${besides[$k]}" -v s="${secs[$k]}" -v t="${us[$k]}" -v f="$fastest" \
+            -v st="${stored[$k]}" -v sd="${side[$k]}" -v l="${loads[$k]}" -v v="${variants[$k]}" \
+            'BEGIN{printf "| %d | %s | %s | %.1f | %+.1f%% | %.3f | %.3f | %+.1f%% | %s | `%s` |\n", k, b, s, t, (t / f - 1) * 100, st, sd, (st / sd - 1) * 100, (l == "null" ? "no" : l), v}'
     done
-    awk -v lo="$lo" -v hi="$hi" -v n="$runs" -v what="$2" \
-        'BEGIN{printf "measure winners (%d runs), %s: the slowest is %.1f%% slower than the fastest\n", n, what, (hi / lo - 1) * 100}'
-    if [ "${SKIP_EXHAUSTIVE:-0}" != 1 ]; then
-        ex=${us[$runs]}
-        for k in $(seq 0 $((runs - 1))); do
-            awk -v t="${us[$k]}" -v ex="$ex" -v k=$((k + 1)) -v what="$2" \
-                'BEGIN{printf "measure run %d, %s: %+.1f%% against the exhaustive winner\n", k, what, (t / ex - 1) * 100}'
-        done
-    fi
-}
-spread 1 "median"
-spread 2 "score"
+    echo
+    printf '%s\n' "${us[@]}" | sort -g | awk '{a[NR]=$1} END{printf "Winners side by side: the slowest is %.1f%% slower than the fastest.\n", (a[NR]/a[1]-1)*100}'
+} >"$out"
+cat "$out"
+echo "summary: $out"

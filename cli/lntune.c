@@ -45,6 +45,7 @@ typedef struct {
     int weight_offset; /* --weight-offset: y = norm(x) * (offset + gamma), keyed affine = 2 */
     lntune_shape kind; /* --dtype's types and the fusion, given to every shape (the_shape()) */
     const char *seed_from; /* tune --seed-from: another machine's wisdom or database */
+    const char *max_wait;  /* tune --max-wait SECONDS; NULL: $LNTUNE_MAX_WAIT, else 30 */
     const char *action;    /* db: export, import or merge */
     const char *files[64]; /* db: its file arguments */
     int nfiles;
@@ -94,6 +95,7 @@ static const option_spec option_specs[] = {
     OPT("--op", TEXT, op),           OPT("--db", TEXT, db),           OPT("--out", TEXT, out),
     OPT("--gpu", TEXT, gpu),         OPT("--rigor", TEXT, rigor),     OPT("--target", TEXT, target),
     OPT("--symbol", TEXT, symbol),   OPT("--dtype", TEXT, dtype),     OPT("--seed-from", TEXT, seed_from),
+    OPT("--max-wait", TEXT, max_wait),
     OPT("--variant", VARIANT, variants), OPT("--shape", SHAPE, shapes)};
 /* clang-format on */
 
@@ -261,7 +263,10 @@ static void show_progress(void *ud, const lntune_tune_progress *p) {
     int filled;
     double eta;
     if (!lntune_tune_progress_shown(s, p, 30, &filled, &eta)) return;
-    if (s->tty)
+    if (p->detail)
+        fprintf(stderr, "%s%s H=%lld rows=%lld: %s: %s\n", s->tty ? "\n" : "", p->op,
+                (long long)p->H, (long long)p->rows, p->stage, p->detail);
+    else if (s->tty)
         fprintf(stderr, "\r%-9s H=%-6lld rows=%-7lld [%.*s%*s] %3zu/%-3zu %-7s %4.0fs ETA %3.0fs ",
                 p->op, (long long)p->H, (long long)p->rows, filled,
                 "##############################", 30 - filled, "", p->done, p->total, p->stage,
@@ -329,10 +334,15 @@ static int cmd_tune(options *o) {
     lntune_tune_progress_state progress = {isatty(2), ""};
     /* SIGINT, SIGTERM: the tuner saves what it has done and stops */
     const volatile sig_atomic_t *stop = lntune_tune_stop_on_signals();
-    const lntune_tune_request req = {o->db,      o->op,      o->target,   o->rigor,
-                                     o->shapes,  o->nshapes, o->backward, o->device,
-                                     o->threads, o->retune,  o->force,    show_progress,
-                                     &progress,  stop,       0,           o->seed_from};
+    const char *wait = o->max_wait ? o->max_wait : getenv("LNTUNE_MAX_WAIT");
+    char *end = NULL;
+    const double max_wait = wait ? strtod(wait, &end) : 30.0;
+    if (wait && (end == wait || *end || !(max_wait >= 0 && max_wait <= 3600)))
+        return usage_error("%s", "--max-wait (or LNTUNE_MAX_WAIT) needs seconds from 0 to 3600");
+    const lntune_tune_request req = {o->db,        o->op,         o->target, o->rigor,   o->shapes,
+                                     o->nshapes,   o->backward,   o->device, o->threads, o->retune,
+                                     o->force,     show_progress, &progress, stop,       0,
+                                     o->seed_from, max_wait};
     lntune_tune_job job;
     char err[1024] = "";
     if (lntune_tune_job_init(&job, &req, err, sizeof err) != LNTUNE_OK)
@@ -388,8 +398,8 @@ static int cmd_show(options *o) {
         return 0;
     }
     if (!o->json)
-        printf("%-4s %-4s %-18s %-4s %-14s %11s %7s %6s  %s\n", "hw", "tgt", "op", "type", "shape",
-               "time", "GB/s", "/copy", "variant");
+        printf("%-4s %-4s %-18s %-4s %-14s %11s %7s %7s %6s %-11s  %s\n", "hw", "tgt", "op", "type",
+               "shape", "time", "GB/s", "copy", "/copy", "spread", "variant");
     else
         printf("[");
     for (size_t i = 0; i < l.n; ++i) {
@@ -398,14 +408,22 @@ static int cmd_show(options *o) {
             printf("%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", "
                    "\"direction\": \"%s\", \"dtype\": \"%s\", \"H\": %lld, \"rows\": %lld, "
                    "\"affine\": %d, \"variant\": \"%s\", \"threads\": %d, \"time_us\": %.3f, "
-                   "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"max_error\": %.3g",
+                   "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_lo\": %.3f, \"ratio_hi\": %.3f, "
+                   "\"under_load\": %s%s%s, \"max_error\": %.3g",
                    i ? "," : "", (long long)b->hardware_id, b->target, b->op, b->direction,
                    b->dtype, (long long)b->H, (long long)b->rows, b->affine, b->variant, b->threads,
-                   b->time_us, b->gbps, b->copy_gbps, b->max_error);
-        else
-            printf("%-4lld %-4s %-18s %-4s %-14s %9.1fus %7.2f %5.2fx  %s",
+                   b->time_us, b->gbps, b->copy_gbps, b->ratio_lo, b->ratio_hi,
+                   b->under_load ? "\"" : "", b->under_load ? b->under_load : "null",
+                   b->under_load ? "\"" : "", b->max_error);
+        else {
+            char spread[24] = "-";
+            if (b->ratio_lo > 0)
+                snprintf(spread, sizeof spread, "%.2f-%.2f%s", b->ratio_lo, b->ratio_hi,
+                         b->under_load ? "*" : "");
+            printf("%-4lld %-4s %-18s %-4s %-14s %9.1fus %7.2f %7.2f %5.2fx %-11s  %s",
                    (long long)b->hardware_id, b->target, b->op, b->dtype, b->shape, b->time_us,
-                   b->gbps, b->ratio_to_copy, b->variant);
+                   b->gbps, b->copy_gbps, b->ratio_to_copy, spread, b->variant);
+        }
         /* The kernel that serves other H in a fixed-H winner's place (untuned shapes). */
         if (o->json && b->twin_variant)
             printf(", \"twin_variant\": \"%s\", \"twin_time_us\": %.3f}", b->twin_variant,
@@ -416,6 +434,7 @@ static int cmd_show(options *o) {
             printf("  (other H: %s, %.1fus)\n", b->twin_variant, b->twin_time_us);
         else
             printf("\n");
+        if (!o->json && b->under_load) printf("     * measured under load: %s\n", b->under_load);
     }
     if (o->json) printf("\n]\n");
     if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", err);
@@ -565,7 +584,7 @@ static const command commands[] = {
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
      "              [--device N] [--threads N] [--rigor quick|measure|exhaustive] [--db PATH]\n"
      "              [--dtype T] [--backward] [--weight-offset] [--retune] [--force] [--json]\n"
-     "              [--seed-from FILE]\n"
+     "              [--seed-from FILE] [--max-wait SECONDS]\n"
      "  Tunes LayerNorm and RMSNorm (or --op) fp32 for each shape: generates, compiles, verifies\n"
      "  and times the variants, and stores every result in the database ($LNTUNE_DB, else\n"
      "  ~/.cache/lntune/tune.db). The target is every device found (the CPU, and CUDA device\n"
@@ -579,6 +598,9 @@ static const command commands[] = {
      "  reuses every measurement; --retune measures again. A database lntune refuses (corrupt,\n"
      "  not SQLite, another application's, newer) is never touched; --force moves it to\n"
      "  PATH.bak and starts a new one. Ctrl-C keeps every measurement taken; rerun to resume.\n"
+     "  --max-wait SECONDS: while other processes hold a core during a final timing run, wait\n"
+     "  up to this long per op and shape for quiet and time it again (default 30, or\n"
+     "  $LNTUNE_MAX_WAIT); past it the winner is stored marked as measured under load.\n"
      "  --seed-from FILE: another machine's results (lntune db export's wisdom, or a tuning\n"
      "  database) give a head start: the search starts from its fastest variants of each op\n"
      "  and shape and sweeps each knob once from there, instead of the rigor's search.\n"

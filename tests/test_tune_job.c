@@ -80,8 +80,8 @@ static void check_job(void) {
     lntune_shape s = {.rows = 16, .H = 64};
     int progress_ud;
     const volatile sig_atomic_t flag = 0;
-    lntune_tune_request q = {"x.db", NULL, NULL, NULL, &s,           1,     1, 3,
-                             2,      1,    1,    NULL, &progress_ud, &flag, 0, NULL};
+    lntune_tune_request q = {"x.db", NULL, NULL, NULL,         &s,    1, 1,    3, 2,
+                             1,      1,    NULL, &progress_ud, &flag, 0, NULL, 0};
     lntune_tune_job job;
     char err[1024] = "";
     int rc = lntune_tune_job_init(&job, &q, err, sizeof err);
@@ -199,7 +199,7 @@ static void check_rows(void) {
     lntune_tune_results_count(both, 2, &saved, &missing);
     CHECK(saved == 5 && missing == 1, "saved %d, missing %d", saved, missing);
 
-    lntune_tune_progress p = {"layernorm", 64, 4096, "copy", 10, 40, 5.0};
+    lntune_tune_progress p = {"layernorm", 64, 4096, "copy", 10, 40, 5.0, NULL};
     lntune_tune_progress_state tty = {1, ""}, log = {0, ""};
     int filled = -1;
     double eta = -1;

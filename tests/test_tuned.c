@@ -115,7 +115,8 @@ int main(int argc, char **argv) {
     lntune_artifact junk = {"junk", "",   "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
                             15,     NULL, NULL};
     lntune_db_key k = {t.hw, "cpu", "layernorm", "f32", 512, 1, 0};
-    lntune_best best = {"vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0, 0, 0, NULL, NULL, 0, 0};
+    lntune_best best = {"vec=4", "junk", 1,    1,    1.0, 1.0, 1.0, 0.0, 1.0,
+                        0,       0,      NULL, NULL, 0,   0,   0,   0,   NULL};
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
     test_case(ok, "store six tuned winners and a twin with their artifacts");

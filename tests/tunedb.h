@@ -156,8 +156,8 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
                            const char *variant, int64_t H, int64_t rows, int affine, int threads,
                            int behaviour) {
     char key[96], resolved[512];
-    lntune_best best = {resolved, key, threads, rows, 1000.0, 10.0, 20.0, 1e-7,
-                        2000.0,   0,   0,       NULL, NULL,   0,    0};
+    lntune_best best = {resolved, key, threads, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0,
+                        0,        0,   NULL,    NULL, 0,      0,    0,    0,    NULL};
     snprintf(key, sizeof key, "test-%s-%s-%lld-%lld-%d-%d", op, dtype, (long long)H,
              (long long)rows, affine, behaviour);
     if (store_tuned_kernel(db, op, dtype, variant, H, behaviour, key, &best, resolved,

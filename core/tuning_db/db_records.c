@@ -508,7 +508,8 @@ int lntune_db_each_artifact(lntune_db *db, int (*cb)(void *ud, const lntune_arti
 
 #define BEST_COLUMNS                                                                               \
     "variant, artifact_key, threads, tuned_rows, median_ns, gbps, copy_gbps, max_error, "          \
-    "naive_ns, any_h, H, twin_variant, twin_artifact_key, twin_median_ns, any_alignment"
+    "naive_ns, any_h, H, twin_variant, twin_artifact_key, twin_median_ns, any_alignment, "         \
+    "ratio_lo, ratio_hi, under_load"
 
 /* BEST_COLUMNS as a row that serves other H: the winner where it reads H at run time, else its
  * twin (schema.sql's version 5), with the twin's figures and no twin of its own. */
@@ -517,7 +518,8 @@ int lntune_db_each_artifact(lntune_db *db, int (*cb)(void *ud, const lntune_arti
     "CASE WHEN any_h THEN artifact_key ELSE twin_artifact_key END, threads, tuned_rows, "          \
     "CASE WHEN any_h THEN median_ns ELSE twin_median_ns END, "                                     \
     "CASE WHEN any_h THEN gbps ELSE gbps * median_ns / twin_median_ns END, copy_gbps, "            \
-    "CASE WHEN any_h THEN max_error END, naive_ns, 1, H, NULL, NULL, NULL, any_alignment"
+    "CASE WHEN any_h THEN max_error END, naive_ns, 1, H, NULL, NULL, NULL, any_alignment, "        \
+    "ratio_lo, ratio_hi, under_load"
 
 static lntune_best best_row(sqlite3_stmt *st, int i) {
     lntune_best b = {
@@ -536,6 +538,9 @@ static lntune_best best_row(sqlite3_stmt *st, int i) {
         .twin_artifact_key = col_text(st, i + 12),
         .twin_median_ns = col_real(st, i + 13),
         .any_alignment = sqlite3_column_int(st, i + 14),
+        .ratio_lo = col_real(st, i + 15),
+        .ratio_hi = col_real(st, i + 16),
+        .under_load = col_text(st, i + 17),
     };
     return b;
 }
@@ -550,13 +555,16 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
         db,
         "INSERT INTO best (hardware_id, target, op, dtype, H, rows_bucket, affine, variant, "
         "artifact_key, threads, tuned_rows, median_ns, gbps, copy_gbps, max_error, naive_ns, "
-        "any_h, any_alignment) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-        "?13, ?14, ?15, ?16, ?17, ?18) ON CONFLICT (hardware_id, target, op, dtype, H, "
+        "any_h, any_alignment, ratio_lo, ratio_hi, under_load) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+        "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) ON CONFLICT "
+        "(hardware_id, target, op, dtype, H, "
         "rows_bucket, affine) DO UPDATE SET variant = excluded.variant, artifact_key = "
         "excluded.artifact_key, threads = excluded.threads, tuned_rows = "
         "excluded.tuned_rows, median_ns = excluded.median_ns, gbps = excluded.gbps, "
         "copy_gbps = excluded.copy_gbps, max_error = excluded.max_error, naive_ns = "
         "excluded.naive_ns, any_h = excluded.any_h, any_alignment = excluded.any_alignment, "
+        "ratio_lo = excluded.ratio_lo, ratio_hi = excluded.ratio_hi, under_load = "
+        "excluded.under_load, "
         "chosen_at = excluded.chosen_at, twin_variant = NULL, twin_artifact_key = NULL, "
         "twin_median_ns = NULL",
         &st);
@@ -573,6 +581,9 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
         src = bind_real(st, 16, b->naive_ns, src);
         src = bind_int(st, 17, b->any_h != 0, src);
         src = bind_int(st, 18, b->any_alignment != 0, src);
+        src = bind_real(st, 19, b->ratio_lo > 0 ? b->ratio_lo : NAN, src);
+        src = bind_real(st, 20, b->ratio_hi > 0 ? b->ratio_hi : NAN, src);
+        src = bind_text(st, 21, b->under_load, src);
         rc = run(db, st, src, "cannot store the best variant");
     }
     return end(db, rc);

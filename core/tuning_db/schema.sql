@@ -159,3 +159,14 @@ ALTER TABLE best ADD COLUMN twin_median_ns REAL;
 -- winner's. Winners stored before this version keep 0 (the rule as before) until tuned again;
 -- the CPU forward templates changed with this version, so the next lntune run tunes those again.
 ALTER TABLE best ADD COLUMN any_alignment INTEGER NOT NULL DEFAULT 0 CHECK (any_alignment IN (0, 1));
+
+-- @version 7
+
+-- What a winner's figure is worth (issue 56): the first and third quartile of its speed against the
+-- copy of the same bytes over the paired blocks of its final runs (copy time / its time), and, when
+-- other processes held a core through its final runs after the tuner waited for quiet (or the
+-- copy's time moved by more than 30% between them), what was seen. Such a winner is served, shown
+-- as measured under load, and measured again by the next tune of its shape.
+ALTER TABLE best ADD COLUMN ratio_lo REAL;
+ALTER TABLE best ADD COLUMN ratio_hi REAL;
+ALTER TABLE best ADD COLUMN under_load TEXT;

@@ -214,6 +214,11 @@ typedef struct lntune_best {
     /* The kernel keeps its speed on rows of any alignment (plain stores; schema.sql's version 6):
      * it may serve an H whose rows are less aligned than its own. A twin shares its winner's. */
     int any_alignment;
+    /* The spread of its speed against the copy over its final runs (schema.sql's version 7:
+     * quartiles of copy time / its time; NaN: not measured so), and why it was measured under
+     * load (NULL: quietly; such a winner is measured again by the next tune of its shape). */
+    double ratio_lo, ratio_hi;
+    const char *under_load;
 } lntune_best;
 
 /* Sets the winner for key's rows bucket (BEGIN IMMEDIATE; replaces any earlier one). */

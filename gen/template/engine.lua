@@ -225,6 +225,17 @@ function engine.describe(fam, host, shape)
     return table.concat(lines, "\n") .. "\n"
 end
 
+-- The names of the parameters declared family = true, comma-separated: knobs whose values a phase
+-- of a shared host can favour or hide as a whole (store kind, thread count, row grouping,
+-- prefetch), so the tuner's final always holds the best of each value (gen/tune/tuner.c).
+function engine.families(fam)
+    local names = {}
+    for _, p in ipairs(fam.params) do
+        if p.family then names[#names + 1] = p.name end
+    end
+    return table.concat(names, ",")
+end
+
 -- Parses "name=value,..." into a parameter table. Names left out take their first value.
 function engine.parse(fam, text, host, shape)
     local declared, params = {}, {}

@@ -314,6 +314,18 @@ int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char 
     return *text ? LNTUNE_OK : LNTUNE_ENOMEM;
 }
 
+int lntune_gen_families(lntune_gen *g, const char *target, const char *op, char **csv) {
+    if (!g || !csv) return LNTUNE_EINVAL;
+    *csv = NULL;
+    int top = lua_gettop(g->L);
+    int rc = load_family(g, target, op);
+    if (rc) return rc;
+    if (call_engine(g, "families", 1, 1) != 0) return LNTUNE_ETEMPLATE;
+    *csv = strdup(lua_tostring(g->L, -1));
+    lua_settop(g->L, top);
+    return *csv ? LNTUNE_OK : LNTUNE_ENOMEM;
+}
+
 int lntune_gen_preset(lntune_gen *g, const char *target, const char *op, const char *name,
                       const lntune_shape *shape, char **variant) {
     if (!g || !variant) return LNTUNE_EINVAL;

@@ -69,6 +69,10 @@ void lntune_gen_set_cores(lntune_gen *g, int cores);
 /* The parameter space of target/op, one "name: v1 v2 ... - doc" line each (for --help). */
 int lntune_gen_describe(lntune_gen *g, const char *target, const char *op, char **text);
 
+/* The knobs target/op's template declares family = true, comma-separated (malloc'd *csv; "" when
+ * none): the tuner's final holds the best variant of each of their values. */
+int lntune_gen_families(lntune_gen *g, const char *target, const char *op, char **csv);
+
 /*
  * The canonical variant string (malloc'd *variant) of the preset name that target/op's template
  * declares (its presets table: the built-in kernels' "builtin", CUDA's "naive" ...) for shape

@@ -24,6 +24,7 @@ static void free_row(lntune_best_row *w) {
     free(w->dtype);
     free(w->variant);
     free(w->twin_variant);
+    free(w->under_load);
 }
 
 static int add_row(void *ud, const lntune_db_key *k, const lntune_best *b) {
@@ -44,6 +45,9 @@ static int add_row(void *ud, const lntune_db_key *k, const lntune_best *b) {
                          .copy_gbps = b->copy_gbps,
                          .max_error = b->max_error,
                          .ratio_to_copy = b->copy_gbps > 0 ? b->gbps / b->copy_gbps : 0.0,
+                         .ratio_lo = b->ratio_lo > 0 ? b->ratio_lo : 0.0,
+                         .ratio_hi = b->ratio_hi > 0 ? b->ratio_hi : 0.0,
+                         .under_load = b->under_load ? strdup(b->under_load) : NULL,
                          /* a twin that serves: stored with its code, not declined */
                          .twin_variant = b->twin_artifact_key ? strdup(b->twin_variant) : NULL,
                          .twin_time_us = b->twin_median_ns * 1e-3};
@@ -51,7 +55,7 @@ static int add_row(void *ud, const lntune_db_key *k, const lntune_best *b) {
     lntune_best_row *rows = realloc(l->rows, (l->n + 1) * sizeof *rows);
     if (rows) l->rows = rows;
     if (!rows || !w.target || !w.op || !w.dtype || !w.variant ||
-        (b->twin_artifact_key && !w.twin_variant)) {
+        (b->twin_artifact_key && !w.twin_variant) || (b->under_load && !w.under_load)) {
         free_row(&w);
         s->nomem = 1;
         return 1;

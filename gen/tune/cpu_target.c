@@ -33,9 +33,11 @@
 #include <string.h>
 
 enum { TOP = 16, RETIME_ROUNDS = 15, MIN_ROUNDS = 7 };
-enum { MAX_COPIES = 64 };                     /* copy variants built */
-static const double BATCH_BUDGET_NS = 250e6;  /* timing of one batch of candidates */
-static const double RETIME_BUDGET_NS = 2.5e9; /* each of the two final interleaved runs */
+enum { MAX_COPIES = 64 };                    /* copy variants built */
+static const double BATCH_BUDGET_NS = 250e6; /* timing of one batch of candidates */
+/* Each final interleaved run (the leaders', then the finalists' three: tuner.c); --rigor quick
+ * takes a fifth of it, for seconds. */
+static const double RETIME_BUDGET_NS = 2.5e9;
 
 /* A compiled, loaded source; variants that differ only in launch parameters share one. */
 typedef struct {
@@ -271,7 +273,6 @@ static void timed_outcome(compiled *u, const lntune_timed *t, const lntune_sandb
  */
 static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n,
                           lntune_time_mode mode, lntune_outcome *out, double *copy_ns) {
-    (void)p;
     cpu_target *c = state;
     const size_t extra = mode == LNTUNE_TIME_FINAL ? c->s.nfinal : 2;
     lntune_timed *group = calloc(n + extra, sizeof *group);
@@ -302,8 +303,9 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
             group[ng] = c->s.copies[q];
             group[ng++].reference = q == 0;
         }
-        lntune_sandbox_time(group, ng, &c->s.prob.args, c->pool, RETIME_ROUNDS, RETIME_BUDGET_NS,
-                            outs);
+        const int quick = lntune_plan_config(p)->rigor == LNTUNE_RIGOR_QUICK;
+        lntune_sandbox_time(group, ng, &c->s.prob.args, c->pool, RETIME_ROUNDS,
+                            quick ? RETIME_BUDGET_NS / 5 : RETIME_BUDGET_NS, outs);
         *copy_ns = NAN;
         for (size_t q = m; q < ng; ++q)
             if (!group[q].failed && !(group[q].median_ns >= *copy_ns))
@@ -555,6 +557,11 @@ static void end(void *state, lntune_plan *p) {
 }
 
 /* op's template hash + compiler version: a measurement holds only for both. */
+static int families(void *state, lntune_plan *p, char **csv) {
+    cpu_target *c = state;
+    return lntune_gen_families(c->gen, "cpu", lntune_plan_op(p), csv);
+}
+
 static int op_code_hash(cpu_target *c, const char *op, char *out, size_t size) {
     lntune_source src;
     lntune_shape any = {0};
@@ -632,7 +639,7 @@ static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t e
  * its order. */
 /* clang-format off */
 static const lntune_target cpu_functions = {"cpu", TOP, 0, 1, 1, lntune_tune_default_rows,
-    hardware, code_hash, variants, prepare, check, time_variants, artifact, end};
+    hardware, code_hash, variants, prepare, check, time_variants, artifact, end, families};
 /* clang-format on */
 
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *nresults,

@@ -704,7 +704,7 @@ static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t e
  * order. */
 /* clang-format off */
 static const lntune_target cuda_functions = {"cuda", TOP, 1, 0, 0, lntune_tune_cuda_default_rows,
-    hardware, code_hash, variants, prepare, check, time_variants, artifact, end};
+    hardware, code_hash, variants, prepare, check, time_variants, artifact, end, NULL};
 /* clang-format on */
 
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,

@@ -110,6 +110,17 @@ int lntune_space_value(const lntune_space *s, size_t i, int j) {
     return s->ids[i * (size_t)s->nparams + (size_t)j];
 }
 
+int lntune_space_knob(const lntune_space *s, const char *name) {
+    const size_t len = strlen(name);
+    const char *item = s->variants[0];
+    for (int j = 0; j < s->nparams; ++j) {
+        if (strncmp(item, name, len) == 0 && item[len] == '=') return j;
+        item += strcspn(item, ",");
+        item += *item == ',';
+    }
+    return -1;
+}
+
 size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor) {
     if (rigor == LNTUNE_RIGOR_EXHAUSTIVE) return s->n;
     size_t per_sweep = 0; /* the values of each knob beyond the current one */
@@ -379,4 +390,11 @@ size_t lntune_search_from(const lntune_space *s, const size_t *seeds, size_t nse
     static const size_t none;
     return search(s, LNTUNE_RIGOR_MEASURE, seeds ? seeds : &none, seeds ? nseeds : 0, evaluate, ud,
                   top, max_top);
+}
+
+size_t lntune_space_with(const lntune_space *s, size_t v, int j, int value) {
+    size_t cand[MAX_VALUES], n = neighbors(s, v, j, cand, 0);
+    for (size_t k = 0; k < n; ++k)
+        if (s->ids[cand[k] * (size_t)s->nparams + (size_t)j] == value) return cand[k];
+    return s->n;
 }

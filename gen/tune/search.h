@@ -27,6 +27,13 @@ int lntune_space_complexity(const lntune_space *s, size_t i);
 int lntune_space_knobs(const lntune_space *s);
 int lntune_space_value(const lntune_space *s, size_t i, int j);
 
+/* The index of the knob called name (as the canonical strings spell it), -1 when none. */
+int lntune_space_knob(const lntune_space *s, const char *name);
+/* The variant equal to v but for knob j's value rank value (or, where the templates' rules
+ * exclude that one, the simplest such variant differing from v in one other knob); the space's
+ * size when there is none. */
+size_t lntune_space_with(const lntune_space *s, size_t v, int j, int value);
+
 /* About how many variants lntune_search evaluates at this rigor (for a progress bar). */
 size_t lntune_search_estimate(const lntune_space *s, lntune_rigor rigor);
 

@@ -90,6 +90,9 @@ typedef struct lntune_target {
     int (*artifact)(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
                     lntune_kernel_traits *traits);
     void (*end)(void *state, lntune_plan *p);
+    /* The template's family knobs of the op, comma-separated (malloc'd; generator.h's
+     * lntune_gen_families); NULL: the target has none. */
+    int (*families)(void *state, lntune_plan *p, char **csv);
 } lntune_target;
 
 /*

@@ -58,6 +58,19 @@ static double trimmed_mean(const double *sorted, size_t n) {
     return sum / (double)(n - 2 * cut);
 }
 
+/* per_round[0..rounds) in round order, pooled into c's blocks (its median each); per_round is
+ * left reordered within each block. */
+static void keep_blocks(lntune_timed *c, double *per_round, int rounds) {
+    const int nb = rounds < LNTUNE_TIMING_BLOCKS ? rounds : LNTUNE_TIMING_BLOCKS;
+    for (int b = 0; b < nb; ++b) {
+        const int lo = (int)((int64_t)b * rounds / nb), hi = (int)((int64_t)(b + 1) * rounds / nb);
+        double med, mn, mx;
+        lntune_sample_stats(per_round + lo, (size_t)(hi - lo), &med, &mn, &mx);
+        c->blocks[b] = (float)med;
+    }
+    c->nblocks = nb;
+}
+
 void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t stride, int rounds) {
     size_t ref = n;
     for (size_t i = 0; i < n && ref == n; ++i)
@@ -65,10 +78,13 @@ void lntune_timing_figures(lntune_timed *c, size_t n, double *samples, size_t st
     /* Ratios first: the stats below sort each candidate's samples out of round order. */
     double *ratio = ref < n ? malloc(sizeof(double) * 2 * n) : NULL; /* median, score */
     double *per_round = ratio ? malloc(sizeof(double) * (size_t)rounds) : NULL;
+    for (size_t i = 0; i < n; ++i) c[i].nblocks = 0;
     for (size_t i = 0; per_round && i < n; ++i) {
-        if (i == ref || c[i].failed) continue;
+        if (c[i].failed) continue;
         for (int r = 0; r < rounds; ++r)
             per_round[r] = samples[i * stride + (size_t)r] / samples[ref * stride + (size_t)r];
+        keep_blocks(&c[i], per_round, rounds);
+        if (i == ref) continue;
         double lo, hi;
         lntune_sample_stats(per_round, (size_t)rounds, &ratio[2 * i], &lo, &hi);
         ratio[2 * i + 1] = trimmed_mean(per_round, (size_t)rounds);

@@ -34,6 +34,9 @@ typedef struct lntune_backward_call {
 int lntune_backward_call_run(lntune_pool *pool, lntune_backward_kernel_fn kernel,
                              const lntune_backward_call *call, int threads);
 
+/* Paired blocks a timed run keeps per candidate (lntune_timed.blocks). */
+enum { LNTUNE_TIMING_BLOCKS = 32 };
+
 typedef struct lntune_timed {
     lntune_kernel_fn fn;
     int threads;
@@ -44,6 +47,12 @@ typedef struct lntune_timed {
      * a second or so at a time; the median scores a variant by the phase most rounds saw, this
      * by all of them (the tuner ranks its retimed leaders by it: lntune_tune_choose). */
     double score_ns;
+    /* The candidate's per-round ratios to the reference in round order, pooled into nblocks
+     * consecutive blocks (each its block's median) that every candidate of the run shares: two
+     * candidates' blocks pair round for round, so their ratio cancels the drift both saw
+     * (decide.h compares candidates by them). nblocks 0: no reference, or not timed. */
+    float blocks[LNTUNE_TIMING_BLOCKS];
+    int nblocks;
     int failed;    /* the kernel returned an error code */
     int reference; /* the drift reference (see above); the first one that did not fail counts */
     /* The candidate's own problem (same x and y buffers, another shape: a copy of the same

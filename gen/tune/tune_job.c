@@ -100,7 +100,8 @@ int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, c
                                     .progress = req->progress,
                                     .progress_ud = req->progress_ud,
                                     .stop = req->stop,
-                                    .force = req->force};
+                                    .force = req->force,
+                                    .max_wait_s = req->max_wait_s};
     return LNTUNE_OK;
 }
 
@@ -235,6 +236,7 @@ int lntune_tune_progress_shown(lntune_tune_progress_state *s, const lntune_tune_
     *filled = p->total ? (int)(width * p->done / p->total) : 0;
     if (s->tty) return 1;
     char now[64];
+    if (p->detail) return 1; /* a wait: always said, with why */
     if (strcmp(p->stage, "copy") != 0 && strcmp(p->stage, "retime") != 0) return 0;
     snprintf(now, sizeof now, "%s %lld %s", p->op, (long long)p->H, p->stage);
     if (strcmp(now, s->last) == 0) return 0;

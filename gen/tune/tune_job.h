@@ -34,6 +34,8 @@ typedef struct lntune_tune_request {
     /* --seed-from: another machine's results, as a wisdom file (lntune db export) or a tuning
      * database, whose fastest variants start a short search (lntune_search_from); NULL: none */
     const char *seed_from;
+    /* As lntune_tune_config's max_wait_s: how long a final run may wait for quiet */
+    double max_wait_s;
 } lntune_tune_request;
 
 typedef struct lntune_tune_job {

@@ -27,9 +27,10 @@ typedef enum lntune_rigor {
 typedef struct lntune_tune_progress {
     const char *op;
     int64_t rows, H;
-    const char *stage;  /* "copy", "compile", "verify", "time", "retime" */
+    const char *stage;  /* "copy", "compile", "verify", "time", "retime", "final", "wait" */
     size_t done, total; /* variants evaluated, and the estimate of how many will be */
     double elapsed_s;
+    const char *detail; /* why the stage waits ("wait": the load seen), else NULL */
 } lntune_tune_progress;
 
 typedef struct lntune_tune_config {
@@ -55,6 +56,10 @@ typedef struct lntune_tune_config {
      * an op x shape start a short search (lntune_search_from) instead of the rigor's. NULL:
      * none. */
     const char *seed_db;
+    /* While other processes hold a core during a final run (load.h), wait up to this many
+     * seconds per op x shape for quiet and measure the run again; past it the winner is stored
+     * marked as measured under load. 0: never wait (mark only). */
+    double max_wait_s;
 } lntune_tune_config;
 
 typedef struct lntune_tune_result {
@@ -65,14 +70,19 @@ typedef struct lntune_tune_result {
     char variant[256]; /* the winner */
     double median_ns, gbps, copy_gbps, naive_ns, max_error;
     int compiled, cache_hits, reused, verified, wrong, failed, timed;
-    int crashed;   /* of the failed: crashed or hung in the sandbox (sandbox.h) */
-    int saved;     /* measurements written to the database by this run */
-    int from_db;   /* the winner came from an earlier run; nothing was measured */
-    int rebuilt;   /* of from_db: its code was missing (imported wisdom), and was compiled and
-                    * verified here and stored */
-    int stale;     /* a winner is stored, but measured by another template or toolchain or at
-                    * other rows: it was (or, rebuild_only, is to be) tuned again */
-    int seeds;     /* the seed database's variants the search started from (0: a full search) */
+    int crashed; /* of the failed: crashed or hung in the sandbox (sandbox.h) */
+    int saved;   /* measurements written to the database by this run */
+    int from_db; /* the winner came from an earlier run; nothing was measured */
+    int rebuilt; /* of from_db: its code was missing (imported wisdom), and was compiled and
+                  * verified here and stored */
+    int stale;   /* a winner is stored, but measured by another template or toolchain or at
+                  * other rows: it was (or, rebuild_only, is to be) tuned again */
+    int seeds;   /* the seed database's variants the search started from (0: a full search) */
+    /* The spread of the winner's speed against the copy over its final runs' paired blocks
+     * (first and third quartile of copy time / its time); 0 when not measured here. */
+    double ratio_lo, ratio_hi;
+    char under_load[128]; /* "" measured quietly; else what held the machine (load.h) */
+    char why[160];        /* why the winner won (decide.h) */
     int rechecked; /* a second look after the run's other shapes (tuner.c: recheck): 1 kept the
                     * winner, 2 found the built-in faster twice and stored it instead */
 } lntune_tune_result;
@@ -142,5 +152,9 @@ enum { LNTUNE_COPY_FINALISTS = 3 };
 /* The most a stored figure may exceed the copy of the same bytes by (tuner.c's best_ratio): a
  * final run above it is timed again, three times at most, then the shape fails unstored. */
 #define LNTUNE_MAX_COPY_RATIO 1.05
+
+/* The copy's median may move this much (a factor) between a shape's final runs before the winner
+ * is marked as measured under load (the host lent its memory unevenly). */
+#define LNTUNE_MAX_COPY_DRIFT 1.30
 
 #endif /* LNTUNE_TUNER_H */

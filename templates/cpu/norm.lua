@@ -161,13 +161,13 @@ function M.family(op)
                 doc = "subtract: (x - mean) * rstd; fold (16-bit y): x * rstd - mean * rstd, one fused "
                     .. "multiply-add (PyTorch's CPU form)",
             },
-            { name = "rows", values = { 1, 2, 4 }, doc = "rows whose statistics are computed together" },
+            { name = "rows", values = { 1, 2, 4 }, family = true, doc = "rows whose statistics are computed together" },
             {
                 name = "h",
                 values = function(_, shape) return shape.H and { "runtime", "fixed" } or { "runtime" } end,
                 doc = "H read at run time, or fixed when the source is generated",
             },
-            { name = "store", values = { "plain", "nt" }, doc = "plain or non-temporal stores of y" },
+            { name = "store", values = { "plain", "nt" }, family = true, doc = "plain or non-temporal stores of y" },
             {
                 name = "rstore",
                 values = function(_, shape)
@@ -210,6 +210,7 @@ function M.family(op)
                 -- while a 2.5 s final retime sometimes saw the two within 1% and took prefetch=1.
                 name = "prefetch",
                 values = { 0, 2, 1 },
+                family = true,
                 doc = "1: prefetch the next row (group) of x into L2 while normalizing; 2 (rows=1): its first "
                     .. "half during the statistics pass, its second half while normalizing",
             },
@@ -254,7 +255,7 @@ function M.family(op)
                 doc = "a scale per row: the largest |y| from a pass of its own, or (RMSNorm) "
                     .. "max |x * gamma| taken in the statistics pass, times rstd",
             },
-            { name = "threads", values = thread_counts, launch = true, doc = "threads across rows" },
+            { name = "threads", values = thread_counts, launch = true, family = true, doc = "threads across rows" },
         },
         -- Named variants C code asks for (lntune_gen_preset); see builtin_preset above.
         presets = {

@@ -1,0 +1,137 @@
+/*
+ * decide.c - the choice among the finalists by paired comparisons (see decide.h).
+ */
+#include "decide.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One-sided sign test at about 1%: z of the wins among the blocks under a fair coin. */
+static const double SIGN_Z = 2.33;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, size_t n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const unsigned char *use,
+                         double margin, lntune_pair *out) {
+    const double lead = 1.0 - margin;
+    double pooled[LNTUNE_DECIDE_MAX_RUNS * LNTUNE_TIMING_BLOCKS], run[LNTUNE_TIMING_BLOCKS];
+    memset(out, 0, sizeof *out);
+    out->ratio = NAN;
+    size_t np = 0;
+    for (int r = 0; r < f->nruns && r < LNTUNE_DECIDE_MAX_RUNS; ++r) {
+        if (use && !use[r]) continue;
+        const lntune_timed *x = &f->t[(size_t)r * f->n + a], *y = &f->t[(size_t)r * f->n + b];
+        if (x->failed || y->failed) continue;
+        if (x->nblocks == 0 || y->nblocks == 0) { /* the target keeps no blocks */
+            if (!(x->score_ns > 0) || !(y->score_ns > 0)) continue;
+            const double q = x->score_ns / y->score_ns;
+            out->per_run = 1;
+            out->wins += q < lead;
+            out->runs++;
+            out->runs_won += q < lead;
+            pooled[np++] = q;
+            continue;
+        }
+        if (x->nblocks != y->nblocks) continue;
+        size_t nr = 0;
+        for (int i = 0; i < x->nblocks; ++i) {
+            if (!(x->blocks[i] > 0) || !(y->blocks[i] > 0)) continue;
+            const double q = (double)x->blocks[i] / (double)y->blocks[i];
+            out->wins += q < lead;
+            pooled[np++] = run[nr++] = q;
+        }
+        if (nr == 0) continue;
+        out->runs++;
+        out->runs_won += median_of(run, nr) < lead;
+    }
+    out->blocks = (int)np;
+    out->margin = margin;
+    if (np > 0) out->ratio = median_of(pooled, np);
+}
+
+int lntune_pair_beats(const lntune_pair *p) {
+    if (p->blocks == 0 || !(p->ratio < 1.0 - p->margin)) return 0;
+    if (p->per_run) return p->runs_won == p->runs;
+    const double z = (2.0 * p->wins - p->blocks) / sqrt((double)p->blocks);
+    return z >= SIGN_Z && 2 * p->runs_won > p->runs;
+}
+
+static int simpler(const lntune_decide_in *in, size_t a, size_t b) {
+    if (in->complexity[a] != in->complexity[b]) return in->complexity[a] < in->complexity[b];
+    return strcmp(in->variant[a], in->variant[b]) < 0;
+}
+
+size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, char *why,
+                     size_t whylen) {
+    const size_t n = f->n;
+    unsigned char ok[64] = {0}, quiet[LNTUNE_DECIDE_MAX_RUNS] = {0};
+    if (n == 0 || n > sizeof ok || f->nruns < 1 || f->nruns > LNTUNE_DECIDE_MAX_RUNS) return n;
+    char scratch[8];
+    if (!why) why = scratch, whylen = sizeof scratch;
+    int full = 0, nquiet = 0;
+    for (size_t k = 0; k < n; ++k) {
+        ok[k] = 1;
+        for (int r = 0; r < f->nruns; ++r) ok[k] &= !f->t[(size_t)r * n + k].failed;
+        if (ok[k] && in->threads[k] > full) full = in->threads[k];
+    }
+    for (int r = 0; r < f->nruns; ++r) nquiet += quiet[r] = !f->busy || !f->busy[r];
+    /* The runs a candidate is judged by: with fewer threads than the most, the quiet ones. */
+    const unsigned char *use[64];
+    for (size_t k = 0; k < n; ++k) {
+        const int fewer = in->threads[k] < full && nquiet < f->nruns;
+        use[k] = fewer ? quiet : NULL;
+        if (fewer && nquiet == 0 && k != in->builtin) ok[k] = 0;
+    }
+    const size_t builtin = in->builtin < n && ok[in->builtin] ? in->builtin : n;
+    size_t base = builtin;
+    for (size_t k = 0; k < n && base == n; ++k)
+        if (ok[k]) base = k;
+    if (base == n) {
+        snprintf(why, whylen, "every finalist failed");
+        return n;
+    }
+    /* Those that beat the built-in (every one when there is none), ranked against the base. */
+    size_t best = n;
+    double best_ratio = INFINITY;
+    unsigned char cand[64] = {0};
+    double vs_base[64];
+    for (size_t k = 0; k < n; ++k) {
+        if (!ok[k] || k == builtin) continue;
+        lntune_pair pr;
+        lntune_pair_compare(f, k, base, use[k], in->margin, &pr);
+        cand[k] = builtin == n || lntune_pair_beats(&pr);
+        const double q = vs_base[k] = k == base ? 1.0 : pr.ratio;
+        if (cand[k] && (best == n || q < best_ratio)) best = k, best_ratio = q;
+    }
+    if (best == n) {
+        snprintf(why, whylen, "no finalist beat the built-in by %.0f%% beyond the noise",
+                 in->margin * 100);
+        return builtin;
+    }
+    /* The simplest of them that the fastest does not beat. */
+    size_t pick = best;
+    for (size_t k = 0; k < n; ++k) {
+        if (!cand[k] || k == best || !simpler(in, k, pick)) continue;
+        lntune_pair pr;
+        lntune_pair_compare(f, best, k, use[best] ? use[best] : use[k], in->noise, &pr);
+        if (!lntune_pair_beats(&pr)) pick = k;
+    }
+    if (builtin == n)
+        snprintf(why, whylen, "the fastest finalist (no built-in to beat)");
+    else
+        snprintf(why, whylen, "%s the built-in by %.1f%% in paired rounds%s",
+                 pick == best ? "beat" : "as fast as the fastest, simpler; beat",
+                 (1.0 - vs_base[pick]) * 100,
+                 use[pick] ? " while no other process held a core" : "");
+    return pick;
+}

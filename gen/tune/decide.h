@@ -1,0 +1,73 @@
+/*
+ * decide.h - the tuner's choice among its finalists, from several final runs spread over time,
+ * by paired comparisons that noise cannot flip.
+ *
+ * Every final run times the finalists, the built-in and the copy interleaved, and keeps each
+ * candidate's per-round ratios to the copy in blocks shared by the whole run (timing.h). Two
+ * candidates compare block for block: the drift of the host hits both in the same block and
+ * cancels in their ratio. A candidate beats another only when (1) the median of those paired
+ * ratios lies below 1 - margin, (2) it leads by the margin in clearly more blocks than not (a
+ * one-sided sign test at about 1%), and (3) it does so in most of the runs taken apart, so that one
+ * phase of the host during one run cannot decide. The built-in stays unless a finalist beats
+ * it; the fastest of those that beat it wins, or a simpler one that it does not beat.
+ *
+ * On a shared 2-core host one best-of-a-burst choice picked winners 54% apart in three quiet
+ * tunes, and one beside a memory-hungry process chose a 1-thread kernel 2.2x slower than the
+ * 2-thread one (issue 56): so a finalist with fewer threads than the most any finalist uses is
+ * judged only by the runs during which no other process held a core, and cannot win when there
+ * were none.
+ */
+#ifndef LNTUNE_DECIDE_H
+#define LNTUNE_DECIDE_H
+
+#include "timing.h"
+
+#include <stddef.h>
+
+enum { LNTUNE_DECIDE_MAX_RUNS = 8 };
+
+/* The final runs: candidate k's figures of run r at t[r * n + k]. */
+typedef struct lntune_final_runs {
+    const lntune_timed *t;
+    size_t n;  /* candidates */
+    int nruns; /* 1 to LNTUNE_DECIDE_MAX_RUNS */
+    /* per run: other processes or steal held a core (load.h); NULL: none was */
+    const unsigned char *busy;
+} lntune_final_runs;
+
+/* a against b over the runs use[r] (NULL: all), by a margin (a fraction). */
+typedef struct lntune_pair {
+    double ratio; /* median over the paired blocks of a's time / b's; NAN: no block */
+    int blocks;   /* paired blocks */
+    int wins;     /* blocks in which a was faster by more than the margin */
+    int runs;     /* runs with blocks of both */
+    int runs_won; /* of them, runs whose median ratio lies below 1 - margin */
+    int per_run;  /* a target without blocks (nblocks 0): one score ratio per run */
+    double margin;
+} lntune_pair;
+
+void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const unsigned char *use,
+                         double margin, lntune_pair *out);
+
+/* Whether a pair says a beats b by more than its margin, beyond the noise (above): a sign test
+ * on the blocks that lead by the margin, so a lead inside the margin never passes by luck;
+ * compared per run (no blocks), only when every run says so. */
+int lntune_pair_beats(const lntune_pair *p);
+
+typedef struct lntune_decide_in {
+    const int *complexity;      /* per candidate: smaller is simpler (search.h) */
+    const char *const *variant; /* per candidate: ties of complexity go by name */
+    const int *threads;         /* per candidate */
+    size_t builtin;             /* the built-in's index; >= n: none */
+    double margin;              /* a finalist must beat the built-in by this much */
+    double noise;               /* a simpler finalist stays unless beaten by this much */
+} lntune_decide_in;
+
+/*
+ * The winner's index among f's candidates (each failed in any run is out); n when none is left.
+ * why (may be NULL) says in a phrase why it won.
+ */
+size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, char *why,
+                     size_t whylen);
+
+#endif /* LNTUNE_DECIDE_H */
