@@ -670,10 +670,12 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i) {
         if (strcmp(name, commands[i].name) != 0) continue;
         options o = {0};
-        /* "lntune db ACTION FILE... [options]": the words before the first option. */
+        /* "lntune db ACTION FILE... [options]": the words before the first option ("-" is a
+         * FILE: stdout). */
         if (strcmp(name, "db") == 0) {
             if (first < argc && argv[first][0] != '-') o.action = argv[first++];
-            while (first < argc && argv[first][0] != '-' && o.nfiles < 64)
+            while (first < argc && (argv[first][0] != '-' || strcmp(argv[first], "-") == 0) &&
+                   o.nfiles < 64)
                 o.files[o.nfiles++] = argv[first++];
         }
         int rc = parse_options(argc - first, argv + first, &o);
