@@ -15,6 +15,7 @@
 #include "lntune.h"
 #include "rebuild.h"
 #include "shape.h"
+#include "suggest.h"
 #include "time_variants.h"
 #include "tune_job.h"
 #include "tuning_db.h"
@@ -112,7 +113,15 @@ static int parse_options(int argc, char **argv, options *o) {
             return usage_error("unknown option '%s' (expected --residual, --residual=out or "
                                "--residual=noout)",
                                a);
-        if (!s) return usage_error("unknown option '%s'", a);
+        if (!s) {
+            const char *near =
+                cli_suggest(a, option_specs, sizeof option_specs / sizeof option_specs[0],
+                            sizeof option_specs[0]);
+            char what[160];
+            snprintf(what, sizeof what, "unknown option '%.80s'%s%.40s%s", a,
+                     near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+            return usage_error("%s", what);
+        }
         void *field = (char *)o + s->at;
         if (s->kind == FLAG) {
             *(int *)field = (int)s->lo;
@@ -638,6 +647,7 @@ static const command commands[] = {
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"
      "  tuple, a dispatch table, the generic kernels and a small thread pool, as plain C\n"
      "  (libc, libm, pthreads). Rows of ops it does not know are left out with a warning.\n"
+
      "  When the database holds CUDA winners, also DIR/lntune_kernels.cu and\n"
      "  lntune_kernels_cuda.h (nvcc, CUDA runtime): every GPU's forward winners of every\n"
      "  dtype tuple and fusion, or --gpu's only, with generic kernels for all-fp32 and for\n"
@@ -647,11 +657,45 @@ static const command commands[] = {
 };
 
 static void print_help(FILE *f) {
-    fprintf(f, "lntune %s - LayerNorm/RMSNorm kernel generator and autotuner\n\nCommands:\n",
+    fprintf(f,
+            "lntune %s - LayerNorm/RMSNorm kernel generator and autotuner\n\n"
+            "Example: lntune --shape H=4096   (tunes both ops for hidden size 4096; then: lntune "
+            "show)\n\nCommands:\n",
             lntune_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
         fprintf(f, "  %s", commands[i].usage);
-    fprintf(f, "\n'lntune COMMAND --help' describes one command.\n");
+    fprintf(f, "\n'lntune help COMMAND' (or 'lntune COMMAND --help') describes one command; "
+               "'lntune version' prints the version.\n");
+}
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+        if (strcmp(name, commands[i].name) == 0) return &commands[i];
+    return NULL;
+}
+
+/* An unknown command, with the nearest name when it looks like a typo of one. */
+static int unknown_command(const char *word) {
+    static const char *const others[] = {"help", "version"};
+    const char *near =
+        cli_suggest(word, commands, sizeof commands / sizeof commands[0], sizeof commands[0]);
+    if (!near) near = cli_suggest(word, others, 2, sizeof others[0]);
+    fprintf(stderr, "lntune: unknown command '%s'", word);
+    if (near) fprintf(stderr, " (did you mean '%s'?)", near);
+    fprintf(stderr, "\nTry 'lntune help'.\n");
+    return EXIT_USAGE;
+}
+
+/* lntune help [COMMAND]. */
+static int cmd_help(int argc, char **argv) {
+    if (argc > 1) return usage_error("%s", "lntune help takes one COMMAND at most");
+    const command *c = argc ? find_command(argv[0]) : NULL;
+    if (argc && !c) return unknown_command(argv[0]);
+    if (c)
+        fputs(c->usage, stdout);
+    else
+        print_help(stdout);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -660,31 +704,31 @@ int main(int argc, char **argv) {
         print_help(help ? stdout : stderr);
         return help ? 0 : EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--version") == 0) {
+    if (strcmp(argv[1], "help") == 0) return cmd_help(argc - 2, argv + 2);
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        if (argc > 2) return usage_error("%s", "lntune version takes nothing more");
         printf("lntune %s\n", lntune_version());
         return 0;
     }
     /* "lntune --shape H=4096" is "lntune tune --shape H=4096". */
     int first = argv[1][0] == '-' ? 1 : 2;
     const char *name = first == 1 ? "tune" : argv[1];
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i) {
-        if (strcmp(name, commands[i].name) != 0) continue;
-        options o = {0};
-        /* "lntune db ACTION FILE... [options]": the words before the first option ("-" is a
-         * FILE: stdout). */
-        if (strcmp(name, "db") == 0) {
-            if (first < argc && argv[first][0] != '-') o.action = argv[first++];
-            while (first < argc && (argv[first][0] != '-' || strcmp(argv[first], "-") == 0) &&
-                   o.nfiles < 64)
-                o.files[o.nfiles++] = argv[first++];
-        }
-        int rc = parse_options(argc - first, argv + first, &o);
-        if (rc == 0 && o.help)
-            fputs(commands[i].usage, stdout);
-        else if (rc == 0)
-            rc = commands[i].run ? commands[i].run(&o) : print_gen_text(&o, commands[i].text);
-        free(o.shapes);
-        return rc;
+    const command *c = find_command(name);
+    if (!c) return unknown_command(argv[1]);
+    options o = {0};
+    /* "lntune db ACTION FILE... [options]": the words before the first option ("-" is a FILE:
+     * stdout). */
+    if (strcmp(name, "db") == 0) {
+        if (first < argc && argv[first][0] != '-') o.action = argv[first++];
+        while (first < argc && (argv[first][0] != '-' || strcmp(argv[first], "-") == 0) &&
+               o.nfiles < 64)
+            o.files[o.nfiles++] = argv[first++];
     }
-    return usage_error("unknown command '%s'", argv[1]);
+    int rc = parse_options(argc - first, argv + first, &o);
+    if (rc == 0 && o.help)
+        fputs(c->usage, stdout);
+    else if (rc == 0)
+        rc = c->run ? c->run(&o) : print_gen_text(&o, c->text);
+    free(o.shapes);
+    return rc;
 }
