@@ -34,6 +34,7 @@ enum { EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DB = 3, EXIT_SIGNAL = 128 };
 typedef struct {
     const char *op, *target, *symbol, *db, *rigor, *dtype;
     const char *out, *gpu;    /* export */
+    int generic_only;         /* export --generic-only: no database read, on purpose */
     const char *variants[16]; /* every --variant: time takes several, other commands the first */
     int nvariants;
     lntune_shape *shapes;
@@ -84,7 +85,7 @@ static const option_spec option_specs[] = {
     OPT("--help", FLAG, help),       OPT("-h", FLAG, help),           OPT("--retune", FLAG, retune),
     OPT("--json", FLAG, json),       OPT("--all", FLAG, all),         OPT("--force", FLAG, force),
     OPT("--cmake", FLAG, cmake),     OPT("--backward", FLAG, backward),
-    OPT("--weight-offset", FLAG, weight_offset),
+    OPT("--weight-offset", FLAG, weight_offset), OPT("--generic-only", FLAG, generic_only),
     SET("--residual", fusion, LNTUNE_FUSION_RESIDUAL_OUT),
     SET("--residual=out", fusion, LNTUNE_FUSION_RESIDUAL_OUT),
     SET("--residual=noout", fusion, LNTUNE_FUSION_RESIDUAL),
@@ -434,12 +435,14 @@ static int cmd_show(options *o) {
 
 static int cmd_export(options *o) {
     if (!o->out) return usage_error("%s", "--out DIR is required");
-    lntune_export_config c = {o->out, o->db, o->cmake, stderr, o->gpu};
+    if (o->generic_only && (o->db || o->gpu))
+        return usage_error("%s", "--generic-only reads no database: drop --db and --gpu");
+    lntune_export_config c = {o->out, o->db, o->cmake, stderr, o->gpu, o->generic_only};
     lntune_export_report r;
     int rc = lntune_export(&c, &r);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune: export: %s\n", r.message[0] ? r.message : lntune_errstr(rc));
-        return rc == LNTUNE_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+        return rc == LNTUNE_EINVAL ? EXIT_USAGE : db_exit_code(rc);
     }
     printf("wrote %s/lntune_kernels.c and lntune_kernels.h%s: %d tuned kernel(s) of machine %s%s,"
            " plus the generic kernels\n",
@@ -643,11 +646,12 @@ static const command commands[] = {
      "each database DB into OUT.db, every\n"
      "  machine's records kept apart by fingerprint.\n"},
     {"export", cmd_export, 0,
-     "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
+     "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT] [--generic-only]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"
      "  tuple, a dispatch table, the generic kernels and a small thread pool, as plain C\n"
      "  (libc, libm, pthreads). Rows of ops it does not know are left out with a warning.\n"
-
+     "  A database missing, refused or without results of this machine fails (exit 1, 3);\n"
+     "  --generic-only reads none and writes the generic kernels alone.\n"
      "  When the database holds CUDA winners, also DIR/lntune_kernels.cu and\n"
      "  lntune_kernels_cuda.h (nvcc, CUDA runtime): every GPU's forward winners of every\n"
      "  dtype tuple and fusion, or --gpu's only, with generic kernels for all-fp32 and for\n"

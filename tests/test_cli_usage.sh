@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_cli_usage.sh LNTUNE - a new user's first hour (issue 57): what the command line promises
-# in --help holds (db export -, help, version, suggestions).
+# in --help holds (db export -, help, version, suggestions), export and doctor fail loudly on a
+# database that serves nothing, and options a command does not take are refused, never ignored.
 lntune=$1
 . "$(dirname "$0")/testlib.sh"
 scratch cli-usage
@@ -39,5 +40,20 @@ if "$lntune" --help | head -n 4 | grep -q "^Example: lntune --shape H=4096"; the
 else
     fail "--help has no example at the top"
 fi
+
+# export fails on a database that serves nothing (missing, not SQLite, another machine's) and
+# writes nothing; --generic-only writes the generic kernels on purpose.
+expect 0 "1 tuned kernel(s)" export --out "$dir/tuned" --db "$db"
+expect 1 "does not exist" export --out "$dir/missing" --db "$dir/missing.db"
+[ -e "$dir/missing" ] && fail "export of a missing database made its --out"
+echo "not a database" > "$dir/junk.db"
+expect 3 "junk.db" export --out "$dir/junk" --db "$dir/junk.db"
+cp "$db" "$dir/other.db"
+sqlite3 "$dir/other.db" "UPDATE hardware SET fingerprint = '00000000feedbeef'"
+expect 1 "holds no results of this machine" export --out "$dir/other" --db "$dir/other.db"
+expect 0 "0 tuned kernel(s)" export --out "$dir/generic" --generic-only
+grep -q "generic kernels alone" "$dir/generic/lntune_kernels.c" ||
+    fail "the --generic-only file does not say so"
+expect 2 "--generic-only reads no database" export --out "$dir/generic" --generic-only --db "$db"
 
 finish
