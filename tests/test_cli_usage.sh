@@ -56,4 +56,38 @@ grep -q "generic kernels alone" "$dir/generic/lntune_kernels.c" ||
     fail "the --generic-only file does not say so"
 expect 2 "--generic-only reads no database" export --out "$dir/generic" --generic-only --db "$db"
 
+# show filters by --op, --target and --shape instead of ignoring them.
+expect 0 "rmsnorm" show --db "$db" --op rmsnorm --shape H=64 --target cpu
+expect 0 "rmsnorm" show --db "$db" --shape rows=8,H=64
+for filter in "--op layernorm" "--shape H=4096" "--shape rows=100000,H=64" "--target cuda"; do
+    # shellcheck disable=SC2086
+    if out=$("$lntune" show --db "$db" $filter 2>&1) && ! grep -q "8x64" <<<"$out" &&
+        grep -q "no winner matches" <<<"$out"; then
+        ok "show $filter lists no 8x64 rmsnorm winner"
+    else
+        fail "show $filter: ${out:0:300}"
+    fi
+done
+if [ "$("$lntune" show --db "$db" --op layernorm --json | tr -d ' \n')" = "[]" ]; then
+    ok "show --op layernorm --json: []"
+else
+    fail "show --op layernorm --json"
+fi
+expect 2 "unknown op 'batchnorm'" show --db "$db" --op batchnorm
+
+# Every command refuses an option it does not take, --json included, naming the ones it takes.
+expect 2 "show does not take --variant" show --db "$db" --variant vec=8
+expect 2 "doctor does not take --json" doctor --db "$db" --json
+expect 2 "variants does not take --json" variants --op rmsnorm --target cpu --json
+expect 2 "params does not take --json" params --op rmsnorm --target cpu --json
+expect 2 "verify does not take --json" verify --op rmsnorm --target cpu --variant vec=8 --json
+expect 2 "time does not take --json" time --op rmsnorm --target cpu --shape H=64 --variant vec=8 --json
+expect 2 "export does not take --json" export --out "$dir/json" --db "$db" --json
+expect 2 "doctor does not take --shape (its options: --db)" doctor --db "$db" --shape H=64
+expect 2 "params does not take --shape" params --op rmsnorm --target cpu --shape H=64
+expect 2 "tune does not take --variant" --shape H=64 --variant vec=8 --db "$dir/never.db"
+expect 2 "lntune db export builds no code" db export - --db "$db" --threads 2
+expect 2 "lntune db merge writes OUT.db" db merge "$dir/m.db" "$db" --db "$db"
+[ -e "$dir/never.db" ] && fail "a refused option created the database"
+
 finish
