@@ -529,17 +529,25 @@ static int cmd_doctor(options *o) {
                h.artifacts - h.intact, h.artifacts, h.first_altered);
         problems++;
     }
+    printf("%s: %lld winner(s) of this machine, %lld loadable%s%s\n",
+           h.loadable == h.winners ? "ok" : "problem", h.winners, h.loadable,
+           h.first_unloadable[0] ? "; the first that is not: " : "", h.first_unloadable);
+    if (h.loadable != h.winners) {
+        printf("  (liblntune runs a built-in kernel there; lntune --shape of it tunes it again)\n");
+        problems++;
+    }
     return problems ? EXIT_FAIL : 0;
 }
 
-/* After db import: this CPU's winners get their code compiled and verified here (rebuild.h). */
-static int rebuild_imported(const options *o) {
+/* After db import or merge: this CPU's winners in db get their code compiled and verified here
+ * (rebuild.h), since wisdom carries none. */
+static int rebuild_imported(const options *o, const char *db) {
     lntune_rebuild_report r;
     char err[1024] = "";
-    const int rc = lntune_rebuild_imported(o->db, o->threads, &r, err, sizeof err);
+    const int rc = lntune_rebuild_imported(db, o->threads, &r, err, sizeof err);
     if (rc != LNTUNE_OK) {
-        fprintf(stderr, "lntune: db import: the records are in, building their code failed: %s\n",
-                err);
+        fprintf(stderr, "lntune: db %s: the records are in, building their code failed: %s\n",
+                o->action, err);
         return rc;
     }
     if (r.considered > 0)
@@ -566,7 +574,8 @@ static int cmd_db(options *o) {
     if (merge && o->nfiles < 2)
         return usage_error("%s", "lntune db merge takes OUT.db and at least one database to merge");
     if (merge && o->db) return usage_error("%s", "lntune db merge writes OUT.db: drop --db");
-    if (!import && o->threads) return usage_error("lntune db %s builds no code: drop --threads", a);
+    if (export && o->threads)
+        return usage_error("%s", "lntune db export builds no code: drop --threads");
     lntune_db *db = NULL;
     const char *path = merge ? o->files[0] : o->db;
     int rc = lntune_db_open(path, export ? LNTUNE_DB_READONLY : 0, &db);
@@ -610,7 +619,7 @@ static int cmd_db(options *o) {
                r.ignored ? "; records of unknown kinds ignored" : "");
     }
     lntune_db_close(db);
-    if (import && rc == LNTUNE_OK) rc = rebuild_imported(o);
+    if ((import || merge) && rc == LNTUNE_OK) rc = rebuild_imported(o, path);
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
@@ -685,19 +694,20 @@ static const command commands[] = {
      "lntune doctor [--db PATH]\n"
      "  Checks what liblntune requires before it loads a tuned kernel from the database: that\n"
      "  it opens, that it and its folder belong to this user and nobody else may write them (as\n"
-     "  ssh asks of its keys), that it holds results of this machine, and that every artifact's\n"
-     "  code hashes to the SHA-256 recorded when lntune stored it. Exit: 0 ok, 1 a problem.\n",
+     "  ssh asks of its keys), that it holds results of this machine, that every artifact's\n"
+     "  code hashes to the SHA-256 recorded when lntune stored it, and that every winner of\n"
+     "  this machine has code to load (N winners, M loadable). Exit: 0 ok, 1 a problem.\n",
      "--db"},
     {"db", cmd_db, 0,
      "lntune db export FILE|- [--db PATH] | db import FILE [--db PATH] [--threads N]\n"
-     "          | db merge OUT.db DB...\n"
+     "          | db merge OUT.db DB... [--threads N]\n"
      "  Tuning wisdom between machines: export writes every machine's measurements, winners\n"
      "  and crossovers as JSON lines (never machine code); import merges such a file into the\n"
      "  database in one transaction (a record replaces one with the same key only when newer;\n"
      "  importing twice changes nothing), then compiles and verifies here the winners it holds\n"
-     "  for this machine (stale ones, of other templates, are left to tune again); merge imports "
-     "each database DB into OUT.db, every\n"
-     "  machine's records kept apart by fingerprint.\n",
+     "  for this machine (stale ones, of other templates, are left to tune again); merge imports\n"
+     "  each database DB into OUT.db, every machine's records kept apart by fingerprint, and\n"
+     "  builds this machine's winners as import does.\n",
      "--db --threads"},
     {"export", cmd_export, 0,
      "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT] [--generic-only]\n"

@@ -90,4 +90,14 @@ expect 2 "lntune db export builds no code" db export - --db "$db" --threads 2
 expect 2 "lntune db merge writes OUT.db" db merge "$dir/m.db" "$db" --db "$db"
 [ -e "$dir/never.db" ] && fail "a refused option created the database"
 
+# db merge builds this machine's winners as import does, so they load; doctor counts the winners
+# of this machine that load and exits 1 when one does not.
+expect 0 "1 winner(s) of this machine, 1 loadable" doctor --db "$db"
+expect 0 "1 winner(s) compiled and verified here" db merge "$dir/merged.db" "$db"
+expect 0 "1 winner(s) of this machine, 1 loadable" doctor --db "$dir/merged.db"
+expect 0 '"from_db": true, "rebuilt": false' --shape rows=8,H=64 --op rmsnorm --target cpu --rigor quick --db "$dir/merged.db" --json
+cp "$db" "$dir/codeless.db"
+sqlite3 "$dir/codeless.db" "DELETE FROM artifacts"
+expect 1 "problem: 1 winner(s) of this machine, 0 loadable; the first that is not: cpu rmsnorm f32 H=64" doctor --db "$dir/codeless.db"
+
 finish
