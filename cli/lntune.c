@@ -15,6 +15,7 @@
 #include "lntune.h"
 #include "rebuild.h"
 #include "shape.h"
+#include "suggest.h"
 #include "time_variants.h"
 #include "tune_job.h"
 #include "tuning_db.h"
@@ -33,6 +34,7 @@ enum { EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DB = 3, EXIT_SIGNAL = 128 };
 typedef struct {
     const char *op, *target, *symbol, *db, *rigor, *dtype;
     const char *out, *gpu;    /* export */
+    int generic_only;         /* export --generic-only: no database read, on purpose */
     const char *variants[16]; /* every --variant: time takes several, other commands the first */
     int nvariants;
     lntune_shape *shapes;
@@ -56,6 +58,7 @@ typedef struct {
     int (*run)(options *o);    /* NULL: print_gen_text(o, text) */
     lntune_gen_text_kind text; /* variants, params, emit: what they print */
     const char *usage;
+    const char *takes; /* the options it takes besides --help, one space apart */
 } command;
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -84,7 +87,7 @@ static const option_spec option_specs[] = {
     OPT("--help", FLAG, help),       OPT("-h", FLAG, help),           OPT("--retune", FLAG, retune),
     OPT("--json", FLAG, json),       OPT("--all", FLAG, all),         OPT("--force", FLAG, force),
     OPT("--cmake", FLAG, cmake),     OPT("--backward", FLAG, backward),
-    OPT("--weight-offset", FLAG, weight_offset),
+    OPT("--weight-offset", FLAG, weight_offset), OPT("--generic-only", FLAG, generic_only),
     SET("--residual", fusion, LNTUNE_FUSION_RESIDUAL_OUT),
     SET("--residual=out", fusion, LNTUNE_FUSION_RESIDUAL_OUT),
     SET("--residual=noout", fusion, LNTUNE_FUSION_RESIDUAL),
@@ -105,16 +108,42 @@ static const option_spec *find_option(const char *a) {
     return NULL;
 }
 
-/* Parses the options shared by every command; returns 0 or an exit code. */
-static int parse_options(int argc, char **argv, options *o) {
+/* 1 when c takes the option name (--residual=out: as --residual). */
+static int command_takes(const command *c, const char *name) {
+    const size_t n = strcspn(name, "=");
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) return 1;
+    for (const char *p = c->takes; *p; p += strspn(p, " ")) {
+        const size_t len = strcspn(p, " ");
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p += len;
+    }
+    return 0;
+}
+
+/* Parses the options of command c; returns 0 or an exit code (2 for one c does not take). */
+static int parse_options(const command *c, int argc, char **argv, options *o) {
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
         const option_spec *s = find_option(a);
+        if (s && !command_takes(c, a)) {
+            char what[400];
+            snprintf(what, sizeof what, "%s does not take %s (its options: %s)", c->name, a,
+                     c->takes[0] ? c->takes : "none");
+            return usage_error("%s", what);
+        }
         if (!s && strncmp(a, "--residual", 10) == 0)
             return usage_error("unknown option '%s' (expected --residual, --residual=out or "
                                "--residual=noout)",
                                a);
-        if (!s) return usage_error("unknown option '%s'", a);
+        if (!s) {
+            const char *near =
+                cli_suggest(a, option_specs, sizeof option_specs / sizeof option_specs[0],
+                            sizeof option_specs[0]);
+            char what[160];
+            snprintf(what, sizeof what, "unknown option '%.80s'%s%.40s%s", a,
+                     near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+            return usage_error("%s", what);
+        }
         void *field = (char *)o + s->at;
         if (s->kind == FLAG) {
             *(int *)field = (int)s->lo;
@@ -380,8 +409,26 @@ static int cmd_tune(options *o) {
     return rc != LNTUNE_OK ? db_exit_code(rc) : sig ? EXIT_SIGNAL + sig : missing ? EXIT_FAIL : 0;
 }
 
+/* show --op, --target, --shape: whether b is a row asked for (--op: of either direction and
+ * any fusion; --shape: its H, and its rows' bucket when rows are given). */
+static int show_keeps(const options *o, const lntune_best_row *b) {
+    const size_t n = o->op ? strlen(o->op) : 0;
+    if (o->target && strcmp(b->target, o->target) != 0) return 0;
+    if (o->op && (strncmp(b->op, o->op, n) != 0 || !strchr("_+", b->op[n]))) return 0;
+    for (size_t i = 0; i < o->nshapes; ++i)
+        if (o->shapes[i].H == b->H &&
+            (!o->shapes[i].rows ||
+             lntune_rows_bucket(o->shapes[i].rows) == lntune_rows_bucket(b->rows)))
+            return 1;
+    return !o->nshapes;
+}
+
 static int cmd_show(options *o) {
     if (o->force) return usage_error("%s", "--force applies to tuning; show never writes");
+    if (o->op && lntune_op_parse(o->op) < 0)
+        return usage_error("unknown op '%s' (expected layernorm or rmsnorm)", o->op);
+    if (o->target && strcmp(o->target, "cpu") != 0 && strcmp(o->target, "cuda") != 0)
+        return usage_error("unknown target '%s' (expected cpu or cuda)", o->target);
     lntune_best_list l;
     char err[1024] = "";
     int rc = lntune_best_list_read(o->db, o->all, &l, err, sizeof err);
@@ -402,15 +449,17 @@ static int cmd_show(options *o) {
                "shape", "time", "GB/s", "copy", "/copy", "spread", "variant");
     else
         printf("[");
+    size_t shown = 0;
     for (size_t i = 0; i < l.n; ++i) {
         const lntune_best_row *b = &l.rows[i];
+        if (!show_keeps(o, b)) continue;
         if (o->json)
             printf("%s\n {\"hardware_id\": %lld, \"target\": \"%s\", \"op\": \"%s\", "
                    "\"direction\": \"%s\", \"dtype\": \"%s\", \"H\": %lld, \"rows\": %lld, "
                    "\"affine\": %d, \"variant\": \"%s\", \"threads\": %d, \"time_us\": %.3f, "
                    "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_lo\": %.3f, \"ratio_hi\": %.3f, "
                    "\"under_load\": %s%s%s, \"max_error\": %.3g",
-                   i ? "," : "", (long long)b->hardware_id, b->target, b->op, b->direction,
+                   shown ? "," : "", (long long)b->hardware_id, b->target, b->op, b->direction,
                    b->dtype, (long long)b->H, (long long)b->rows, b->affine, b->variant, b->threads,
                    b->time_us, b->gbps, b->copy_gbps, b->ratio_lo, b->ratio_hi,
                    b->under_load ? "\"" : "", b->under_load ? b->under_load : "null",
@@ -435,8 +484,10 @@ static int cmd_show(options *o) {
         else
             printf("\n");
         if (!o->json && b->under_load) printf("     * measured under load: %s\n", b->under_load);
+        shown++;
     }
     if (o->json) printf("\n]\n");
+    if (!o->json && !shown && l.n) printf("(no winner matches --op, --target or --shape)\n");
     if (rc != LNTUNE_OK) fprintf(stderr, "lntune: %s\n", err);
     lntune_best_list_free(&l);
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
@@ -444,12 +495,14 @@ static int cmd_show(options *o) {
 
 static int cmd_export(options *o) {
     if (!o->out) return usage_error("%s", "--out DIR is required");
-    lntune_export_config c = {o->out, o->db, o->cmake, stderr, o->gpu};
+    if (o->generic_only && (o->db || o->gpu))
+        return usage_error("%s", "--generic-only reads no database: drop --db and --gpu");
+    lntune_export_config c = {o->out, o->db, o->cmake, stderr, o->gpu, o->generic_only};
     lntune_export_report r;
     int rc = lntune_export(&c, &r);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune: export: %s\n", r.message[0] ? r.message : lntune_errstr(rc));
-        return rc == LNTUNE_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+        return rc == LNTUNE_EINVAL ? EXIT_USAGE : db_exit_code(rc);
     }
     printf("wrote %s/lntune_kernels.c and lntune_kernels.h%s: %d tuned kernel(s) of machine %s%s,"
            " plus the generic kernels\n",
@@ -496,17 +549,25 @@ static int cmd_doctor(options *o) {
                h.artifacts - h.intact, h.artifacts, h.first_altered);
         problems++;
     }
+    printf("%s: %lld winner(s) of this machine, %lld loadable%s%s\n",
+           h.loadable == h.winners ? "ok" : "problem", h.winners, h.loadable,
+           h.first_unloadable[0] ? "; the first that is not: " : "", h.first_unloadable);
+    if (h.loadable != h.winners) {
+        printf("  (liblntune runs a built-in kernel there; lntune --shape of it tunes it again)\n");
+        problems++;
+    }
     return problems ? EXIT_FAIL : 0;
 }
 
-/* After db import: this CPU's winners get their code compiled and verified here (rebuild.h). */
-static int rebuild_imported(const options *o) {
+/* After db import or merge: this CPU's winners in db get their code compiled and verified here
+ * (rebuild.h), since wisdom carries none. */
+static int rebuild_imported(const options *o, const char *db) {
     lntune_rebuild_report r;
     char err[1024] = "";
-    const int rc = lntune_rebuild_imported(o->db, o->threads, &r, err, sizeof err);
+    const int rc = lntune_rebuild_imported(db, o->threads, &r, err, sizeof err);
     if (rc != LNTUNE_OK) {
-        fprintf(stderr, "lntune: db import: the records are in, building their code failed: %s\n",
-                err);
+        fprintf(stderr, "lntune: db %s: the records are in, building their code failed: %s\n",
+                o->action, err);
         return rc;
     }
     if (r.considered > 0)
@@ -532,6 +593,9 @@ static int cmd_db(options *o) {
     if ((export || import) && o->nfiles != 1) return usage_error("lntune db %s takes one FILE", a);
     if (merge && o->nfiles < 2)
         return usage_error("%s", "lntune db merge takes OUT.db and at least one database to merge");
+    if (merge && o->db) return usage_error("%s", "lntune db merge writes OUT.db: drop --db");
+    if (export && o->threads)
+        return usage_error("%s", "lntune db export builds no code: drop --threads");
     lntune_db *db = NULL;
     const char *path = merge ? o->files[0] : o->db;
     int rc = lntune_db_open(path, export ? LNTUNE_DB_READONLY : 0, &db);
@@ -575,7 +639,7 @@ static int cmd_db(options *o) {
                r.ignored ? "; records of unknown kinds ignored" : "");
     }
     lntune_db_close(db);
-    if (import && rc == LNTUNE_OK) rc = rebuild_imported(o);
+    if ((import || merge) && rc == LNTUNE_OK) rc = rebuild_imported(o, path);
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
@@ -583,8 +647,8 @@ static const command commands[] = {
     {"tune", cmd_tune, 0,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
      "              [--device N] [--threads N] [--rigor quick|measure|exhaustive] [--db PATH]\n"
-     "              [--dtype T] [--backward] [--weight-offset] [--retune] [--force] [--json]\n"
-     "              [--seed-from FILE] [--max-wait SECONDS]\n"
+     "              [--dtype T] [--residual[=noout]] [--backward] [--weight-offset] [--retune]\n"
+     "              [--force] [--json] [--seed-from FILE] [--max-wait SECONDS]\n"
      "  Tunes LayerNorm and RMSNorm (or --op) fp32 for each shape: generates, compiles, verifies\n"
      "  and times the variants, and stores every result in the database ($LNTUNE_DB, else\n"
      "  ~/.cache/lntune/tune.db). The target is every device found (the CPU, and CUDA device\n"
@@ -605,32 +669,40 @@ static const command commands[] = {
      "  database) give a head start: the search starts from its fastest variants of each op\n"
      "  and shape and sweeps each knob once from there, instead of the rigor's search.\n"
      "  A stored winner without its code (imported wisdom) is compiled and verified here.\n"
-     "  Exit: 0 ok, 1 failed, 2 bad usage, 3 database refused or unwritable, 130/143 signal.\n"},
+     "  Exit: 0 ok, 1 failed, 2 bad usage, 3 database refused or unwritable, 130/143 signal.\n",
+     "--shape --op --target --device --threads --rigor --db --dtype --residual --backward "
+     "--weight-offset --retune --force --json --seed-from --max-wait"},
     {"show", cmd_show, 0,
-     "lntune show [--db PATH] [--all] [--json]\n"
+     "lntune show [--db PATH] [--all] [--json] [--op OP] [--target cpu|cuda] [--shape H=N]\n"
      "  Lists the best variants stored for this machine and its GPUs (--all: for every\n"
-     "  machine).\n"},
+     "  machine); --op, --target and --shape (H, and rows' bucket if given) keep those only.\n",
+     "--db --all --json --force --op --target --shape"},
     {"variants", NULL, LNTUNE_GEN_TEXT_VARIANTS,
      "lntune variants --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--shape H=N[,rows=N]]\n"
-     "                [--dtype T] [--backward] [--weight-offset]\n"
-     "  Lists every valid variant, one canonical parameter string a line.\n"},
+     "                [--dtype T] [--residual[=noout]] [--backward] [--weight-offset]\n"
+     "  Lists every valid variant, one canonical parameter string a line.\n",
+     "--op --target --sm --shape --dtype --residual --backward --weight-offset"},
     {"params", NULL, LNTUNE_GEN_TEXT_PARAMS,
      "lntune params --op layernorm|rmsnorm --target cpu|cuda [--sm N] [--backward]\n"
-     "  Shows the parameter space: each knob, its values and what it does.\n"},
+     "  Shows the parameter space: each knob, its values and what it does.\n",
+     "--op --target --sm --backward"},
     {"emit", NULL, LNTUNE_GEN_TEXT_SOURCE,
      "lntune emit --op OP --target cpu|cuda --variant STRING [--shape H=N] [--symbol NAME]\n"
-     "            [--dtype T] [--backward] [--weight-offset]\n"
+     "            [--sm N] [--dtype T] [--residual[=noout]] [--backward] [--weight-offset]\n"
      "  Prints the generated source of one variant (--backward: of the gradients' kernel).\n"
      "  Parameters left out take their first value.\n"
-     "  CUDA sources are for --sm (compute capability, default 90).\n"},
+     "  CUDA sources are for --sm (compute capability, default 90).\n",
+     "--op --target --variant --shape --symbol --sm --dtype --residual --backward "
+     "--weight-offset"},
     {"verify", cmd_verify, 0,
      "lntune verify --op OP --target cpu --variant STRING [--shape H=N] [--dtype T] [--backward]\n"
-     "              [--weight-offset]\n"
+     "              [--residual[=noout]] [--weight-offset]\n"
      "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
-     "  adversarial suite against the float64 reference.\n"},
+     "  adversarial suite against the float64 reference.\n",
+     "--op --target --variant --shape --dtype --residual --backward --weight-offset"},
     {"time", cmd_time, 0,
      "lntune time --op OP --target cpu --shape [rows=R,]H=N --variant V [--variant V ...]\n"
-     "            [--dtype T] [--backward] [--weight-offset] [--seconds N]\n"
+     "            [--dtype T] [--residual[=noout]] [--backward] [--weight-offset] [--seconds N]\n"
      "  Verifies the variants (up to 16), then times them in one interleaved run with the three\n"
      "  fastest of every copy variant (timed alone first) on rows x H (rows default as for tune):\n"
      "  time, score, GB/s, ratio to the better copy. The run lasts about N seconds (default 3, at\n"
@@ -639,41 +711,83 @@ static const command commands[] = {
      "  score is the mean of their middle 80% on that scale, by which the tuner chooses.\n"
      "  Bytes: x read and y written; backward: x and dy (--residual: and dresidual_out) read, dx\n"
      "  written (gamma, the statistics and the dgamma/dbeta partials do not grow with rows x H\n"
-     "  and are left out).\n"},
+     "  and are left out).\n",
+     "--op --target --shape --variant --dtype --residual --backward --weight-offset --seconds"},
     {"doctor", cmd_doctor, 0,
      "lntune doctor [--db PATH]\n"
      "  Checks what liblntune requires before it loads a tuned kernel from the database: that\n"
      "  it opens, that it and its folder belong to this user and nobody else may write them (as\n"
-     "  ssh asks of its keys), that it holds results of this machine, and that every artifact's\n"
-     "  code hashes to the SHA-256 recorded when lntune stored it. Exit: 0 ok, 1 a problem.\n"},
+     "  ssh asks of its keys), that it holds results of this machine, that every artifact's\n"
+     "  code hashes to the SHA-256 recorded when lntune stored it, and that every winner of\n"
+     "  this machine has code to load (N winners, M loadable). Exit: 0 ok, 1 a problem.\n",
+     "--db"},
     {"db", cmd_db, 0,
-     "lntune db export FILE|- [--db PATH] | db import FILE [--db PATH] | db merge OUT.db DB...\n"
+     "lntune db export FILE|- [--db PATH] | db import FILE [--db PATH] [--threads N]\n"
+     "          | db merge OUT.db DB... [--threads N]\n"
      "  Tuning wisdom between machines: export writes every machine's measurements, winners\n"
      "  and crossovers as JSON lines (never machine code); import merges such a file into the\n"
      "  database in one transaction (a record replaces one with the same key only when newer;\n"
      "  importing twice changes nothing), then compiles and verifies here the winners it holds\n"
-     "  for this machine (stale ones, of other templates, are left to tune again); merge imports "
-     "each database DB into OUT.db, every\n"
-     "  machine's records kept apart by fingerprint.\n"},
+     "  for this machine (stale ones, of other templates, are left to tune again); merge imports\n"
+     "  each database DB into OUT.db, every machine's records kept apart by fingerprint, and\n"
+     "  builds this machine's winners as import does.\n",
+     "--db --threads"},
     {"export", cmd_export, 0,
-     "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT]\n"
+     "lntune export --out DIR [--db PATH] [--cmake] [--gpu FINGERPRINT] [--generic-only]\n"
      "  Writes DIR/lntune_kernels.c and .h: this machine's tuned kernels of every dtype\n"
      "  tuple, a dispatch table, the generic kernels and a small thread pool, as plain C\n"
      "  (libc, libm, pthreads). Rows of ops it does not know are left out with a warning.\n"
+     "  A database missing, refused or without results of this machine fails (exit 1, 3);\n"
+     "  --generic-only reads none and writes the generic kernels alone.\n"
      "  When the database holds CUDA winners, also DIR/lntune_kernels.cu and\n"
      "  lntune_kernels_cuda.h (nvcc, CUDA runtime): every GPU's forward winners of every\n"
      "  dtype tuple and fusion, or --gpu's only, with generic kernels for all-fp32 and for\n"
      "  each tuple and fusion a winner has, and generic backward kernels for them.\n"
      "  --cmake also writes a CMakeLists.txt for add_subdirectory (a CUDA target where\n"
-     "  CMake finds a CUDA compiler).\n"},
+     "  CMake finds a CUDA compiler).\n",
+     "--out --db --cmake --gpu --generic-only"},
 };
 
 static void print_help(FILE *f) {
-    fprintf(f, "lntune %s - LayerNorm/RMSNorm kernel generator and autotuner\n\nCommands:\n",
+    fprintf(f,
+            "lntune %s - LayerNorm/RMSNorm kernel generator and autotuner\n\n"
+            "Example: lntune --shape H=4096   (tunes both ops for hidden size 4096; then: lntune "
+            "show)\n\nCommands:\n",
             lntune_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
         fprintf(f, "  %s", commands[i].usage);
-    fprintf(f, "\n'lntune COMMAND --help' describes one command.\n");
+    fprintf(f, "\n'lntune help COMMAND' (or 'lntune COMMAND --help') describes one command; "
+               "'lntune version' prints the version.\n");
+}
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+        if (strcmp(name, commands[i].name) == 0) return &commands[i];
+    return NULL;
+}
+
+/* An unknown command, with the nearest name when it looks like a typo of one. */
+static int unknown_command(const char *word) {
+    static const char *const others[] = {"help", "version"};
+    const char *near =
+        cli_suggest(word, commands, sizeof commands / sizeof commands[0], sizeof commands[0]);
+    if (!near) near = cli_suggest(word, others, 2, sizeof others[0]);
+    fprintf(stderr, "lntune: unknown command '%s'", word);
+    if (near) fprintf(stderr, " (did you mean '%s'?)", near);
+    fprintf(stderr, "\nTry 'lntune help'.\n");
+    return EXIT_USAGE;
+}
+
+/* lntune help [COMMAND]. */
+static int cmd_help(int argc, char **argv) {
+    if (argc > 1) return usage_error("%s", "lntune help takes one COMMAND at most");
+    const command *c = argc ? find_command(argv[0]) : NULL;
+    if (argc && !c) return unknown_command(argv[0]);
+    if (c)
+        fputs(c->usage, stdout);
+    else
+        print_help(stdout);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -682,29 +796,31 @@ int main(int argc, char **argv) {
         print_help(help ? stdout : stderr);
         return help ? 0 : EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--version") == 0) {
+    if (strcmp(argv[1], "help") == 0) return cmd_help(argc - 2, argv + 2);
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        if (argc > 2) return usage_error("%s", "lntune version takes nothing more");
         printf("lntune %s\n", lntune_version());
         return 0;
     }
     /* "lntune --shape H=4096" is "lntune tune --shape H=4096". */
     int first = argv[1][0] == '-' ? 1 : 2;
     const char *name = first == 1 ? "tune" : argv[1];
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i) {
-        if (strcmp(name, commands[i].name) != 0) continue;
-        options o = {0};
-        /* "lntune db ACTION FILE... [options]": the words before the first option. */
-        if (strcmp(name, "db") == 0) {
-            if (first < argc && argv[first][0] != '-') o.action = argv[first++];
-            while (first < argc && argv[first][0] != '-' && o.nfiles < 64)
-                o.files[o.nfiles++] = argv[first++];
-        }
-        int rc = parse_options(argc - first, argv + first, &o);
-        if (rc == 0 && o.help)
-            fputs(commands[i].usage, stdout);
-        else if (rc == 0)
-            rc = commands[i].run ? commands[i].run(&o) : print_gen_text(&o, commands[i].text);
-        free(o.shapes);
-        return rc;
+    const command *c = find_command(name);
+    if (!c) return unknown_command(argv[1]);
+    options o = {0};
+    /* "lntune db ACTION FILE... [options]": the words before the first option ("-" is a FILE:
+     * stdout). */
+    if (strcmp(name, "db") == 0) {
+        if (first < argc && argv[first][0] != '-') o.action = argv[first++];
+        while (first < argc && (argv[first][0] != '-' || strcmp(argv[first], "-") == 0) &&
+               o.nfiles < 64)
+            o.files[o.nfiles++] = argv[first++];
     }
-    return usage_error("unknown command '%s'", argv[1]);
+    int rc = parse_options(c, argc - first, argv + first, &o);
+    if (rc == 0 && o.help)
+        fputs(c->usage, stdout);
+    else if (rc == 0)
+        rc = c->run ? c->run(&o) : print_gen_text(&o, c->text);
+    free(o.shapes);
+    return rc;
 }

@@ -200,6 +200,10 @@ int main(int argc, char **argv) {
     test_case(call(imported, log) == 0 &&
                   log_lines(log, "built-in kernel", "no compiled kernel", 0) == 1,
               "before the rebuild: the built-in serves (no code came), and the log says so");
+    lntune_db_health h;
+    test_case(lntune_db_doctor(imported, &h) == LNTUNE_OK && h.winners == 1 && h.loadable == 0 &&
+                  strstr(h.first_unloadable, "no compiled code"),
+              "doctor agrees: 1 winner of this machine, 0 loadable");
 
     lntune_rebuild_report r;
     rc = lntune_rebuild_imported(imported, 1, &r, err, sizeof err);
@@ -209,9 +213,9 @@ int main(int argc, char **argv) {
               "the rebuild compiled and verified the winner here");
     test_case(call(imported, log) == 0 && log_lines(log, "tuned", variant, 0) == 1,
               "after the rebuild: the same variant serves the call, with the right answer");
-    lntune_db_health h;
-    test_case(lntune_db_doctor(imported, &h) == LNTUNE_OK && h.artifacts == 1 && h.intact == 1,
-              "its artifact hashes to the recorded digest");
+    test_case(lntune_db_doctor(imported, &h) == LNTUNE_OK && h.artifacts == 1 && h.intact == 1 &&
+                  h.winners == 1 && h.loadable == 1,
+              "its artifact hashes to the recorded digest; doctor: 1 winner, 1 loadable");
     rc = lntune_rebuild_imported(imported, 1, &r, err, sizeof err);
     test_case(rc == LNTUNE_OK && r.considered == 0, "a second rebuild finds nothing to do");
 
@@ -225,6 +229,8 @@ int main(int argc, char **argv) {
     test_case(call(stale, log) == 0 &&
                   log_lines(log, "built-in kernel", "no compiled kernel", 0) == 1,
               "the stale winner never loads: the built-in serves");
+    test_case(lntune_db_doctor(stale, &h) == LNTUNE_OK && h.winners == 1 && h.loadable == 0,
+              "doctor agrees: the stale winner is not loadable");
 
     /* Three databases merged: every machine's winners kept. */
     char a[1200], b[1200], merged[1200];

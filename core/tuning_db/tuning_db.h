@@ -60,6 +60,9 @@ typedef struct lntune_db_health {
     long long artifacts;     /* artifacts stored */
     long long intact;        /* of those, the ones whose code hashes to their recorded digest */
     char first_altered[320]; /* the first other one: its key and why */
+    long long winners;       /* this CPU's winners (best rows) */
+    long long loadable;      /* of those, the ones whose artifact is stored, intact and loadable */
+    char first_unloadable[320]; /* the first other one: its key and why */
 } lntune_db_health;
 
 /* Fills h for the database at path (NULL: the default path); LNTUNE_OK when it could be read. */

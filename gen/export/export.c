@@ -298,42 +298,83 @@ static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cp
                          "op and tuple\n */\n");
 }
 
+static int count_gpu(void *ud, const lntune_db_hardware *hw) {
+    if (strcmp(hw->kind, "cuda") == 0) ++*(int *)ud;
+    return 0;
+}
+
+/*
+ * Opens the database and reads this CPU's winners into list (*hw: its hardware row). A database
+ * that is missing, refused, or holds no results of this machine (neither its CPU nor a GPU) is
+ * an error: exporting it would write generic kernels where the user expects tuned ones. A GPU
+ * database without this CPU is a warning (its CPU kernels are the generic ones).
+ */
+static int read_winners(const lntune_export_config *c, const char *fingerprint, lntune_db **db,
+                        int64_t *hw, winner_list *list, char *note, size_t notelen,
+                        lntune_export_report *r) {
+    int rc = lntune_db_open(c->db_path, LNTUNE_DB_READONLY, db);
+    if (rc != LNTUNE_OK) {
+        snprintf(r->message, sizeof r->message,
+                 "%s; tune first (lntune --shape H=N), or --generic-only for the generic kernels "
+                 "alone",
+                 *db ? lntune_db_errmsg(*db) : lntune_errstr(rc));
+        return rc;
+    }
+    int gpus = 0;
+    rc = lntune_db_find_hardware(*db, fingerprint, hw);
+    if (rc == LNTUNE_ENOTFOUND &&
+        (rc = lntune_db_each_hardware(*db, count_gpu, &gpus)) == LNTUNE_OK) {
+        if (!gpus) {
+            snprintf(r->message, sizeof r->message,
+                     "the tuning database %s holds no results of this machine (%s): tune here "
+                     "first, or --generic-only for the generic kernels alone",
+                     lntune_db_path(*db), fingerprint);
+            return LNTUNE_ENOTFOUND;
+        }
+        snprintf(note, notelen,
+                 "the tuning database %s has no record of this machine's CPU: generic CPU "
+                 "kernels only",
+                 lntune_db_path(*db));
+        lntune_export_warn(c, "%s", note);
+        return LNTUNE_OK;
+    }
+    if (rc == LNTUNE_OK) rc = lntune_db_each_best(*db, *hw, collect, list);
+    if (rc != LNTUNE_OK || list->oom) {
+        snprintf(r->message, sizeof r->message, "reading the winners: %s",
+                 list->oom ? "out of memory" : lntune_db_errmsg(*db));
+        return list->oom ? LNTUNE_ENOMEM : rc;
+    }
+    return LNTUNE_OK;
+}
+
 int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
     memset(r, 0, sizeof *r);
     if (!c || !c->out_dir) {
         snprintf(r->message, sizeof r->message, "no output directory");
         return LNTUNE_EINVAL;
     }
-    /* Before anything is generated or written: DIR made, no file of a user's in the way. */
-    int rc = lntune_export_prepare_dir(c->out_dir, c->cmake, r->message, sizeof r->message);
-    if (rc != LNTUNE_OK) return rc;
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);
     snprintf(r->fingerprint, sizeof r->fingerprint, "%s", cpu.fingerprint);
 
-    /* This machine's winners, if the database knows it. */
+    /* This machine's winners (none with generic_only), then, before anything is generated or
+     * written: DIR made, no file of a user's in the way. */
     winner_list list = {.c = c};
     lntune_db *db = NULL;
-    char note[600] = "";
     int64_t hw = 0;
-    rc = lntune_db_open(c->db_path, LNTUNE_DB_READONLY, &db);
-    const int db_ok = rc == LNTUNE_OK;
+    char note[600] = "--generic-only: the generic kernels alone, no tuning database read";
+    if (!c->generic_only) note[0] = 0;
+    int rc = c->generic_only
+                 ? LNTUNE_OK
+                 : read_winners(c, cpu.fingerprint, &db, &hw, &list, note, sizeof note, r);
+    const int db_ok = db != NULL && rc == LNTUNE_OK;
+    if (rc == LNTUNE_OK)
+        rc = lntune_export_prepare_dir(c->out_dir, c->cmake, r->message, sizeof r->message);
     if (rc != LNTUNE_OK) {
-        snprintf(note, sizeof note, "no tuning database (%s): generic kernels only",
-                 db ? lntune_db_errmsg(db) : lntune_errstr(rc));
-    } else if ((rc = lntune_db_find_hardware(db, cpu.fingerprint, &hw)) != LNTUNE_OK) {
-        snprintf(note, sizeof note,
-                 "the tuning database %s has no record of this machine: "
-                 "generic kernels only",
-                 lntune_db_path(db));
-    } else if ((rc = lntune_db_each_best(db, hw, collect, &list)) != LNTUNE_OK || list.oom) {
-        snprintf(r->message, sizeof r->message, "reading the winners: %s",
-                 list.oom ? "out of memory" : lntune_db_errmsg(db));
         lntune_db_close(db);
         free(list.w);
-        return list.oom ? LNTUNE_ENOMEM : rc;
+        return rc;
     }
-    if (note[0]) lntune_export_warn(c, "%s", note);
 
     lntune_gen *g = NULL;
     lntune_export_buf kernels = {0}, out = {0}, header = {0};

@@ -66,6 +66,7 @@ typedef struct lntune_export_config {
     int cmake;           /* also write CMakeLists.txt */
     FILE *warnings;      /* warnings, one a line (may be NULL) */
     const char *gpu;     /* CUDA: export the winners of this GPU fingerprint only (NULL: all) */
+    int generic_only;    /* read no database: the generic kernels alone, on purpose */
 } lntune_export_config;
 
 typedef struct lntune_export_report {
@@ -80,8 +81,11 @@ typedef struct lntune_export_report {
 } lntune_export_report;
 
 /*
- * Exports. A missing database, or one that never saw this machine, is a warning: the files then
- * hold the generic kernels only. Returns an LNTUNE_* code; report->message says why on failure.
+ * Exports. A database that is missing (LNTUNE_ENOTFOUND), refused (LNTUNE_EDB) or holds no
+ * results of this machine, neither its CPU nor a GPU (LNTUNE_ENOTFOUND), is an error and nothing
+ * is written, unless config->generic_only asks for the generic kernels alone. A database of GPUs
+ * only is a warning: the CPU file then holds the generic kernels. Returns an LNTUNE_* code;
+ * report->message says why on failure.
  */
 int lntune_export(const lntune_export_config *config, lntune_export_report *report);
 
