@@ -153,8 +153,8 @@ enum { LNTUNE_COPY_FINALISTS = 3 };
  * final run above it is timed again, three times at most, then the shape fails unstored. */
 #define LNTUNE_MAX_COPY_RATIO 1.05
 
-/* The copy's median may move this much (a factor) between a shape's final runs before the winner
- * is marked as measured under load (the host lent its memory unevenly). */
+/* The copy's median may move this much (a factor) between a shape's final runs before the result
+ * says so in its why (the host lent its memory unevenly). */
 #define LNTUNE_MAX_COPY_DRIFT 1.30
 
 #endif /* LNTUNE_TUNER_H */
