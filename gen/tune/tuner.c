@@ -538,8 +538,8 @@ static void final_figures(lntune_plan *p, const lntune_final_runs *f, size_t k,
         snprintf(p->res->under_load, sizeof p->res->under_load, "%zu of %d final runs: %s", nbusy,
                  f->nruns, busy_note);
     else if (hi > lo * LNTUNE_MAX_COPY_DRIFT) /* said, not marked: tiny shapes drift so */
-        snprintf(p->res->why, sizeof p->res->why,
-                 "the copy's time moved %.0f%% between final runs", (hi / lo - 1.0) * 100.0);
+        snprintf(p->res->why, sizeof p->res->why, "the copy's time moved %.0f%% between final runs",
+                 (hi / lo - 1.0) * 100.0);
 }
 
 /*
