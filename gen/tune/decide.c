@@ -11,16 +11,6 @@
 /* One-sided sign test at about 1%: z of the wins among the blocks under a fair coin. */
 static const double SIGN_Z = 2.33;
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const unsigned char *use,
                          double margin, lntune_pair *out) {
     const double lead = 1.0 - margin;
@@ -52,11 +42,11 @@ void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const u
         }
         if (nr == 0) continue;
         out->runs++;
-        out->runs_won += median_of(run, nr) < lead;
+        out->runs_won += lntune_quantile(run, nr, 0.5) < lead;
     }
     out->blocks = (int)np;
     out->margin = margin;
-    if (np > 0) out->ratio = median_of(pooled, np);
+    if (np > 0) out->ratio = lntune_quantile(pooled, np, 0.5);
 }
 
 int lntune_pair_beats(const lntune_pair *p) {

@@ -23,6 +23,13 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+double lntune_quantile(double *v, size_t n, double q) {
+    qsort(v, n, sizeof *v, cmp_double);
+    const double at = q * (double)(n - 1);
+    const size_t lo = (size_t)at;
+    return lo + 1 < n ? v[lo] + (at - (double)lo) * (v[lo + 1] - v[lo]) : v[lo];
+}
+
 void lntune_sample_stats(double *samples, size_t n, double *median, double *min, double *max) {
     qsort(samples, n, sizeof *samples, cmp_double);
     *min = samples[0];

@@ -72,6 +72,10 @@ double lntune_now_ns(void);
  */
 void lntune_sample_stats(double *samples, size_t n, double *median, double *min, double *max);
 
+/* The q-quantile (0 to 1, linear between neighbours: 0.5 is lntune_sample_stats's median) of
+ * v[0..n), n >= 1; sorts v. */
+double lntune_quantile(double *v, size_t n, double q);
+
 /*
  * The figures of c[0..n) from samples (candidate i's round r at samples[i * stride + r], for
  * rounds >= 1 rounds; the order within each candidate's row is lost): median, min and max of

@@ -493,19 +493,6 @@ static double final_run(lntune_plan *p, const size_t *fin, size_t nfin, lntune_o
     }
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The q-quantile (0..1) of v[0..n), n >= 1, sorting v. */
-static double quantile(double *v, size_t n, double q) {
-    qsort(v, n, sizeof *v, cmp_double);
-    const double at = q * (double)(n - 1);
-    const size_t lo = (size_t)at;
-    return lo + 1 < n ? v[lo] + (at - (double)lo) * (v[lo + 1] - v[lo]) : v[lo];
-}
-
 enum { MAX_FINAL = MAX_FINALISTS + 6 }; /* the core, the families, the built-in */
 
 /*
@@ -524,16 +511,16 @@ static void final_figures(lntune_plan *p, const lntune_final_runs *f, size_t k,
         copy[r] = run_copy[r];
         nbusy += f->busy[r];
         for (int i = 0; i < t->nblocks; ++i) blk[i] = t->blocks[i];
-        const double mid = t->nblocks ? quantile(blk, (size_t)t->nblocks, 0.5) : 0.0;
+        const double mid = t->nblocks ? lntune_quantile(blk, (size_t)t->nblocks, 0.5) : 0.0;
         for (int i = 0; i < t->nblocks; ++i)
             if (t->blocks[i] > 0) speed[ns++] = run_copy[r] / t->median_ns * mid / t->blocks[i];
     }
-    const double copy_ns = quantile(copy, (size_t)f->nruns, 0.5);
-    const double lo = quantile(copy, (size_t)f->nruns, 0.0), hi = copy[f->nruns - 1];
-    w->t.median_ns = quantile(med, (size_t)f->nruns, 0.5);
+    const double copy_ns = lntune_quantile(copy, (size_t)f->nruns, 0.5); /* sorts copy */
+    const double lo = copy[0], hi = copy[f->nruns - 1];
+    w->t.median_ns = lntune_quantile(med, (size_t)f->nruns, 0.5);
     p->res->copy_gbps = p->bytes / copy_ns;
-    p->res->ratio_lo = ns ? quantile(speed, ns, 0.25) : 0.0;
-    p->res->ratio_hi = ns ? quantile(speed, ns, 0.75) : 0.0;
+    p->res->ratio_lo = ns ? lntune_quantile(speed, ns, 0.25) : 0.0;
+    p->res->ratio_hi = ns ? lntune_quantile(speed, ns, 0.75) : 0.0;
     if (nbusy)
         snprintf(p->res->under_load, sizeof p->res->under_load, "%zu of %d final runs: %s", nbusy,
                  f->nruns, busy_note);
@@ -837,7 +824,6 @@ typedef struct {
     size_t *out, n;
 } seed_list;
 
-/* The threads=N of a variant, 0 without one. */
 /* The local variant of a seed: the same string, else the same knobs at the most threads this
  * run has (another machine's thread count is its own). */
 static int add_seed(void *ud, const char *variant) {

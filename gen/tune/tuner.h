@@ -125,6 +125,8 @@ size_t lntune_tune_finalists(const lntune_timed *t, size_t n, const int *values,
                              size_t core, size_t *out, size_t max);
 
 /*
+ * The rule the planner chose by before decide.h, one final run's figures; test_decide measures
+ * the paired decision against it (it is no longer called in a tuning run).
  * The winner among n re-timed finalists t[0..n) (at least one not failed): the best score_ns, or
  * the simplest (lowest complexity, then first variant name) of those within noise (a fraction)
  * of it. The score, not the median: timing.h. Then t[builtin] (the kernel liblntune runs
