@@ -1,10 +1,11 @@
 /*
- * busy.c - other processes' CPU use from /proc (see busy.h).
+ * busy.c - other processes' CPU use, from the tuner's /proc reading (see busy.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "busy.h"
 
-#include <stdio.h>
+#include "load.h"
+
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,29 +15,13 @@ int lntune_busy_sample_now(lntune_busy_sample *s) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     s->wall_s = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    lntune_load_mark m; /* the tuner's reading of /proc (gen/tune/load.h) */
+    lntune_load_mark_now(&m);
+    if (!m.known) return -1;
     const double hz = (double)sysconf(_SC_CLK_TCK);
-    unsigned long long user, nice, sys, idle, iowait, irq, softirq, steal = 0;
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return -1;
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle,
-                   &iowait, &irq, &softirq, &steal);
-    fclose(f);
-    if (n < 7) return -1;
     /* Idle and iowait are not work; steal is a co-tenant's work on our cores. */
-    s->machine_s = (double)(user + nice + sys + irq + softirq + steal) / hz;
-    char buf[1024];
-    f = fopen("/proc/self/stat", "r");
-    if (!f) return -1;
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = '\0';
-    /* Fields after the command name, which may hold spaces: state is field 3, utime 14. */
-    const char *p = strrchr(buf, ')');
-    unsigned long long utime, stime;
-    if (!p ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
-        return -1;
-    s->self_s = (double)(utime + stime) / hz;
+    s->machine_s = (double)(m.busy + m.steal) / hz;
+    s->self_s = (double)m.own / hz;
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /*
  * busy.h - how much CPU other processes took while we measured: the machine's busy time
- * (/proc/stat) minus this process's own (/proc/self/stat), over wall time. A timing taken while
+ * (/proc/stat) minus this process's own and its waited-for children's (/proc/self/stat, read by
+ * gen/tune/load.c as the tuner reads it), over wall time. A timing taken while
  * another build ran is not a measurement of the kernel alone, and the report must say so.
  */
 #ifndef LNTUNE_BENCH_BUSY_H
@@ -8,7 +9,7 @@
 
 typedef struct lntune_busy_sample {
     double machine_s; /* CPU seconds all processes spent busy, since boot */
-    double self_s;    /* CPU seconds this process (all its threads) spent */
+    double self_s; /* CPU seconds this process (all its threads, and waited-for children) spent */
     double wall_s;
 } lntune_busy_sample;
 
