@@ -64,7 +64,7 @@ static int simpler(const lntune_decide_in *in, size_t a, size_t b) {
 size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, char *why,
                      size_t whylen) {
     const size_t n = f->n;
-    unsigned char ok[64] = {0}, quiet[LNTUNE_DECIDE_MAX_RUNS] = {0};
+    unsigned char ok[LNTUNE_DECIDE_MAX_CANDIDATES] = {0}, quiet[LNTUNE_DECIDE_MAX_RUNS] = {0};
     if (n == 0 || n > sizeof ok || f->nruns < 1 || f->nruns > LNTUNE_DECIDE_MAX_RUNS) return n;
     char scratch[8];
     if (!why) why = scratch, whylen = sizeof scratch;
@@ -76,7 +76,7 @@ size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, cha
     }
     for (int r = 0; r < f->nruns; ++r) nquiet += quiet[r] = !f->busy || !f->busy[r];
     /* The runs a candidate is judged by: with fewer threads than the most, the quiet ones. */
-    const unsigned char *use[64];
+    const unsigned char *use[LNTUNE_DECIDE_MAX_CANDIDATES];
     for (size_t k = 0; k < n; ++k) {
         const int fewer = in->threads[k] < full && nquiet < f->nruns;
         use[k] = fewer ? quiet : NULL;
@@ -92,16 +92,15 @@ size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, cha
     }
     /* Those that beat the built-in (every one when there is none), ranked against the base. */
     size_t best = n;
-    double best_ratio = INFINITY;
-    unsigned char cand[64] = {0};
-    double vs_base[64];
+    unsigned char cand[LNTUNE_DECIDE_MAX_CANDIDATES] = {0};
+    double vs_base[LNTUNE_DECIDE_MAX_CANDIDATES];
     for (size_t k = 0; k < n; ++k) {
         if (!ok[k] || k == builtin) continue;
         lntune_pair pr;
         lntune_pair_compare(f, k, base, use[k], in->margin, &pr);
         cand[k] = builtin == n || lntune_pair_beats(&pr);
-        const double q = vs_base[k] = k == base ? 1.0 : pr.ratio;
-        if (cand[k] && (best == n || q < best_ratio)) best = k, best_ratio = q;
+        vs_base[k] = k == base ? 1.0 : pr.ratio;
+        if (cand[k] && (best == n || vs_base[k] < vs_base[best])) best = k;
     }
     if (best == n) {
         snprintf(why, whylen, "no finalist beat the built-in by %.0f%% beyond the noise",

@@ -24,12 +24,12 @@
 
 #include <stddef.h>
 
-enum { LNTUNE_DECIDE_MAX_RUNS = 8 };
+enum { LNTUNE_DECIDE_MAX_RUNS = 8, LNTUNE_DECIDE_MAX_CANDIDATES = 64 };
 
 /* The final runs: candidate k's figures of run r at t[r * n + k]. */
 typedef struct lntune_final_runs {
     const lntune_timed *t;
-    size_t n;  /* candidates */
+    size_t n;  /* candidates, at most LNTUNE_DECIDE_MAX_CANDIDATES */
     int nruns; /* 1 to LNTUNE_DECIDE_MAX_RUNS */
     /* per run: other processes or steal held a core (load.h); NULL: none was */
     const unsigned char *busy;
