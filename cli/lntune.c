@@ -317,13 +317,17 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
                    "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_to_copy\": %.3f, "
                    "\"speedup_over_naive\": %.3f, \"max_error\": %.3g, \"compiled\": %d, "
                    "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
-                   "\"from_db\": %s, \"rebuilt\": %s, \"seeds\": %d, \"rechecked\": %d}",
+                   "\"from_db\": %s, \"rebuilt\": %s, \"seeds\": %d, \"rechecked\": %d, "
+                   "\"ratio_lo\": %.3f, \"ratio_hi\": %.3f, \"under_load\": %s%s%s, "
+                   "\"why\": \"%s\"}",
                    i ? "," : "", r[i].target, r[i].op, w.direction, r[i].dtype,
                    (long long)r[i].rows, (long long)r[i].H, r[i].variant, w.time_us, r[i].gbps,
                    r[i].copy_gbps, w.ratio_to_copy, w.speedup_over_naive, r[i].max_error,
                    r[i].compiled, r[i].cache_hits, r[i].reused, r[i].wrong, r[i].failed,
                    r[i].from_db ? "true" : "false", r[i].rebuilt ? "true" : "false", r[i].seeds,
-                   r[i].rechecked);
+                   r[i].rechecked, r[i].ratio_lo, r[i].ratio_hi, r[i].under_load[0] ? "\"" : "",
+                   r[i].under_load[0] ? r[i].under_load : "null", r[i].under_load[0] ? "\"" : "",
+                   r[i].why);
             continue;
         }
         if (i == 0 || strcmp(r[i].target, r[i - 1].target) != 0)
@@ -345,6 +349,9 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
             printf("%-4s %-18s %-16s the built-in beat the chosen kernel in two later looks: "
                    "stored instead\n",
                    "", "", "");
+        if (r[i].under_load[0])
+            printf("%-4s %-18s %-16s measured under load (the next tune measures it again): %s\n",
+                   "", "", "", r[i].under_load);
     }
     if (json) printf("\n]\n");
 }

@@ -524,9 +524,12 @@ static void final_figures(lntune_plan *p, const lntune_final_runs *f, size_t k,
     if (nbusy)
         snprintf(p->res->under_load, sizeof p->res->under_load, "%zu of %d final runs: %s", nbusy,
                  f->nruns, busy_note);
-    else if (hi > lo * LNTUNE_MAX_COPY_DRIFT) /* said, not marked: tiny shapes drift so */
-        snprintf(p->res->why, sizeof p->res->why, "the copy's time moved %.0f%% between final runs",
+    else if (hi > lo * LNTUNE_MAX_COPY_DRIFT) { /* said, not marked: tiny shapes drift so */
+        const size_t at = strlen(p->res->why);
+        snprintf(p->res->why + at, sizeof p->res->why - at,
+                 "%sthe copy's time moved %.0f%% between final runs", at ? "; " : "",
                  (hi / lo - 1.0) * 100.0);
+    }
 }
 
 /*
