@@ -556,12 +556,13 @@ static void end(void *state, lntune_plan *p) {
     memset(&c->s, 0, sizeof c->s);
 }
 
-/* op's template hash + compiler version: a measurement holds only for both. */
+/* The op template's family knobs (target.h). */
 static int families(void *state, lntune_plan *p, char **csv) {
     cpu_target *c = state;
     return lntune_gen_families(c->gen, "cpu", lntune_plan_op(p), csv);
 }
 
+/* op's template hash + compiler version: a measurement holds only for both. */
 static int op_code_hash(cpu_target *c, const char *op, char *out, size_t size) {
     lntune_source src;
     lntune_shape any = {0};
