@@ -82,7 +82,7 @@ void lntune_load_sample(double seconds, lntune_load *out) {
     lntune_load_between(&a, &b, out);
 }
 
-void lntune_load_describe(const lntune_load *l, char *buf, unsigned long size) {
+void lntune_load_describe(const lntune_load *l, char *buf, size_t size) {
     if (!l->known)
         snprintf(buf, size, "the load is unknown");
     else

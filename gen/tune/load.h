@@ -9,6 +9,8 @@
 #ifndef LNTUNE_LOAD_H
 #define LNTUNE_LOAD_H
 
+#include <stddef.h>
+
 typedef struct lntune_load_mark {
     unsigned long long busy, steal, total; /* /proc/stat's cpu line, in ticks */
     unsigned long long own;                /* this process and its waited-for children */
@@ -37,6 +39,6 @@ int lntune_load_busy(const lntune_load *l);
 void lntune_load_sample(double seconds, lntune_load *out);
 
 /* "other processes held 1.0 of 2 cores, steal 0.1" into buf. */
-void lntune_load_describe(const lntune_load *l, char *buf, unsigned long size);
+void lntune_load_describe(const lntune_load *l, char *buf, size_t size);
 
 #endif /* LNTUNE_LOAD_H */
