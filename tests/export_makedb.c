@@ -33,8 +33,7 @@
 static int put_best(lntune_db *db, int64_t hw, const char *target, const char *op,
                     const char *dtype, const char *variant, int64_t H, int64_t rows, int threads) {
     lntune_db_key k = {hw, target, op, dtype, H, rows, 1};
-    lntune_best best = {variant, NULL, threads, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0,
-                        0,       0,    NULL,    NULL, 0,      0,    0,    0,    NULL};
+    lntune_best best = tunedb_best(variant, NULL, threads, rows);
     return lntune_db_set_best(db, &k, &best);
 }
 

@@ -437,8 +437,7 @@ static int put_dtype_tuned(lntune_db *db, int64_t hw, const char *op, const char
     lntune_artifact art = {key, source, "cc",   "-O2", "tuned_entry", NULL,
                            0,   so,     so_len, NULL,  NULL};
     lntune_db_key k = {hw, "cpu", op, dtype, H, rows, 1};
-    lntune_best best = {"handwritten", key,  1, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0, 0, 0,
-                        NULL,          NULL, 0, 0,    0,      0,    NULL};
+    lntune_best best = tunedb_best("handwritten", key, 1, rows);
     int rc = so ? lntune_db_put_artifact(db, &art) : LNTUNE_ECOMPILE;
     if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &k, &best);
     free(so);
