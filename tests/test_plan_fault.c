@@ -5,7 +5,8 @@
  *    LNTUNE_MAX_COPY_RATIO is a measurement fault: it is timed again, and the figures stored
  *    are those of the three runs that passed (the winner at or under the limit, in best and in the
  *    measurements);
- *  - three faulty final runs fail the shape with a message saying so, and store no winner;
+ *  - three faulty final runs in a row fail the shape with a message saying so (naming the
+ *    finalist), and store no winner; faults now and then are timed again until three pass;
  *  - the built-in variant the target names is re-timed with the finalists whatever the search
  *    made of it, and wins when it is the fastest there (tuned is never slower than built-in);
  *  - a fixed-H winner gets its h=runtime twin stored beside it when the twin beats the built-in
@@ -37,6 +38,7 @@ typedef struct {
     const char *const *list; /* the space: variants_list or h_list */
     size_t n;
     int faulty_runs;         /* finalist runs that report a kernel 2x faster than the copy */
+    unsigned faulty_mask;    /* and those whose bit is set (bit 0: the first finalist run) */
     size_t builtin;          /* the target's built-in index (NV: none) */
     double batch_ns[NV];     /* what a search batch sees */
     double final_ns[NV];     /* what a final run sees */
@@ -95,7 +97,8 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
     (void)p;
     const int finalists = mode == LNTUNE_TIME_FINAL && m->finals++ > 0;
     m->searches += mode == LNTUNE_TIME_BATCH;
-    const int faulty = finalists && m->finalist_runs++ < m->faulty_runs;
+    const int run = finalists ? m->finalist_runs++ : -1;
+    const int faulty = finalists && (run < m->faulty_runs || ((m->faulty_mask >> run) & 1u));
     *copy_ns = 100.0;
     for (size_t k = 0; k < n; ++k) {
         double t = mode == LNTUNE_TIME_BATCH ? m->batch_ns[v[k]] : m->final_ns[v[k]];
@@ -217,6 +220,16 @@ int main(void) {
               !best.variant,
           "three faulty final runs fail the shape, nothing stored as best: rc %d, %d runs, '%s'",
           rc, m.finalist_runs, err);
+    CHECK(strstr(err, "v=") != NULL, "the message names the finalist that beat the copy: '%s'",
+          err);
+
+    m = plain_mock();
+    m.faulty_mask = 0x1b; /* runs 1, 2, 4 and 5 faulty: never three in a row */
+    rc = tune(dir, "now-and-then", &m, &res, err, sizeof err, &best);
+    CHECK(rc == LNTUNE_OK && m.finalist_runs == 7 && best.variant,
+          "faults now and then are timed again until three runs pass: rc %d, %d runs", rc,
+          m.finalist_runs);
+    free((char *)best.variant);
 
     /* The built-in (v=6) looked slow in the search's batches but is the fastest side by side. */
     m = plain_mock();

@@ -575,20 +575,27 @@ static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune
     lntune_timed runs[LNTUNE_DECIDE_MAX_RUNS * (MAX_FINAL + 1)];
     unsigned char busy[LNTUNE_DECIDE_MAX_RUNS];
     double run_copy[LNTUNE_DECIDE_MAX_RUNS], fault = 0.0;
+    const char *fault_variant = "";
     char busy_note[128] = "";
     int nruns = 0;
     lntune_plan_progress(p, "final");
-    for (int faults = 0; nruns < FINAL_RUNS && faults < FINAL_RUNS;) {
+    /* A fault is timed again; FINAL_RUNS in a row (or too many in all) fail the shape. */
+    for (int faults = 0, tries = 0;
+         nruns < FINAL_RUNS && faults < FINAL_RUNS && tries < 3 * FINAL_RUNS; ++tries) {
         char note[128] = "";
         unsigned char b = 0;
         const double copy_ns = final_run(p, fin, nfin, outs, &b, note, sizeof note);
         if (lntune_plan_stopped(p)) return p->nvariants;
         const double ratio = best_ratio(outs, nfin, copy_ns);
         if (ratio > LNTUNE_MAX_COPY_RATIO || isnan(copy_ns)) { /* a fault: timed again */
-            fault = ratio > fault ? ratio : fault;
+            for (size_t q = 0; q < nfin; ++q) /* the one that beat the copy, for the message */
+                if (outs[q].state == LNTUNE_OUTCOME_OK && copy_ns / outs[q].t.median_ns == ratio &&
+                    ratio > fault)
+                    fault = ratio, fault_variant = p->variants[fin[q]];
             faults++;
             continue;
         }
+        faults = 0;
         if (b) snprintf(busy_note, sizeof busy_note, "%s", note);
         busy[nruns] = b;
         run_copy[nruns] = copy_ns;
@@ -597,11 +604,11 @@ static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune
     }
     if (nruns < FINAL_RUNS) {
         lntune_plan_fail(p, LNTUNE_ERROR,
-                         "%s %lldx%lld: a finalist timed %.2fx faster than the copy of its bytes "
-                         "in %d runs, a measurement fault (the host is too busy?): nothing stored; "
-                         "run again",
+                         "%s %lldx%lld: a finalist timed up to %.2fx faster than the copy of its "
+                         "bytes, a measurement fault, too often to keep %d final runs (the host "
+                         "is too busy?): nothing stored; run again (%s)",
                          p->op_key, (long long)p->shape.rows, (long long)p->shape.H, fault,
-                         FINAL_RUNS);
+                         FINAL_RUNS, fault_variant);
         return p->nvariants;
     }
     record_timed(p, fin, nfin, LNTUNE_TIME_FINAL, outs);
