@@ -3,10 +3,10 @@
  * sets, for what a real machine cannot be made to do on demand:
  *  - a final run in which a finalist beats the copy of its bytes by more than
  *    LNTUNE_MAX_COPY_RATIO is a measurement fault: it is timed again, and the figures stored
- *    are those of the three runs that passed (the winner at or under the limit, in best and in the
+ *    are those of the four runs that passed (the winner at or under the limit, in best and in the
  *    measurements);
  *  - three faulty final runs in a row fail the shape with a message saying so (naming the
- *    finalist), and store no winner; faults now and then are timed again until three pass;
+ *    finalist), and store no winner; faults now and then are timed again until four pass;
  *  - the built-in variant the target names is re-timed with the finalists whatever the search
  *    made of it, and wins when it is the fastest there (tuned is never slower than built-in);
  *  - a fixed-H winner gets its h=runtime twin stored beside it when the twin beats the built-in
@@ -200,8 +200,8 @@ int main(void) {
     mock m = plain_mock();
     m.faulty_runs = 1;
     int rc = tune(dir, "once", &m, &res, err, sizeof err, &best);
-    /* three final runs are kept (decide.h), the faulty one besides */
-    CHECK(rc == LNTUNE_OK && m.finalist_runs == 4 && best.variant &&
+    /* four final runs are kept (tuner.c's FINAL_RUNS), the faulty one besides */
+    CHECK(rc == LNTUNE_OK && m.finalist_runs == 5 && best.variant &&
               strcmp(best.variant, "v=1") == 0 && best.copy_gbps > 0 &&
               best.gbps / best.copy_gbps <= LNTUNE_MAX_COPY_RATIO,
           "one faulty final run is timed again: rc %d, %d finalist runs, best %s at %.2fx copy", rc,
@@ -224,10 +224,10 @@ int main(void) {
           err);
 
     m = plain_mock();
-    m.faulty_mask = 0x1b; /* runs 1, 2, 4 and 5 faulty: never three in a row */
+    m.faulty_mask = 0x1b; /* runs 1, 2, 4 and 5 faulty: never three in a row, then four pass */
     rc = tune(dir, "now-and-then", &m, &res, err, sizeof err, &best);
-    CHECK(rc == LNTUNE_OK && m.finalist_runs == 7 && best.variant,
-          "faults now and then are timed again until three runs pass: rc %d, %d runs", rc,
+    CHECK(rc == LNTUNE_OK && m.finalist_runs == 8 && best.variant,
+          "faults now and then are timed again until four runs pass: rc %d, %d runs", rc,
           m.finalist_runs);
     free((char *)best.variant);
 

@@ -8,8 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One-sided sign test at about 1%: z of the wins among the blocks under a fair coin. */
-static const double SIGN_Z = 2.33;
+/* About a 1% one-sided bound: z of the normal distribution. */
+static const double BOUND_Z = 2.33;
+
+/* The mean of sorted v[0..n) without its lowest and highest tenth, and its standard error (of
+ * the kept values; 0 for one). */
+static void trimmed_mean(const double *v, size_t n, double *mean, double *se) {
+    const size_t cut = n / 10, m = n - 2 * cut;
+    double sum = 0.0, sq = 0.0;
+    for (size_t k = cut; k < n - cut; ++k) sum += v[k];
+    *mean = sum / (double)m;
+    for (size_t k = cut; k < n - cut; ++k) sq += (v[k] - *mean) * (v[k] - *mean);
+    *se = m > 1 ? sqrt(sq / (double)(m - 1) / (double)m) : 0.0;
+}
 
 void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const unsigned char *use,
                          double margin, lntune_pair *out) {
@@ -22,38 +33,39 @@ void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const u
         if (use && !use[r]) continue;
         const lntune_timed *x = &f->t[(size_t)r * f->n + a], *y = &f->t[(size_t)r * f->n + b];
         if (x->failed || y->failed) continue;
+        size_t nr = 0;
         if (x->nblocks == 0 || y->nblocks == 0) { /* the target keeps no blocks */
             if (!(x->score_ns > 0) || !(y->score_ns > 0)) continue;
-            const double q = x->score_ns / y->score_ns;
             out->per_run = 1;
-            out->wins += q < lead;
-            out->runs++;
-            out->runs_won += q < lead;
-            pooled[np++] = q;
-            continue;
-        }
-        if (x->nblocks != y->nblocks) continue;
-        size_t nr = 0;
-        for (int i = 0; i < x->nblocks; ++i) {
-            if (!(x->blocks[i] > 0) || !(y->blocks[i] > 0)) continue;
-            const double q = (double)x->blocks[i] / (double)y->blocks[i];
-            out->wins += q < lead;
-            pooled[np++] = run[nr++] = q;
+            run[nr++] = x->score_ns / y->score_ns;
+        } else if (x->nblocks == y->nblocks) {
+            for (int i = 0; i < x->nblocks; ++i)
+                if (x->blocks[i] > 0 && y->blocks[i] > 0)
+                    run[nr++] = (double)x->blocks[i] / (double)y->blocks[i];
         }
         if (nr == 0) continue;
-        out->runs++;
-        out->runs_won += lntune_quantile(run, nr, 0.5) < lead;
+        memcpy(pooled + np, run, nr * sizeof *run);
+        np += nr;
+        const double mid = lntune_quantile(run, nr, 0.5);
+        out->runs_won += mid < lead;
+        if (out->runs++ == 0 || mid > out->worst_run) out->worst_run = mid;
     }
     out->blocks = (int)np;
     out->margin = margin;
-    if (np > 0) out->ratio = lntune_quantile(pooled, np, 0.5);
+    if (np == 0) return;
+    if (out->per_run) {
+        out->ratio = lntune_quantile(pooled, np, 0.5);
+        return;
+    }
+    lntune_quantile(pooled, np, 0.5); /* sorts them */
+    trimmed_mean(pooled, np, &out->ratio, &out->se);
 }
 
 int lntune_pair_beats(const lntune_pair *p) {
-    if (p->blocks == 0 || !(p->ratio < 1.0 - p->margin)) return 0;
+    const double lead = 1.0 - p->margin;
+    if (p->blocks == 0 || !(p->ratio < lead)) return 0;
     if (p->per_run) return p->runs_won == p->runs;
-    const double z = (2.0 * p->wins - p->blocks) / sqrt((double)p->blocks);
-    return z >= SIGN_Z && 2 * p->runs_won > p->runs;
+    return p->ratio + BOUND_Z * p->se < lead && p->worst_run <= 1.0 + p->margin;
 }
 
 static int simpler(const lntune_decide_in *in, size_t a, size_t b) {

@@ -5,11 +5,15 @@
  * Every final run times the finalists, the built-in and the copy interleaved, and keeps each
  * candidate's per-round ratios to the copy in blocks shared by the whole run (timing.h). Two
  * candidates compare block for block: the drift of the host hits both in the same block and
- * cancels in their ratio. A candidate beats another only when (1) the median of those paired
- * ratios lies below 1 - margin, (2) it leads by the margin in clearly more blocks than not (a
- * one-sided sign test at about 1%), and (3) it does so in most of the runs taken apart, so that one
- * phase of the host during one run cannot decide. The built-in stays unless a finalist beats
- * it; the fastest of those that beat it wins, or a simpler one that it does not beat.
+ * cancels in their ratio. A candidate beats another only when (1) the upper confidence bound
+ * (about 99%, one-sided) of the trimmed mean of those paired ratios lies below 1 - margin, so
+ * that a lead inside the margin never passes by luck, and (2) in no run taken apart does its
+ * median ratio lose by more than the margin. The mean, not the median: phases of the host slow
+ * some kernels and not others (plain stores of y more than non-temporal ones, on the Zen 4 guest
+ * 31% in one 10 s run and 3% in the next), and a kernel that is as fast in the good phases and
+ * faster in the bad ones is the faster for a stream of calls. The final runs are spread over time
+ * (tuner.c) so that more than one phase is seen. The built-in stays unless a finalist beats it;
+ * the fastest of those that beat it wins, or a simpler one that it does not beat.
  *
  * On a shared 2-core host one best-of-a-burst choice picked winners 54% apart in three quiet
  * tunes, and one beside a memory-hungry process chose a 1-thread kernel 2.2x slower than the
@@ -37,21 +41,22 @@ typedef struct lntune_final_runs {
 
 /* a against b over the runs use[r] (NULL: all), by a margin (a fraction). */
 typedef struct lntune_pair {
-    double ratio; /* median over the paired blocks of a's time / b's; NAN: no block */
-    int blocks;   /* paired blocks */
-    int wins;     /* blocks in which a was faster by more than the margin */
-    int runs;     /* runs with blocks of both */
-    int runs_won; /* of them, runs whose median ratio lies below 1 - margin */
-    int per_run;  /* a target without blocks (nblocks 0): one score ratio per run */
+    double ratio;     /* the 10%-trimmed mean over the paired blocks of a's time / b's (a target
+                       * without blocks: the median of the runs'); NAN: no block */
+    double se;        /* its standard error (0 per run) */
+    int blocks;       /* paired blocks */
+    int runs;         /* runs with blocks of both */
+    int runs_won;     /* of them, runs whose median ratio lies below 1 - margin */
+    double worst_run; /* the highest of the runs' median ratios */
+    int per_run;      /* a target without blocks (nblocks 0): one score ratio per run */
     double margin;
 } lntune_pair;
 
 void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const unsigned char *use,
                          double margin, lntune_pair *out);
 
-/* Whether a pair says a beats b by more than its margin, beyond the noise (above): a sign test
- * on the blocks that lead by the margin, so a lead inside the margin never passes by luck;
- * compared per run (no blocks), only when every run says so. */
+/* Whether a pair says a beats b by more than its margin, beyond the noise, and loses no run by
+ * more than it (above); compared per run (no blocks), only when every run says so. */
 int lntune_pair_beats(const lntune_pair *p);
 
 typedef struct lntune_decide_in {

@@ -101,7 +101,8 @@ int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, c
                                     .progress_ud = req->progress_ud,
                                     .stop = req->stop,
                                     .force = req->force,
-                                    .max_wait_s = req->max_wait_s};
+                                    .max_wait_s = req->max_wait_s,
+                                    .final_gap_s = LNTUNE_FINAL_GAP_S};
     return LNTUNE_OK;
 }
 

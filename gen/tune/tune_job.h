@@ -14,6 +14,9 @@
 #include <signal.h>
 #include <stddef.h>
 
+/* The pause a job puts between a shape's final runs (lntune_tune_config's final_gap_s). */
+#define LNTUNE_FINAL_GAP_S 1.0
+
 typedef struct lntune_tune_request {
     const char *db_path;        /* NULL: the default database */
     const char *op;             /* "layernorm" or "rmsnorm"; NULL: both */

@@ -27,8 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-enum { MAX_TOP = 16, FINALISTS = 4, MAX_FINALISTS = 8, FINAL_RUNS = 3 };
+enum { MAX_TOP = 16, FINALISTS = 4, MAX_FINALISTS = 8, FINAL_RUNS = 4, FAULTS_IN_A_ROW = 3 };
 /* Variants of another machine a seeded search starts from (lntune --seed-from). */
 enum { MAX_SEEDS = 4 };
 static const double NOISE = 0.01; /* within 1%, the simpler variant wins */
@@ -579,11 +580,16 @@ static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune
     char busy_note[128] = "";
     int nruns = 0;
     lntune_plan_progress(p, "final");
-    /* A fault is timed again; FINAL_RUNS in a row (or too many in all) fail the shape. */
+    /* A fault is timed again; FAULTS_IN_A_ROW (or too many in all) fail the shape. */
     for (int faults = 0, tries = 0;
-         nruns < FINAL_RUNS && faults < FINAL_RUNS && tries < 3 * FINAL_RUNS; ++tries) {
+         nruns < FINAL_RUNS && faults < FAULTS_IN_A_ROW && tries < 3 * FINAL_RUNS; ++tries) {
         char note[128] = "";
         unsigned char b = 0;
+        if (tries > 0 && p->cfg->final_gap_s > 0 && p->cfg->rigor != LNTUNE_RIGOR_QUICK) {
+            const double s = p->cfg->final_gap_s;
+            const struct timespec gap = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+            nanosleep(&gap, NULL);
+        }
         const double copy_ns = final_run(p, fin, nfin, outs, &b, note, sizeof note);
         if (lntune_plan_stopped(p)) return p->nvariants;
         const double ratio = best_ratio(outs, nfin, copy_ns);

@@ -60,6 +60,9 @@ typedef struct lntune_tune_config {
      * seconds per op x shape for quiet and measure the run again; past it the winner is stored
      * marked as measured under load. 0: never wait (mark only). */
     double max_wait_s;
+    /* Seconds between the final runs of an op x shape (not at --rigor quick), so that they see
+     * more than one phase of a shared host (decide.h). 0: back to back. */
+    double final_gap_s;
 } lntune_tune_config;
 
 typedef struct lntune_tune_result {
