@@ -169,10 +169,10 @@ static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char
 static int put_tuned_typed(lntune_db *db, int64_t hw, const char *op, const char *dtype,
                            const char *variant, int64_t H, int64_t rows, int affine, int threads,
                            int behaviour) {
-    char key[96], resolved[512];
-    lntune_best best = tunedb_best(resolved, key, threads, rows);
+    char key[96], resolved[512] = ""; /* resolved: filled by store_tuned_kernel */
     snprintf(key, sizeof key, "test-%s-%s-%lld-%lld-%d-%d", op, dtype, (long long)H,
              (long long)rows, affine, behaviour);
+    lntune_best best = tunedb_best(resolved, key, threads, rows);
     if (store_tuned_kernel(db, op, dtype, variant, H, behaviour, key, &best, resolved,
                            sizeof resolved))
         return -1;
