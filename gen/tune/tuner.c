@@ -495,6 +495,9 @@ static double final_run(lntune_plan *p, const size_t *fin, size_t nfin, lntune_o
 }
 
 enum { MAX_FINAL = MAX_FINALISTS + 6 }; /* the core, the families, the built-in */
+/* What one timed group holds: the leaders (MAX_TOP), or the final, which is no larger. */
+enum { MAX_GROUP = MAX_TOP + 1 };
+_Static_assert((int)MAX_FINAL <= (int)MAX_TOP, "a final must fit a timed group");
 
 /*
  * The winner's figures from the kept final runs: its median over them, the copy's, and the
@@ -547,8 +550,8 @@ static void final_figures(lntune_plan *p, const lntune_final_runs *f, size_t k,
  * tunes of one shape (issue 56).
  */
 static size_t retime_and_choose(lntune_plan *p, size_t *top, size_t ntop, lntune_outcome *w) {
-    lntune_outcome outs[MAX_FINAL + 1];
-    lntune_timed group[MAX_FINAL + 1];
+    lntune_outcome outs[MAX_GROUP];
+    lntune_timed group[MAX_GROUP];
     lntune_plan_progress(p, "retime");
     size_t nlead = check_all(p, top, ntop); /* measured by an earlier run: checked here first */
     time_and_record(p, top, nlead, LNTUNE_TIME_FINAL, outs);
