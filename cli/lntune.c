@@ -319,7 +319,7 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
                    "\"cache_hits\": %d, \"reused\": %d, \"wrong\": %d, \"failed\": %d, "
                    "\"from_db\": %s, \"rebuilt\": %s, \"seeds\": %d, \"rechecked\": %d, "
                    "\"ratio_lo\": %.3f, \"ratio_hi\": %.3f, \"under_load\": %s%s%s, "
-                   "\"why\": \"%s\"}",
+                   "\"reach_lo\": %lld, \"reach_hi\": %lld, \"why\": \"%s\"}",
                    i ? "," : "", r[i].target, r[i].op, w.direction, r[i].dtype,
                    (long long)r[i].rows, (long long)r[i].H, r[i].variant, w.time_us, r[i].gbps,
                    r[i].copy_gbps, w.ratio_to_copy, w.speedup_over_naive, r[i].max_error,
@@ -327,7 +327,7 @@ static void print_results(const lntune_tune_result *r, size_t n, int json) {
                    r[i].from_db ? "true" : "false", r[i].rebuilt ? "true" : "false", r[i].seeds,
                    r[i].rechecked, r[i].ratio_lo, r[i].ratio_hi, r[i].under_load[0] ? "\"" : "",
                    r[i].under_load[0] ? r[i].under_load : "null", r[i].under_load[0] ? "\"" : "",
-                   r[i].why);
+                   (long long)r[i].reach_lo, (long long)r[i].reach_hi, r[i].why);
             continue;
         }
         if (i == 0 || strcmp(r[i].target, r[i - 1].target) != 0)
@@ -465,12 +465,14 @@ static int cmd_show(options *o) {
                    "\"direction\": \"%s\", \"dtype\": \"%s\", \"H\": %lld, \"rows\": %lld, "
                    "\"affine\": %d, \"variant\": \"%s\", \"threads\": %d, \"time_us\": %.3f, "
                    "\"gbps\": %.3f, \"copy_gbps\": %.3f, \"ratio_lo\": %.3f, \"ratio_hi\": %.3f, "
-                   "\"under_load\": %s%s%s, \"max_error\": %.3g",
+                   "\"under_load\": %s%s%s, \"reach_lo\": %lld, \"reach_hi\": %lld, "
+                   "\"max_error\": %.3g",
                    shown ? "," : "", (long long)b->hardware_id, b->target, b->op, b->direction,
                    b->dtype, (long long)b->H, (long long)b->rows, b->affine, b->variant, b->threads,
                    b->time_us, b->gbps, b->copy_gbps, b->ratio_lo, b->ratio_hi,
                    b->under_load ? "\"" : "", b->under_load ? b->under_load : "null",
-                   b->under_load ? "\"" : "", b->max_error);
+                   b->under_load ? "\"" : "", (long long)b->reach_lo, (long long)b->reach_hi,
+                   b->max_error);
         else {
             char spread[24] = "-";
             if (b->ratio_lo > 0)

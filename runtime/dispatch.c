@@ -233,6 +233,8 @@ static int copy_best(void *ud, const lntune_best *b) {
     c->median_ns = b->median_ns;
     c->H = b->H;
     c->any_alignment = b->any_alignment;
+    c->reach_lo = b->reach_lo;
+    c->reach_hi = b->reach_hi;
     return 0;
 }
 
@@ -258,7 +260,8 @@ static int64_t row_alignment(int64_t H, size_t element) {
  * for another H the call's rows must be aligned at least as the tuned ones, unless its stores
  * are plain (any_alignment): non-temporal stores of a 4096x768 winner ran 4096x777 at 0.40x the
  * built-in's speed (Xeon), where a plain-store twin of the same winner ran 4096x1000 at 1.41-1.50x
- * and 4096x777 at 1.07-1.27x (Zen 4, 2 threads).
+ * and 4096x777 at 1.07-1.27x (Zen 4, 2 threads). And another H only within the winner's measured
+ * reach, where it has one (schema.sql's version 8).
  */
 static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
                   const lntune_best_copy *b) {
@@ -266,11 +269,14 @@ static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
     const int streams = lntune_builtin_streams(rows * d->H, bytes, ctx->streaming_bytes);
     if (lntune_builtin_streams(b->tuned_rows * b->H, bytes, ctx->streaming_bytes) != streams)
         return 0;
+    if (b->H == d->H) return 1;
+    /* another H: only within the reach the tuner measured (tuner.c's store_reach) */
+    if ((b->reach_lo > 0 && d->H < b->reach_lo) || (b->reach_hi > 0 && d->H > b->reach_hi))
+        return 0;
     const lntune_types t = lntune_types_unpacked(lntune_desc_dtype(d));
     const size_t element = lntune_type_size(t.y) < lntune_type_size(t.x) ? lntune_type_size(t.y)
                                                                          : lntune_type_size(t.x);
-    return b->H == d->H || b->any_alignment ||
-           row_alignment(d->H, element) >= row_alignment(b->H, element);
+    return b->any_alignment || row_alignment(d->H, element) >= row_alignment(b->H, element);
 }
 
 /*

@@ -34,8 +34,9 @@ typedef struct lntune_best_copy {
     int threads;
     int64_t tuned_rows;
     double median_ns;
-    int64_t H;         /* the record's: another H than the call's for a nearest-H winner */
-    int any_alignment; /* it may serve rows less aligned than its H's (tuning_db.h) */
+    int64_t H;                  /* the record's: another H than the call's for a nearest-H winner */
+    int any_alignment;          /* it may serve rows less aligned than its H's (tuning_db.h) */
+    int64_t reach_lo, reach_hi; /* the H it serves no slower than the built-in; 0: no limit */
 } lntune_best_copy;
 
 /*

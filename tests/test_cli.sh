@@ -3,6 +3,10 @@
 # good input, exit 2 and a message naming the fault for bad usage (README.md: exit codes), never
 # a crash.
 lntune=$1
+# quick: one case of each kind; full (the slow tier): every dtype, backward and residual case
+# tuned, exported and read back as well.
+tier=${2:-full}
+full() { [ "$tier" = full ]; }
 . "$(dirname "$0")/testlib.sh"
 
 # backward_rerun DB OP WHAT ARGS...: lntune ARGS --db DB, run again, reads the bf16 backward
@@ -97,17 +101,21 @@ expect 0 "copy variants): " time --op rmsnorm --target cpu --shape rows=16,H=64 
 # 16-bit types: the source converts, the verifier checks the rounding, the tuner keys by dtype.
 expect 0 "uint16_t" emit --op layernorm --target cpu --dtype bf16 --variant vec=8 --shape H=768
 expect 0 "f32_to_f16" emit --op rmsnorm --target cpu --dtype f16/f16/f32 --variant vec=8 --shape H=768
-for t in bf16 f16 f16/f32/f32 f32/bf16/f32 bf16/bf16/f32; do
+types="bf16"
+full && types="bf16 f16 f16/f32/f32 f32/bf16/f32 bf16/bf16/f32"
+for t in $types; do
     expect 0 "ok: vec=8" verify --op layernorm --target cpu --dtype $t --variant vec=8,acc=2 --shape H=768
 done
-if grep -qw f16c /proc/cpuinfo && grep -qw avx512f /proc/cpuinfo; then
+if full && grep -qw f16c /proc/cpuinfo && grep -qw avx512f /proc/cpuinfo; then
     expect 0 "ok: vec=16" verify --op rmsnorm --target cpu --dtype f16 --variant vec=16,convert=native --shape H=4097
 fi
-db16=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
-expect 0 "64x96 bf16" --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$db16"
-expect 0 "bf16" show --db "$db16"
-expect 0 '"dtype": "bf16"' --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$db16" --json
-rm -f "$db16"*
+if full; then
+    db16=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+    expect 0 "64x96 bf16" --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$db16"
+    expect 0 "bf16" show --db "$db16"
+    expect 0 '"dtype": "bf16"' --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$db16" --json
+    rm -f "$db16"*
+fi
 
 # Code loading (db_trust.c): a database in a folder only this user may write passes doctor;
 # in /tmp (others may write it), or once its group may write the file, liblntune loads no code
@@ -178,39 +186,45 @@ if [ -e "$nodb" ]; then
     fail "bad backward input created $nodb"
     rm -f "$nodb"*
 fi
-dbb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
-expect 0 "rmsnorm_backward   64x96 bf16" --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb"
-expect 0 "rmsnorm_backward   bf16" show --db "$dbb"
-backward_rerun "$dbb" rmsnorm_backward backward --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick
-mkdir -p "$dbb.export"
-out=$("$lntune" export --db "$dbb" --out "$dbb.export" 2>&1)
-if grep -qF "1 tuned kernel(s)" <<<"$out" && ! grep -q "warning" <<<"$out" &&
-    grep -q "^ \*   t0: rmsnorm_backward bf16 H=96 " "$dbb.export/lntune_kernels.c" &&
-    grep -q "lntune_kernels_rmsnorm_backward" "$dbb.export/lntune_kernels.h"; then
-    ok "export writes the backward winner and its entry point"
-else
-    fail "export of a backward database: ${out:0:300}"
+if full; then
+    dbb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+    expect 0 "rmsnorm_backward   64x96 bf16" --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb"
+    expect 0 "rmsnorm_backward   bf16" show --db "$dbb"
+    backward_rerun "$dbb" rmsnorm_backward backward --backward --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick
+    mkdir -p "$dbb.export"
+    out=$("$lntune" export --db "$dbb" --out "$dbb.export" 2>&1)
+    if grep -qF "1 tuned kernel(s)" <<<"$out" && ! grep -q "warning" <<<"$out" &&
+        grep -q "^ \*   t0: rmsnorm_backward bf16 H=96 " "$dbb.export/lntune_kernels.c" &&
+        grep -q "lntune_kernels_rmsnorm_backward" "$dbb.export/lntune_kernels.h"; then
+        ok "export writes the backward winner and its entry point"
+    else
+        fail "export of a backward database: ${out:0:300}"
+    fi
+    rm -rf "$dbb.export"
+    # The forward of the same shape is another key: not read back from the backward's row.
+    expect 0 '"from_db": false' --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb" --json
+    rm -f "$dbb"*
 fi
-rm -rf "$dbb.export"
-# The forward of the same shape is another key: not read back from the backward's row.
-expect 0 '"from_db": false' --op rmsnorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbb" --json
-rm -f "$dbb"*
 # Fused residual add: the source reads residual (and writes residual_out), the verifier checks
 # both, the tuner keys the fusion in the op text, show prints it, time counts its bytes.
 expect 0 "load_r(res" emit --op layernorm --target cpu --residual=noout --variant vec=8 --shape H=768
 expect 0 "store_r(res_out" emit --op rmsnorm --target cpu --residual --dtype bf16 --variant vec=8 --shape H=768
 expect 0 "typedef float rt; /* residual, residual_out: f32" emit --op layernorm --target cpu --residual --dtype bf16/bf16/bf16/f32 --variant vec=8 --shape H=768
-for t in f32 bf16 f16/f32/bf16/bf16 bf16/bf16/f32/f32; do
+types="bf16"
+full && types="f32 bf16 f16/f32/bf16/bf16 bf16/bf16/f32/f32"
+for t in $types; do
     expect 0 "ok: vec=8" verify --op layernorm --target cpu --residual --dtype $t --variant vec=8,acc=2 --shape H=768
     expect 0 "ok: vec=4" verify --op rmsnorm --target cpu --residual=noout --dtype $t --variant vec=4,rows=2 --shape H=768
 done
 expect 0 "rmsnorm+residual 16x64, one interleaved run" time --op rmsnorm --target cpu --residual=noout --shape rows=16,H=64 --variant vec=4
-dbr=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
-expect 0 "layernorm+residual_out 64x96 bf16" --shape rows=64,H=96 --op layernorm --residual --dtype bf16 --target cpu --rigor quick --db "$dbr"
-expect 0 "rmsnorm+residual   64x96" --shape rows=64,H=96 --op rmsnorm --residual=noout --target cpu --rigor quick --db "$dbr"
-expect 0 "layernorm+residual_out bf16" show --db "$dbr"
-expect 0 '"op": "rmsnorm+residual"' show --db "$dbr" --json
-rm -f "$dbr"*
+if full; then
+    dbr=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+    expect 0 "layernorm+residual_out 64x96 bf16" --shape rows=64,H=96 --op layernorm --residual --dtype bf16 --target cpu --rigor quick --db "$dbr"
+    expect 0 "rmsnorm+residual   64x96" --shape rows=64,H=96 --op rmsnorm --residual=noout --target cpu --rigor quick --db "$dbr"
+    expect 0 "layernorm+residual_out bf16" show --db "$dbr"
+    expect 0 '"op": "rmsnorm+residual"' show --db "$dbr" --json
+    rm -f "$dbr"*
+fi
 # The fused residual backward: dx adds dresidual_out (the unfused source has no dres rows), the
 # verifier checks it, the tuner keys it "+residual", a rerun reads it back, show prints it.
 expect 0 "load_x(dres[0] + j)" emit --op layernorm --target cpu --backward --residual --variant vec=8 --shape H=768
@@ -220,19 +234,23 @@ if "$lntune" emit --op layernorm --target cpu --backward --variant vec=8 --shape
 else
     ok "the unfused backward source has no dresidual_out rows"
 fi
-for t in f32 bf16 f16/f16/f32; do
+types="bf16"
+full && types="f32 bf16 f16/f16/f32"
+for t in $types; do
     expect 0 "ok: vec=8" verify --op layernorm --target cpu --backward --residual --dtype $t --variant vec=8,acc=2 --shape H=768
     expect 0 "ok: vec=4" verify --op rmsnorm --target cpu --backward --residual --dtype $t --variant vec=4,rows=2 --shape H=768
 done
 expect 0 "layernorm_backward+residual 16x64, one interleaved run" time --op layernorm --target cpu --backward --residual --shape rows=16,H=64 --variant vec=4 --variant vec=8,rows=2
 expect 2 "--backward with --residual=noout" --backward --residual=noout --shape H=64 --db "$nodb"
 expect 2 "--backward with --residual=noout" verify --op layernorm --target cpu --backward --residual=noout --variant vec=4
-dbrb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
-expect 0 "layernorm_backward+residual 64x96 bf16" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb"
-expect 0 "layernorm_backward+residual bf16" show --db "$dbrb"
-backward_rerun "$dbrb" layernorm_backward+residual "fused backward" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick
-# The unfused backward of the same shape is another key: not read back from the fused row.
-expect 0 '"from_db": false' --backward --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb" --json
-rm -f "$dbrb"*
+if full; then
+    dbrb=$(mktemp -u /tmp/lntune-cli-XXXXXX.db)
+    expect 0 "layernorm_backward+residual 64x96 bf16" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb"
+    expect 0 "layernorm_backward+residual bf16" show --db "$dbrb"
+    backward_rerun "$dbrb" layernorm_backward+residual "fused backward" --backward --residual --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick
+    # The unfused backward of the same shape is another key: not read back from the fused row.
+    expect 0 '"from_db": false' --backward --op layernorm --shape rows=64,H=96 --dtype bf16 --target cpu --rigor quick --db "$dbrb" --json
+    rm -f "$dbrb"*
+fi
 
 finish

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test_concurrent.sh LNTUNE TEMPLATES - four lntune processes tune overlapping shapes into one
-# new database at once (creating and migrating it together), in three rounds. Every process
+# test_concurrent.sh LNTUNE TEMPLATES [ROUNDS] - four lntune processes tune overlapping shapes into one
+# new database at once (creating and migrating it together), in ROUNDS rounds (default 3; the
+# quick tier's run takes one). Every process
 # succeeds (no SQLITE_BUSY, no "locked"), and the database holds exactly what a lone run would:
 # for each H tuned by any process, one measurement per variant (tests/templates/tuner: one right,
 # one wrong, one that does not compile; exhaustive, so every process measures all three), one
@@ -8,13 +9,14 @@
 set -u
 lntune=$1
 export LNTUNE_TEMPLATE_DIR=$2
+rounds=${3:-3}
 . "$(dirname "$0")/testlib.sh"
 scratch concurrent
 shapes=("H=64,96,128,160,192,224" "H=96,128,160,192,224,256" "H=64,128,192,256,320,384"
         "H=64,96,160,224,320,384")
 all_h="64 96 128 160 192 224 256 320 384"
 
-for round in 1 2 3; do
+for round in $(seq "$rounds"); do
     db=$dir/tune$round.db
     pids=()
     for p in 0 1 2 3; do

@@ -12,6 +12,8 @@
  *  - a fixed-H winner gets its h=runtime twin stored beside it when the twin beats the built-in
  *    side by side, and not when it does not; a winner stored before twins gets its twin from
  *    the next run, which tunes nothing again;
+ *  - the kernel that serves other H (the winner, or its twin) has its reach measured beside the
+ *    built-in and stored;
  *  - a run of two ops takes a second look at each choice after the other: a built-in that
  *    turned faster later replaces the winner, one within the margin does not, and a run of one
  *    op x shape takes no second look.
@@ -46,6 +48,9 @@ typedef struct {
     int plain_stores;        /* its kernels keep their speed on rows of any alignment */
     int finals, finalist_runs, builtin_in_final, searches, stored;
     int64_t hw;
+    int64_t reach;       /* > 0: time_at's kernel loses to the built-in past H x/÷ reach */
+    size_t reach_kernel; /* the kernel time_at last timed */
+    int reach_runs;      /* time_at's calls */
 } mock;
 
 static int64_t rows_for(int64_t H) {
@@ -124,6 +129,18 @@ static int artifact(void *state, lntune_plan *p, size_t v, lntune_artifact *art,
     return LNTUNE_OK;
 }
 
+/* The kernel 10% ahead of the built-in from H / reach to H x reach, 30% behind outside. */
+static int time_at(void *state, lntune_plan *p, const size_t v[2], int64_t rows, int64_t H,
+                   double *ratio) {
+    mock *m = state;
+    const int64_t tuned = lntune_plan_shape(p)->H;
+    (void)rows;
+    m->reach_kernel = v[0];
+    m->reach_runs++;
+    *ratio = m->reach <= 0 || (H * m->reach >= tuned && H <= tuned * m->reach) ? 0.9 : 1.3;
+    return LNTUNE_OK;
+}
+
 static void end(void *state, lntune_plan *p) {
     (void)state, (void)p;
 }
@@ -131,7 +148,7 @@ static void end(void *state, lntune_plan *p) {
 /* Not const: a case turns twins off to store a winner as an older lntune did. */
 /* clang-format off */
 static lntune_target mock_target = {"cpu", 16, 0, 1, 1, rows_for, hardware, code_hash, variants,
-    prepare, check, time_variants, artifact, end, NULL};
+    prepare, check, time_variants, artifact, end, NULL, time_at};
 /* clang-format on */
 
 static int got_best(void *ud, const lntune_best *b) {
@@ -245,7 +262,7 @@ int main(void) {
     free((char *)best.variant);
 
     /* v=1,h=fixed wins at 100 ns; its twin v=1,h=runtime takes 105, the built-in 120. */
-    m = (mock){.list = h_list, .n = 3, .builtin = 2, .plain_stores = 1};
+    m = (mock){.list = h_list, .n = 3, .builtin = 2, .plain_stores = 1, .reach = 4};
     const double h_ns[] = {100.0, 105.0, 120.0};
     memcpy(m.batch_ns, h_ns, sizeof h_ns);
     memcpy(m.final_ns, h_ns, sizeof h_ns);
@@ -260,6 +277,13 @@ int main(void) {
           "the winner is stored as the target describes its code: "
           "any row alignment %d",
           best.any_alignment);
+    /* 8x64: H=16 holds, 4 loses (reach 4), so the reach ends at 8; upwards 256 holds and 1024
+     * has no whole row of the tuned bytes: no limit. */
+    CHECK(m.reach_kernel == 1 && best.reach_lo == 8 && best.reach_hi == INT64_C(1) << 26 &&
+              res.reach_lo == 8,
+          "the twin's reach is measured beside the built-in and stored: kernel %zu, H %lld to "
+          "%lld (%d runs)",
+          m.reach_kernel, (long long)best.reach_lo, (long long)best.reach_hi, m.reach_runs);
     free_best(&best);
 
     m.final_ns[2] = 106.0; /* the twin within 2% of the built-in: declined */
@@ -272,6 +296,9 @@ int main(void) {
           rc, best.variant ? best.variant : "(none)",
           best.twin_variant ? best.twin_variant : "(none)",
           best.twin_artifact_key ? "stored" : "declined");
+    CHECK(best.reach_lo == 0 && best.reach_hi == 0,
+          "a fixed-H winner without a twin has no reach: H %lld to %lld", (long long)best.reach_lo,
+          (long long)best.reach_hi);
     free_best(&best);
     rc = tune(dir, "twin-slow", &m, &res, err, sizeof err, &best);
     CHECK(rc == LNTUNE_OK && res.from_db && m.finals == 0 && best.twin_variant &&

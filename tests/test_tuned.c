@@ -4,13 +4,12 @@
  * whose winner reads H at run time (a fixed-H winner never serves another H, its run-time-H
  * twin does; one with non-temporal stores only rows as aligned as its own, and where the nearest
  * does not serve the call, the next nearest of the call's rows bucket that does), a
- * multi-threaded
- * winner on the pool, a winner that declines its args (the built-in
- * takes over), and a winner whose artifact is not a loadable shared object (the built-in serves,
- * the call succeeds).
- * Every result is also checked against the float64 reference. The built-ins store
- * non-temporally from the streaming crossover the tuner measured and stored for this machine
- * (the nearest thread count's), and LNTUNE_STREAMING_BYTES overrides it (the debug log says).
+ * winner of another H only within its measured reach, a multi-threaded winner on the pool, a winner
+ * that declines its args (the built-in takes over), and a winner whose artifact is not a loadable
+ * shared object (the built-in serves, the call succeeds). Every result is also checked against the
+ * float64 reference. The built-ins store non-temporally from the streaming crossover the tuner
+ * measured and stored for this machine (the nearest thread count's), and LNTUNE_STREAMING_BYTES
+ * overrides it (the debug log says).
  *
  *   test_tuned SCRATCH_DIR
  */
@@ -57,7 +56,11 @@ static const struct {
     {0, 768, 64, 1, 1, 1, INT_MAX, "layernorm H=768 rows=64 gamma+beta: tuned kernel ran"},
     {0, 768, 40, 1, 0, 1, INT_MAX, "layernorm H=768 rows=40 gamma only: same bucket, tuned"},
     {0, 768, 1, 1, 1, 1, 1, "layernorm H=768 rows=1: nearest tuned bucket serves it"},
-    {0, 768, 64, 0, 0, 0, 0, "layernorm H=768 without gamma: affine differs, built-in"},
+    {0, 768, 64, 0, 0, 0, 0,
+     "layernorm H=768 without gamma: the no-gamma winner of H=4096 reaches down to H=2048 only "
+     "(its measured reach): built-in"},
+    {0, 3000, 16, 0, 0, 1, 1,
+     "layernorm H=3000 without gamma: within the no-gamma 4096 winner's reach, it serves"},
     {0, 769, 64, 1, 1, 2, 2,
      "layernorm H=769: not tuned; its rows are less aligned than the 768 winner's, whose twin "
      "stores plainly and serves it, on the winner's 2 threads"},
@@ -111,6 +114,11 @@ int main(int argc, char **argv) {
                     64, 1, 1, TUNED_RUNS) == 0;
     ok &= put_tuned(t.db, t.hw, "rmsnorm", "vec=4,stats=wide,affine=fused,threads=2", 1536, 64, 1,
                     2, TUNED_RUNS) == 0;
+    /* A no-gamma winner whose reach (tuner.c's store_reach) is H = 2048 to 8192. */
+    const lntune_db_key reach = {t.hw, "cpu", "layernorm", "f32", 4096, 16, 0};
+    ok &= put_tuned(t.db, t.hw, "layernorm", "vec=8,acc=2,stats=twopass,affine=none,threads=1",
+                    4096, 16, 0, 1, TUNED_RUNS) == 0 &&
+          lntune_db_set_reach(t.db, &reach, 2048, 8192) == LNTUNE_OK;
     /* A winner whose artifact holds no shared object the loader can use. */
     lntune_artifact junk = {"junk", "",   "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
                             15,     NULL, NULL};
@@ -126,7 +134,7 @@ int main(int argc, char **argv) {
                         .naive_ns = 1.0};
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
-    test_case(ok, "store six tuned winners and a twin with their artifacts");
+    test_case(ok, "store seven tuned winners (one with a reach) and a twin with their artifacts");
     ok = lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 1, 1234567, "h") == LNTUNE_OK &&
          lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 64, 7654321, "h") == LNTUNE_OK &&
          lntune_db_put_crossover(t.db, t.hw, "streaming_row_alignment", 1, 16, "h") == LNTUNE_OK;

@@ -24,9 +24,11 @@
 static int failures;
 static char tmpdir[256];
 
-/* Take a database back to before schema version 7, 6 and 5 (a downgrade test's first
+/* Take a database back to before schema version 8, 7, 6 and 5 (a downgrade test's first
  * statements). */
+#define DROP_REACH "ALTER TABLE best DROP COLUMN reach_lo; ALTER TABLE best DROP COLUMN reach_hi; "
 #define DROP_SPREAD                                                                                \
+    DROP_REACH                                                                                     \
     "ALTER TABLE best DROP COLUMN ratio_lo; ALTER TABLE best DROP COLUMN ratio_hi; "               \
     "ALTER TABLE best DROP COLUMN under_load; "
 #define DROP_ANY_ALIGNMENT DROP_SPREAD "ALTER TABLE best DROP COLUMN any_alignment; "
@@ -309,7 +311,7 @@ static int get_one_artifact(void *ud, const lntune_artifact *a) {
 /* ---- cases ---- */
 
 static void schema_version_is_the_last_section(void) {
-    CHECK(lntune_db_schema_version() == 7);
+    CHECK(lntune_db_schema_version() == 8);
 }
 
 static void rows_bucket_boundaries(void) {
@@ -1104,6 +1106,57 @@ static void any_alignment(void) {
     lntune_db_close(db);
 }
 
+/* A winner's reach (schema version 8): set_reach stores it, get_best and get_nearest_best read
+ * it back (the twin's row too), set_best clears it; a reach that leaves out its own H, or a
+ * bucket with no winner, is refused; a version-7 database gains the columns as unmeasured. */
+static void reach(void) {
+    int64_t hw = 0;
+    lntune_db *db = open_new("reach.db", &hw);
+    lntune_db_key k = test_key(hw, "rmsnorm", 4096, 2048), want = k, none = k;
+    want.H = 3000;
+    none.H = 512;
+    lntune_best b = {.variant = "h=fixed,vec=16",
+                     .artifact_key = "artF",
+                     .threads = 2,
+                     .tuned_rows = 2048,
+                     .median_ns = 100,
+                     .gbps = 50,
+                     .copy_gbps = 60,
+                     .max_error = 1e-7,
+                     .naive_ns = 300};
+    CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_set_twin(db, &k, "h=runtime,vec=16", "artT", 110), LNTUNE_OK);
+    one_best o = {0};
+    CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.reach_lo == 0 && o.b.reach_hi == 0); /* not measured */
+    CHECK_RC(db, lntune_db_set_reach(db, &k, 2048, 32768), LNTUNE_OK);
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.reach_lo == 2048 && o.b.reach_hi == 32768);
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_nearest_best(db, &want, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.any_h == 1 && o.b.reach_lo == 2048 && o.b.reach_hi == 32768);
+    CHECK_STR(o.variant, "h=runtime,vec=16");
+    CHECK_RC(db, lntune_db_set_reach(db, &k, 5000, 32768), LNTUNE_EINVAL);
+    CHECK_RC(db, lntune_db_set_reach(db, &k, 0, 32768), LNTUNE_EINVAL);
+    CHECK_RC(db, lntune_db_set_reach(db, &k, 1024, 2048), LNTUNE_EINVAL);
+    CHECK_RC(db, lntune_db_set_reach(db, &none, 1, 1024), LNTUNE_ENOTFOUND);
+    CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK); /* a new winner: no reach yet */
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.b.reach_lo == 0 && o.b.reach_hi == 0);
+    CHECK_RC(db, lntune_db_set_reach(db, &k, 1, 4096), LNTUNE_OK);
+    lntune_db_close(db);
+    char p[512];
+    raw_exec(tpath(p, "reach.db"), DROP_REACH "PRAGMA user_version = 7;");
+    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
+    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
+    memset(&o, 0, sizeof o);
+    CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.called == 1 && o.b.reach_lo == 0 && o.b.reach_hi == 0);
+    lntune_db_close(db);
+}
+
 static void readonly_missing_is_notfound(void) {
     char p[512], dir[512];
     lntune_db *db = NULL;
@@ -1305,6 +1358,7 @@ int main(void) {
         {"the nearest run-time-H winner", nearest_best},
         {"a fixed-H winner's run-time-H twin", runtime_h_twin},
         {"a winner of any row alignment; version 5 migrates", any_alignment},
+        {"a winner's reach of H; version 7 migrates", reach},
         {"read-only open of a missing file is ENOTFOUND", readonly_missing_is_notfound},
         {"read-only open never writes", readonly_never_writes},
         {"refused unchanged: a text file", refuses_text_file},

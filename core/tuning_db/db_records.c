@@ -509,7 +509,7 @@ int lntune_db_each_artifact(lntune_db *db, int (*cb)(void *ud, const lntune_arti
 #define BEST_COLUMNS                                                                               \
     "variant, artifact_key, threads, tuned_rows, median_ns, gbps, copy_gbps, max_error, "          \
     "naive_ns, any_h, H, twin_variant, twin_artifact_key, twin_median_ns, any_alignment, "         \
-    "ratio_lo, ratio_hi, under_load"
+    "ratio_lo, ratio_hi, under_load, reach_lo, reach_hi"
 
 /* BEST_COLUMNS as a row that serves other H: the winner where it reads H at run time, else its
  * twin (schema.sql's version 5), with the twin's figures and no twin of its own. */
@@ -519,7 +519,7 @@ int lntune_db_each_artifact(lntune_db *db, int (*cb)(void *ud, const lntune_arti
     "CASE WHEN any_h THEN median_ns ELSE twin_median_ns END, "                                     \
     "CASE WHEN any_h THEN gbps ELSE gbps * median_ns / twin_median_ns END, copy_gbps, "            \
     "CASE WHEN any_h THEN max_error END, naive_ns, 1, H, NULL, NULL, NULL, any_alignment, "        \
-    "ratio_lo, ratio_hi, under_load"
+    "ratio_lo, ratio_hi, under_load, reach_lo, reach_hi"
 
 static lntune_best best_row(sqlite3_stmt *st, int i) {
     lntune_best b = {
@@ -541,6 +541,8 @@ static lntune_best best_row(sqlite3_stmt *st, int i) {
         .ratio_lo = col_real(st, i + 15),
         .ratio_hi = col_real(st, i + 16),
         .under_load = col_text(st, i + 17),
+        .reach_lo = sqlite3_column_int64(st, i + 18),
+        .reach_hi = sqlite3_column_int64(st, i + 19),
     };
     return b;
 }
@@ -566,7 +568,7 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
         "ratio_lo = excluded.ratio_lo, ratio_hi = excluded.ratio_hi, under_load = "
         "excluded.under_load, "
         "chosen_at = excluded.chosen_at, twin_variant = NULL, twin_artifact_key = NULL, "
-        "twin_median_ns = NULL",
+        "twin_median_ns = NULL, reach_lo = NULL, reach_hi = NULL",
         &st);
     if (!rc) {
         int src = bind_key(st, key, lntune_rows_bucket(key->rows));
@@ -611,6 +613,31 @@ int lntune_db_set_twin(lntune_db *db, const lntune_db_key *key, const char *vari
     if (!rc && sqlite3_changes(db->sq) != 1)
         rc = lntune_dbi_fail(db, LNTUNE_ENOTFOUND, "set_twin: no fixed-H winner for %s %s H=%lld",
                              key->op, key->dtype, (long long)key->H);
+    return end(db, rc);
+}
+
+int lntune_db_set_reach(lntune_db *db, const lntune_db_key *key, int64_t lo, int64_t hi) {
+    sqlite3_stmt *st;
+    int rc = not_open(db);
+    if (rc || (rc = check_key(db, key, "set_reach"))) return rc;
+    if (lo < 1 || lo > key->H || hi < key->H)
+        return lntune_dbi_fail(db, LNTUNE_EINVAL, "set_reach: H %lld to %lld leaves out H=%lld",
+                               (long long)lo, (long long)hi, (long long)key->H);
+    if ((rc = begin(db))) return rc;
+    rc = prepare(db,
+                 "UPDATE best SET reach_lo = ?8, reach_hi = ?9 WHERE hardware_id = ?1 AND "
+                 "target = ?2 AND op = ?3 AND dtype = ?4 AND H = ?5 AND rows_bucket = ?6 AND "
+                 "affine = ?7",
+                 &st);
+    if (!rc) {
+        int src = bind_key(st, key, lntune_rows_bucket(key->rows));
+        src = bind_int(st, 8, lo, src);
+        src = bind_int(st, 9, hi, src);
+        rc = run(db, st, src, "cannot store the reach");
+    }
+    if (!rc && sqlite3_changes(db->sq) != 1)
+        rc = lntune_dbi_fail(db, LNTUNE_ENOTFOUND, "set_reach: no winner for %s %s H=%lld", key->op,
+                             key->dtype, (long long)key->H);
     return end(db, rc);
 }
 

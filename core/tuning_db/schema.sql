@@ -170,3 +170,14 @@ ALTER TABLE best ADD COLUMN any_alignment INTEGER NOT NULL DEFAULT 0 CHECK (any_
 ALTER TABLE best ADD COLUMN ratio_lo REAL;
 ALTER TABLE best ADD COLUMN ratio_hi REAL;
 ALTER TABLE best ADD COLUMN under_load TEXT;
+
+-- @version 8
+
+-- How far from its own H a winner's run-time-H kernel (the winner, or its twin) still serves
+-- (issue 56): the tuner times it beside the built-in at H x4, x16, ... and H /4, /16, ... (the
+-- same bytes) until it loses, and stores the H between the last step it held and the first it
+-- lost (the geometric mean). liblntune's nearest-H walk passes over a winner whose reach leaves
+-- the call's H out (dispatch.c). NULL: not measured (stored before this version, or a target
+-- that does not measure it): no limit, as before.
+ALTER TABLE best ADD COLUMN reach_lo INTEGER;
+ALTER TABLE best ADD COLUMN reach_hi INTEGER;

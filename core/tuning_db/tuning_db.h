@@ -222,6 +222,9 @@ typedef struct lntune_best {
      * load (NULL: quietly; such a winner is measured again by the next tune of its shape). */
     double ratio_lo, ratio_hi;
     const char *under_load;
+    /* Read back: the H from reach_lo to reach_hi its run-time-H kernel serves no slower than the
+     * built-in (schema.sql's version 8; 0: not measured, no limit). set_best clears them. */
+    int64_t reach_lo, reach_hi;
 } lntune_best;
 
 /* Sets the winner for key's rows bucket (BEGIN IMMEDIATE; replaces any earlier one). */
@@ -231,6 +234,9 @@ int lntune_db_set_best(lntune_db *db, const lntune_db_key *key, const lntune_bes
  * set_best clears it. LNTUNE_ENOTFOUND when the bucket has no fixed-H winner. */
 int lntune_db_set_twin(lntune_db *db, const lntune_db_key *key, const char *variant,
                        const char *artifact_key, double median_ns);
+/* Sets the reach of key's winner (its run-time-H kernel: the winner, or its twin): the H from lo
+ * to hi (each > 0, lo <= key's H <= hi) it serves. LNTUNE_ENOTFOUND when the bucket has none. */
+int lntune_db_set_reach(lntune_db *db, const lntune_db_key *key, int64_t lo, int64_t hi);
 /* The winner for key's rows bucket, to cb (whatever it returns); LNTUNE_ENOTFOUND if none. */
 int lntune_db_get_best(lntune_db *db, const lntune_db_key *key,
                        int (*cb)(void *ud, const lntune_best *b), void *ud);

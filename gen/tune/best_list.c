@@ -46,6 +46,8 @@ static int add_row(void *ud, const lntune_db_key *k, const lntune_best *b) {
                          .max_error = b->max_error,
                          .ratio_to_copy = b->copy_gbps > 0 ? b->gbps / b->copy_gbps : 0.0,
                          .ratio_lo = b->ratio_lo > 0 ? b->ratio_lo : 0.0,
+                         .reach_lo = b->reach_lo,
+                         .reach_hi = b->reach_hi,
                          .ratio_hi = b->ratio_hi > 0 ? b->ratio_hi : 0.0,
                          .under_load = b->under_load ? strdup(b->under_load) : NULL,
                          /* a twin that serves: stored with its code, not declined */

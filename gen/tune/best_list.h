@@ -17,12 +17,13 @@ typedef struct lntune_best_row {
     int64_t H, rows;                     /* rows: the row count it was tuned at */
     int affine, threads;
     double time_us, gbps, copy_gbps, max_error;
-    double ratio_to_copy;      /* gbps / copy_gbps; 0 without a copy */
-    double ratio_lo, ratio_hi; /* its spread over the final runs (tuning_db.h); 0: unknown */
-    char *under_load;          /* why it was measured under load, or NULL */
-    char *twin_variant;        /* the run-time-H twin serving other H (schema.sql), or NULL */
-    double twin_time_us;       /* its time at the tuned shape */
-    char shape[40];            /* "64x96" */
+    double ratio_to_copy;       /* gbps / copy_gbps; 0 without a copy */
+    double ratio_lo, ratio_hi;  /* its spread over the final runs (tuning_db.h); 0: unknown */
+    char *under_load;           /* why it was measured under load, or NULL */
+    int64_t reach_lo, reach_hi; /* the H its run-time-H kernel serves (tuning_db.h); 0: unknown */
+    char *twin_variant;         /* the run-time-H twin serving other H (schema.sql), or NULL */
+    double twin_time_us;        /* its time at the tuned shape */
+    char shape[40];             /* "64x96" */
 } lntune_best_row;
 
 typedef struct lntune_best_list {

@@ -39,6 +39,12 @@ static const double BATCH_BUDGET_NS = 250e6; /* timing of one batch of candidate
  * takes a fifth of it, for seconds. */
 static const double RETIME_BUDGET_NS = 2.5e9;
 
+/* A timing budget, scaled by the configuration's time_scale. */
+static double budget_ns(lntune_plan *p, double ns) {
+    const double scale = lntune_plan_config(p)->time_scale;
+    return scale > 0 && scale < 1 ? ns * scale : ns;
+}
+
 /* A compiled, loaded source; variants that differ only in launch parameters share one. */
 typedef struct {
     uint64_t text_hash;
@@ -296,7 +302,8 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
     size_t ng = m;
     if (mode == LNTUNE_TIME_BATCH) {
         ng += lntune_incumbent_refs(&c->s.incumbent, &c->s.reference, group + m);
-        lntune_sandbox_time(group, ng, &c->s.prob.args, c->pool, MIN_ROUNDS, BATCH_BUDGET_NS, outs);
+        lntune_sandbox_time(group, ng, &c->s.prob.args, c->pool, MIN_ROUNDS,
+                            budget_ns(p, BATCH_BUDGET_NS), outs);
         lntune_incumbent_scale(&c->s.incumbent, group, m, group + m, ng - m);
     } else if (mode == LNTUNE_TIME_FINAL) {
         for (size_t q = 0; q < c->s.nfinal; ++q) {
@@ -305,7 +312,7 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
         }
         const int quick = lntune_plan_config(p)->rigor == LNTUNE_RIGOR_QUICK;
         lntune_sandbox_time(group, ng, &c->s.prob.args, c->pool, RETIME_ROUNDS,
-                            quick ? RETIME_BUDGET_NS / 5 : RETIME_BUDGET_NS, outs);
+                            budget_ns(p, quick ? RETIME_BUDGET_NS / 5 : RETIME_BUDGET_NS), outs);
         *copy_ns = NAN;
         for (size_t q = m; q < ng; ++q)
             if (!group[q].failed && !(group[q].median_ns >= *copy_ns))
@@ -313,7 +320,8 @@ static void time_variants(void *state, lntune_plan *p, const size_t *v, size_t n
         c->s.final_copy_ns = ng > m && !group[m].failed ? group[m].median_ns : NAN;
     } else if (m == 1) {
         group[ng++] = c->s.reference;
-        lntune_sandbox_time(group, ng, &c->s.prob.args, c->pool, MIN_ROUNDS, BATCH_BUDGET_NS, outs);
+        lntune_sandbox_time(group, ng, &c->s.prob.args, c->pool, MIN_ROUNDS,
+                            budget_ns(p, BATCH_BUDGET_NS), outs);
         if (group[1].failed || isnan(c->s.final_copy_ns))
             group[0].failed = 1;
         else /* its ratio, on the reference's median in the final run */
@@ -438,7 +446,7 @@ static int prepare(void *state, lntune_plan *p, double *bytes) {
         for (size_t q = 0; q < c->s.ncopies; ++q) built[q] = c->s.copies[q].fn;
         lntune_sandbox_outcome outs[MAX_COPIES];
         lntune_sandbox_time(c->s.copies, c->s.ncopies, &c->s.prob.args, c->pool, MIN_ROUNDS,
-                            BATCH_BUDGET_NS * 2, outs);
+                            budget_ns(p, BATCH_BUDGET_NS * 2), outs);
         c->s.nfinal = lntune_tune_copy_finalists(c->s.copies, c->s.ncopies, LNTUNE_COPY_FINALISTS);
         c->copy_memo.rows = s->rows;
         c->copy_memo.H = s->H;
@@ -636,11 +644,38 @@ static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t e
     return rc;
 }
 
+/* v[0] against v[1] on a problem of rows x H of their own: buffers and data made here (the same
+ * every run), then one interleaved run at a batch's budget, in the sandbox. */
+static int time_at(void *state, lntune_plan *p, const size_t v[2], int64_t rows, int64_t H,
+                   double *ratio) {
+    cpu_target *c = state;
+    const lntune_shape *s = lntune_plan_shape(p);
+    *ratio = NAN;
+    for (int k = 0; k < 2; ++k)
+        if (!c->s.units[c->s.unit_of[v[k]]].ok) return LNTUNE_EINVAL;
+    lntune_problem prob;
+    int rc = lntune_problem_init(&prob, lntune_plan_op(p), s->types, s->fusion, rows, H,
+                                 lntune_pool_threads(c->pool));
+    if (rc != LNTUNE_OK) return rc;
+    lntune_timed group[2];
+    lntune_sandbox_outcome outs[2];
+    for (int k = 0; k < 2; ++k)
+        group[k] =
+            prob.dir->candidate(&prob, c->s.units[c->s.unit_of[v[k]]].fn, c->s.threads_of[v[k]]);
+    lntune_sandbox_time(group, 2, &prob.args, c->pool, MIN_ROUNDS, budget_ns(p, BATCH_BUDGET_NS),
+                        outs);
+    if (!group[0].failed && !group[1].failed && group[1].median_ns > 0)
+        *ratio = group[0].median_ns / group[1].median_ns;
+    lntune_problem_free(&prob);
+    return isnan(*ratio) ? LNTUNE_EINVAL : LNTUNE_OK;
+}
+
 /* What the planner calls (target.h): name, leaders, by H, twins, recheck, then the functions in
  * its order. */
 /* clang-format off */
 static const lntune_target cpu_functions = {"cpu", TOP, 0, 1, 1, lntune_tune_default_rows,
-    hardware, code_hash, variants, prepare, check, time_variants, artifact, end, families};
+    hardware, code_hash, variants, prepare, check, time_variants, artifact, end, families,
+    time_at};
 /* clang-format on */
 
 int lntune_tune(const lntune_tune_config *cfg, lntune_tune_result **results, size_t *nresults,

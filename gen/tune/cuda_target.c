@@ -701,10 +701,10 @@ static int hardware(void *state, lntune_db *db, int64_t *hw, char *err, size_t e
 
 /* What the planner calls (target.h): name, leaders, by H, twins (the GPU's nearest-H dispatch:
  * issue 37), recheck (the phases it answers are a shared CPU host's), then the functions in its
- * order. */
+ * order; no families, and no reach measured (not yet: a GPU winner serves other H as before). */
 /* clang-format off */
 static const lntune_target cuda_functions = {"cuda", TOP, 1, 0, 0, lntune_tune_cuda_default_rows,
-    hardware, code_hash, variants, prepare, check, time_variants, artifact, end, NULL};
+    hardware, code_hash, variants, prepare, check, time_variants, artifact, end, NULL, NULL};
 /* clang-format on */
 
 int lntune_tune_cuda(const lntune_tune_config *cfg, int device_index, lntune_tune_result **results,

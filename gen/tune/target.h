@@ -93,6 +93,11 @@ typedef struct lntune_target {
     /* The template's family knobs of the op, comma-separated (malloc'd; generator.h's
      * lntune_gen_families); NULL: the target has none. */
     int (*families)(void *state, lntune_plan *p, char **csv);
+    /* Times the checked run-time-H variants v[0] and v[1] interleaved on rows x H instead of the
+     * shape's (the same op, types and fusion); *ratio: v[0]'s median over v[1]'s. NULL: the
+     * target measures no reach (tuner.c: store_reach). */
+    int (*time_at)(void *state, lntune_plan *p, const size_t v[2], int64_t rows, int64_t H,
+                   double *ratio);
 } lntune_target;
 
 /*

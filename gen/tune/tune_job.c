@@ -48,6 +48,16 @@ static int check_memory(const lntune_tune_request *req, const lntune_shape *s, c
     return LNTUNE_OK;
 }
 
+/* $name as a number from lo to hi, else fallback: LNTUNE_FINAL_GAP_S, the pause between a
+ * shape's final runs in seconds, and LNTUNE_TIME_SCALE, the share of the timing budgets (the
+ * tests, which run beside each other and judge no speed, set no pause and a tenth). */
+static double env_number(const char *name, double lo, double hi, double fallback) {
+    const char *set = getenv(name);
+    char *end = NULL;
+    const double s = set ? strtod(set, &end) : -1;
+    return set && end != set && !*end && s >= lo && s <= hi ? s : fallback;
+}
+
 int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, char *err,
                          size_t errlen) {
     memset(job, 0, sizeof *job);
@@ -102,7 +112,9 @@ int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, c
                                     .stop = req->stop,
                                     .force = req->force,
                                     .max_wait_s = req->max_wait_s,
-                                    .final_gap_s = LNTUNE_FINAL_GAP_S};
+                                    .final_gap_s =
+                                        env_number("LNTUNE_FINAL_GAP_S", 0, 60, LNTUNE_FINAL_GAP_S),
+                                    .time_scale = env_number("LNTUNE_TIME_SCALE", 0.01, 1, 1)};
     return LNTUNE_OK;
 }
 

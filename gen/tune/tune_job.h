@@ -14,7 +14,8 @@
 #include <signal.h>
 #include <stddef.h>
 
-/* The pause a job puts between a shape's final runs (lntune_tune_config's final_gap_s). */
+/* The pause a job puts between a shape's final runs (lntune_tune_config's final_gap_s), unless
+ * $LNTUNE_FINAL_GAP_S names another (0 to 60 s). */
 #define LNTUNE_FINAL_GAP_S 1.0
 
 typedef struct lntune_tune_request {

@@ -146,6 +146,8 @@ void lntune_tune_result_from_best(lntune_tune_result *r, const lntune_best *b) {
     r->ratio_lo = b->ratio_lo > 0 ? b->ratio_lo : 0.0;
     r->ratio_hi = b->ratio_hi > 0 ? b->ratio_hi : 0.0;
     snprintf(r->under_load, sizeof r->under_load, "%s", b->under_load ? b->under_load : "");
+    r->reach_lo = b->reach_lo;
+    r->reach_hi = b->reach_hi;
     r->from_db = 1;
 }
 
@@ -743,17 +745,17 @@ static size_t twin_of(const lntune_plan *p, size_t v) {
  * A twin no faster than the built-in at the tuned shape is declined, since it would serve other
  * H no better: recorded with no artifact, so that later runs do not try it again.
  */
-static void store_twin(lntune_plan *p, size_t v) {
-    if (!p->t->twins || p->cfg->rebuild_only || lntune_plan_stopped(p)) return;
+static size_t store_twin(lntune_plan *p, size_t v) {
+    if (!p->t->twins || p->cfg->rebuild_only || lntune_plan_stopped(p)) return p->nvariants;
     size_t fin[3] = {v, twin_of(p, v), p->builtin}, n = 3;
-    if (fin[1] == p->nvariants) return;
+    if (fin[1] == p->nvariants) return p->nvariants;
     if (fin[2] >= p->nvariants || fin[2] == v || fin[2] == fin[1]) n = 2;
     lntune_plan_progress(p, "twin");
     size_t ok[3] = {fin[0], fin[1], fin[2]};
     lntune_outcome outs[3];
     const int checked = check_all(p, ok, n) == n; /* else the twin failed its check (recorded) */
     if (checked) time_only(p, fin, n, LNTUNE_TIME_FINAL, outs);
-    if (lntune_plan_stopped(p)) return;
+    if (lntune_plan_stopped(p)) return p->nvariants;
     const int timed = checked && outs[1].state == LNTUNE_OUTCOME_OK;
     if (timed) record_timed(p, fin + 1, 1, LNTUNE_TIME_FINAL, outs + 1);
     const int faster = timed && (n == 2 || outs[2].state != LNTUNE_OUTCOME_OK ||
@@ -763,9 +765,59 @@ static void store_twin(lntune_plan *p, size_t v) {
     const int kept = faster && p->t->artifact(p->state, p, fin[1], &art, &traits) == LNTUNE_OK &&
                      traits.any_h && lntune_db_put_artifact(p->db, &art) == LNTUNE_OK;
     if (lntune_db_set_twin(p->db, &p->key, p->variants[fin[1]], kept ? art.key : NULL,
-                           timed ? outs[1].t.median_ns : NAN) != LNTUNE_OK)
+                           timed ? outs[1].t.median_ns : NAN) != LNTUNE_OK) {
         lntune_plan_fail(p, LNTUNE_EDB, "cannot write the tuning database, stopped: %s",
                          lntune_db_errmsg(p->db));
+        return p->nvariants;
+    }
+    return kept ? fin[1] : p->nvariants;
+}
+
+/* The largest H a reach is measured to; past it, one that held all the way has no limit. */
+#define REACH_MAX_H (INT64_C(1) << 26)
+
+/* The H between a step held and the next lost: their geometric mean, rounded. */
+static int64_t between(int64_t held, int64_t lost) {
+    return (int64_t)llround(sqrt((double)held * (double)lost));
+}
+
+/*
+ * The reach of run-time-H kernel k (the winner, or its twin: what liblntune's nearest-H walk
+ * serves other H by): timed beside the built-in at H x4, x16, ... and H / 4, / 16, ..., each at
+ * the tuned bytes (rows scaled), until it loses by more than BUILTIN_MARGIN; stored as the H
+ * between the last step held and the first lost, 1 or REACH_MAX_H where none was lost. The rule
+ * it replaces trusted any distance: an RMSNorm call at 32768x128 ran on the H=4096 winner at
+ * 1230 us, where the built-in took 1005 us (Zen 4, 1 thread; issue 56).
+ */
+static void store_reach(lntune_plan *p, size_t k) {
+    if (!p->t->time_at || k >= p->nvariants || p->builtin >= p->nvariants || k == p->builtin ||
+        p->cfg->rebuild_only || lntune_plan_stopped(p))
+        return;
+    lntune_plan_progress(p, "reach");
+    const size_t pair[2] = {k, p->builtin};
+    const int64_t H = p->shape.H, bytes_rows = p->shape.rows * H;
+    int64_t reach[2] = {1, REACH_MAX_H};
+    for (int up = 0; up < 2; ++up) {
+        int64_t held = H;
+        for (;;) {
+            const int64_t h = up ? held * 4 : held / 4;
+            if (h < 1 || h > REACH_MAX_H || bytes_rows / h < 1) break; /* held to the end */
+            double ratio;
+            if (p->t->time_at(p->state, p, pair, bytes_rows / h, h, &ratio) != LNTUNE_OK ||
+                lntune_plan_stopped(p))
+                return; /* not measured: no reach stored */
+            if (ratio > 1.0 + BUILTIN_MARGIN) {
+                reach[up] = between(held, h);
+                break;
+            }
+            held = h;
+        }
+    }
+    if (lntune_db_set_reach(p->db, &p->key, reach[0], reach[1]) != LNTUNE_OK)
+        lntune_plan_fail(p, LNTUNE_EDB, "cannot write the tuning database, stopped: %s",
+                         lntune_db_errmsg(p->db));
+    p->res->reach_lo = reach[0];
+    p->res->reach_hi = reach[1];
 }
 
 /* Whether the stored winner's code is in the database, as lntune stored it. */
@@ -910,7 +962,8 @@ static void tune_one(lntune_plan *p) {
     time_naive(p);
     if (lntune_plan_stopped(p)) return;
     store_winner(p, v, w.t.median_ns, w.max_error);
-    store_twin(p, v);
+    const size_t twin = store_twin(p, v);
+    store_reach(p, twin_of(p, v) == p->nvariants ? v : twin);
     snprintf(p->res->variant, sizeof p->res->variant, "%s", p->variants[v]);
     p->res->median_ns = w.t.median_ns;
     p->res->gbps = p->bytes / w.t.median_ns;

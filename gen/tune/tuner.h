@@ -63,6 +63,9 @@ typedef struct lntune_tune_config {
     /* Seconds between the final runs of an op x shape (not at --rigor quick), so that they see
      * more than one phase of a shared host (decide.h). 0: back to back. */
     double final_gap_s;
+    /* The share of the CPU target's timing budgets each batch and final run gets (0: all;
+     * tune_job: $LNTUNE_TIME_SCALE). The tests, which judge no speed, time a tenth. */
+    double time_scale;
 } lntune_tune_config;
 
 typedef struct lntune_tune_result {
@@ -78,9 +81,10 @@ typedef struct lntune_tune_result {
     int from_db; /* the winner came from an earlier run; nothing was measured */
     int rebuilt; /* of from_db: its code was missing (imported wisdom), and was compiled and
                   * verified here and stored */
-    int stale;   /* a winner is stored, but measured by another template or toolchain or at
-                  * other rows: it was (or, rebuild_only, is to be) tuned again */
-    int seeds;   /* the seed database's variants the search started from (0: a full search) */
+    int64_t reach_lo, reach_hi; /* the H its run-time-H kernel serves (tuning_db.h); 0: none */
+    int stale; /* a winner is stored, but measured by another template or toolchain or at
+                * other rows: it was (or, rebuild_only, is to be) tuned again */
+    int seeds; /* the seed database's variants the search started from (0: a full search) */
     /* The spread of the winner's speed against the copy over its final runs' paired blocks
      * (first and third quartile of copy time / its time); 0 when not measured here. */
     double ratio_lo, ratio_hi;
