@@ -17,6 +17,7 @@
 
 #include "dtypes.h"
 #include "lntune.h"
+#include "make_dirs.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -54,7 +55,7 @@ static int usage(const char *why) {
             "  (default: --db). --export, --export1: lntune export's lntune_kernels.c of those\n"
             "  databases built as shared objects (bench/run.sh builds them; default: n/a;\n"
             "  --export1's default: --export).\n"
-            "  PREFIX gets .md and .svg (default bench/results/cpu-DATE, or\n"
+            "  PREFIX gets .md and .svg (default build/bench-results/cpu-DATE, or\n"
             "  cpu-TYPE-DATE). --dtype: of x, y, gamma and beta, as tuned by lntune --dtype T.\n"
             "  --tuned: the shapes tuned in --db (else --shapes, else the anchor shapes).\n"
             "  --python: the Python that runs bench_torch.py (default: bin/python3 of the folder\n"
@@ -271,7 +272,14 @@ int main(int argc, char **argv) {
             char day[32];
             time_t now = time(NULL);
             strftime(day, sizeof day, "%Y-%m-%d", localtime(&now));
-            snprintf(prefix, sizeof prefix, "bench/results/cpu-%s%s%s",
+            /* Raw output goes to the build folder, never into the source tree (bench/results
+             * holds curated summaries only). */
+            static const char dir[] = "build/bench-results";
+            if (lntune_make_dirs(dir, 0777, NULL, 0) != 0) {
+                fprintf(stderr, "bench_cpu: cannot make %s (or give --out PREFIX)\n", dir);
+                return 1;
+            }
+            snprintf(prefix, sizeof prefix, "%s/cpu-%s%s%s", dir,
                      o.type ? lntune_type_name(o.type) : "", o.type ? "-" : "", day);
             o.out = prefix;
         }

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# bench/run.sh - reproduces bench/results/cpu-DATE.md and .svg from a fresh clone: installs the
-# bench dependencies if missing, builds, tunes the bench shapes into bench databases (1 thread
-# and every core; minutes per shape), then runs bench_cpu, which measures at 1 thread and at
-# every core in one process each and writes the report. lntune export's output for each database,
-# built at -O3 -march=native as an app would, is measured beside them ("lntune export"). Last,
+# bench/run.sh - the CPU peer report (bench/results/cpu-*.md and .svg are curated from one) from a
+# fresh clone: installs the bench dependencies if missing, builds, tunes the bench shapes into
+# bench databases (1 thread and every core; minutes per shape), then runs bench_cpu, which
+# measures at 1 thread and at every core in one process each and writes the report. lntune
+# export's output for each database, built at -O3 -march=native as an app would, is measured
+# beside them ("lntune export"). Last,
 # bench/figures.py puts `lntune show`'s figures beside the bench's (PREFIX-figures.md).
 #   BUILD_DIR (default build), BENCH_SKIP_TUNE=1 (use the databases as they are),
 #   BENCH_ARGS (extra bench_cpu options, e.g. "--no-torch"),
 #   BENCH_DTYPE=f16|bf16: x, y, gamma and beta of that type (tuned with lntune --dtype; own
 #   databases; cpu-TYPE-DATE; the shapes gain issue #6's 4096x4096),
 #   BENCH_SHAPES="RxH ..." (default: bench/bench.c's shapes),
-#   BENCH_OUT=PREFIX (default bench/results/cpu[-TYPE]-DATE: PREFIX.md, .svg, -t*.jsonl),
+#   BENCH_RESULTS=DIR (default $BUILD_DIR/bench-results: the bench databases and the report;
+#   raw output stays out of the source tree),
+#   BENCH_OUT=PREFIX (default $BENCH_RESULTS/cpu[-TYPE]-DATE: PREFIX.md, .svg, -t*.jsonl),
 #   LNTUNE_BENCH_PEERS (default /opt/lntune-bench: oneDNN 3.x and PyTorch, bench/install-deps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
-results=bench/results
+results=${BENCH_RESULTS:-$build/bench-results}
 peers=${LNTUNE_BENCH_PEERS:-/opt/lntune-bench} # bench/install-deps: oneDNN 3.x and PyTorch
 
 have_deps() {

@@ -4,13 +4,13 @@
 # RUNS times each, alternating; the wall time of each, then the cold and the seeded winners of
 # each op timed side by side in one interleaved run (lntune time), and a markdown table. Each
 # run has a JIT object cache of its own, so that none reuses what another compiled.
-#   SEED_DB (default bench/results/bench-t1.db: the anchors tuned at 1 thread, the stand-in for
-#   another machine), SHAPE (default H=4096), THREADS (default every core), RUNS (default 2),
-#   BUILD_DIR (default build-bench)
+#   SEED_DB (default build/bench-results/bench-t1.db, bench/run.sh's: the anchors tuned at 1
+#   thread, the stand-in for another machine), SHAPE (default H=4096), THREADS (default every
+#   core), RUNS (default 2), BUILD_DIR (default build-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-bench}
-seed_db=${SEED_DB:-bench/results/bench-t1.db}
+seed_db=${SEED_DB:-build/bench-results/bench-t1.db}
 shape=${SHAPE:-H=4096}
 threads=${THREADS:-$(nproc)}
 runs=${RUNS:-2}

@@ -4,7 +4,7 @@
 # run-time-H winner, else the built-in), then on a copy of that database with the shapes tuned
 # too; the table gives the untuned speed as a ratio of the tuned one (issue 36: within 15%), each
 # taken as a ratio to the copy of the same bytes in its own run (phases of a shared host).
-#   DB (default bench/results/bench.db: run.sh's, tuned at every core), THREADS (every core),
+#   DB (default build/bench-results/bench.db: run.sh's, tuned at every core), THREADS (every core),
 #   BUILD_DIR (default build-bench, -DLNTUNE_BUILD_BENCH=ON),
 #   SHAPES (default: ten shapes of odd H and other row counts than run.sh's),
 #   TUNED_DB (where the copy with the shapes tuned is kept; tuned only when it does not exist),
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-bench}
-db=${DB:-bench/results/bench.db}
+db=${DB:-build/bench-results/bench.db}
 threads=${THREADS:-$(nproc)}
 shapes=${SHAPES:-4096x1000 4096x1536 2048x3000 1024x5120 512x12288 100x4096 20x4096 4096x777 16384x2048 64x16000}
 [ -e "$db" ] || { echo "untuned.sh: no $db (bench/run.sh makes it)" >&2; exit 2; }

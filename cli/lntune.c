@@ -2,10 +2,8 @@
  * lntune.c - the command line: argument parsing and printing only. Every decision is made in
  * gen/ (generate, verify, tune) or runtime/ (dispatch).
  *
- * Exit codes (README.md lists them): 0 success, 1 a failure while working (a compile error, no
- * correct variant, I/O), 2 bad usage (unknown command, option, op, dtype, target, parameter or
- * value, a bad shape), 3 the tuning database was refused or could not be written (the file is
- * left as it was), 128 + N killed by signal N after saving the work done (130 SIGINT, 143 SIGTERM).
+ * Exit codes: 0 on success, else the EXIT_* values below (EXIT_SIGNAL + N when signal N stopped
+ * a run after it saved its work); docs/reliability.md says what each means.
  */
 #include "best_list.h"
 #include "export.h"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_cli.sh LNTUNE - the command line's answers to good and bad input: exit 0 with output for
-# good input, exit 2 and a message naming the fault for bad usage (README.md: exit codes), never
-# a crash.
+# good input, exit 2 and a message naming the fault for bad usage (docs/reliability.md: exit
+# codes), never a crash.
 lntune=$1
 # quick: one case of each kind; full (the slow tier): every dtype, backward and residual case
 # tuned, exported and read back as well.

@@ -6,12 +6,13 @@
 # calls (LLVM 14: the CPU JIT; oneDNN: `lntune bench`), so that the dynamic loader starts the
 # programs. A CPU tune run from this bundle would stop at its first JIT call: use it for CUDA.
 #
-# Usage: bench/gpu/bundle.sh [BUILD_DIR (build)] [OUT_DIR (.devbin)]
-# then, there: bench/gpu/run.sh OUT_DIR (or mixed.sh, quant.sh)
+# Usage: bench/gpu/bundle.sh [BUILD_DIR (build)] [OUT_DIR (BUILD_DIR/gpu-bundle)]
+# then, there: bench/gpu/run.sh OUT_DIR (or mixed.sh, quant.sh). OUT_DIR is emptied first; its
+# default lies in the build folder, out of the source tree (ship it from there, or name another).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-out=${2:-.devbin}
+out=${2:-$build/gpu-bundle}
 cmake --build "$build" -j"$(nproc)" --target lntune cuda_bench >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null # the tests
 rm -rf "$out"

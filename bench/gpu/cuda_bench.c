@@ -1,7 +1,7 @@
 /*
  * cuda_bench.c - times every CUDA variant against a device-to-device copy of the same bytes and
- * prints markdown tables (bench/gpu/run.sh writes them to bench/results/). Not a tuner: it shows
- * what the variant space reaches on this GPU.
+ * prints markdown tables to stdout. Not a tuner: it shows what the variant space reaches on this
+ * GPU.
  *
  * rows = 16384: inputs rotate through buffers whose total exceeds the L2 cache (50 MB on H200)
  * several times, so every launch reads from HBM ("cold"). rows = 1 and 8: the same buffers every

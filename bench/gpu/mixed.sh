@@ -2,7 +2,8 @@
 # bench/gpu/mixed.sh - one prepared run on a GPU machine: lntune's CUDA tuner on fp16/bf16 data
 # and on the fused residual add (Add & Norm) at rows=16384, H=4096, for LayerNorm and RMSNorm,
 # next to fp32; then PyTorch on the same problems (bench/gpu/torch_mixed.py); writes
-# bench/results/h200-mixed-DATE.md (and a copy under $OUT). About 3 minutes on an H200.
+# $BENCH_RESULTS/h200-mixed-DATE.md (default build/bench-results, out of the source tree; and a
+# copy under $OUT). About 3 minutes on an H200.
 #
 # Usage: bench/gpu/mixed.sh BIN_DIR   (a bundle from bench/gpu/bundle.sh, or a build folder)
 set -uo pipefail
@@ -27,8 +28,9 @@ done
 echo "== torch at $(( $(date +%s) - start )) s"
 PYTHONUNBUFFERED=1 timeout 120 python3 bench/gpu/torch_mixed.py 16384 4096 >"$out/torch_mixed.json" \
     || fail "torch_mixed.py"
-mkdir -p bench/results
-res=bench/results/h200-mixed-$(date +%F).md
+results=${BENCH_RESULTS:-build/bench-results}
+mkdir -p "$results"
+res=$results/h200-mixed-$(date +%F).md
 python3 bench/gpu/report_mixed.py "$out" >"$res" || fail "report_mixed.py"
 cp "$res" "$out/"
 cat "$res"

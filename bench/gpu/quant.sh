@@ -4,8 +4,9 @@
 # with a scale per row, fp32 and bf16 x, at rows 2048 and 16384, H = 4096; then
 # bench/gpu/quant_bench.py times, in one process, the tuned kernels, the built-ins, PyTorch's
 # norm then quantization, Liger's norm then the same quantization, and the device copy of the
-# same bytes. Writes bench/results/<gpu>-quant-DATE.md with `lntune show`'s stored figures
-# beside the bench's (and a copy under $OUT when set). About 4 minutes on an H200.
+# same bytes. Writes $BENCH_RESULTS/<gpu>-quant-DATE.md (default build/bench-results, out of the
+# source tree) with `lntune show`'s stored figures beside the bench's (and a copy under $OUT when
+# set). About 4 minutes on an H200.
 #
 # Usage: bench/gpu/quant.sh BIN_DIR   (a bundle from bench/gpu/bundle.sh, or a build folder)
 # Liger-Kernel comes from BIN_DIR/wheels (bundle.sh downloads its pure-Python wheel: the GPU
@@ -44,8 +45,9 @@ PYTHONUNBUFFERED=1 timeout 300 python3 bench/gpu/quant_bench.py --lib "$lib" --d
     --out "$work/table.md" || fail "quant_bench.py"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 |
     sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')
-mkdir -p bench/results
-res=bench/results/${gpu:-gpu}-quant-$(date +%F).md
+results=${BENCH_RESULTS:-build/bench-results}
+mkdir -p "$results"
+res=$results/${gpu:-gpu}-quant-$(date +%F).md
 {
     cat "$work/table.md"
     echo

@@ -3,7 +3,8 @@
 # `lntune --target cuda` at H = 768, 1024, 4096, 8192, 16384 (rows 16384, then rows 1 and 8),
 # a second run that must reuse everything, the backward at H = 4096 (its table in
 # $OUT/tune_backward.txt, not in the report), the export, and PyTorch on the same shapes; writes
-# bench/results/h200-DATE.md (and a copy under $OUT when set). About 8 minutes on an H200.
+# $BENCH_RESULTS/h200-DATE.md (default build/bench-results, out of the source tree; and a copy
+# under $OUT when set). About 8 minutes on an H200.
 #
 # Usage: bench/gpu/run.sh [BUNDLE_DIR]
 #   BUNDLE_DIR: programs packed here by bench/gpu/bundle.sh (for a machine without Lua, LLVM or
@@ -82,8 +83,9 @@ tail -3 "$out/export.txt"
 echo "== torch at $(( $(date +%s) - start )) s"
 PYTHONUNBUFFERED=1 timeout 120 python3 bench/gpu/torch_bench.py --json >"$out/torch.json" \
     || fail "torch_bench.py"
-mkdir -p bench/results
-res=bench/results/h200-$(date +%F).md
+results=${BENCH_RESULTS:-build/bench-results}
+mkdir -p "$results"
+res=$results/h200-$(date +%F).md
 python3 bench/gpu/report.py "$out" >"$res" || fail "report.py"
 cp "$res" "$out/" 2>/dev/null
 cat "$res"

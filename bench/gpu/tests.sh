@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu/tests.sh - runs lntune's GPU tests on a GPU machine, from a bundle
 # (bench/gpu/bundle.sh) or a build folder, each under a time limit; appends every test's output
-# to $OUT/tests.log (or ./gpu-tests.log without OUT) and prints each one's last lines and exit
-# code. Exits 1 if any test failed, was skipped (on a GPU machine a skip means the driver was not
-# usable) or ran out of time.
+# to $OUT/tests.log (or BIN_DIR/gpu-tests.log without OUT) and prints each one's last lines and
+# exit code. Exits 1 if any test failed, was skipped (on a GPU machine a skip means the driver was
+# not usable) or ran out of time.
 #
 # Usage: bench/gpu/tests.sh BIN_DIR [SECONDS_EACH (200)] [TEST ...]
 #   TEST: program names in BIN_DIR (default: those BIN_DIR/DEVICE_TESTS names, which
@@ -12,7 +12,7 @@ set -uo pipefail
 bin=$(cd "$1" && pwd) || exit 1
 limit=${2:-200}
 shift $(($# < 2 ? $# : 2))
-log=${OUT:-.}/$([ -n "${OUT:-}" ] && echo tests.log || echo gpu-tests.log)
+log=${OUT:-$bin}/$([ -n "${OUT:-}" ] && echo tests.log || echo gpu-tests.log)
 export LD_LIBRARY_PATH="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then

@@ -6,7 +6,8 @@
  * bytes, or another kernel), a figure is instead the median of the candidate's per-round ratios to
  * the reference, times the reference's median: the memory bandwidth a shared machine lends drifts
  * by tens of percent within seconds, and the ratio cancels it (batch medians of a LayerNorm kernel
- * over 5 rounds varied by 5.5-11% raw, 2.4-3.9% as ratios: bench/results/cpu-tuner-2026-11-30.md).
+ * over 5 rounds varied by 5.5-11% raw, 2.4-3.9% as ratios:
+ * docs/notes/2026-11-30-tuner-drift-and-copy-gap.md).
  */
 #ifndef LNTUNE_TIMING_H
 #define LNTUNE_TIMING_H

@@ -1025,7 +1025,7 @@ static void plan_end(lntune_plan *p) {
  * machine for minutes, and not every kernel alike: on the 2-core Zen 4 guest the same kernel
  * took 803 us and, twenty minutes later, 1383 us, and an RMSNorm 4096x768 tuning at 2 threads
  * chose a 1-thread kernel that the bench, in another phase, ran at 0.66x the 2-thread built-in
- * (bench/results/cpu-zen4-phases-2026-12-06.md). A choice one phase made is undone only when the
+ * (docs/notes/2026-12-06-zen4-phases.md). A choice one phase made is undone only when the
  * built-in beats the winner by BUILTIN_MARGIN in two looks in a row: it is then stored instead,
  * with the second look's figures. out->rechecked says what happened.
  */
