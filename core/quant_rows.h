@@ -183,28 +183,44 @@ static inline float lntune_quant_row_absmax(const float *y, int64_t H) {
     return r;
 }
 
-/* fp32 y computed at a time: 64 KiB, a few rows of L2 at most. */
-enum { LNTUNE_QUANT_BUFFER_FLOATS = 16384 };
+/* The factor a row's y is multiplied by before its codes are taken, given its largest |y| m:
+ * quant.h's QMAX / m (QMAX 127, or 448 with e4m3), 0 where m is 0 or Inf; *scale gets m / QMAX. */
+static inline float lntune_quant_row_inv(float m, int e4m3, float *scale) {
+    const float qmax = e4m3 ? 448.0f : 127.0f;
+    *scale = m / qmax;
+    return m > 0.0f ? qmax / m : 0.0f;
+}
+
+/* One row's pass: the codes of y (H elements) at q, int8 or e4m3. With scale (a scale per row)
+ * its scale is stored there and y is multiplied by lntune_quant_row_inv's factor; else by inv.
+ * liblntune has wider copies of it for the CPUs that have them (runtime/builtin_quant_wide.h). */
+typedef void (*lntune_quant_row_pass_fn)(const float *y, void *q, int64_t H, float *scale,
+                                         float inv, int e4m3);
+
+static inline void lntune_quant_row_pass(const float *y, void *q, int64_t H, float *scale,
+                                         float inv, int e4m3) {
+    if (scale) inv = lntune_quant_row_inv(lntune_quant_row_absmax(y, H), e4m3, scale);
+    lntune_quant_row(y, q, H, inv, e4m3);
+}
+
+/* fp32 y computed at a time: 16 KiB, which stays in L1 while the row pass reads it twice (64 KiB,
+ * in L2, took a fifth longer at 512 x 4096 f32 -> i8row). */
+enum { LNTUNE_QUANT_BUFFER_FLOATS = 4096 };
 
 /*
- * Rows [r0, r1) of the call a (y quantized: int8, or e4m3 with e4m3): float_kernel, the kernel of
- * the call's tuple with an fp32 y, computes a few rows at a time into a buffer (x, residual,
- * residual_out, mean and rstd as it always does; x_bytes and residual_bytes are the sizes of
- * their elements), then each row's codes go to a->y. With a->y_scales, a scale per row: absmax /
- * QMAX there (QMAX 127 or 448), the codes of y * QMAX / absmax (y * 0 where absmax is 0 or Inf);
- * else the static scale, the codes of y * (1 / a->y_scale). a's strides must be complete (not 0).
- * Returns LNTUNE_KERNEL_OK, the first other code of float_kernel, or LNTUNE_KERNEL_EUNSUPPORTED
- * when the buffer cannot be had.
+ * lntune_quant_rows with the row pass pass (lntune_quant_row_pass or a copy of it for a wider
+ * vector ISA).
  */
-static inline int lntune_quant_rows(lntune_kernel_fn float_kernel, const lntune_kernel_args *a,
-                                    int64_t r0, int64_t r1, size_t x_bytes, size_t residual_bytes,
-                                    int e4m3) {
+static inline int lntune_quant_rows_with(lntune_quant_row_pass_fn pass,
+                                         lntune_kernel_fn float_kernel, const lntune_kernel_args *a,
+                                         int64_t r0, int64_t r1, size_t x_bytes,
+                                         size_t residual_bytes, int e4m3) {
     const int64_t H = a->H;
     const int64_t per = H >= LNTUNE_QUANT_BUFFER_FLOATS ? 1 : LNTUNE_QUANT_BUFFER_FLOATS / H;
     if (r0 >= r1) return LNTUNE_KERNEL_OK;
     float *buf = malloc((size_t)((per < r1 - r0 ? per : r1 - r0) * H) * sizeof(float));
     if (!buf) return LNTUNE_KERNEL_EUNSUPPORTED;
-    const float qmax = e4m3 ? 448.0f : 127.0f;
+    const float inv = a->y_scales ? 0.0f : 1.0f / a->y_scale;
     int rc = LNTUNE_KERNEL_OK;
     for (int64_t r = r0; r < r1 && rc == LNTUNE_KERNEL_OK; r += per) {
         const int64_t n = r1 - r < per ? r1 - r : per;
@@ -225,22 +241,29 @@ static inline int lntune_quant_rows(lntune_kernel_fn float_kernel, const lntune_
         b.y_scale = 0.0f;
         b.y_scales = NULL;
         if ((rc = float_kernel(&b, 0, n)) != LNTUNE_KERNEL_OK) break;
-        for (int64_t k = 0; k < n; ++k) {
-            const float *y = buf + k * H;
-            float inv;
-            if (a->y_scales) { /* quant.h: QMAX / absmax, 0 where absmax is 0 or Inf */
-                const float m = lntune_quant_row_absmax(y, H);
-                a->y_scales[r + k] = m / qmax;
-                inv = m > 0.0f ? qmax / m : 0.0f;
-            } else {
-                inv = 1.0f / a->y_scale;
-            }
-            lntune_quant_row(y, (unsigned char *)a->y + (size_t)((r + k) * a->y_stride), H, inv,
-                             e4m3);
-        }
+        for (int64_t k = 0; k < n; ++k)
+            pass(buf + k * H, (unsigned char *)a->y + (size_t)((r + k) * a->y_stride), H,
+                 a->y_scales ? a->y_scales + r + k : NULL, inv, e4m3);
     }
     free(buf);
     return rc;
+}
+
+/*
+ * Rows [r0, r1) of the call a (y quantized: int8, or e4m3 with e4m3): float_kernel, the kernel of
+ * the call's tuple with an fp32 y, computes a few rows at a time into a buffer (x, residual,
+ * residual_out, mean and rstd as it always does; x_bytes and residual_bytes are the sizes of
+ * their elements), then each row's codes go to a->y. With a->y_scales, a scale per row: absmax /
+ * QMAX there (QMAX 127 or 448), the codes of y * QMAX / absmax (y * 0 where absmax is 0 or Inf);
+ * else the static scale, the codes of y * (1 / a->y_scale). a's strides must be complete (not 0).
+ * Returns LNTUNE_KERNEL_OK, the first other code of float_kernel, or LNTUNE_KERNEL_EUNSUPPORTED
+ * when the buffer cannot be had.
+ */
+static inline int lntune_quant_rows(lntune_kernel_fn float_kernel, const lntune_kernel_args *a,
+                                    int64_t r0, int64_t r1, size_t x_bytes, size_t residual_bytes,
+                                    int e4m3) {
+    return lntune_quant_rows_with(lntune_quant_row_pass, float_kernel, a, r0, r1, x_bytes,
+                                  residual_bytes, e4m3);
 }
 
 #endif /* LNTUNE_QUANT_ROWS_H */
