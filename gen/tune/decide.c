@@ -26,6 +26,7 @@ void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const u
                          double margin, lntune_pair *out) {
     const double lead = 1.0 - margin;
     double pooled[LNTUNE_DECIDE_MAX_RUNS * LNTUNE_TIMING_BLOCKS], run[LNTUNE_TIMING_BLOCKS];
+    double mids[LNTUNE_DECIDE_MAX_RUNS];
     memset(out, 0, sizeof *out);
     out->ratio = NAN;
     size_t np = 0;
@@ -48,7 +49,13 @@ void lntune_pair_compare(const lntune_final_runs *f, size_t a, size_t b, const u
         np += nr;
         const double mid = lntune_quantile(run, nr, 0.5);
         out->runs_won += mid < lead;
-        if (out->runs++ == 0 || mid > out->worst_run) out->worst_run = mid;
+        mids[out->runs++] = mid;
+    }
+    /* The worst run; of LNTUNE_DECIDE_SPARE_RUN runs or more, the second worst: a phase that
+     * slowed one candidate in one run of many does not veto what all the others show. */
+    if (out->runs > 0) {
+        lntune_quantile(mids, (size_t)out->runs, 0.5); /* sorts them */
+        out->worst_run = mids[out->runs - 1 - (out->runs >= LNTUNE_DECIDE_SPARE_RUN)];
     }
     out->blocks = (int)np;
     out->margin = margin;
@@ -77,6 +84,7 @@ size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, cha
                      size_t whylen) {
     const size_t n = f->n;
     unsigned char ok[LNTUNE_DECIDE_MAX_CANDIDATES] = {0}, quiet[LNTUNE_DECIDE_MAX_RUNS] = {0};
+    if (in->unsettled) *in->unsettled = 0;
     if (n == 0 || n > sizeof ok || f->nruns < 1 || f->nruns > LNTUNE_DECIDE_MAX_RUNS) return n;
     char scratch[8];
     if (!why) why = scratch, whylen = sizeof scratch;
@@ -117,6 +125,12 @@ size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, cha
     if (best == n) {
         snprintf(why, whylen, "no finalist beat the built-in by %.0f%% beyond the noise",
                  in->margin * 100);
+        for (size_t k = 0; in->unsettled && k < n; ++k) {
+            if (!ok[k] || k == builtin) continue;
+            lntune_pair pr;
+            lntune_pair_compare(f, k, builtin, use[k], in->margin, &pr);
+            if (pr.ratio < 1.0 - in->margin) *in->unsettled = 1;
+        }
         return builtin;
     }
     /* The simplest of them that the fastest does not beat. */
@@ -126,6 +140,14 @@ size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, cha
         lntune_pair pr;
         lntune_pair_compare(f, best, k, use[best] ? use[best] : use[k], in->noise, &pr);
         if (!lntune_pair_beats(&pr)) pick = k;
+    }
+    /* Unsettled: another finalist leads the pick by the margin in the mean, short of the
+     * bound (or it lost a run): more runs may settle it (tuner.c). */
+    for (size_t k = 0; in->unsettled && k < n; ++k) {
+        if (!ok[k] || k == pick) continue;
+        lntune_pair pr;
+        lntune_pair_compare(f, k, pick, use[k] ? use[k] : use[pick], in->margin, &pr);
+        if (pr.ratio < 1.0 - in->margin && !lntune_pair_beats(&pr)) *in->unsettled = 1;
     }
     if (builtin == n)
         snprintf(why, whylen, "the fastest finalist (no built-in to beat)");

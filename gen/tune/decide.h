@@ -28,7 +28,9 @@
 
 #include <stddef.h>
 
-enum { LNTUNE_DECIDE_MAX_RUNS = 8, LNTUNE_DECIDE_MAX_CANDIDATES = 64 };
+/* From LNTUNE_DECIDE_SPARE_RUN runs on, a candidate may lose one run by more than the margin
+ * (worst_run is then the second worst). */
+enum { LNTUNE_DECIDE_MAX_RUNS = 8, LNTUNE_DECIDE_MAX_CANDIDATES = 64, LNTUNE_DECIDE_SPARE_RUN = 6 };
 
 /* The final runs: candidate k's figures of run r at t[r * n + k]. */
 typedef struct lntune_final_runs {
@@ -47,7 +49,8 @@ typedef struct lntune_pair {
     int blocks;       /* paired blocks */
     int runs;         /* runs with blocks of both */
     int runs_won;     /* of them, runs whose median ratio lies below 1 - margin */
-    double worst_run; /* the highest of the runs' median ratios */
+    double worst_run; /* the highest of the runs' median ratios (the second highest of
+                       * LNTUNE_DECIDE_SPARE_RUN or more) */
     int per_run;      /* a target without blocks (nblocks 0): one score ratio per run */
     double margin;
 } lntune_pair;
@@ -66,6 +69,10 @@ typedef struct lntune_decide_in {
     size_t builtin;             /* the built-in's index; >= n: none */
     double margin;              /* a finalist must beat the built-in by this much */
     double noise;               /* a simpler finalist stays unless beaten by this much */
+    /* May be NULL. Set to 1 when a finalist leads the one chosen by more than the margin in
+     * the mean of the paired ratios yet does not beat it (short of the bound, or it lost a
+     * run): a choice that more final runs may change. */
+    int *unsettled;
 } lntune_decide_in;
 
 /*
