@@ -59,25 +59,36 @@ for k in $(seq 1 "$runs"); do
         beside=hog
     fi
     t0=$(date +%s)
+    failed=0
     "$lntune" tune --target cpu --op "$op" --shape "$shape" --threads "$threads" --db "$db" \
-        >"$work/run$k.log" 2>&1 || { cat "$work/run$k.log" >&2; exit 1; }
+        >"$work/run$k.log" 2>&1 || failed=1
     secs+=($(($(date +%s) - t0)))
     [ "$beside" = hog ] && stop_hog
     besides+=("$beside")
-    variants+=("$(field "$db" variant)")
-    stored+=("$(awk -v g="$(field "$db" gbps)" -v c="$(field "$db" copy_gbps)" 'BEGIN{printf "%.3f", g / c}')")
-    loads+=("$(field "$db" under_load)")
-    echo "tune $k ($beside, ${secs[-1]} s): ${variants[-1]} (stored ${stored[-1]}x the copy; under load: ${loads[-1]})"
+    if [ "$failed" = 1 ]; then # a tune that says it could not measure is a row of the table
+        variants+=("")
+        stored+=("nan")
+        loads+=("the tune failed: $(grep -m1 '^lntune: ' "$work/run$k.log" | cut -c 9-200 | tr '|' '/')")
+    else
+        variants+=("$(field "$db" variant)")
+        stored+=("$(awk -v g="$(field "$db" gbps)" -v c="$(field "$db" copy_gbps)" 'BEGIN{printf "%.3f", g / c}')")
+        loads+=("$(field "$db" under_load)")
+    fi
+    echo "tune $k ($beside, ${secs[-1]} s): ${variants[-1]:-none} (stored ${stored[-1]}x the copy; under load: ${loads[-1]})"
 done
 args=()
-for v in "${variants[@]}"; do args+=(--variant "$v"); done
+for v in "${variants[@]}"; do [ -n "$v" ] && args+=(--variant "$v"); done
 "$lntune" time --op "$op" --target cpu --shape "$shape" --seconds "${SECONDS_TIMED:-20}" "${args[@]}" \
     >"$work/time.txt"
 cat "$work/time.txt"
 # `lntune time` prints "TIMEus SCOREus GBPS RATIOx VARIANT" per variant, in the order given.
-mapfile -t us < <(awk '/us .*us /{sub(/us$/, "", $1); print $1}' "$work/time.txt")
-mapfile -t side < <(awk '/us .*us /{sub(/x$/, "", $4); print $4}' "$work/time.txt")
-fastest=$(printf '%s\n' "${us[@]}" | sort -g | head -n 1)
+mapfile -t timed_us < <(awk '/us .*us /{sub(/us$/, "", $1); print $1}' "$work/time.txt")
+mapfile -t timed_side < <(awk '/us .*us /{sub(/x$/, "", $4); print $4}' "$work/time.txt")
+us=() side=() j=0 # per tune; a failed tune's figures are nan
+for v in "${variants[@]}"; do
+    if [ -n "$v" ]; then us+=("${timed_us[$j]}") side+=("${timed_side[$j]}") j=$((j + 1)); else us+=(nan) side+=(nan); fi
+done
+fastest=$(printf '%s\n' "${timed_us[@]}" | sort -g | head -n 1)
 {
     echo "# Tuner stability: $op $shape, $threads threads ($(date +%F))"
     echo
@@ -91,10 +102,11 @@ fastest=$(printf '%s\n' "${us[@]}" | sort -g | head -n 1)
     for k in $(seq 0 $((runs - 1))); do
         awk -v k=$((k + 1)) -v b="${besides[$k]}" -v s="${secs[$k]}" -v t="${us[$k]}" -v f="$fastest" \
             -v st="${stored[$k]}" -v sd="${side[$k]}" -v l="${loads[$k]}" -v v="${variants[$k]}" \
-            'BEGIN{printf "| %d | %s | %s | %.1f | %+.1f%% | %.3f | %.3f | %+.1f%% | %s | `%s` |\n", k, b, s, t, (t / f - 1) * 100, st, sd, (st / sd - 1) * 100, (l == "null" ? "no" : l), v}'
+            'BEGIN{if (v == "") printf "| %d | %s | %s | - | - | - | - | - | %s | - |\n", k, b, s, l;
+                   else printf "| %d | %s | %s | %.1f | %+.1f%% | %.3f | %.3f | %+.1f%% | %s | `%s` |\n", k, b, s, t, (t / f - 1) * 100, st, sd, (st / sd - 1) * 100, (l == "null" ? "no" : l), v}'
     done
     echo
-    printf '%s\n' "${us[@]}" | sort -g | awk '{a[NR]=$1} END{printf "Winners side by side: the slowest is %.1f%% slower than the fastest.\n", (a[NR]/a[1]-1)*100}'
+    printf '%s\n' "${timed_us[@]}" | sort -g | awk '{a[NR]=$1} END{printf "Winners side by side: the slowest is %.1f%% slower than the fastest.\n", (a[NR]/a[1]-1)*100}'
 } >"$out"
 cat "$out"
 echo "summary: $out"
