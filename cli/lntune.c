@@ -381,6 +381,7 @@ static int cmd_tune(options *o) {
     char err[1024] = "";
     if (lntune_tune_job_init(&job, &req, err, sizeof err) != LNTUNE_OK)
         return usage_error("%s", err);
+    if (job.note[0]) fprintf(stderr, "lntune: warning: %s\n", job.note);
     if (lntune_tune_job_seed(&job, &req, err, sizeof err) != LNTUNE_OK) {
         fprintf(stderr, "lntune: %s\n", err);
         lntune_tune_job_end(&job);

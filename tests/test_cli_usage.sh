@@ -10,6 +10,9 @@ db=$dir/tune.db
 
 # One tiny tuned database for the commands that read one.
 expect 0 "8x64" --shape rows=8,H=64 --op rmsnorm --target cpu --rigor quick --db "$db"
+# More threads than the CPUs this process may run on: tuned with those, and said (item 11).
+expect 0 "warning: --threads 999: this process may run on" --shape rows=8,H=64 --op rmsnorm \
+    --target cpu --rigor quick --threads 999 --db "$dir/threads.db"
 
 # db export - writes the wisdom to stdout (the message goes to stderr).
 out=$("$lntune" db export - --db "$db" 2>/dev/null)

@@ -6,6 +6,7 @@
 
 #include "cuda_devices.h"
 #include "fusion.h"
+#include "hardware.h"
 #include "lntune.h"
 #include "reference.h"
 #include "tuning_db.h"
@@ -98,6 +99,17 @@ int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, c
     } else {
         job->ops[0] = lntune_op_text(LNTUNE_OP_LAYERNORM, req->backward);
         job->ops[1] = lntune_op_text(LNTUNE_OP_RMSNORM, req->backward);
+    }
+    job->note[0] = '\0';
+    if (job->cpu && req->threads > 0) {
+        lntune_cpu_info cpu;
+        lntune_cpu_info_get(&cpu);
+        const int usable = lntune_cpu_usable_threads(&cpu);
+        if (req->threads > usable)
+            snprintf(job->note, sizeof job->note,
+                     "--threads %d: this process may run on %d CPU(s); the CPU kernels are tuned "
+                     "with %d thread(s)",
+                     req->threads, usable, usable);
     }
     job->cfg = (lntune_tune_config){.db_path = req->db_path,
                                     .ops = job->ops,

@@ -51,6 +51,9 @@ typedef struct lntune_tune_job {
     char seed_dir[4096]; /* a wisdom file given as seed_from: the temporary folder it was
                           * imported into ("" if none); lntune_tune_job_end removes it */
     char seed_db[4200];
+    /* What the user should hear before the run ("" if nothing): --threads above the CPUs this
+     * process may run on, which the CPU tuner caps. */
+    char note[160];
 } lntune_tune_job;
 
 /*
