@@ -606,6 +606,14 @@ static int cmd_db(options *o) {
         return usage_error("%s", "lntune db export builds no code: drop --threads");
     lntune_db *db = NULL;
     const char *path = merge ? o->files[0] : o->db;
+    /* A database this import or merge creates is removed again when it fails (item 11 of issue
+     * 57: an empty file was left behind). */
+    char file[4096] = "";
+    if (path)
+        snprintf(file, sizeof file, "%s", path);
+    else if (lntune_db_default_path(file, sizeof file) != LNTUNE_OK)
+        file[0] = '\0';
+    const int created = !export && file[0] && access(file, F_OK) != 0;
     int rc = lntune_db_open(path, export ? LNTUNE_DB_READONLY : 0, &db);
     if (rc != LNTUNE_OK) {
         fprintf(stderr, "lntune: %s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
@@ -647,6 +655,15 @@ static int cmd_db(options *o) {
                r.ignored ? "; records of unknown kinds ignored" : "");
     }
     lntune_db_close(db);
+    if (created && rc != LNTUNE_OK) {
+        static const char *const suffixes[] = {"", "-wal", "-shm"};
+        for (int k = 0; k < 3; ++k) {
+            char p[4200];
+            snprintf(p, sizeof p, "%s%s", file, suffixes[k]);
+            unlink(p);
+        }
+        fprintf(stderr, "lntune: %s removed (this command created it)\n", file);
+    }
     if ((import || merge) && rc == LNTUNE_OK) rc = rebuild_imported(o, path);
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }

@@ -149,6 +149,14 @@ expect 0 "winner(s)" db merge "$private/merged.db" "$dbp" "$private/imported.db"
 expect 0 "64x96" show --db "$private/merged.db"
 echo '{"lntune_wisdom": 2}' > "$private/future.jsonl"
 expect 1 "not lntune wisdom of version 1" db import "$private/future.jsonl" --db "$private/imported.db"
+# A failed import or merge into a database it created leaves no file behind.
+expect 1 "removed (this command created it)" db import "$private/future.jsonl" --db "$private/new.db"
+expect 3 "removed (this command created it)" db merge "$private/new-merge.db" "$private/future.jsonl"
+if ls "$private"/new.db* "$private"/new-merge.db* 2>/dev/null | grep -q .; then
+    fail "a failed import or merge left a database file: $(ls "$private"/new*)"
+else
+    ok "no database file left by a failed import or merge"
+fi
 expect 2 "is not export, import or merge" db frobnicate
 chmod g+w "$dbp"
 expect 1 "is writable by its group" doctor --db "$dbp"
