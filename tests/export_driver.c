@@ -40,6 +40,11 @@
  *    fp32 H=768 that export_makedb tuned at two row counts (two kernels without the option), a
  *    2-thread winner, an untuned shape and a fused one, the generic kernels' streaming switch
  *    at its lowest (test_export.sh adds -DLNTUNE_KERNELS_STREAMING_BYTES=1).
+ * 7. The tuned kernels' ISA (alone, with the arguments "isa CASES": test_export_isa.sh, on the
+ *    export of `export_makedb PATH isa CASES`, compiled without -m flags): each winner of CASES
+ *    at its shape against the reference, served by its tuned kernel. Compiled with
+ *    -DLNTUNE_KERNELS_FORCE_GENERIC (the dispatch's path on a CPU without the tuned kernels'
+ *    ISA), by the generic one, as no call takes a tuned kernel in 5b either.
  */
 #include "half_ref.h"
 #include "lntune_kernels.h"
@@ -101,6 +106,11 @@ static void test_fp32(void) {
 #ifndef LNTUNE_KERNELS_BATCH_INVARIANT
 #define LNTUNE_KERNELS_BATCH_INVARIANT 0 /* the exported file's default */
 #endif
+#ifdef LNTUNE_KERNELS_FORCE_GENERIC
+#define FORCE_GENERIC 1 /* no call takes a tuned kernel */
+#else
+#define FORCE_GENERIC 0
+#endif
 static int traced_calls, traced_other_h; /* atomics: test_concurrent's threads report too */
 
 void LNTUNE_KERNELS_TRACE(int entry, int other_h) {
@@ -130,13 +140,14 @@ static void test_nearest_h(void) {
         traced_calls = traced_other_h = 0;
         double err;
         const int rc = fp32_call(op, H, rows, H, cases[k].gamma, cases[k].beta, &err);
-        const int want = cases[k].served && !LNTUNE_KERNELS_BATCH_INVARIANT;
+        const int want = cases[k].served && !LNTUNE_KERNELS_BATCH_INVARIANT && !FORCE_GENERIC;
         test_case(rc == LNTUNE_KERNEL_OK && err <= TOLERANCE && traced_calls == want &&
                       traced_other_h == want,
                   "untuned %s H=%lld rows=%lld: %s%s (tuned calls %d, of another H %d), error "
                   "%.3g",
                   op ? "rmsnorm" : "layernorm", (long long)H, (long long)rows,
-                  LNTUNE_KERNELS_BATCH_INVARIANT && cases[k].served
+                  FORCE_GENERIC && cases[k].served ? "forced generic, the generic kernel, not "
+                  : LNTUNE_KERNELS_BATCH_INVARIANT && cases[k].served
                       ? "batch-invariant, the generic kernel, not "
                       : "",
                   cases[k].what, traced_calls, traced_other_h, err);
@@ -804,7 +815,39 @@ static void test_batch_invariance(void) {
 }
 #endif
 
+/* ---- 7. the tuned kernels' ISA ---- */
+
+#ifdef LNTUNE_KERNELS_TRACE
+static void test_isa(const char *cases_path) {
+    FILE *f = fopen(cases_path, "r");
+    int op, x, y, p, n = 0;
+    long long H;
+    while (f && fscanf(f, "%d %d %d %d %lld", &op, &x, &y, &p, &H) == 5) {
+        const tuple t = {x, y, p};
+        char why[256] = "";
+        traced_calls = 0;
+        const double err = run_typed(op, t, H, 40, 1, 0, t.x, 0.0f, why, sizeof why);
+        test_case(err <= 1.0 && traced_calls == !FORCE_GENERIC,
+                  "%s %s/%s/%s H=%lld rows=40 gamma: the %s kernel (tuned calls %d), worst %.3g "
+                  "of tolerance%s%s",
+                  op ? "rmsnorm" : "layernorm", type_names[x], type_names[y], type_names[p], H,
+                  FORCE_GENERIC ? "generic" : "tuned", traced_calls, err, why[0] ? ": " : "", why);
+        ++n;
+    }
+    test_case(f && n > 0, "%d winners read from %s", n, cases_path);
+    if (f) fclose(f);
+}
+#endif
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "isa") == 0) {
+#ifdef LNTUNE_KERNELS_TRACE
+        test_isa(argv[2]);
+#else
+        test_case(0, "isa needs -DLNTUNE_KERNELS_TRACE");
+#endif
+        return test_summary();
+    }
     if (argc > 1 && strcmp(argv[1], "concurrent") == 0) {
         test_concurrent();
         return test_summary();

@@ -25,7 +25,16 @@
  * "layernorm_backward+residual_out" (ops it does not know), and on a GPU row a layernorm of
  * dtype "f8" (no such type) and a "layernorm_backward+residual_out" (no such kernel).
  *
- *   export_makedb PATH
+ * With "isa CASES", instead, the database of test_export_isa.sh: winners whose code needs the
+ * ISA they were tuned on, each where this machine has it, as best rows alone (rows 9-64, gamma):
+ *   layernorm f32 H=768 (8-lane vectors passed between the kernel's functions), rmsnorm f32
+ *   H=2048 store=nt (AVX's non-temporal store builtin), rmsnorm f16 H=1024 convert=native
+ *   (F16C), layernorm f32 H=4096 vec=16 (AVX-512 F) and layernorm bf16 H=1024 convert=native
+ *   (AVX512-BF16's rounding);
+ * and, for export_driver isa, one line "op x y params H" per winner in the file CASES (op 0
+ * layernorm, 1 rmsnorm; types LNTUNE_TYPE_*).
+ *
+ *   export_makedb PATH [isa CASES]
  */
 #include "tunedb.h"
 
@@ -42,7 +51,47 @@ static int put_row(lntune_db *db, int64_t hw, const char *target, const char *op
     return put_best(db, hw, target, op, dtype, "vec=8", 768, 64, 1);
 }
 
+/* The "isa" database (see the top), its cases into CASES. */
+static int make_isa(const char *path, const char *cases_path) {
+    lntune_cpu_info cpu;
+    lntune_cpu_info_get(&cpu);
+    static const struct {
+        uint32_t isa; /* what it needs, beyond 8-lane vectors */
+        const char *op, *dtype, *variant;
+        int64_t H;
+        int op_index, type; /* for CASES: the op's, and the type of every tensor */
+    } winners[] = {
+        {0, "layernorm", "f32", "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768, 0, 0},
+        {0, "rmsnorm", "f32", "vec=8,acc=4,stats=wide,affine=fused,store=nt", 2048, 1, 0},
+        {LNTUNE_ISA_F16C, "rmsnorm", "f16", "vec=8,acc=4,stats=wide,affine=fused,convert=native",
+         1024, 1, LNTUNE_TYPE_F16},
+        {LNTUNE_ISA_AVX512F, "layernorm", "f32", "vec=16,acc=2,stats=twopass,affine=fused,h=fixed",
+         4096, 0, 0},
+        {LNTUNE_ISA_AVX512BF16 | LNTUNE_ISA_AVX512VL, "layernorm", "bf16",
+         "vec=8,acc=2,stats=twopass,affine=fused,convert=native", 1024, 0, LNTUNE_TYPE_BF16},
+    };
+    FILE *cases = fopen(cases_path, "w");
+    lntune_db *db = NULL;
+    int64_t hw;
+    int rc = cases ? create_db_for(path, &cpu, &db, &hw) : LNTUNE_EIO;
+    for (size_t i = 0; rc == LNTUNE_OK && i < sizeof winners / sizeof winners[0]; ++i) {
+        if ((cpu.isa & winners[i].isa) != winners[i].isa) continue;
+        rc = put_best(db, hw, "cpu", winners[i].op, winners[i].dtype, winners[i].variant,
+                      winners[i].H, 64, 1);
+        fprintf(cases, "%d %d %d %d %lld\n", winners[i].op_index, winners[i].type, winners[i].type,
+                winners[i].type, (long long)winners[i].H);
+        printf("winner: %s %s H=%lld %s\n", winners[i].op, winners[i].dtype,
+               (long long)winners[i].H, winners[i].variant);
+    }
+    if (cases && fclose(cases) != 0 && rc == LNTUNE_OK) rc = LNTUNE_EIO;
+    printf("%s: %s\n", rc == LNTUNE_OK ? "ok" : "FAIL", path);
+    if (rc != LNTUNE_OK) fprintf(stderr, "%s\n", db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+    lntune_db_close(db);
+    return rc == LNTUNE_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[2], "isa") == 0) return make_isa(argv[1], argv[3]);
     if (argc != 2) return 2;
     lntune_cpu_info cpu;
     lntune_cpu_info_get(&cpu);

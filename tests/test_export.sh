@@ -7,7 +7,9 @@
 # -march=native -Wall -Wextra -Werror, and export_driver run against the float64 reference with
 # each (on x86-64 twice more with gcc: -DLNTUNE_KERNELS_NO_AVX2, for the portable generic
 # kernels, and -DLNTUNE_KERNELS_STREAMING_BYTES=1, so that every generic call takes the copy with
-# non-temporal stores), and with -DLNTUNE_KERNELS_MAX_THREADS=1 (no thread started); with TSAN
+# non-temporal stores), with -DLNTUNE_KERNELS_MAX_THREADS=1 (no thread started), and without
+# -march and with -DLNTUNE_KERNELS_FORCE_GENERIC (the path of a CPU without the tuned kernels'
+# ISA: the generic kernels serve every call; test_export_isa.sh has the rest); with TSAN
 # 1, the driver's concurrent callers under ThreadSanitizer (the exported thread pool); then the
 # exported CMakeLists.txt used through add_subdirectory. With SANITIZE 1 (the sanitizer build,
 # whose plain run has done all that) the files and the driver are built once, with gcc
@@ -147,6 +149,7 @@ fi
 # must keep them from taking).
 invariant="gcc:-DLNTUNE_KERNELS_BATCH_INVARIANT=1:-DLNTUNE_KERNELS_STREAMING_BYTES=1"
 builds="gcc clang-14 $levels gcc:-DLNTUNE_KERNELS_MAX_THREADS=1 $invariant"
+builds="$builds gcc:-DLNTUNE_KERNELS_FORCE_GENERIC"
 if [ "$sanitize" = 1 ]; then
     builds="gcc:-fsanitize=address,undefined:-fno-sanitize-recover=all" tsan=0
 elif [ "$tier" = quick ]; then
@@ -162,13 +165,16 @@ for build in $builds; do
     *BATCH_INVARIANT*) tag=${cc}_invariant ;;
     *STREAMING*) tag=${cc}_streaming ;;
     *MAX_THREADS*) tag=${cc}_one_thread ;;
+    *FORCE_GENERIC*) tag=${cc}_generic ;;
     *) tag=$cc ;;
     esac
+    march=-march=native
+    case $defs in *FORCE_GENERIC*) march= ;; esac
     if ! command -v $cc >/dev/null; then echo "FAIL: $cc not found"; exit 1; fi
     step "$cc $defs -Werror on the exported files, then the driver against the reference"
     # the trace hook tells the driver which tuned kernel served each call
     defs="$defs -DLNTUNE_KERNELS_TRACE=lntune_test_trace"
-    $cc -std=c11 -O3 -march=native $defs -Wall -Wextra -Werror -c "$dir/out/lntune_kernels.c" \
+    $cc -std=c11 -O3 $march $defs -Wall -Wextra -Werror -c "$dir/out/lntune_kernels.c" \
         -o "$dir/k_$tag.o"
     $cc -std=c11 -O2 $defs -Wall -Wextra -Werror -I"$dir/out" $source_dirs -I"$src/tests" \
         "$src/tests/export_driver.c" "$src/gen/verify/reference.c" "$dir/k_$tag.o" -pthread -lm \

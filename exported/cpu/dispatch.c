@@ -5,9 +5,10 @@
  * (a winner's own or its twin), else the generic kernel; a winner of another bucket or H serves
  * only a call on its side of the streaming crossover, and another H's only rows aligned as its
  * own unless its stores are plain (serves). A quantized y's generic path is quant_fallback.c's.
- * Copied after pool.c and quant_fallback.c; it reads the tables the export writes (tuned,
- * op_takes_beta, residual_generic) and the generic kernels' unfused_generic, streaming_call and
- * typed_size.
+ * No tuned kernel serves where tuned_usable() says the CPU lacks their ISA (or the file is
+ * compiled for another architecture). Copied after pool.c and quant_fallback.c; it reads the
+ * tables the export writes (tuned, op_takes_beta, residual_generic), tuned_usable and the generic
+ * kernels' unfused_generic, streaming_call and typed_size.
  */
 
 /* -DLNTUNE_KERNELS_TRACE=f: the app's void f(int entry, int other_h) is told which tuned kernel
@@ -70,6 +71,7 @@ static const tuned_entry *find_tuned(int backward, int op, int fusion, int types
                                      int affine, int64_t rows, int64_t bytes, int64_t element) {
     const tuned_entry *best = NULL;
     double best_distance = 0.0;
+    if (!tuned_usable()) return NULL;
     for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {
         const tuned_entry *e = &tuned[i];
         if (!(backward ? e->backward != NULL : e->fn != NULL) || e->op != op ||
@@ -103,6 +105,7 @@ static int nearer(const tuned_entry *a, const tuned_entry *b, int64_t H, int64_t
 static const tuned_entry *find_nearest_h(int op, int fusion, int types, int64_t H, int affine,
                                          int64_t rows, int64_t bytes, int64_t element) {
     const tuned_entry *nearest = NULL, *best = NULL;
+    if (!tuned_usable()) return NULL;
     for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; ++i) {
         const tuned_entry *e = &tuned[i];
         if (!e->any_h || e->op != op || e->fusion != fusion || e->types != types ||

@@ -7,7 +7,9 @@
  * database, regenerated from its variant string for its H with a unique name, a dispatch table
  * on (op, dtype, H, affine, rows bucket), the generic built-in kernels for everything else, and
  * a small persistent pthread pool for multi-threaded winners. The files need only libc, libm and
- * pthreads, and compile with -std=c11 -Wall -Wextra -Werror under gcc and clang.
+ * pthreads, and compile with -std=c11 -Wall -Wextra -Werror under gcc and clang, with no -march:
+ * the tuned kernels carry target attributes of this machine's ISA and run only where the CPU has
+ * it, the generic kernels elsewhere (export_isa.c).
  *
  * Types: winners of every (x, y, gamma/beta) tuple are exported, keyed as the runtime keys them.
  * lntune_kernels_<op>(args) is fp32, as in every earlier export; lntune_kernels_<op>_v2(args,

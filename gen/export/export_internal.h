@@ -7,6 +7,7 @@
 
 #include "export.h"
 #include "generator.h"
+#include "hardware.h"
 #include "tuning_db.h"
 
 #include <stddef.h>
@@ -86,6 +87,21 @@ void lntune_export_put_residual_fallback(lntune_export_buf *b, int avx2);
  * generic_backward[op][fused][x][params] of them.
  */
 void lntune_export_put_backward_fallback(lntune_export_buf *b);
+
+/*
+ * The tuned kernels' ISA (export_isa.c): each function of them carries target("...") of
+ * cpu's x86 features, so that the file compiles with any flags, and the dispatch runs them only
+ * where the CPU has those features. lntune_export_put_arch: LNTUNE_KERNELS_TUNED_ARCH (1 where
+ * the file is compiled for cpu's architecture), after the file's includes;
+ * lntune_export_put_tuned_begin and _end: around the tuned kernels' text (left out elsewhere);
+ * lntune_export_put_tuned_usable: tuned_usable(), which the dispatch asks first.
+ * lntune_export_target_text: the target text ("" off x86), for the header comment.
+ */
+void lntune_export_put_arch(lntune_export_buf *b, const lntune_cpu_info *cpu);
+void lntune_export_put_tuned_begin(lntune_export_buf *b, const lntune_cpu_info *cpu);
+void lntune_export_put_tuned_end(lntune_export_buf *b, const lntune_cpu_info *cpu);
+void lntune_export_put_tuned_usable(lntune_export_buf *b, const lntune_cpu_info *cpu);
+void lntune_export_target_text(const lntune_cpu_info *cpu, char *buf, size_t size);
 
 /* Appends printf-formatted text. */
 void lntune_export_put(lntune_export_buf *b, const char *fmt, ...)
