@@ -11,6 +11,7 @@
 #include "gen_text.h"
 #include "generator.h"
 #include "lntune.h"
+#include "object_cache.h"
 #include "rebuild.h"
 #include "shape.h"
 #include "suggest.h"
@@ -668,6 +669,51 @@ static int cmd_db(options *o) {
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
+/* s as a JSON string, quoted and escaped. */
+static void put_json_string(const char *s) {
+    putchar('"');
+    for (; *s; ++s) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+/* lntune cache [clean]: the JIT's object cache (object_cache.h). */
+static int cmd_cache(options *o) {
+    const char *a = o->action ? o->action : "";
+    const int clean = strcmp(a, "clean") == 0;
+    if (*a && !clean) return usage_error("lntune cache: '%s' is not clean", a);
+    if (o->nfiles) return usage_error("lntune cache takes no FILE: '%s'", o->files[0]);
+    char dir[4096];
+    if (lntune_object_cache_dir(dir, sizeof dir) != LNTUNE_OK) {
+        fprintf(stderr, "lntune: no object cache: neither XDG_CACHE_HOME nor HOME is set\n");
+        return EXIT_FAIL;
+    }
+    lntune_object_cache_stats st;
+    const int rc = lntune_object_cache_scan(dir, clean, &st);
+    if (o->json) {
+        printf("{\"dir\": ");
+        put_json_string(dir);
+        printf(", \"%s\": %ld, \"bytes\": %lld}\n", clean ? "removed" : "objects", st.files,
+               st.bytes);
+    } else
+        printf("%s %s: %ld compiled object(s), %.1f MB%s\n", clean ? "removed from" : "objects in",
+               dir, st.files, (double)st.bytes / 1e6,
+               clean ? ""
+                     : " (lntune cache clean removes them; a tune compiles what it needs again)");
+    if (rc != LNTUNE_OK) {
+        fprintf(stderr, "lntune: cache: cannot %s %s\n", clean ? "empty" : "read", dir);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
 static const command commands[] = {
     {"tune", cmd_tune, 0,
      "lntune [tune] --shape H=N[,M...][,rows=R] [--shape ...] [--op OP] [--target cpu|cuda]\n"
@@ -746,6 +792,13 @@ static const command commands[] = {
      "  code hashes to the SHA-256 recorded when lntune stored it, and that every winner of\n"
      "  this machine has code to load (N winners, M loadable). Exit: 0 ok, 1 a problem.\n",
      "--db"},
+    {"cache", cmd_cache, 0,
+     "lntune cache [clean] [--json]\n"
+     "  The compiled objects a tune keeps, by the hash of their source and compiler, in\n"
+     "  $XDG_CACHE_HOME/lntune/objects (else ~/.cache/lntune/objects): where, how many, how big;\n"
+     "  clean removes them (a later tune compiles what it needs again). liblntune never reads\n"
+     "  them: tuned code lives in the database.\n",
+     "--json"},
     {"db", cmd_db, 0,
      "lntune db export FILE|- [--db PATH] | db import FILE [--db PATH] [--threads N]\n"
      "          | db merge OUT.db DB... [--threads N]\n"
@@ -835,7 +888,7 @@ int main(int argc, char **argv) {
     options o = {0};
     /* "lntune db ACTION FILE... [options]": the words before the first option ("-" is a FILE:
      * stdout). */
-    if (strcmp(name, "db") == 0) {
+    if (strcmp(name, "db") == 0 || strcmp(name, "cache") == 0) {
         if (first < argc && argv[first][0] != '-') o.action = argv[first++];
         while (first < argc && (argv[first][0] != '-' || strcmp(argv[first], "-") == 0) &&
                o.nfiles < 64)

@@ -14,6 +14,17 @@ expect 0 "8x64" --shape rows=8,H=64 --op rmsnorm --target cpu --rigor quick --db
 expect 0 "warning: --threads 999: this process may run on" --shape rows=8,H=64 --op rmsnorm \
     --target cpu --rigor quick --threads 999 --db "$dir/threads.db"
 
+# lntune cache (item 9): the tune above left compiled objects in this scratch's cache; clean
+# removes them and nothing else; a word it does not know is refused.
+expect 0 "$XDG_CACHE_HOME/lntune/objects:" cache
+touch "$XDG_CACHE_HOME/lntune/objects/notes.txt"
+expect 0 '"removed": ' cache clean --json
+expect 0 ": 0 compiled object(s)" cache
+[ -e "$XDG_CACHE_HOME/lntune/objects/notes.txt" ] && ok "cache clean leaves other files" ||
+    fail "cache clean removed a file it did not write"
+expect 2 "'frob' is not clean" cache frob
+expect 2 "cache does not take --db" cache --db "$db"
+
 # db export - writes the wisdom to stdout (the message goes to stderr).
 out=$("$lntune" db export - --db "$db" 2>/dev/null)
 if [ "$(head -c 17 <<<"$out")" = '{"lntune_wisdom":' ] && grep -q '"record": "best"' <<<"$out"; then

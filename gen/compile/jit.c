@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "jit.h"
+#include "object_cache.h"
 
 #include "cc.h"
 #include "hardware.h"
@@ -424,22 +425,12 @@ int lntune_jit_open(const lntune_jit_config *config, lntune_jit **out) {
     if (!cc) cc = getenv("LNTUNE_CC");
     if (!cc || !*cc) cc = on_path("clang-14") ? "clang-14" : "clang";
     const char *dir = config ? config->cache_dir : NULL;
-    char *dflt = NULL;
-    if (!dir) {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg == '/' && asprintf(&dflt, "%s/lntune/objects", xdg) < 0)
-            dflt = NULL;
-        else if (!(xdg && *xdg == '/') && home && *home &&
-                 asprintf(&dflt, "%s/.cache/lntune/objects", home) < 0)
-            dflt = NULL;
-        dir = dflt;
-    }
+    char dflt[4096];
+    if (!dir && lntune_object_cache_dir(dflt, sizeof dflt) == LNTUNE_OK) dir = dflt;
     if (!(jit->compiler = strdup(cc)) || (dir && *dir && !(jit->cache_dir = strdup(dir)))) {
-        free(dflt);
         set_msg(jit, "out of memory");
         return LNTUNE_ENOMEM;
     }
-    free(dflt);
 
     /* The version line keys the cache, and running it proves the compiler exists. */
     buffer vout = {0}, verr = {0};
