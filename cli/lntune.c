@@ -9,6 +9,7 @@
 #include "export.h"
 #include "fusion.h"
 #include "gen_text.h"
+#include "json_string.h"
 #include "generator.h"
 #include "lntune.h"
 #include "object_cache.h"
@@ -669,21 +670,6 @@ static int cmd_db(options *o) {
     return rc == LNTUNE_OK ? 0 : db_exit_code(rc);
 }
 
-/* s as a JSON string, quoted and escaped. */
-static void put_json_string(const char *s) {
-    putchar('"');
-    for (; *s; ++s) {
-        const unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 /* lntune cache [clean]: the JIT's object cache (object_cache.h). */
 static int cmd_cache(options *o) {
     const char *a = o->action ? o->action : "";
@@ -699,7 +685,7 @@ static int cmd_cache(options *o) {
     const int rc = lntune_object_cache_scan(dir, clean, &st);
     if (o->json) {
         printf("{\"dir\": ");
-        put_json_string(dir);
+        lntune_json_string(stdout, dir);
         printf(", \"%s\": %ld, \"bytes\": %lld}\n", clean ? "removed" : "objects", st.files,
                st.bytes);
     } else

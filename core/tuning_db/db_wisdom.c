@@ -16,6 +16,7 @@
  * Readers ignore keys they do not know, so later versions may add columns.
  */
 #include "db_internal.h"
+#include "json_string.h"
 #include "lntune.h"
 
 #include <math.h>
@@ -35,27 +36,11 @@ static const char BEST_COLUMNS[] =
     "copy_gbps, max_error, naive_ns, any_h, chosen_at";
 static const char CROSSOVER_COLUMNS[] = "name, threads, value, template_hash, measured_at";
 
-/* s as a JSON string. */
-static void put_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; ++p) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 /* The row's columns from first on, as ", name: value" pairs. */
 static void put_columns(FILE *f, sqlite3_stmt *st, int first) {
     for (int i = first; i < sqlite3_column_count(st); ++i) {
         fputs(", ", f);
-        put_string(f, sqlite3_column_name(st, i));
+        lntune_json_string(f, sqlite3_column_name(st, i));
         fputs(": ", f);
         switch (sqlite3_column_type(st, i)) {
         case SQLITE_INTEGER:
@@ -70,7 +55,7 @@ static void put_columns(FILE *f, sqlite3_stmt *st, int first) {
             break;
         }
         case SQLITE_TEXT:
-            put_string(f, (const char *)sqlite3_column_text(st, i));
+            lntune_json_string(f, (const char *)sqlite3_column_text(st, i));
             break;
         default: /* NULL; no exported column holds a blob */
             fputs("null", f);
@@ -91,7 +76,7 @@ static int put_table(lntune_db *db, FILE *f, const char *record, const char *tab
     int src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         fprintf(f, "{\"record\": \"%s\", \"machine\": ", record);
-        put_string(f, fp);
+        lntune_json_string(f, fp);
         put_columns(f, st, 0);
         fputs("}\n", f);
     }

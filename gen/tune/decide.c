@@ -125,12 +125,9 @@ size_t lntune_decide(const lntune_final_runs *f, const lntune_decide_in *in, cha
     if (best == n) {
         snprintf(why, whylen, "no finalist beat the built-in by %.0f%% beyond the noise",
                  in->margin * 100);
-        for (size_t k = 0; in->unsettled && k < n; ++k) {
-            if (!ok[k] || k == builtin) continue;
-            lntune_pair pr;
-            lntune_pair_compare(f, k, builtin, use[k], in->margin, &pr);
-            if (pr.ratio < 1.0 - in->margin) *in->unsettled = 1;
-        }
+        /* Unsettled (decide.h): one leads the built-in (the base) by the margin in the mean */
+        for (size_t k = 0; in->unsettled && k < n; ++k)
+            if (ok[k] && k != builtin && vs_base[k] < 1.0 - in->margin) *in->unsettled = 1;
         return builtin;
     }
     /* The simplest of them that the fastest does not beat. */

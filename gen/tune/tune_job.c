@@ -27,7 +27,7 @@ static int check_memory(const lntune_tune_request *req, const lntune_shape *s, c
                               ? req->memory_bytes
                               : (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     const double rows = s->rows ? (double)s->rows : (double)lntune_tune_default_rows(s->H);
-    if (s->H > (INT64_C(1) << 26)) {
+    if (s->H > LNTUNE_TUNE_MAX_H) {
         snprintf(err, errlen, "H above 2^26 is not tuned (the verifier's inputs would not fit)");
         return LNTUNE_EINVAL;
     }

@@ -622,7 +622,6 @@ more_runs:
                          fault_variant);
         return p->nvariants;
     }
-    record_timed(p, fin, nfin, LNTUNE_TIME_FINAL, outs);
     int complexity[MAX_FINAL + 1], threads[MAX_FINAL + 1];
     const char *variant[MAX_FINAL + 1];
     for (size_t k = 0; k < nfin; ++k) {
@@ -642,6 +641,7 @@ more_runs:
         want = want + 2 < LNTUNE_DECIDE_MAX_RUNS ? want + 2 : LNTUNE_DECIDE_MAX_RUNS;
         goto more_runs;
     }
+    record_timed(p, fin, nfin, LNTUNE_TIME_FINAL, outs); /* the last run's figures */
     if (nruns > FINAL_RUNS) {
         const size_t at = strlen(p->res->why);
         snprintf(p->res->why + at, sizeof p->res->why - at, " (over %d final runs)", nruns);
@@ -756,12 +756,14 @@ static size_t twin_of(const lntune_plan *p, size_t v) {
  * shape never tuned fell to the generic built-in even next to a tuned H (issue 36: 4096x777
  * LayerNorm at 0.81x of its tuned speed, Xeon); the twin is this machine's tuned code for any H.
  * A twin no faster than the built-in at the tuned shape is declined, since it would serve other
- * H no better: recorded with no artifact, so that later runs do not try it again.
+ * H no better: recorded with no artifact, so that later runs do not try it again. Returns the
+ * kernel that serves other H: v where it has no twin (it reads H at run time), else the twin
+ * kept, else nvariants.
  */
 static size_t store_twin(lntune_plan *p, size_t v) {
-    if (!p->t->twins || p->cfg->rebuild_only || lntune_plan_stopped(p)) return p->nvariants;
     size_t fin[3] = {v, twin_of(p, v), p->builtin}, n = 3;
-    if (fin[1] == p->nvariants) return p->nvariants;
+    if (fin[1] == p->nvariants) return v; /* v itself reads H at run time */
+    if (!p->t->twins || p->cfg->rebuild_only || lntune_plan_stopped(p)) return p->nvariants;
     if (fin[2] >= p->nvariants || fin[2] == v || fin[2] == fin[1]) n = 2;
     lntune_plan_progress(p, "twin");
     size_t ok[3] = {fin[0], fin[1], fin[2]};
@@ -786,9 +788,6 @@ static size_t store_twin(lntune_plan *p, size_t v) {
     return kept ? fin[1] : p->nvariants;
 }
 
-/* The largest H a reach is measured to; past it, one that held all the way has no limit. */
-#define REACH_MAX_H (INT64_C(1) << 26)
-
 /* The H between a step held and the next lost: their geometric mean, rounded. */
 static int64_t between(int64_t held, int64_t lost) {
     return (int64_t)llround(sqrt((double)held * (double)lost));
@@ -798,7 +797,8 @@ static int64_t between(int64_t held, int64_t lost) {
  * The reach of run-time-H kernel k (the winner, or its twin: what liblntune's nearest-H walk
  * serves other H by): timed beside the built-in at H x4, x16, ... and H / 4, / 16, ..., each at
  * the tuned bytes (rows scaled), until it loses by more than BUILTIN_MARGIN; stored as the H
- * between the last step held and the first lost, 1 or REACH_MAX_H where none was lost. The rule
+ * between the last step held and the first lost, 1 or LNTUNE_TUNE_MAX_H (the largest H tuned:
+ * no limit) where none was lost. The rule
  * it replaces trusted any distance: an RMSNorm call at 32768x128 ran on the H=4096 winner at
  * 1230 us, where the built-in took 1005 us (Zen 4, 1 thread; issue 56).
  */
@@ -809,12 +809,12 @@ static void store_reach(lntune_plan *p, size_t k) {
     lntune_plan_progress(p, "reach");
     const size_t pair[2] = {k, p->builtin};
     const int64_t H = p->shape.H, bytes_rows = p->shape.rows * H;
-    int64_t reach[2] = {1, REACH_MAX_H};
+    int64_t reach[2] = {1, LNTUNE_TUNE_MAX_H};
     for (int up = 0; up < 2; ++up) {
         int64_t held = H;
         for (;;) {
             const int64_t h = up ? held * 4 : held / 4;
-            if (h < 1 || h > REACH_MAX_H || bytes_rows / h < 1) break; /* held to the end */
+            if (h < 1 || h > LNTUNE_TUNE_MAX_H || bytes_rows / h < 1) break; /* held to the end */
             double ratio;
             if (p->t->time_at(p->state, p, pair, bytes_rows / h, h, &ratio) != LNTUNE_OK ||
                 lntune_plan_stopped(p))
@@ -975,8 +975,7 @@ static void tune_one(lntune_plan *p) {
     time_naive(p);
     if (lntune_plan_stopped(p)) return;
     store_winner(p, v, w.t.median_ns, w.max_error);
-    const size_t twin = store_twin(p, v);
-    store_reach(p, twin_of(p, v) == p->nvariants ? v : twin);
+    store_reach(p, store_twin(p, v));
     snprintf(p->res->variant, sizeof p->res->variant, "%s", p->variants[v]);
     p->res->median_ns = w.t.median_ns;
     p->res->gbps = p->bytes / w.t.median_ns;

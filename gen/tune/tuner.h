@@ -33,6 +33,9 @@ typedef struct lntune_tune_progress {
     const char *detail; /* why the stage waits ("wait": the load seen), else NULL */
 } lntune_tune_progress;
 
+/* The largest H tuned (lntune --shape refuses more); a winner's reach goes no further. */
+#define LNTUNE_TUNE_MAX_H (INT64_C(1) << 26)
+
 typedef struct lntune_tune_config {
     const char *db_path;    /* NULL: the default path */
     const char *const *ops; /* op texts: "layernorm", "rmsnorm_backward" (problem.h) */
