@@ -260,7 +260,7 @@ static int collect_best(void *ud, const lntune_db_key *k, const lntune_best *b) 
 typedef struct {
     int called;
     lntune_best b; /* its strings point into the buffers below (or are NULL) */
-    char variant[64], artifact_key[64], twin_variant[64], twin_artifact_key[64];
+    char variant[64], artifact_key[64], twin_variant[64], twin_artifact_key[64], under_load[64];
 } one_best;
 
 /* s copied into buf, or NULL when s is. */
@@ -280,6 +280,7 @@ static int get_one_best(void *ud, const lntune_best *b) {
     o->b.twin_variant = keep(o->twin_variant, sizeof o->twin_variant, b->twin_variant);
     o->b.twin_artifact_key =
         keep(o->twin_artifact_key, sizeof o->twin_artifact_key, b->twin_artifact_key);
+    o->b.under_load = keep(o->under_load, sizeof o->under_load, b->under_load);
     return 1; /* get_nearest_best: takes the nearest */
 }
 
@@ -888,8 +889,12 @@ static void wisdom_export(void) {
                      .copy_gbps = 55.0,
                      .max_error = 1e-7,
                      .naive_ns = 300.0,
-                     .any_h = 1};
+                     .any_h = 1,
+                     .ratio_lo = 0.75,
+                     .ratio_hi = 0.875,
+                     .under_load = "0.9 of 2 cores"};
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
+    CHECK_RC(db, lntune_db_set_reach(db, &k, 192, 3072), LNTUNE_OK);
     CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 2, 1 << 26, "th1"), LNTUNE_OK);
     snprintf(out, sizeof out, "%s.jsonl", p);
     FILE *f = fopen(out, "w");
@@ -908,13 +913,31 @@ static void wisdom_export(void) {
         meas += strstr(line, "\"record\": \"measurement\", \"machine\": \"0000000000000abc\"") &&
                 strstr(line, "\"message\": \"said \\\"no\\\"\\n\"") && strstr(line, "\"H\": 768");
         best += strstr(line, "\"record\": \"best\"") && strstr(line, "\"any_h\": 1") &&
-                strstr(line, "\"threads\": 2");
+                strstr(line, "\"threads\": 2") && strstr(line, "\"ratio_lo\": 0.75") &&
+                strstr(line, "\"under_load\": \"0.9 of 2 cores\"") &&
+                strstr(line, "\"reach_lo\": 192") && strstr(line, "\"reach_hi\": 3072");
         cross += strstr(line, "\"record\": \"crossover\"") && strstr(line, "\"value\": 67108864");
         code += strstr(line, "secret-key") || strstr(line, "ELF-ish") || strstr(line, "artifact");
     }
     if (f) fclose(f);
     CHECK(n == 5 && machine == 1 && meas == 1 && best == 1 && cross == 1);
     CHECK(code == 0);
+
+    /* imported again: the winner keeps its spread, its under-load mark and its reach of H */
+    lntune_db *in = NULL;
+    CHECK_RC(in, lntune_db_open(tpath(p, "wisdom-in.db"), 0, &in), LNTUNE_OK);
+    lntune_wisdom_report r;
+    f = fopen(out, "r");
+    CHECK_RC(in, lntune_db_wisdom_import(in, f, &r), LNTUNE_OK);
+    if (f) fclose(f);
+    CHECK(r.best == 1);
+    CHECK_RC(in, lntune_db_find_hardware(in, "0000000000000abc", &k.hardware_id), LNTUNE_OK);
+    one_best o = {0};
+    CHECK_RC(in, lntune_db_get_best(in, &k, get_one_best, &o), LNTUNE_OK);
+    CHECK(o.called == 1 && o.b.ratio_lo == 0.75 && o.b.ratio_hi == 0.875);
+    CHECK(o.b.reach_lo == 192 && o.b.reach_hi == 3072);
+    CHECK(o.b.under_load && strcmp(o.b.under_load, "0.9 of 2 cores") == 0);
+    lntune_db_close(in);
 }
 
 static int copy_h(void *ud, const lntune_best *b) {

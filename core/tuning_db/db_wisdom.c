@@ -13,6 +13,9 @@
  * run-time-H twin is not carried (it would arrive without its code): the next tuning run on the
  * importing machine tries it there (tuner.c's add_twin). Nor is any_alignment, a property of the
  * code: the importing machine's tuner sets it when it builds the winner (rebuild_winner).
+ * A winner's spread (ratio_lo/ratio_hi), its under_load mark and its reach of H are figures of
+ * the measuring machine and travel with it (a marked winner stays marked, so the importing
+ * machine's next tune measures it again); wisdom written before they existed imports them as NULL.
  * Readers ignore keys they do not know, so later versions may add columns.
  */
 #include "db_internal.h"
@@ -33,7 +36,8 @@ static const char MEASUREMENT_COLUMNS[] =
     "median_ns, min_ns, max_ns, gbps, copy_gbps, max_error, measured_at";
 static const char BEST_COLUMNS[] =
     "target, op, dtype, H, rows_bucket, affine, variant, threads, tuned_rows, median_ns, gbps, "
-    "copy_gbps, max_error, naive_ns, any_h, chosen_at";
+    "copy_gbps, max_error, naive_ns, any_h, chosen_at, ratio_lo, ratio_hi, under_load, reach_lo, "
+    "reach_hi";
 static const char CROSSOVER_COLUMNS[] = "name, threads, value, template_hash, measured_at";
 
 /* The row's columns from first on, as ", name: value" pairs. */
