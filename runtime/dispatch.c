@@ -256,7 +256,9 @@ static int64_t row_alignment(int64_t H, size_t element) {
  * Whether a CPU winner tuned for another bucket or H may serve this call of rows x d->H. Its
  * tuned data must lie on the same side of the streaming crossover as the call's (a kernel tuned
  * to stream its stores past the caches loses on a call that fits in them, and the other way
- * round: a 2048x4096 winner ran 100x4096 at 0.73x its own tuned speed, below the built-in), and
+ * round: a 2048x4096 winner ran 100x4096 at 0.73x its own tuned speed, below the built-in),
+ * unless it stores plainly and the call fits (issue 56: an fp32 -> int8 RMSNorm winner of
+ * 2048x4096, plain stores, was refused at 16x4096, where the quantized built-in ran), and
  * for another H the call's rows must be aligned at least as the tuned ones, unless its stores
  * are plain (any_alignment): non-temporal stores of a 4096x768 winner ran 4096x777 at 0.40x the
  * built-in's speed (Xeon), where a plain-store twin of the same winner ran 4096x1000 at 1.41-1.50x
@@ -267,8 +269,11 @@ static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
                   const lntune_best_copy *b) {
     const int64_t bytes = element_bytes(d);
     const int streams = lntune_builtin_streams(rows * d->H, bytes, ctx->streaming_bytes);
-    if (lntune_builtin_streams(b->tuned_rows * b->H, bytes, ctx->streaming_bytes) != streams)
-        return 0;
+    const int tuned_streams =
+        lntune_builtin_streams(b->tuned_rows * b->H, bytes, ctx->streaming_bytes);
+    /* the store kind follows the call's size: a winner that stores plainly although tuned past
+     * the crossover (plain stores won there) also serves a call that fits in the caches */
+    if (tuned_streams != streams && !(b->any_alignment && tuned_streams && !streams)) return 0;
     if (b->H == d->H) return 1;
     /* another H: only within the reach the tuner measured (tuner.c's store_reach) */
     if ((b->reach_lo > 0 && d->H < b->reach_lo) || (b->reach_hi > 0 && d->H > b->reach_hi))

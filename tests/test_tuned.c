@@ -2,14 +2,15 @@
  * test_tuned.c - shapes tuned on this machine run their tuned kernel, loaded from the database's
  * artifact without a compiler: the exact rows bucket, the nearest tuned bucket, the nearest H
  * whose winner reads H at run time (a fixed-H winner never serves another H, its run-time-H
- * twin does; one with non-temporal stores only rows as aligned as its own, and where the nearest
- * does not serve the call, the next nearest of the call's rows bucket that does), a
- * winner of another H only within its measured reach, a multi-threaded winner on the pool, a winner
- * that declines its args (the built-in takes over), and a winner whose artifact is not a loadable
- * shared object (the built-in serves, the call succeeds). Every result is also checked against the
- * float64 reference. The built-ins store non-temporally from the streaming crossover the tuner
- * measured and stored for this machine (the nearest thread count's), and LNTUNE_STREAMING_BYTES
- * overrides it (the debug log says).
+ * twin does; one with non-temporal stores only rows as aligned as its own and only calls past the
+ * streaming crossover when tuned past it (a plain-store one also calls under it), and where the
+ * nearest does not serve the call, the next nearest of the call's rows bucket that does), a winner
+ * of another H only within its measured reach, a multi-threaded winner on the pool, a winner that
+ * declines its args (the built-in takes over), and a winner whose artifact is not a loadable shared
+ * object (the built-in serves, the call succeeds). Every result is also checked against the float64
+ * reference. The built-ins store non-temporally from the streaming crossover the tuner measured and
+ * stored for this machine (the nearest thread count's), and LNTUNE_STREAMING_BYTES overrides it
+ * (the debug log says).
  *
  *   test_tuned SCRATCH_DIR
  */
@@ -71,9 +72,14 @@ static const struct {
     {0, 896, 64, 1, 1, 2, 2,
      "layernorm H=896: not tuned; the run-time-H twin of the fixed-H 768 winner serves it (its "
      "rows as aligned), on the winner's 2 threads"},
-    {0, 4096, 4, 1, 1, 0, 0,
-     "layernorm H=4096 rows=4: the 4096-row winner streams past the crossover, this call fits "
-     "under it; 768's twin (tuned under it) is of another rows bucket: built-in"},
+    {0, 4096, 4, 1, 1, 1, 2,
+     "layernorm H=4096 rows=4: the 4096-row winner was tuned past the crossover but stores "
+     "plainly, so it serves this call under it too (the store kind follows the call's size)"},
+    {1, 8192, 1024, 0, 0, 2, 2,
+     "rmsnorm H=8192 rows=1024 without gamma: tuned (non-temporal stores), on its 2 threads"},
+    {1, 8192, 2, 0, 0, 1, 1,
+     "rmsnorm H=8192 rows=2 without gamma: the 1024-row winner streams its stores and this call "
+     "fits under the crossover, so the nearest run-time-H winner (1000's, declining) is asked"},
     {1, 768, 64, 1, 0, 1, 1,
      "rmsnorm H=768: not tuned; the nearest run-time-H winner (1024, non-temporal stores) serves "
      "it, its rows as aligned"},
@@ -114,6 +120,10 @@ int main(int argc, char **argv) {
                     64, 1, 1, TUNED_RUNS) == 0;
     ok &= put_tuned(t.db, t.hw, "rmsnorm", "vec=4,stats=wide,affine=fused,threads=2", 1536, 64, 1,
                     2, TUNED_RUNS) == 0;
+    /* A no-gamma fixed-H winner with non-temporal stores, tuned past the crossover. */
+    ok &=
+        put_tuned(t.db, t.hw, "rmsnorm", "vec=4,stats=wide,affine=none,store=nt,h=fixed,threads=2",
+                  8192, 1024, 0, 2, TUNED_RUNS) == 0;
     /* A no-gamma winner whose reach (tuner.c's store_reach) is H = 2048 to 8192. */
     const lntune_db_key reach = {t.hw, "cpu", "layernorm", "f32", 4096, 16, 0};
     ok &= put_tuned(t.db, t.hw, "layernorm", "vec=8,acc=2,stats=twopass,affine=none,threads=1",
@@ -134,7 +144,7 @@ int main(int argc, char **argv) {
                         .naive_ns = 1.0};
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
-    test_case(ok, "store seven tuned winners (one with a reach) and a twin with their artifacts");
+    test_case(ok, "store eight tuned winners (one with a reach) and a twin with their artifacts");
     ok = lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 1, 1234567, "h") == LNTUNE_OK &&
          lntune_db_put_crossover(t.db, t.hw, "streaming_bytes", 64, 7654321, "h") == LNTUNE_OK &&
          lntune_db_put_crossover(t.db, t.hw, "streaming_row_alignment", 1, 16, "h") == LNTUNE_OK;
