@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# test_layering.sh OBJECTS_DIR - the sources call each other one way only. From the symbols of
-# every object file of the library and the CLI (nm: what each defines and what it calls), the
-# file-level call graph must have no circle (tsort finds none), and nothing in core/ (with
-# core/tuning_db/) or runtime/ may call into gen/ or cli/: data flows templates -> gen ->
-# tuning_db -> runtime -> app.
+# test_layering.sh OBJECTS_DIR [SOURCE_DIR] - the sources call each other one way only. From the
+# symbols of every object file of the library and the CLI (nm: what each defines and what it
+# calls), the file-level call graph must have no circle (tsort finds none), and nothing in core/
+# (with core/tuning_db/) or runtime/ may call into gen/ or cli/: data flows templates -> gen ->
+# tuning_db -> runtime -> app. Within gen/ the stages run forward: gen/common/ (what they share),
+# then template, compile, verify, tune, export; no file of a stage calls or includes (#include
+# "...", read from the sources) a file of a later one.
 # OBJECTS_DIR is the build's CMakeFiles folder; tests, bench and fuzz objects are left out.
+# SOURCE_DIR is the repository (default: this file's parent folder).
 set -u
 objdir=$1
+srcdir=${2:-$(dirname "$0")/..}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/testlib.sh"
@@ -59,5 +63,50 @@ no_calls() {
 no_calls "runtime|core" "gen|cli" "runtime/ or core/"
 # core/ is what liblntune and gen share: it calls nothing of runtime/ either.
 no_calls "core" "runtime" "core/"
+
+# The stages of gen/ in their order; a file may call and include files of its own stage or an
+# earlier one only. export comes last: it reads what tune stored and regenerates with template.
+stages="common template compile verify tune export"
+
+# includes: FILE HEADER (paths under the repository), for every quoted #include in gen/ whose
+# header is a file under gen/ (a header name is one file: the build's include path is flat).
+(cd "$srcdir" && find gen -name '*.[ch]' | sort) >"$work/gen_files"
+while read -r f; do
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$srcdir/$f" |
+        while read -r h; do
+            grep -E "(^|/)${h//./\\.}\$" "$work/gen_files" | sed "s|^|$f |"
+        done
+done <"$work/gen_files" | sort -u >"$work/includes"
+i=$(wc -l <"$work/includes")
+[ "$i" -ge 40 ] && ok "$i includes between files of gen/" || fail "only $i includes in gen/"
+
+# backward EDGES: the edges (FROM TO) from a stage of gen/ to a later one.
+backward() {
+    awk -v stages="$stages" '
+        BEGIN { n = split(stages, s, " "); for (k = 1; k <= n; ++k) rank[s[k]] = k }
+        function stage(path, parts) {
+            return split(path, parts, "/") >= 3 && parts[1] == "gen" ? rank[parts[2]] : 0
+        }
+        stage($1) && stage($2) > stage($1)' "$1"
+}
+
+# The check must be able to fail: a planted call from template to tune is found.
+echo "gen/template/a.c gen/tune/b.c" >"$work/planted_stage"
+[ -n "$(backward "$work/planted_stage")" ] && ok "a planted call to a later stage is found" ||
+    fail "a planted call from gen/template/ to gen/tune/ was not found"
+for d in "$srcdir"/gen/*/; do
+    d=$(basename "$d")
+    case " $stages " in *" $d "*) ;; *) fail "gen/$d/ is no stage: add it to the order" ;; esac
+done
+
+for kind in calls includes; do
+    found=$(backward "$work/$([ "$kind" = calls ] && echo edges || echo includes)")
+    if [ -n "$found" ]; then
+        fail "a stage of gen/ $kind a later one (order: $stages):"
+        echo "$found" | sed 's/^/    /'
+    else
+        ok "no stage of gen/ $kind a later one ($stages)"
+    fi
+done
 
 finish

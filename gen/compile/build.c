@@ -1,6 +1,7 @@
 /*
- * build.c - sources -> objects (in parallel) -> one shared object in a private temporary
- * directory -> dlopen. The directory is removed as soon as the library is loaded.
+ * build.c - the compile pipeline's step to a loaded library: sources -> objects (cc.h, in
+ * parallel) -> one shared object in a private temporary directory -> dlopen. The directory is
+ * removed as soon as the library is loaded.
  */
 #define _GNU_SOURCE
 #include "build.h"
@@ -12,32 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct lntune_library {
     void *dl;
 };
-
-const char *const lntune_kernel_cflags[] = {"-std=c11", "-O3", "-march=native", "-fPIC", "-c", "-x",
-                                            "c",        NULL};
-
-static int on_path(const char *name) {
-    const char *path = getenv("PATH");
-    char buf[4096];
-    while (path && *path) {
-        size_t len = strcspn(path, ":");
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, name);
-        if (access(buf, X_OK) == 0) return 1;
-        path += len + (path[len] == ':');
-    }
-    return 0;
-}
-
-const char *lntune_default_compiler(void) {
-    const char *cc = getenv("LNTUNE_CC");
-    if (cc && *cc) return cc;
-    return on_path("clang-14") ? "clang-14" : "cc";
-}
 
 static char *format_diag(const char *what, size_t index, const char *text) {
     size_t len = strlen(what) + (text ? strlen(text) : 0) + 64;
@@ -89,7 +68,12 @@ int lntune_build_library(const char *compiler, const char *const *extra_flags,
         jobs[u] = (lntune_cc_job){texts[u], objs[u], extra_flags, 0, NULL};
     }
     rc = LNTUNE_ECOMPILE;
-    if (lntune_cc_compile(compiler, lntune_kernel_cflags, jobs, units, parallel) != 0) {
+    const char *flags[32]; /* the kernel flags, compiling only */
+    size_t nflags = 0;
+    for (const char *const *f = lntune_kernel_cflags; *f && nflags < 30; ++f) flags[nflags++] = *f;
+    flags[nflags++] = "-c";
+    flags[nflags] = NULL;
+    if (lntune_cc_compile(compiler, flags, jobs, units, parallel) != 0) {
         for (size_t u = 0; u < units; ++u)
             if (jobs[u].status != 0) {
                 if (diag)

@@ -1,22 +1,18 @@
 /*
- * build.h - compiles generated sources with a C compiler subprocess into one shared object and
- * loads it. (The tuner's in-process path is the ORC JIT; this one serves the CLI's verify, the
- * tests, and any compiler given by name, gcc included.)
+ * build.h - the compile pipeline's step to a loaded library: generated sources compiled by cc.h's
+ * compiler into one shared object, loaded. (The tuner's in-process step is the ORC JIT, jit.h;
+ * this one serves the CLI's verify and time, the tests, and any compiler given by name, gcc
+ * included.)
  */
 #ifndef LNTUNE_BUILD_H
 #define LNTUNE_BUILD_H
 
+#include "cc.h" /* lntune_default_compiler, lntune_kernel_cflags */
 #include "lntune_kernel.h"
 
 #include <stddef.h>
 
 typedef struct lntune_library lntune_library;
-
-/* The compiler: $LNTUNE_CC, else "clang-14" if found on PATH, else "cc". */
-const char *lntune_default_compiler(void);
-
-/* Flags every kernel is compiled with, NULL-terminated ("-O3", "-march=native", ...). */
-extern const char *const lntune_kernel_cflags[];
 
 /*
  * Compiles sources[0..n) (each with extra_flags, which may be NULL) into objects, up to parallel

@@ -1,6 +1,7 @@
 /*
- * jit.c - compiles generated C with clang as a subprocess (source on stdin, object on stdout),
- * caches objects on disk, and loads them in process with the LLVM-C ORC LLJIT API.
+ * jit.c - the compile pipeline's in-process step: generated C compiled by cc.h's compiler (source
+ * on stdin, object on stdout), objects cached on disk, and loaded in process with the LLVM-C ORC
+ * LLJIT API.
  *
  * Every module goes into the LLJIT's main JITDylib under its own resource tracker. LLVM 14's C
  * API can only look up symbols in the main JITDylib (LLVMOrcLLJITLookup), so a JITDylib per
@@ -27,25 +28,18 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
-/* The fixed part of every compile; extra flags go between these and the I/O flags. */
-static const char *const base_flags[] = {"-std=c11", "-O3", "-march=native", "-fPIC", NULL};
+/* After cc.h's kernel flags and the extra ones: source on stdin, object on stdout. */
 static const char *const io_flags[] = {"-c", "-o", "-", "-x", "c", "-", NULL};
 
 struct lntune_jit {
@@ -101,138 +95,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Subprocesses                                                                               */
-
-typedef struct {
-    char *data;
-    size_t len, cap;
-} buffer;
-
-static int buffer_reserve(buffer *b, size_t extra) {
-    if (b->cap - b->len > extra) return 0;
-    size_t cap = b->cap ? b->cap : 65536;
-    while (cap - b->len <= extra) cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p) return -1;
-    b->data = p;
-    b->cap = cap;
-    return 0;
-}
-
-/* Reads what is available on fd into b; returns 1 at EOF, 0 for more later, -1 on error. */
-static int drain(int fd, buffer *b) {
-    for (;;) {
-        if (buffer_reserve(b, 65536) != 0) return -1;
-        ssize_t n = read(fd, b->data + b->len, b->cap - b->len - 1);
-        if (n > 0) {
-            b->len += (size_t)n;
-            b->data[b->len] = '\0'; /* keeps stderr text printable */
-            continue;
-        }
-        if (n == 0) return 1;
-        if (errno == EINTR) continue;
-        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-    }
-}
-
-/*
- * Runs argv with input on its stdin, collecting stdout and stderr. Returns 0 with *status set
- * (the exit code, or 128 + signal), or an errno value when the process could not be started.
- * stdin is a socket so that a compiler exiting early gives us EPIPE from send(MSG_NOSIGNAL)
- * rather than a SIGPIPE that would kill the whole process; all three streams are serviced by
- * one poll loop, so a compiler blocked writing a large object can never deadlock with us.
- * Every descriptor is close-on-exec, so compilers started by other threads inherit none of ours
- * (an inherited stdin writer would keep our compiler waiting for EOF forever).
- */
-static int run_process(const char *const *argv, const char *input, size_t input_len, buffer *out,
-                       buffer *err, int *status) {
-    int in_sv[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-    int rc = 0;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sv) != 0 ||
-        pipe2(out_p, O_CLOEXEC) != 0 || pipe2(err_p, O_CLOEXEC) != 0) {
-        rc = errno;
-        goto close_all;
-    }
-    posix_spawn_file_actions_t fa;
-    if ((rc = posix_spawn_file_actions_init(&fa)) != 0) goto close_all;
-    posix_spawn_file_actions_adddup2(&fa, in_sv[1], 0);
-    posix_spawn_file_actions_adddup2(&fa, out_p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err_p[1], 2);
-    pid_t pid;
-    rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) goto close_all;
-    close(in_sv[1]);
-    close(out_p[1]);
-    close(err_p[1]);
-    in_sv[1] = out_p[1] = err_p[1] = -1;
-
-    int in_fd = in_sv[0], out_fd = out_p[0], err_fd = err_p[0];
-    fcntl(in_fd, F_SETFL, fcntl(in_fd, F_GETFL) | O_NONBLOCK);
-    fcntl(out_fd, F_SETFL, fcntl(out_fd, F_GETFL) | O_NONBLOCK);
-    fcntl(err_fd, F_SETFL, fcntl(err_fd, F_GETFL) | O_NONBLOCK);
-    size_t sent = 0;
-    if (input_len == 0) {
-        close(in_fd);
-        in_fd = in_sv[0] = -1;
-    }
-    while (out_fd >= 0 || err_fd >= 0) {
-        struct pollfd fds[3];
-        int nfds = 0, i_in = -1, i_out = -1, i_err = -1;
-        if (in_fd >= 0) fds[i_in = nfds++] = (struct pollfd){in_fd, POLLOUT, 0};
-        if (out_fd >= 0) fds[i_out = nfds++] = (struct pollfd){out_fd, POLLIN, 0};
-        if (err_fd >= 0) fds[i_err = nfds++] = (struct pollfd){err_fd, POLLIN, 0};
-        if (poll(fds, (nfds_t)nfds, -1) < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        if (i_in >= 0 && fds[i_in].revents) {
-            ssize_t n = send(in_fd, input + sent, input_len - sent, MSG_NOSIGNAL);
-            if (n > 0) sent += (size_t)n;
-            /* EPIPE: the compiler stopped reading (it failed); its stderr says why. */
-            if ((n < 0 && errno != EINTR && errno != EAGAIN) || sent == input_len) {
-                close(in_fd);
-                in_fd = in_sv[0] = -1;
-            }
-        }
-        if (i_out >= 0 && fds[i_out].revents && drain(out_fd, out) != 0) {
-            close(out_fd);
-            out_fd = out_p[0] = -1;
-        }
-        if (i_err >= 0 && fds[i_err].revents && drain(err_fd, err) != 0) {
-            close(err_fd);
-            err_fd = err_p[0] = -1;
-        }
-    }
-    int ws;
-    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) continue;
-    *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
-close_all:
-    for (int i = 0; i < 2; ++i) {
-        if (in_sv[i] >= 0) close(in_sv[i]);
-        if (out_p[i] >= 0) close(out_p[i]);
-        if (err_p[i] >= 0) close(err_p[i]);
-    }
-    return rc;
-}
-
-/* True if name is an executable file in a $PATH directory. */
-static int on_path(const char *name) {
-    const char *path = getenv("PATH");
-    if (!path) return 0;
-    char full[4096];
-    for (const char *p = path; *p;) {
-        const char *end = strchr(p, ':');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        snprintf(full, sizeof full, "%.*s/%s", (int)n, n ? p : ".", name);
-        if (access(full, X_OK) == 0) return 1;
-        if (!end) break;
-        p = end + 1;
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -421,9 +283,8 @@ int lntune_jit_open(const lntune_jit_config *config, lntune_jit **out) {
     pthread_mutex_init(&jit->msg_lock, NULL);
     *out = jit; /* from here on a failure leaves its message on the handle */
 
-    const char *cc = config && config->compiler && *config->compiler ? config->compiler : NULL;
-    if (!cc) cc = getenv("LNTUNE_CC");
-    if (!cc || !*cc) cc = on_path("clang-14") ? "clang-14" : "clang";
+    const char *cc = config && config->compiler && *config->compiler ? config->compiler
+                                                                     : lntune_default_compiler();
     const char *dir = config ? config->cache_dir : NULL;
     char dflt[4096];
     if (!dir && lntune_object_cache_dir(dflt, sizeof dflt) == LNTUNE_OK) dir = dflt;
@@ -433,9 +294,9 @@ int lntune_jit_open(const lntune_jit_config *config, lntune_jit **out) {
     }
 
     /* The version line keys the cache, and running it proves the compiler exists. */
-    buffer vout = {0}, verr = {0};
+    lntune_cc_output vout = {0}, verr = {0};
     const char *argv[] = {jit->compiler, "--version", NULL};
-    int status = -1, rc = run_process(argv, NULL, 0, &vout, &verr, &status);
+    int status = -1, rc = lntune_cc_run(argv, NULL, 0, &vout, &verr, &status);
     if (rc != 0 || status != 0 || !vout.data) {
         set_msg(jit,
                 "cannot run the C compiler '%s' (set LNTUNE_CC or lntune_jit_config.compiler): %s",
@@ -550,7 +411,7 @@ int lntune_jit_compile(lntune_jit *jit, const char *source, const char *const *e
     if (!argv) return compile_fail(jit, obj, LNTUNE_ENOMEM, "out of memory");
     size_t argc = 0;
     argv[argc++] = jit->compiler;
-    for (const char *const *f = base_flags; *f; ++f) argv[argc++] = *f;
+    for (const char *const *f = lntune_kernel_cflags; *f; ++f) argv[argc++] = *f;
     for (size_t i = 0; i < nextra; ++i) argv[argc++] = extra_flags[i];
     for (const char *const *f = io_flags; *f; ++f) argv[argc++] = *f;
     argv[argc] = NULL;
@@ -570,9 +431,9 @@ int lntune_jit_compile(lntune_jit *jit, const char *source, const char *const *e
         return LNTUNE_OK;
     }
 
-    buffer out = {0}, err = {0};
+    lntune_cc_output out = {0}, err = {0};
     int status = -1;
-    int rc = run_process(argv, source, strlen(source), &out, &err, &status);
+    int rc = lntune_cc_run(argv, source, strlen(source), &out, &err, &status);
     free(argv);
     obj->compile_ms = now_ms() - t0;
     if (rc != 0 || status != 0 || out.len == 0) {
@@ -761,22 +622,18 @@ int lntune_jit_link_shared(lntune_jit *jit, const void *object, size_t len, void
     if (rc != LNTUNE_OK) {
         set_msg(jit, "cannot write %s", obj_path);
     } else {
-        const char *argv[] = {jit->compiler, "-shared", "-o", so_path, obj_path, NULL};
-        buffer out = {0}, err = {0};
-        int status = -1, e = run_process(argv, NULL, 0, &out, &err, &status);
-        if (e != 0 || status != 0) {
+        const char *const objs[] = {obj_path};
+        char *text = NULL;
+        if (lntune_cc_link_shared(jit->compiler, objs, 1, so_path, &text) != 0) {
             set_msg(jit, "linking a shared object with %s failed: %s", jit->compiler,
-                    e          ? strerror(e)
-                    : err.data ? err.data
-                               : "");
-            if (diag) *diag = strdup(e ? strerror(e) : err.data ? err.data : "");
+                    text ? text : "");
+            if (diag) *diag = strdup(text ? text : "");
             rc = LNTUNE_ECOMPILE;
         } else if (!(*so = read_whole(so_path, so_len))) {
             set_msg(jit, "cannot read %s", so_path);
             rc = LNTUNE_EIO;
         }
-        free(out.data);
-        free(err.data);
+        free(text);
     }
     lntune_cc_remove_dir(dir);
     free(dir);

@@ -1,7 +1,8 @@
 /*
- * jit.h - in-process loading of generated C: clang compiles the source to an object as a
- * subprocess (`clang-14 -O3 -march=native -c -o - -x c -`), and the LLVM ORC LLJIT loads the
- * object from memory (LLVMOrcLLJITAddObjectFileWithRT), resolving libc and process symbols.
+ * jit.h - the compile pipeline's in-process step: cc.h's compiler compiles the source to an
+ * object as a subprocess (`clang-14 -std=c11 -O3 -march=native -fPIC -c -o - -x c -`), and the
+ * LLVM ORC LLJIT loads the object from memory (LLVMOrcLLJITAddObjectFileWithRT), resolving libc
+ * and process symbols.
  * Each loaded variant has its own resource tracker, so unloading one frees its code.
  *
  * An on-disk object cache keyed by source hash, flags and compiler version makes a second
@@ -19,7 +20,7 @@ typedef struct lntune_jit lntune_jit;
 typedef struct lntune_jit_module lntune_jit_module; /* one loaded object */
 
 typedef struct lntune_jit_config {
-    const char *compiler;  /* NULL: $LNTUNE_CC, else clang-14, else clang */
+    const char *compiler;  /* NULL: lntune_default_compiler() (cc.h) */
     const char *cache_dir; /* NULL: $XDG_CACHE_HOME/lntune/objects (~/.cache/...); "" disables */
 } lntune_jit_config;
 

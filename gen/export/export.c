@@ -1,5 +1,7 @@
 /*
- * export.c - writes lntune_kernels.{c,h} (see export.h for what and why).
+ * export.c - writes lntune_kernels.{c,h} (see export.h for what and why), in three stages that
+ * lntune_export (at the end) runs in turn, the CUDA half's (export_cuda.c) beside each: read the
+ * store into a plan, generate every kernel's text, write the files.
  *
  * The dispatch code of the exported file is fixed text below; the kernels, the tables, the entry
  * points (one pair per row of lntune_export_ops) and the header comment vary. The table keys on
@@ -51,6 +53,7 @@ typedef struct {
     int any_alignment; /* plain stores: may serve rows less aligned than its own */
     int any_h;         /* 0 none, 1 the winner reads H at run time, 2 its twin does */
     double median_ns, gbps, copy_gbps, max_error;
+    char measured[17]; /* the template hash it was measured with, "" unknown */
 } winner;
 
 typedef struct {
@@ -260,7 +263,7 @@ static void put_generic_variants(lntune_export_buf *b, lntune_gen *g, int avx2) 
 
 static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cpu,
                                  const winner_list *l, const int *ok, const char *db_note,
-                                 lntune_gen *g, int avx2) {
+                                 const lntune_export_buf *generic_variants) {
     char features[256], target[256];
     lntune_hw_features_string(cpu->isa, features, sizeof features);
     lntune_export_target_text(cpu, target, sizeof target);
@@ -308,7 +311,7 @@ static void write_header_comment(lntune_export_buf *b, const lntune_cpu_info *cp
     if (!any) lntune_export_put(b, " *   (none)\n");
     lntune_export_put(b, " *\n * generic kernels (any shape no winner covers), the templates' "
                          "presets:\n");
-    put_generic_variants(b, g, avx2);
+    lntune_export_put(b, "%s", generic_variants->s ? generic_variants->s : "");
     lntune_export_put(b, " *   fp16/bf16 tuples of a winner: the same presets for that tuple;"
                          " the others,\n *   and beta without gamma: portable kernels, one per "
                          "op and tuple\n */\n");
@@ -363,50 +366,72 @@ static int read_winners(const lntune_export_config *c, const char *fingerprint, 
     return LNTUNE_OK;
 }
 
-int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
-    memset(r, 0, sizeof *r);
-    if (!c || !c->out_dir) {
-        snprintf(r->message, sizeof r->message, "no output directory");
-        return LNTUNE_EINVAL;
-    }
+/* ------------------------------------------------------------------------------------------ */
+/* Plan: what the store says, read before anything is generated or written                    */
+
+typedef struct {
     lntune_cpu_info cpu;
-    lntune_cpu_info_get(&cpu);
-    snprintf(r->fingerprint, sizeof r->fingerprint, "%s", cpu.fingerprint);
+    winner_list list; /* this CPU's winners, each with the template hash it was measured with */
+    lntune_db *db;    /* NULL: none read (--generic-only) */
+    int64_t hw;       /* this CPU's hardware row (0: none) */
+    int64_t streaming_bytes;  /* where the generic kernels store non-temporally */
+    int avx2;                 /* the generic kernels come at AVX2's width too (x86-64) */
+    char note[600];           /* a line of the header comment about the database; "" none */
+    lntune_export_cuda *cuda; /* the CUDA half */
+} export_plan;
 
-    /* This machine's winners (none with generic_only), then, before anything is generated or
-     * written: DIR made, no file of a user's in the way. */
-    winner_list list = {.c = c};
-    lntune_db *db = NULL;
-    int64_t hw = 0;
-    char note[600] = "--generic-only: the generic kernels alone, no tuning database read";
-    if (!c->generic_only) note[0] = 0;
-    int rc = c->generic_only
-                 ? LNTUNE_OK
-                 : read_winners(c, cpu.fingerprint, &db, &hw, &list, note, sizeof note, r);
-    const int db_ok = db != NULL && rc == LNTUNE_OK;
-    if (rc == LNTUNE_OK)
-        rc = lntune_export_prepare_dir(c->out_dir, c->cmake, r->message, sizeof r->message);
-    if (rc != LNTUNE_OK) {
-        lntune_db_close(db);
-        free(list.w);
-        return rc;
+static int read_plan(const lntune_export_config *c, export_plan *p, lntune_export_report *r) {
+    lntune_cpu_info_get(&p->cpu);
+    snprintf(r->fingerprint, sizeof r->fingerprint, "%s", p->cpu.fingerprint);
+    p->list.c = c;
+    if (c->generic_only)
+        snprintf(p->note, sizeof p->note,
+                 "--generic-only: the generic kernels alone, no tuning database read");
+    int rc = c->generic_only ? LNTUNE_OK
+                             : read_winners(c, p->cpu.fingerprint, &p->db, &p->hw, &p->list,
+                                            p->note, sizeof p->note, r);
+    if (rc != LNTUNE_OK) return rc;
+    for (size_t i = 0; i < p->list.n; ++i) {
+        winner *w = &p->list.w[i];
+        lntune_db_key key = {p->hw,
+                             "cpu",
+                             w->op,
+                             w->dtype,
+                             w->H,
+                             w->tuned_rows,
+                             w->affine == EXPORT_AFFINE_OFFSET ? 1 : w->affine};
+        lntune_export_measured_hash(p->db, &key, w->variant, w->measured);
     }
+    /* The generic kernels, at AVX2's width too where the file may be compiled for it, and there
+     * once more with non-temporal stores for large calls. */
+    p->avx2 = strcmp(p->cpu.arch, "x86_64") == 0;
+    int64_t crossover = 0; /* measured by the tuner on this machine, at every core */
+    if (lntune_db_get_crossover(p->db, p->hw, LNTUNE_CROSSOVER_STREAMING_BYTES, p->cpu.cores,
+                                &crossover, NULL, NULL, 0) != LNTUNE_OK)
+        crossover = 0;
+    p->streaming_bytes = crossover > 0 ? crossover : lntune_cpu_last_level_cache(&p->cpu);
+    if ((rc = lntune_export_cuda_plan(p->db, c, r, &p->cuda)) != LNTUNE_OK) return rc;
+    /* Then, before anything is generated or written: DIR made, no file of a user's in the way. */
+    return lntune_export_prepare_dir(c->out_dir, c->cmake, r->message, sizeof r->message);
+}
 
-    lntune_gen *g = NULL;
-    lntune_export_buf kernels = {0}, out = {0}, header = {0};
-    int *ok = calloc(list.n ? list.n : 1, sizeof *ok);
-    int max_threads = 1;
-    if (!ok) {
-        rc = LNTUNE_ENOMEM;
-        goto done;
-    }
-    if ((rc = lntune_gen_open(NULL, &g)) != LNTUNE_OK) {
-        snprintf(r->message, sizeof r->message, "%s", g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
-        goto done;
-    }
-    if (list.n) lntune_export_put_tuned_begin(&kernels, &cpu);
-    for (size_t i = 0; i < list.n; ++i) {
-        winner *w = &list.w[i];
+/* ------------------------------------------------------------------------------------------ */
+/* Generate: every kernel's text, from the templates                                          */
+
+typedef struct {
+    int *ok;                            /* per winner: its kernel is in kernels */
+    int max_threads;                    /* every core, and every winner's count */
+    lntune_export_buf kernels;          /* tuned, generic and fallback kernels */
+    lntune_export_buf generic_variants; /* the header comment's lines of the generic variants */
+} export_code;
+
+/* The tuned kernels of p's winners into code->kernels; a winner that no longer generates is left
+ * out with a warning (code->ok[i] 0). */
+static void generate_tuned(const export_plan *p, lntune_gen *g, const lntune_export_config *c,
+                           export_code *code, lntune_export_report *r) {
+    if (p->list.n) lntune_export_put_tuned_begin(&code->kernels, &p->cpu);
+    for (size_t i = 0; i < p->list.n; ++i) {
+        winner *w = &p->list.w[i];
         char symbol[64];
         snprintf(symbol, sizeof symbol, "lntune_kernels_t%zu", i);
         lntune_shape shape = {.H = w->H, .types = w->types, .fusion = w->fusion};
@@ -418,22 +443,13 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             ++r->skipped;
             continue;
         }
-        char measured[17];
-        lntune_db_key key = {hw,
-                             "cpu",
-                             w->op,
-                             w->dtype,
-                             w->H,
-                             w->tuned_rows,
-                             w->affine == EXPORT_AFFINE_OFFSET ? 1 : w->affine};
-        lntune_export_measured_hash(db, &key, w->variant, measured);
-        if (measured[0] && strcmp(measured, src.template_hash) != 0)
+        if (w->measured[0] && strcmp(w->measured, src.template_hash) != 0)
             lntune_export_warn(
                 c,
                 "%s %s H=%lld: the template changed since '%s' was measured (hash %s, now %s); "
                 "exporting the regenerated source: re-tune to refresh its timing",
-                w->op, w->dtype, (long long)w->H, w->variant, measured, src.template_hash);
-        lntune_export_put(&kernels, "%s\n", src.text);
+                w->op, w->dtype, (long long)w->H, w->variant, w->measured, src.template_hash);
+        lntune_export_put(&code->kernels, "%s\n", src.text);
         w->any_h = !w->backward && !src.fixed_h;
         lntune_source_free(&src);
         if (!w->backward && !w->any_h && w->twin_variant[0]) {
@@ -443,7 +459,7 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             if (lntune_gen_emit(g, "cpu", w->base_op, w->twin_variant, &shape, symbol, &twin) ==
                     LNTUNE_OK &&
                 !twin.fixed_h) {
-                lntune_export_put(&kernels, "%s\n", twin.text);
+                lntune_export_put(&code->kernels, "%s\n", twin.text);
                 w->any_h = 2;
             } else {
                 lntune_export_warn(c,
@@ -454,20 +470,21 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             }
             lntune_source_free(&twin);
         }
-        ok[i] = 1;
+        code->ok[i] = 1;
         ++r->tuned;
-        if (w->threads > max_threads) max_threads = w->threads;
+        if (w->threads > code->max_threads) code->max_threads = w->threads;
     }
-    if (list.n) lntune_export_put_tuned_end(&kernels, &cpu);
-    /* The generic kernels, at AVX2's width too where the file may be compiled for it, and there
-     * once more with non-temporal stores for large calls. */
-    const int avx2 = strcmp(cpu.arch, "x86_64") == 0;
-    int64_t crossover = 0; /* measured by the tuner on this machine, at every core */
-    if (lntune_db_get_crossover(db, hw, LNTUNE_CROSSOVER_STREAMING_BYTES, cpu.cores, &crossover,
-                                NULL, NULL, 0) != LNTUNE_OK)
-        crossover = 0;
-    put_levels_switch(&kernels, crossover > 0 ? crossover : lntune_cpu_last_level_cache(&cpu));
+    if (p->list.n) lntune_export_put_tuned_end(&code->kernels, &p->cpu);
+}
+
+/* The generic kernels and the fallbacks into code->kernels, after the tuned ones. */
+static int generate_generic(const export_plan *p, lntune_gen *g, export_code *code,
+                            lntune_export_report *r) {
+    const int avx2 = p->avx2;
+    lntune_export_buf *kernels = &code->kernels;
+    put_levels_switch(kernels, p->streaming_bytes);
     char *generic = NULL, *wide = NULL, *streaming = NULL;
+    int rc;
     if ((rc = lntune_builtin_emit(g, &lntune_builtin_generic, "lntune_kernels_generic",
                                   &generic)) != LNTUNE_OK ||
         (avx2 && (rc = lntune_builtin_emit(g, &lntune_builtin_avx2, "lntune_kernels_generic",
@@ -477,10 +494,10 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         free(generic);
         free(wide);
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
-        goto done;
+        return rc;
     }
-    lntune_export_put_levels(&kernels, wide, generic);
-    if (streaming) lntune_export_put(&kernels, "#if LNTUNE_KERNELS_AVX2\n%s\n#endif\n", streaming);
+    lntune_export_put_levels(kernels, wide, generic);
+    if (streaming) lntune_export_put(kernels, "#if LNTUNE_KERNELS_AVX2\n%s\n#endif\n", streaming);
     free(generic);
     free(wide);
     free(streaming);
@@ -489,9 +506,9 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
      * all-bf16 fused call (then the fused all-bf16 built-ins come too). */
     unsigned char used[64] = {0};
     int fused_bf16 = 0;
-    for (size_t i = 0; i < list.n; ++i) {
-        const winner *w = &list.w[i];
-        if (!ok[i] || w->backward) continue;
+    for (size_t i = 0; i < p->list.n; ++i) {
+        const winner *w = &p->list.w[i];
+        if (!code->ok[i] || w->backward) continue;
         /* a weight offset's generic: of fp32 gamma/beta (exported/cpu/dispatch.c forms them);
          * a quantized y's: of an fp32 y (exported/cpu/quant_fallback.c quantizes it) */
         lntune_types t = {w->fusion ? LNTUNE_TYPE_F32 : w->types.x,
@@ -502,39 +519,56 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         fused_bf16 |= w->fusion != LNTUNE_FUSION_NONE && w->types.x == b && w->types.y == b &&
                       w->types.params == b && lntune_types_residual(w->types) == b;
     }
-    if ((rc = lntune_export_put_typed_fallback(&kernels, g, used, avx2)) != LNTUNE_OK) {
+    if ((rc = lntune_export_put_typed_fallback(kernels, g, used, avx2)) != LNTUNE_OK) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
-        goto done;
+        return rc;
     }
-    if ((rc = put_generic_f32(&kernels, avx2, r->message, sizeof r->message)) != LNTUNE_OK)
-        goto done;
-    lntune_export_put_code(&kernels, "cpu/unfused_generic.c");
-    if ((rc = lntune_export_put_fused_bf16(&kernels, g, fused_bf16, avx2)) != LNTUNE_OK) {
+    if ((rc = put_generic_f32(kernels, avx2, r->message, sizeof r->message)) != LNTUNE_OK)
+        return rc;
+    lntune_export_put_code(kernels, "cpu/unfused_generic.c");
+    if ((rc = lntune_export_put_fused_bf16(kernels, g, fused_bf16, avx2)) != LNTUNE_OK) {
         snprintf(r->message, sizeof r->message, "%s", lntune_gen_errmsg(g));
-        goto done;
+        return rc;
     }
-    lntune_export_put_residual_fallback(&kernels, avx2);
-    lntune_export_put_backward_fallback(&kernels);
-    r->skipped += list.skipped;
-    if (cpu.cores > max_threads) max_threads = cpu.cores;
+    lntune_export_put_residual_fallback(kernels, avx2);
+    lntune_export_put_backward_fallback(kernels);
+    put_generic_variants(&code->generic_variants, g, avx2);
+    return LNTUNE_OK;
+}
 
-    /* lntune_kernels.c */
-    write_header_comment(&out, &cpu, &list, ok, note[0] ? note : NULL, g, avx2);
-    lntune_export_put(&out, "#define _POSIX_C_SOURCE 200809L\n#include \"lntune_kernels.h\"\n\n");
-    lntune_export_put(&out, "#include <math.h>\n#include <pthread.h>\n#include <stdatomic.h>\n"
-                            "#include <stddef.h>\n"
-                            "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
-    lntune_export_put_arch(&out, &cpu);
-    lntune_export_put(&out,
+static int generate(const export_plan *p, lntune_gen *g, const lntune_export_config *c,
+                    export_code *code, lntune_export_report *r) {
+    code->max_threads = 1;
+    if (!(code->ok = calloc(p->list.n ? p->list.n : 1, sizeof *code->ok))) return LNTUNE_ENOMEM;
+    generate_tuned(p, g, c, code, r);
+    int rc = generate_generic(p, g, code, r);
+    if (rc != LNTUNE_OK) return rc;
+    r->skipped += p->list.skipped;
+    if (p->cpu.cores > code->max_threads) code->max_threads = p->cpu.cores;
+    return lntune_export_cuda_generate(p->cuda, g, c, r);
+}
+/* ------------------------------------------------------------------------------------------ */
+/* Write: the files, from the plan and the generated code                                     */
+
+/* lntune_kernels.c */
+static void put_source(lntune_export_buf *out, const export_plan *p, const export_code *code) {
+    write_header_comment(out, &p->cpu, &p->list, code->ok, p->note[0] ? p->note : NULL,
+                         &code->generic_variants);
+    lntune_export_put(out, "#define _POSIX_C_SOURCE 200809L\n#include \"lntune_kernels.h\"\n\n");
+    lntune_export_put(out, "#include <math.h>\n#include <pthread.h>\n#include <stdatomic.h>\n"
+                           "#include <stddef.h>\n"
+                           "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
+    lntune_export_put_arch(out, &p->cpu);
+    lntune_export_put(out,
                       "/* The threads a call may use: every core of the machine this file was "
                       "exported on, and\n * every winner's count. -DLNTUNE_KERNELS_MAX_THREADS=N "
                       "(N >= 1) caps it, for an app whose\n * own threads keep the cores busy; 1 "
                       "starts no thread. */\n"
                       "#ifndef LNTUNE_KERNELS_MAX_THREADS\n#define LNTUNE_KERNELS_MAX_THREADS "
                       "%d\n#endif\n\n",
-                      max_threads);
-    lntune_export_put(&out, "%s\n", kernels.s ? kernels.s : "");
-    lntune_export_put(&out,
+                      code->max_threads);
+    lntune_export_put(out, "%s\n", code->kernels.s ? code->kernels.s : "");
+    lntune_export_put(out,
                       "typedef struct {\n    int op; /* index in op_takes_beta */\n"
                       "    int fusion; /* 0 none, 1 residual, 2 residual and residual_out */\n"
                       "    int types; /* x | y << 2 | params << 4 | residual << 6; 0 fp32, 1 fp16, "
@@ -550,17 +584,16 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
                       "rows of any alignment); the\n     * rows it was tuned at */\n"
                       "    lntune_kernel_fn any_h;\n    int any_alignment;\n"
                       "    int64_t tuned_rows;\n} tuned_entry;\n\n");
-    lntune_export_put_tuned_usable(&out, &cpu);
-    lntune_export_put(&out,
-                      "static const tuned_entry tuned[] = {\n#if LNTUNE_KERNELS_TUNED_ARCH\n");
-    for (size_t i = 0; i < list.n; ++i) {
-        const winner *w = &list.w[i];
-        if (!ok[i]) continue;
+    lntune_export_put_tuned_usable(out, &p->cpu);
+    lntune_export_put(out, "static const tuned_entry tuned[] = {\n#if LNTUNE_KERNELS_TUNED_ARCH\n");
+    for (size_t i = 0; i < p->list.n; ++i) {
+        const winner *w = &p->list.w[i];
+        if (!code->ok[i]) continue;
         char fn[48], any_h[56] = "NULL";
         snprintf(fn, sizeof fn, "lntune_kernels_t%zu", i);
         if (w->any_h) snprintf(any_h, sizeof any_h, "%s%s", fn, w->any_h == 2 ? "_h" : "");
         lntune_export_put(
-            &out,
+            out,
             "    {%d, %d, %d, INT64_C(%lld), %d, INT64_C(%lld), INT64_C(%lld), %s, %s, "
             "%d, %s, %d, INT64_C(%lld)}, /* %s %s */\n",
             w->op_index, w->fusion, lntune_types_packed(w->types), (long long)w->H, w->affine,
@@ -568,23 +601,23 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             w->backward ? fn : "NULL", w->threads, any_h, w->any_alignment,
             (long long)w->tuned_rows, w->op, w->dtype);
     }
-    lntune_export_put(&out,
+    lntune_export_put(out,
                       "#endif\n    {0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0} /* keeps the "
                       "table non-empty */\n"
                       "};\n\n");
-    lntune_export_put_code(&out, "cpu/pool.c");
+    lntune_export_put_code(out, "cpu/pool.c");
     const char *quant_rows = lntune_export_embedded("quant_rows.h");
-    lntune_export_put(&out, "/* ---- a quantized y's rows (core/quant_rows.h) ---- */\n%s\n",
+    lntune_export_put(out, "/* ---- a quantized y's rows (core/quant_rows.h) ---- */\n%s\n",
                       quant_rows ? quant_rows
                                  : "#error lntune was built without core/quant_rows.h\n");
-    lntune_export_put_code(&out, "cpu/quant_fallback.c");
-    lntune_export_put_code(&out, "common/forward_args.h");
-    lntune_export_put_code(&out, "cpu/dispatch.c");
-    lntune_export_put_code(&out, "common/backward_args.h");
-    lntune_export_put_code(&out, "cpu/backward_dispatch.c");
+    lntune_export_put_code(out, "cpu/quant_fallback.c");
+    lntune_export_put_code(out, "common/forward_args.h");
+    lntune_export_put_code(out, "cpu/dispatch.c");
+    lntune_export_put_code(out, "common/backward_args.h");
+    lntune_export_put_code(out, "cpu/backward_dispatch.c");
     for (size_t i = 0; i < lntune_export_op_count; ++i)
         lntune_export_put(
-            &out,
+            out,
             "int lntune_kernels_%s(const lntune_kernel_args *args)\n{\n"
             "    const lntune_kernels_types fp32 = {0, 0, 0, 0};\n"
             "    return run(%zu, args, fp32);\n}\n\n"
@@ -596,11 +629,13 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             "{\n    return run_backward(%zu, args, types, dgamma, dbeta);\n}\n\n",
             lntune_export_ops[i].name, i, lntune_export_ops[i].name, i, lntune_export_ops[i].name,
             i);
+}
 
-    /* lntune_kernels.h */
+/* lntune_kernels.h; LNTUNE_ERROR when lntune was built without the ABI headers. */
+static int put_header(lntune_export_buf *header, const export_plan *p) {
     const char *abi = lntune_export_abi_header();
     lntune_export_put(
-        &header,
+        header,
         "/*\n * lntune_kernels.h - generated by lntune export; do not edit.\n *\n"
         " * LayerNorm and RMSNorm tuned for one machine (%s); see lntune_kernels.c.\n"
         " * Fill an lntune_kernel_args (rows, H, x, y; gamma, beta, mean, rstd optional;\n"
@@ -642,17 +677,17 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
         " * and dbeta; dgamma/dbeta are summed in fp32 per thread, then in thread order.\n"
         " * Thread-safe; multi-threaded winners share one pool, and a call that finds it\n"
         " * busy runs on the calling thread.\n */\n",
-        cpu.fingerprint);
-    lntune_export_put(&header, "#ifndef LNTUNE_KERNELS_H\n#define LNTUNE_KERNELS_H\n\n%s\n",
+        p->cpu.fingerprint);
+    lntune_export_put(header, "#ifndef LNTUNE_KERNELS_H\n#define LNTUNE_KERNELS_H\n\n%s\n",
                       abi ? abi : "");
     /* The backward ABI (its own include guard) after the forward's. */
     const char *bwd = lntune_export_embedded("lntune_kernel_backward.h");
-    lntune_export_put(&header, "%s\n", bwd ? bwd : "");
-    lntune_export_put(&header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n%s\n",
+    lntune_export_put(header, "%s\n", bwd ? bwd : "");
+    lntune_export_put(header, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n%s\n",
                       lntune_export_types_text);
     for (size_t i = 0; i < lntune_export_op_count; ++i)
         lntune_export_put(
-            &header,
+            header,
             "/* %s */\nint lntune_kernels_%s(const lntune_kernel_args *args);\n"
             "int lntune_kernels_%s_v2(const lntune_kernel_args *args, "
             "lntune_kernels_types types);\n"
@@ -661,82 +696,112 @@ int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
             "void *dbeta);\n\n",
             lntune_export_ops[i].doc, lntune_export_ops[i].name, lntune_export_ops[i].name,
             lntune_export_ops[i].name);
-    lntune_export_put(&header, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
-    if (out.missing || kernels.missing) {
+    lntune_export_put(header, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_H */\n");
+    return abi && bwd ? LNTUNE_OK : LNTUNE_ERROR;
+}
+
+static int write_c_files(const export_plan *p, const export_code *code,
+                         const lntune_export_config *c, lntune_export_report *r) {
+    lntune_export_buf out = {0}, header = {0};
+    put_source(&out, p, code);
+    const int abi = put_header(&header, p) == LNTUNE_OK;
+    int rc;
+    if (out.missing || code->kernels.missing) {
         rc = LNTUNE_ERROR;
         snprintf(r->message, sizeof r->message, "exported/%s is not built into this lntune",
-                 out.missing ? out.missing : kernels.missing);
-        goto done;
-    }
-    if (out.oom || header.oom || kernels.oom || !abi || !bwd) {
-        rc = abi && bwd ? LNTUNE_ENOMEM : LNTUNE_ERROR;
-        snprintf(r->message, sizeof r->message, "%s",
-                 abi && bwd ? "out of memory" : "no ABI header");
-        goto done;
-    }
-    rc = lntune_export_write_file(c->out_dir, "lntune_kernels.c", &out, r->message,
-                                  sizeof r->message);
-    if (rc == LNTUNE_OK)
-        rc = lntune_export_write_file(c->out_dir, "lntune_kernels.h", &header, r->message,
+                 out.missing ? out.missing : code->kernels.missing);
+    } else if (out.oom || header.oom || code->kernels.oom || code->generic_variants.oom || !abi) {
+        rc = abi ? LNTUNE_ENOMEM : LNTUNE_ERROR;
+        snprintf(r->message, sizeof r->message, "%s", abi ? "out of memory" : "no ABI header");
+    } else {
+        rc = lntune_export_write_file(c->out_dir, "lntune_kernels.c", &out, r->message,
                                       sizeof r->message);
-    char archs[64] = "";
-    if (rc == LNTUNE_OK) rc = lntune_export_cuda(db_ok ? db : NULL, g, c, r, archs, sizeof archs);
-    if (rc == LNTUNE_OK && c->cmake) {
-        lntune_export_buf cm = {0};
+        if (rc == LNTUNE_OK)
+            rc = lntune_export_write_file(c->out_dir, "lntune_kernels.h", &header, r->message,
+                                          sizeof r->message);
+    }
+    free(out.s), free(header.s);
+    return rc;
+}
+
+/* CMakeLists.txt, for add_subdirectory; archs: the CUDA file's compute capabilities ("90;80"). */
+static int write_cmake(const export_plan *p, const lntune_export_config *c, const char *archs,
+                       lntune_export_report *r) {
+    lntune_export_buf cm = {0};
+    lntune_export_put(
+        &cm,
+        "# generated by lntune export; do not edit.\n"
+        "# add_subdirectory() this folder, then link lntune_kernels. No -march needed: the "
+        "tuned\n"
+        "# kernels (of machine %s) carry target attributes and run where the CPU has\n"
+        "# their ISA, else the generic kernels do. Those take AVX2's width only where "
+        "compiled for\n"
+        "# AVX2, FMA and F16C: -DCMAKE_C_FLAGS=-march=native, for a library that then runs "
+        "on such\n"
+        "# CPUs only.\n"
+        "cmake_minimum_required(VERSION 3.16)\n"
+        "project(lntune_kernels LANGUAGES C)\n"
+        "find_package(Threads REQUIRED)\n"
+        "add_library(lntune_kernels STATIC lntune_kernels.c)\n"
+        "target_include_directories(lntune_kernels PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})\n"
+        "target_compile_features(lntune_kernels PRIVATE c_std_11)\n"
+        "target_compile_options(lntune_kernels PRIVATE -O3)\n"
+        "target_link_libraries(lntune_kernels PUBLIC Threads::Threads m)\n",
+        p->cpu.fingerprint);
+    if (r->cuda_written)
         lntune_export_put(
             &cm,
-            "# generated by lntune export; do not edit.\n"
-            "# add_subdirectory() this folder, then link lntune_kernels. No -march needed: the "
-            "tuned\n"
-            "# kernels (of machine %s) carry target attributes and run where the CPU has\n"
-            "# their ISA, else the generic kernels do. Those take AVX2's width only where "
-            "compiled for\n"
-            "# AVX2, FMA and F16C: -DCMAKE_C_FLAGS=-march=native, for a library that then runs "
-            "on such\n"
-            "# CPUs only.\n"
-            "cmake_minimum_required(VERSION 3.16)\n"
-            "project(lntune_kernels LANGUAGES C)\n"
-            "find_package(Threads REQUIRED)\n"
-            "add_library(lntune_kernels STATIC lntune_kernels.c)\n"
-            "target_include_directories(lntune_kernels PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})\n"
-            "target_compile_features(lntune_kernels PRIVATE c_std_11)\n"
-            "target_compile_options(lntune_kernels PRIVATE -O3)\n"
-            "target_link_libraries(lntune_kernels PUBLIC Threads::Threads m)\n",
-            cpu.fingerprint);
-        if (r->cuda_written)
-            lntune_export_put(
-                &cm,
-                "\n# The CUDA kernels (lntune_kernels_cuda), where CMake finds a CUDA compiler.\n"
-                "include(CheckLanguage)\n"
-                "check_language(CUDA)\n"
-                "if(CMAKE_CUDA_COMPILER)\n"
-                "  enable_language(CUDA)\n"
-                "  find_package(CUDAToolkit REQUIRED)\n"
-                "  add_library(lntune_kernels_cuda STATIC lntune_kernels.cu)\n"
-                "  target_include_directories(lntune_kernels_cuda PUBLIC "
-                "${CMAKE_CURRENT_SOURCE_DIR})\n"
-                "  # The compute capabilities the kernels were tuned on.\n"
-                "  set_target_properties(lntune_kernels_cuda PROPERTIES CUDA_ARCHITECTURES \"%s\"\n"
-                "                        CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)\n"
-                "  # Apps in C link it with their own linker, adding the C++ runtime nvcc's launch "
-                "stubs use.\n"
-                "  set(CMAKE_CUDA_LINKER_PREFERENCE_PROPAGATES OFF)\n"
-                "  target_link_libraries(lntune_kernels_cuda PUBLIC CUDA::cudart "
-                "$<$<NOT:$<CXX_COMPILER_ID:MSVC>>:stdc++>)\n"
-                "endif()\n",
-                archs);
-        rc = cm.oom ? LNTUNE_ENOMEM
+            "\n# The CUDA kernels (lntune_kernels_cuda), where CMake finds a CUDA compiler.\n"
+            "include(CheckLanguage)\n"
+            "check_language(CUDA)\n"
+            "if(CMAKE_CUDA_COMPILER)\n"
+            "  enable_language(CUDA)\n"
+            "  find_package(CUDAToolkit REQUIRED)\n"
+            "  add_library(lntune_kernels_cuda STATIC lntune_kernels.cu)\n"
+            "  target_include_directories(lntune_kernels_cuda PUBLIC "
+            "${CMAKE_CURRENT_SOURCE_DIR})\n"
+            "  # The compute capabilities the kernels were tuned on.\n"
+            "  set_target_properties(lntune_kernels_cuda PROPERTIES CUDA_ARCHITECTURES \"%s\"\n"
+            "                        CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)\n"
+            "  # Apps in C link it with their own linker, adding the C++ runtime nvcc's launch "
+            "stubs use.\n"
+            "  set(CMAKE_CUDA_LINKER_PREFERENCE_PROPAGATES OFF)\n"
+            "  target_link_libraries(lntune_kernels_cuda PUBLIC CUDA::cudart "
+            "$<$<NOT:$<CXX_COMPILER_ID:MSVC>>:stdc++>)\n"
+            "endif()\n",
+            archs);
+    int rc = cm.oom ? LNTUNE_ENOMEM
                     : lntune_export_write_file(c->out_dir, "CMakeLists.txt", &cm, r->message,
                                                sizeof r->message);
-        free(cm.s);
+    free(cm.s);
+    return rc;
+}
+
+int lntune_export(const lntune_export_config *c, lntune_export_report *r) {
+    memset(r, 0, sizeof *r);
+    if (!c || !c->out_dir) {
+        snprintf(r->message, sizeof r->message, "no output directory");
+        return LNTUNE_EINVAL;
     }
-done:
+    /* Three stages: read the store into a plan (and make DIR), generate every kernel, write. */
+    export_plan plan = {0};
+    export_code code = {0};
+    lntune_gen *g = NULL;
+    char archs[64] = "";
+    int rc = read_plan(c, &plan, r);
+    if (rc == LNTUNE_OK && (rc = lntune_gen_open(NULL, &g)) != LNTUNE_OK)
+        snprintf(r->message, sizeof r->message, "%s", g ? lntune_gen_errmsg(g) : lntune_errstr(rc));
+    if (rc == LNTUNE_OK) rc = generate(&plan, g, c, &code, r);
+    lntune_gen_close(g);
+    if (rc == LNTUNE_OK) rc = write_c_files(&plan, &code, c, r);
+    if (rc == LNTUNE_OK) rc = lntune_export_cuda_write(plan.cuda, c, r, archs, sizeof archs);
+    if (rc == LNTUNE_OK && c->cmake) rc = write_cmake(&plan, c, archs, r);
     if (rc == LNTUNE_ENOMEM && !r->message[0])
         snprintf(r->message, sizeof r->message, "out of memory");
-    lntune_gen_close(g);
-    lntune_db_close(db);
-    free(kernels.s), free(out.s), free(header.s);
-    free(ok);
-    free(list.w);
+    lntune_export_cuda_free(plan.cuda);
+    lntune_db_close(plan.db);
+    free(plan.list.w);
+    free(code.ok);
+    free(code.kernels.s), free(code.generic_variants.s);
     return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * export_cuda.c - the CUDA half of `lntune export`: lntune_kernels.cu and lntune_kernels_cuda.h
- * (see export.h for what and why).
+ * (see export.h for what and why), in the C half's three stages (plan, generate, write).
  *
  * As in the C half, the dispatch code is fixed text; only the kernels, the tables and the header
  * comment vary. Each winner is regenerated from its variant string for the compute capability of
@@ -48,6 +48,7 @@ typedef struct {
     int affine, ok; /* affine: the database key's */
     int offset;     /* a weight offset's winner ("+offset"; affine=offset) */
     double median_ns, gbps, copy_gbps, max_error;
+    char measured[17]; /* the template hash it was measured with, "" unknown */
     lntune_cuda_launch launch;
 } cuda_winner;
 
@@ -312,14 +313,13 @@ static void put_entry(lntune_export_buf *b, int gpu, int op, int fusion, lntune_
 
 /* Generates every winner's kernel into text (a winner that no longer generates, or whose H its
  * launch line excludes, is left out with a warning); counts them in r. */
-static void emit_winners(lntune_db *db, lntune_gen *g, const lntune_export_config *c,
-                         const gpu_list *gpus, cuda_list *list, lntune_export_buf *text,
-                         lntune_export_report *r) {
+static void emit_winners(lntune_gen *g, const lntune_export_config *c, const gpu_list *gpus,
+                         cuda_list *list, lntune_export_buf *text, lntune_export_report *r) {
     for (size_t i = 0; i < list->n; ++i) {
         cuda_winner *w = &list->w[i];
         if (w->backward) continue; /* export_cuda_backward.c's */
         const gpu_row *gr = &gpus->v[w->gpu];
-        char symbol[64], hash[17] = "", measured[17];
+        char symbol[64], hash[17] = "";
         snprintf(symbol, sizeof symbol, "lntune_kernels_cuda_t%zu", i);
         if (emit_tuned(g, gr->cc, w, symbol, text, hash) != LNTUNE_OK) {
             lntune_export_warn(
@@ -335,14 +335,12 @@ static void emit_winners(lntune_db *db, lntune_gen *g, const lntune_export_confi
             ++r->cuda_skipped;
             continue;
         }
-        lntune_db_key key = {gr->id, "cuda", w->op, w->dtype, w->H, w->tuned_rows, w->affine};
-        lntune_export_measured_hash(db, &key, w->variant, measured);
-        if (measured[0] && strcmp(measured, hash) != 0)
+        if (w->measured[0] && strcmp(w->measured, hash) != 0)
             lntune_export_warn(c,
                                "%s %s H=%lld on %s: the template changed since '%s' was measured "
                                "(hash %s, now %s); exporting the regenerated source: re-tune to "
                                "refresh its timing",
-                               w->op, w->dtype, (long long)w->H, gr->model, w->variant, measured,
+                               w->op, w->dtype, (long long)w->H, gr->model, w->variant, w->measured,
                                hash);
         w->ok = 1;
         ++r->cuda_tuned;
@@ -526,9 +524,93 @@ static void put_cuda_header(lntune_export_buf *header, const gpu_list *gpus) {
                       "#ifdef __cplusplus\n}\n#endif\n\n#endif /* LNTUNE_KERNELS_CUDA_H */\n");
 }
 
-int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config *c,
-                       lntune_export_report *r, char *archs, size_t archs_size) {
-    archs[0] = '\0';
+/* The CUDA half of an export: its plan (read from the store), then its generated code. */
+struct lntune_export_cuda {
+    gpu_list gpus;
+    cuda_list list;
+    lntune_types *tuples; /* backward: all-fp32, then every winner's tuple (its (x, params)) */
+    lntune_export_cuda_pair *pairs; /* the tuned backward pairs */
+    size_t npairs;
+    /* generated */
+    generic_list gen;
+    lntune_export_buf kernels, bwd_table, bwd_comment;
+    size_t bwd_entries;
+};
+
+void lntune_export_cuda_free(lntune_export_cuda *x) {
+    if (!x) return;
+    free(x->kernels.s), free(x->bwd_table.s), free(x->bwd_comment.s);
+    free(x->tuples);
+    free(x->pairs);
+    free(x->gpus.v);
+    free(x->list.w);
+    free(x->gen.v);
+    free(x);
+}
+
+/* The GPUs and their winners (each with the template hash it was measured with), and the
+ * backward's pairs and tuples. */
+static int read_winners(lntune_db *db, const lntune_export_config *c, lntune_export_cuda *x,
+                        lntune_export_report *r) {
+    gpu_list *gpus = &x->gpus;
+    cuda_list *list = &x->list;
+    int rc = lntune_db_each_hardware(db, collect_gpu, gpus);
+    for (size_t i = 0; rc == LNTUNE_OK && !gpus->oom && i < gpus->n; ++i) {
+        list->gpu = i;
+        list->gpu_name = gpus->v[i].model;
+        rc = lntune_db_each_best(db, gpus->v[i].id, collect_best, list);
+    }
+    r->cuda_skipped += list->skipped;
+    if (rc != LNTUNE_OK || gpus->oom || list->oom) {
+        snprintf(r->message, sizeof r->message, "reading the GPU winners: %s",
+                 gpus->oom || list->oom ? "out of memory" : lntune_db_errmsg(db));
+        return rc == LNTUNE_OK ? LNTUNE_ENOMEM : rc;
+    }
+    if (c->gpu && gpus->n == 0) {
+        snprintf(r->message, sizeof r->message, "--gpu %s: no such GPU in %s", c->gpu,
+                 lntune_db_path(db));
+        return LNTUNE_ENOTFOUND;
+    }
+    for (size_t i = 0; i < list->n; ++i) {
+        cuda_winner *w = &list->w[i];
+        lntune_db_key key = {gpus->v[w->gpu].id, "cuda",   w->op, w->dtype, w->H,
+                             w->tuned_rows,      w->affine};
+        lntune_export_measured_hash(db, &key, w->variant, w->measured);
+    }
+    if (!(x->tuples = calloc(list->n + 1, sizeof *x->tuples)) ||
+        !(x->pairs = calloc(list->n + 1, sizeof *x->pairs))) {
+        snprintf(r->message, sizeof r->message, "out of memory");
+        return LNTUNE_ENOMEM;
+    }
+    for (size_t i = 0; i < list->n; ++i) {
+        const cuda_winner *w = &list->w[i];
+        x->tuples[i + 1] = w->types;
+        if (w->backward)
+            x->pairs[x->npairs++] = (lntune_export_cuda_pair){(int)w->gpu,
+                                                              gpus->v[w->gpu].cc,
+                                                              gpus->v[w->gpu].model,
+                                                              w->op,
+                                                              w->dtype,
+                                                              w->base_op,
+                                                              w->variant,
+                                                              w->op_index,
+                                                              w->fusion,
+                                                              w->types,
+                                                              w->H,
+                                                              w->tuned_rows,
+                                                              w->rows_lo,
+                                                              w->rows_hi,
+                                                              w->median_ns,
+                                                              w->gbps,
+                                                              w->copy_gbps,
+                                                              w->max_error};
+    }
+    return LNTUNE_OK;
+}
+
+int lntune_export_cuda_plan(lntune_db *db, const lntune_export_config *c, lntune_export_report *r,
+                            lntune_export_cuda **out) {
+    *out = NULL;
     if (!db) {
         if (c->gpu) {
             snprintf(r->message, sizeof r->message, "--gpu %s: no tuning database", c->gpu);
@@ -536,101 +618,80 @@ int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config 
         }
         return LNTUNE_OK;
     }
-    gpu_list gpus = {.only = c->gpu};
-    cuda_list list = {.c = c};
-    generic_list gen = {0};
-    lntune_export_buf kernels = {0}, out = {0}, header = {0}, bwd_host = {0}, bwd_comment = {0};
-    lntune_types *tuples = NULL;
-    lntune_export_cuda_pair *pairs = NULL;
-    int rc = lntune_db_each_hardware(db, collect_gpu, &gpus);
-    for (size_t i = 0; rc == LNTUNE_OK && !gpus.oom && i < gpus.n; ++i) {
-        list.gpu = i;
-        list.gpu_name = gpus.v[i].model;
-        rc = lntune_db_each_best(db, gpus.v[i].id, collect_best, &list);
+    lntune_export_cuda *x = calloc(1, sizeof *x);
+    if (!x) {
+        snprintf(r->message, sizeof r->message, "out of memory");
+        return LNTUNE_ENOMEM;
     }
-    r->cuda_skipped += list.skipped;
-    if (rc != LNTUNE_OK || gpus.oom || list.oom) {
-        snprintf(r->message, sizeof r->message, "reading the GPU winners: %s",
-                 gpus.oom || list.oom ? "out of memory" : lntune_db_errmsg(db));
-        if (rc == LNTUNE_OK) rc = LNTUNE_ENOMEM;
-        goto done;
+    x->gpus.only = c->gpu;
+    x->list.c = c;
+    int rc = read_winners(db, c, x, r);
+    if (rc != LNTUNE_OK) {
+        lntune_export_cuda_free(x);
+        return rc;
     }
-    if (c->gpu && gpus.n == 0) {
-        snprintf(r->message, sizeof r->message, "--gpu %s: no such GPU in %s", c->gpu,
-                 lntune_db_path(db));
-        rc = LNTUNE_ENOTFOUND;
-        goto done;
-    }
-    if (list.n == 0) goto done; /* no CUDA winners: no CUDA files (see export.h) */
+    *out = x;
+    return LNTUNE_OK;
+}
 
-    emit_winners(db, g, c, &gpus, &list, &kernels, r);
-    if (collect_generics(&list, &gen) != 0) {
+int lntune_export_cuda_generate(lntune_export_cuda *x, lntune_gen *g, const lntune_export_config *c,
+                                lntune_export_report *r) {
+    if (!x || x->list.n == 0) return LNTUNE_OK; /* no CUDA winners: no CUDA files (export.h) */
+    const int sm = x->gpus.v[0].cc;             /* the generic kernels' */
+    emit_winners(g, c, &x->gpus, &x->list, &x->kernels, r);
+    int rc = LNTUNE_OK;
+    if (collect_generics(&x->list, &x->gen) != 0) {
         rc = LNTUNE_ENOMEM;
         snprintf(r->message, sizeof r->message, "out of memory");
-        goto done;
     }
-    for (size_t i = 0; i < gen.n; ++i)
-        if ((rc = emit_generic(g, gpus.v[0].cc, &gen.v[i], &kernels)) != LNTUNE_OK) {
-            snprintf(r->message, sizeof r->message, "generic CUDA kernel %s: %s", gen.v[i].symbol,
-                     lntune_gen_errmsg(g));
-            goto done;
-        }
+    for (size_t i = 0; rc == LNTUNE_OK && i < x->gen.n; ++i)
+        if ((rc = emit_generic(g, sm, &x->gen.v[i], &x->kernels)) != LNTUNE_OK)
+            snprintf(r->message, sizeof r->message, "generic CUDA kernel %s: %s",
+                     x->gen.v[i].symbol, lntune_gen_errmsg(g));
     /* The backward: the tuned pairs; generic pairs for all-fp32 and every winner's (x, params). */
-    if (!(tuples = calloc(list.n + 1, sizeof *tuples)) ||
-        !(pairs = calloc(list.n + 1, sizeof *pairs))) {
-        rc = LNTUNE_ENOMEM;
-        snprintf(r->message, sizeof r->message, "out of memory");
-        goto done;
+    lntune_export_cuda_backward_out bwd = {&x->kernels, &x->bwd_table, &x->bwd_comment, 0, 0, 0};
+    if (rc == LNTUNE_OK &&
+        (rc = lntune_export_cuda_backward(g, c, sm, x->pairs, x->npairs, x->tuples, x->list.n + 1,
+                                          &bwd, r->message, sizeof r->message)) == LNTUNE_OK) {
+        r->cuda_tuned += bwd.exported;
+        r->cuda_skipped += bwd.skipped;
+        x->bwd_entries = bwd.entries;
     }
-    size_t npairs = 0;
-    for (size_t i = 0; i < list.n; ++i) {
-        const cuda_winner *w = &list.w[i];
-        tuples[i + 1] = w->types;
-        if (w->backward)
-            pairs[npairs++] = (lntune_export_cuda_pair){
-                (int)w->gpu, gpus.v[w->gpu].cc, gpus.v[w->gpu].model, w->op,      w->dtype,
-                w->base_op,  w->variant,        w->op_index,          w->fusion,  w->types,
-                w->H,        w->tuned_rows,     w->rows_lo,           w->rows_hi, w->median_ns,
-                w->gbps,     w->copy_gbps,      w->max_error};
-    }
-    lntune_export_cuda_backward_out bwd = {&kernels, &bwd_host, &bwd_comment, 0, 0};
-    if ((rc = lntune_export_cuda_backward(g, c, gpus.v[0].cc, pairs, npairs, tuples, list.n + 1,
-                                          &bwd, r->message, sizeof r->message)) != LNTUNE_OK)
-        goto done;
-    r->cuda_tuned += bwd.exported;
-    r->cuda_skipped += bwd.skipped;
-    put_file_comment(&out, &gpus, &list, &gen, &bwd_comment, archs, archs_size);
-    lntune_export_put(&out, "%s", kernels.s ? kernels.s : "");
-    put_tables(&out, &gpus, &list, &gen);
+    lntune_gen_set_cuda_arch(g, 0);
+    return rc;
+}
+
+int lntune_export_cuda_write(lntune_export_cuda *x, const lntune_export_config *c,
+                             lntune_export_report *r, char *archs, size_t archs_size) {
+    archs[0] = '\0';
+    if (!x || x->list.n == 0) return LNTUNE_OK;
+    lntune_export_buf out = {0}, header = {0}, bwd_host = {0};
+    lntune_export_cuda_backward_host(&x->bwd_table, x->bwd_entries, &bwd_host);
+    put_file_comment(&out, &x->gpus, &x->list, &x->gen, &x->bwd_comment, archs, archs_size);
+    lntune_export_put(&out, "%s", x->kernels.s ? x->kernels.s : "");
+    put_tables(&out, &x->gpus, &x->list, &x->gen);
     lntune_export_put_code(&out, "common/forward_args.h");
     lntune_export_put_code(&out, "cuda/dispatch.cu");
     lntune_export_put(&out, "\n%s", bwd_host.s ? bwd_host.s : "");
-    put_cuda_header(&header, &gpus);
+    put_cuda_header(&header, &x->gpus);
+    int rc = LNTUNE_OK;
     if (out.missing || bwd_host.missing) {
         rc = LNTUNE_ERROR;
         snprintf(r->message, sizeof r->message, "exported/%s is not built into this lntune",
                  out.missing ? out.missing : bwd_host.missing);
-        goto done;
-    }
-    if (out.oom || header.oom || kernels.oom || bwd_host.oom || bwd_comment.oom) {
+    } else if (out.oom || header.oom || x->kernels.oom || bwd_host.oom || x->bwd_table.oom ||
+               x->bwd_comment.oom) {
         rc = LNTUNE_ENOMEM;
         snprintf(r->message, sizeof r->message, "out of memory");
-        goto done;
-    }
-    rc = lntune_export_write_file(c->out_dir, "lntune_kernels.cu", &out, r->message,
-                                  sizeof r->message);
-    if (rc == LNTUNE_OK)
-        rc = lntune_export_write_file(c->out_dir, "lntune_kernels_cuda.h", &header, r->message,
+    } else {
+        rc = lntune_export_write_file(c->out_dir, "lntune_kernels.cu", &out, r->message,
                                       sizeof r->message);
-    r->cuda_written = rc == LNTUNE_OK;
-    r->cuda_gpus = (int)gpus.n;
-done:
-    if (g) lntune_gen_set_cuda_arch(g, 0);
-    free(kernels.s), free(out.s), free(header.s), free(bwd_host.s), free(bwd_comment.s);
-    free(tuples);
-    free(pairs);
-    free(gpus.v);
-    free(list.w);
-    free(gen.v);
+        if (rc == LNTUNE_OK)
+            rc = lntune_export_write_file(c->out_dir, "lntune_kernels_cuda.h", &header, r->message,
+                                          sizeof r->message);
+        r->cuda_written = rc == LNTUNE_OK;
+        r->cuda_gpus = (int)x->gpus.n;
+    }
+    free(out.s), free(header.s), free(bwd_host.s);
     return rc;
 }

@@ -26,10 +26,10 @@ static int backward_types(lntune_types t) {
 }
 
 /* One table row: the pair symbol, where it serves, and its launch lines. */
-static void put_entry(lntune_export_buf *host, int gpu, int op, int fusion, lntune_types types,
+static void put_entry(lntune_export_buf *table, int gpu, int op, int fusion, lntune_types types,
                       int64_t H, int64_t rows_lo, int64_t rows_hi, const char *symbol,
                       const lntune_cuda_backward_launch *l) {
-    lntune_export_put(host,
+    lntune_export_put(table,
                       "    {%d, %d, %d, %d, INT64_C(%lld), INT64_C(%lld), INT64_C(%lld), "
                       "%s_impl::%s, %s_impl::%s_dgamma, %d, %d, %d, %d, INT64_C(%lld), "
                       "INT64_C(%lld), INT64_C(%lld), INT64_C(%lld)},\n",
@@ -84,7 +84,7 @@ static void emit_tuned(lntune_gen *g, const lntune_export_config *c,
         }
         lntune_export_put_cuda_kernel(out->kernels, &src, symbol, p->sm,
                                       LNTUNE_EXPORT_GUARD_BACKWARD, NULL);
-        put_entry(out->host, p->gpu, p->op, p->fusion, p->types, p->H, p->rows_lo, p->rows_hi,
+        put_entry(out->table, p->gpu, p->op, p->fusion, p->types, p->H, p->rows_lo, p->rows_hi,
                   symbol, &l);
         char rows[64];
         if (p->rows_hi == INT64_MAX)
@@ -106,27 +106,6 @@ int lntune_export_cuda_backward(lntune_gen *g, const lntune_export_config *c, in
                                 const lntune_export_cuda_pair *tuned, size_t ntuned,
                                 const lntune_types *tuples, size_t n,
                                 lntune_export_cuda_backward_out *out, char *msg, size_t msglen) {
-    lntune_export_put(
-        out->host,
-        "namespace {\n\n"
-        "typedef void (*backward_fn)(lntune_backward_kernel_args, float *, float *);\n"
-        "typedef void (*finish_fn)(const float *, const float *, int64_t, int64_t, void *, "
-        "void *);\n\n"
-        "/* A backward pair and its launch lines (see each kernel's header comment). */\n"
-        "struct backward_entry {\n"
-        "    int gpu;    /* index in gpus; -1: any (generic) */\n"
-        "    int op;     /* 0 layernorm, 1 rmsnorm */\n"
-        "    int fusion; /* 1: dresidual_out added to dx */\n"
-        "    int types;  /* x | x << 2 | params << 4; 0 fp32, 1 fp16, 2 bf16 */\n"
-        "    int64_t H;  /* 0: any */\n"
-        "    int64_t rows_lo, rows_hi;\n"
-        "    backward_fn fn;\n"
-        "    finish_fn finish;\n"
-        "    int block, parts_per_block, finish_block, partials;\n"
-        "    int64_t max_grid, smem, smem_per_h, max_h;\n"
-        "};\n\n"
-        "/* The tuned pairs, then the generic ones. */\n"
-        "const backward_entry backward_kernels[] = {\n");
     emit_tuned(g, c, tuned, ntuned, out);
     size_t emitted = (size_t)out->exported;
     for (size_t t = 0; t < n; ++t) {
@@ -157,7 +136,7 @@ int lntune_export_cuda_backward(lntune_gen *g, const lntune_export_config *c, in
                 }
                 lntune_export_put_cuda_kernel(out->kernels, &src, symbol, sm,
                                               LNTUNE_EXPORT_UNGUARDED, &types);
-                put_entry(out->host, -1, strncmp(v->op, "rmsnorm", 7) == 0, fused, types, 0, 1,
+                put_entry(out->table, -1, strncmp(v->op, "rmsnorm", 7) == 0, fused, types, 0, 1,
                           INT64_MAX, symbol, &l);
                 lntune_export_put(out->comment, " *   %s %s%s: %s\n", v->op, tuple,
                                   fused ? " dresidual_out" : "", src.variant);
@@ -165,10 +144,36 @@ int lntune_export_cuda_backward(lntune_gen *g, const lntune_export_config *c, in
                 ++emitted;
             }
     }
-    lntune_export_put(out->host, "};\nconstexpr int NBACKWARD = %zu;\n\n", emitted);
-    lntune_export_put_code(out->host, "common/backward_args.h");
-    lntune_export_put_code(out->host, "cuda/backward_host.cu");
+    out->entries = emitted;
     return LNTUNE_OK;
+}
+
+void lntune_export_cuda_backward_host(const lntune_export_buf *table, size_t entries,
+                                      lntune_export_buf *host) {
+    lntune_export_put(
+        host, "namespace {\n\n"
+              "typedef void (*backward_fn)(lntune_backward_kernel_args, float *, float *);\n"
+              "typedef void (*finish_fn)(const float *, const float *, int64_t, int64_t, void *, "
+              "void *);\n\n"
+              "/* A backward pair and its launch lines (see each kernel's header comment). */\n"
+              "struct backward_entry {\n"
+              "    int gpu;    /* index in gpus; -1: any (generic) */\n"
+              "    int op;     /* 0 layernorm, 1 rmsnorm */\n"
+              "    int fusion; /* 1: dresidual_out added to dx */\n"
+              "    int types;  /* x | x << 2 | params << 4; 0 fp32, 1 fp16, 2 bf16 */\n"
+              "    int64_t H;  /* 0: any */\n"
+              "    int64_t rows_lo, rows_hi;\n"
+              "    backward_fn fn;\n"
+              "    finish_fn finish;\n"
+              "    int block, parts_per_block, finish_block, partials;\n"
+              "    int64_t max_grid, smem, smem_per_h, max_h;\n"
+              "};\n\n"
+              "/* The tuned pairs, then the generic ones. */\n"
+              "const backward_entry backward_kernels[] = {\n");
+    lntune_export_put(host, "%s", table->s ? table->s : "");
+    lntune_export_put(host, "};\nconstexpr int NBACKWARD = %zu;\n\n", entries);
+    lntune_export_put_code(host, "common/backward_args.h");
+    lntune_export_put_code(host, "cuda/backward_host.cu");
 }
 
 void lntune_export_cuda_backward_declare(lntune_export_buf *header) {

@@ -169,22 +169,27 @@ typedef struct lntune_export_cuda_pair {
 } lntune_export_cuda_pair;
 
 /*
- * The CUDA export's backward (export_cuda_backward.c): the tuned pairs (each regenerated for its
- * GPU's architecture, guarded to it; one that no longer generates is left out with a warning to
- * c and counted in *skipped, the others in *exported), then the built-in backward pair of each
- * op, fusion (none, dresidual_out) and (x, params) tuple of tuples (y ignored), generated for sm,
- * into kernels; the table, host code and extern "C" entry points
- * lntune_kernels_cuda_<op>_backward into host (after the forward's dispatch text, whose helpers
- * it uses); the kernels' lines into comment. Message in msg on failure.
+ * The CUDA export's backward (export_cuda_backward.c), generated: the tuned pairs (each
+ * regenerated for its GPU's architecture, guarded to it; one that no longer generates is left out
+ * with a warning to c and counted in skipped, the others in exported), then the built-in backward
+ * pair of each op, fusion (none, dresidual_out) and (x, params) tuple of tuples (y ignored),
+ * generated for sm, into kernels; their rows of the table (entries of them) into table; the
+ * kernels' lines into comment. Message in msg on failure.
  */
 typedef struct {
-    lntune_export_buf *kernels, *host, *comment;
+    lntune_export_buf *kernels, *table, *comment;
     int exported, skipped;
+    size_t entries;
 } lntune_export_cuda_backward_out;
 int lntune_export_cuda_backward(lntune_gen *g, const lntune_export_config *c, int sm,
                                 const lntune_export_cuda_pair *tuned, size_t ntuned,
                                 const lntune_types *tuples, size_t n,
                                 lntune_export_cuda_backward_out *out, char *msg, size_t msglen);
+/* The backward's host code, from its generated table rows: the table, the host code and the
+ * extern "C" entry points lntune_kernels_cuda_<op>_backward (after the forward's dispatch text,
+ * whose helpers it uses). */
+void lntune_export_cuda_backward_host(const lntune_export_buf *table, size_t entries,
+                                      lntune_export_buf *host);
 /* The backward's declarations and their documentation, for lntune_kernels_cuda.h. */
 void lntune_export_cuda_backward_declare(lntune_export_buf *header);
 
@@ -193,11 +198,20 @@ void lntune_export_measured_hash(lntune_db *db, const lntune_db_key *key, const 
                                  char hash[17]);
 
 /*
- * Writes lntune_kernels.cu and lntune_kernels_cuda.h (see export.h) when db holds CUDA winners
- * (of c->gpu only, if set); sets r->cuda_tuned, r->cuda_gpus, r->cuda_written, and *archs to
- * the distinct compute capabilities for CMake ("90;80"). db may be NULL (no database).
+ * The CUDA half of an export (export_cuda.c), in the stages of the C half. Plan: reads db's GPU
+ * hardware rows and winners (of c->gpu only, if set); db may be NULL (no database: *out NULL, an
+ * error with c->gpu). Generate: every kernel of lntune_kernels.cu. Write: lntune_kernels.cu and
+ * lntune_kernels_cuda.h (see export.h) when db holds CUDA winners; sets r->cuda_tuned,
+ * r->cuda_gpus, r->cuda_written, and archs to the distinct compute capabilities for CMake
+ * ("90;80"). Generate and write accept NULL (nothing to do); free accepts NULL.
  */
-int lntune_export_cuda(lntune_db *db, lntune_gen *g, const lntune_export_config *c,
-                       lntune_export_report *r, char *archs, size_t archs_size);
+typedef struct lntune_export_cuda lntune_export_cuda;
+int lntune_export_cuda_plan(lntune_db *db, const lntune_export_config *c, lntune_export_report *r,
+                            lntune_export_cuda **out);
+int lntune_export_cuda_generate(lntune_export_cuda *x, lntune_gen *g, const lntune_export_config *c,
+                                lntune_export_report *r);
+int lntune_export_cuda_write(lntune_export_cuda *x, const lntune_export_config *c,
+                             lntune_export_report *r, char *archs, size_t archs_size);
+void lntune_export_cuda_free(lntune_export_cuda *x);
 
 #endif /* LNTUNE_EXPORT_INTERNAL_H */

@@ -43,10 +43,10 @@ typedef struct lntune_time_result {
 } lntune_time_result;
 
 /*
- * Emits, compiles ($LNTUNE_CC, else clang-14, else cc), verifies and times c's variants. Returns
- * LNTUNE_OK (wrong variants are marked in r, and nothing is timed when any is wrong), or a code
- * with a message in err: LNTUNE_EINVAL / LNTUNE_ENOTFOUND for a variant or op the templates
- * refuse, others for a compile or memory failure.
+ * Emits, compiles (with cc.h's lntune_default_compiler), verifies and times c's variants.
+ * Returns LNTUNE_OK (wrong variants are marked in r, and nothing is timed when any is wrong), or
+ * a code with a message in err: LNTUNE_EINVAL / LNTUNE_ENOTFOUND for a variant or op the
+ * templates refuse, others for a compile or memory failure.
  */
 int lntune_time_variants(const lntune_time_config *c, lntune_time_result *r, char *err,
                          size_t errlen);

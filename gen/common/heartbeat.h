@@ -4,8 +4,8 @@
  * the parent watches and names the candidate about to run, so that a crash or a hang is blamed
  * on it. Outside a worker (the tuner's own process, LNTUNE_SANDBOX=off) it does nothing.
  *
- * Its own file so that verify.c and timing.c, which the sandbox runs, do not call back into
- * sandbox.c.
+ * Its own file, in gen/common/ beside timing.c, so that verify.c and timing.c, which the sandbox
+ * runs, call back neither into sandbox.c nor into a later stage.
  */
 #ifndef LNTUNE_HEARTBEAT_H
 #define LNTUNE_HEARTBEAT_H

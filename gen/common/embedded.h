@@ -1,7 +1,8 @@
 /*
  * embedded.h - the text files built into gen by cmake/embed.cmake: the engine and the headers
  * the generated code includes, the templates, and exported/ (the fixed code of `lntune export`).
- * Each table ends with a NULL path; the layout is the one embed.cmake writes.
+ * Each table ends with a NULL path; the layout is the one embed.cmake writes. In gen/common/:
+ * gen/template/ reads the engine and the templates, gen/export/ the headers and exported/.
  */
 #ifndef LNTUNE_EMBEDDED_H
 #define LNTUNE_EMBEDDED_H
