@@ -7,7 +7,7 @@ run.
                  [--dtypes bf16,f32] [--reps 7] [--rep-ms 200] [--out FILE.md]
 
 For each shape and dtype (x, y and w of one type):
-  lntune tuned      lntune_rmsnorm_sized with weight_offset 1 on a handle opened on --db (tuned
+  lntune tuned      lntune_rmsnorm with weight_offset 1 on a handle opened on --db (tuned
                     with lntune --op rmsnorm --weight-offset --dtype ...; LNTUNE_LOG=debug says
                     which kernel serves it)
   lntune no offset  the same call without the offset (w as the weights): the tuned plain RMSNorm

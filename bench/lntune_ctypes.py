@@ -1,5 +1,5 @@
 """lntune_ctypes.py - what bench/'s Python scripts share: liblntune through ctypes (lntune_args
-field for field, the sized entry points), the interleaved timing loop, and the CPU's name."""
+field for field, struct_size set as LNTUNE_ARGS_INIT sets it), the interleaved timing loop, and the CPU's name."""
 import argparse
 import ctypes
 import os
@@ -15,7 +15,7 @@ LNTUNE_DEVICE_CUDA = 1
 
 class Args(ctypes.Structure):
     """include/lntune.h's lntune_args, field for field."""
-    _fields_ = [("rows", ctypes.c_int64), ("H", ctypes.c_int64), ("eps", ctypes.c_float),
+    _fields_ = [("struct_size", ctypes.c_size_t), ("rows", ctypes.c_int64), ("H", ctypes.c_int64), ("eps", ctypes.c_float),
                 ("dtype", ctypes.c_int), ("x", ctypes.c_void_p), ("y", ctypes.c_void_p),
                 ("gamma", ctypes.c_void_p), ("beta", ctypes.c_void_p),
                 ("x_stride", ctypes.c_int64), ("y_stride", ctypes.c_int64),
@@ -26,14 +26,18 @@ class Args(ctypes.Structure):
                 ("stream", ctypes.c_void_p), ("y_dtype", ctypes.c_int),
                 ("param_dtype", ctypes.c_int), ("residual_dtype", ctypes.c_int),
                 ("y_scale", ctypes.c_float), ("y_scales", ctypes.c_void_p),
-                ("weight_offset", ctypes.c_float)]
+                ("weight_offset", ctypes.c_float), ("flags", ctypes.c_uint)]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.struct_size = ctypes.sizeof(self)  # LNTUNE_ARGS_INIT
 
 
 def load(path):
     """liblntune at path, with the argument types of the functions bench/ calls."""
     lib = ctypes.CDLL(path)
     lib.lntune_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.lntune_rmsnorm_sized.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    lib.lntune_rmsnorm.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.lntune_errmsg.argtypes = [ctypes.c_void_p]
     lib.lntune_errmsg.restype = ctypes.c_char_p
     return lib
@@ -48,11 +52,11 @@ def open_handle(lib, db):
 
 
 def rmsnorm_call(lib, ctx, a):
-    """A callable running lntune_rmsnorm_sized on a (kept alive by the closure)."""
-    fn, ref, size = lib.lntune_rmsnorm_sized, ctypes.byref(a), ctypes.sizeof(a)
+    """A callable running lntune_rmsnorm on a (kept alive by the closure)."""
+    fn, ref = lib.lntune_rmsnorm, ctypes.byref(a)
 
     def run():
-        rc = fn(ctx, ref, size)
+        rc = fn(ctx, ref)
         if rc != 0:
             raise RuntimeError("lntune_rmsnorm: %s" % lib.lntune_errmsg(ctx).decode())
     return run

@@ -9,7 +9,7 @@ one process and one run.
 For each shape, x dtype (gamma of the same type) and code: RMSNorm whose y is stored as int8
 (or fp8 e4m3) codes with a dynamic scale per row, as vLLM's per-token quantization computes it
 (the row's largest |y| / 127, or / 448):
-  lntune tuned    lntune_rmsnorm(_sized) on a handle opened on --db (tuned with
+  lntune tuned    lntune_rmsnorm on a handle opened on --db (tuned with
                   lntune --op rmsnorm --dtype f32/i8row ...; LNTUNE_LOG=debug says which kernel)
   lntune untuned  a handle on no database: the float built-in into a buffer, then quantized
   PyTorch         F.rms_norm(x, (H,), w), then s = y.float().abs().amax(-1) / 127,

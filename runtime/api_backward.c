@@ -28,11 +28,24 @@
 
 static const char *const api_names[] = {"lntune_layernorm_backward", "lntune_rmsnorm_backward"};
 
-static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune_types *types) {
+/* Checks a; on success *types holds its element types. Sets *empty for an empty call (rows == 0
+ * or H == 0), whose pointers are not looked at. */
+static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune_types *types,
+                      int *empty) {
     const char *fn = api_names[op];
     if (!a) return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: args is NULL", fn);
-    int rc = lntune_check_size(ctx, fn, a->rows, a->H, a->eps);
+    int rc = lntune_check_struct_size(ctx, fn, "lntune_backward_args", a, sizeof *a);
     if (rc != LNTUNE_OK) return rc;
+    if ((rc = lntune_check_size(ctx, fn, a->rows, a->H, a->eps, a->flags)) != LNTUNE_OK) return rc;
+    if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->param_dtype > LNTUNE_BF16)
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown dtype (dtype %d, param_dtype %d)",
+                               fn, (int)a->dtype, (int)a->param_dtype);
+    if ((rc = lntune_check_device(ctx, fn, a->device, a->device_index, a->stream)) != LNTUNE_OK)
+        return rc;
+    const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
+    const int p = a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1;
+    *types = (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
+    if ((*empty = a->rows == 0 || a->H == 0)) return LNTUNE_OK;
     if (!a->x || !a->dy || !a->dx)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s is NULL", fn,
                                !a->x    ? "x"
@@ -45,38 +58,61 @@ static int check_args(lntune *ctx, const lntune_backward_args *a, int op, lntune
         if (strides[i] != 0 && strides[i] < a->H)
             return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: %s = %lld; it must be 0 or >= H = %lld",
                                    fn, stride_names[i], (long long)strides[i], (long long)a->H);
-    if ((unsigned)a->dtype > LNTUNE_BF16 || (unsigned)a->param_dtype > LNTUNE_BF16)
-        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: unknown dtype (dtype %d, param_dtype %d)",
-                               fn, (int)a->dtype, (int)a->param_dtype);
-    if ((rc = lntune_check_device(ctx, fn, a->device, a->device_index, a->stream)) != LNTUNE_OK)
-        return rc;
     if (op == 1 && a->dbeta)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: RMSNorm has no beta, so no dbeta", fn);
     if (op == 0 && !a->mean != !a->rstd)
         return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
                                "%s: %s given without %s; give both saved statistics or neither", fn,
                                a->mean ? "mean" : "rstd", a->mean ? "rstd" : "mean");
-    const int x = a->dtype == LNTUNE_DTYPE_DEFAULT ? LNTUNE_TYPE_F32 : (int)a->dtype - 1;
-    const int p = a->param_dtype == LNTUNE_DTYPE_DEFAULT ? x : (int)a->param_dtype - 1;
-    *types = (lntune_types){.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
-    if (a->rows > 0 &&
-        (lntune_extent_bytes(a->rows, a->H, a->x_stride ? a->x_stride : a->H, x) < 0 ||
-         lntune_extent_bytes(a->rows, a->H, a->dy_stride ? a->dy_stride : a->H, x) < 0 ||
-         lntune_extent_bytes(a->rows, a->H, a->dx_stride ? a->dx_stride : a->H, x) < 0 ||
-         (a->dresidual_out &&
-          lntune_extent_bytes(a->rows, a->H,
-                              a->dresidual_out_stride ? a->dresidual_out_stride : a->H, x) < 0)))
-        return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
-                               "%s: rows = %lld by its stride does not fit in memory", fn,
-                               (long long)a->rows);
+    /* x, dy, dx, dresidual_out: extents (bytes), row widths and strides in bytes */
+    static const char *const names[4] = {"x", "dy", "dx", "dresidual_out"};
+    const void *ptrs[4] = {a->x, a->dy, a->dx, a->dresidual_out};
+    const int64_t size = (int64_t)lntune_type_size(x);
+    int64_t extent[4], width = a->H * size, stride[4];
+    for (int i = 0; i < 4; ++i) {
+        const int64_t s = strides[i] ? strides[i] : a->H;
+        extent[i] = ptrs[i] ? lntune_extent_bytes(a->rows, a->H, s, x) : 0;
+        if (extent[i] < 0)
+            return lntune_ctx_fail(ctx, LNTUNE_EOVERFLOW,
+                                   "%s: rows = %lld by its stride does not fit in memory", fn,
+                                   (long long)a->rows);
+        stride[i] = a->rows > 1 ? s * size : width; /* one row: no stride */
+        if (lntune_misaligned(ptrs[i], (size_t)size))
+            return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                                   "%s: %s = %p is not aligned to its %lld-byte elements", fn,
+                                   names[i], ptrs[i], (long long)size);
+    }
+    const void *params[3] = {a->gamma, a->dgamma, a->dbeta};
+    static const char *const param_names[3] = {"gamma", "dgamma", "dbeta"};
+    for (int i = 0; i < 3; ++i)
+        if (lntune_misaligned(params[i], lntune_type_size(p)))
+            return lntune_ctx_fail(ctx, LNTUNE_EINVAL,
+                                   "%s: %s = %p is not aligned to its %zu-byte elements", fn,
+                                   param_names[i], params[i], lntune_type_size(p));
+    if (lntune_misaligned(a->mean, sizeof(float)) || lntune_misaligned(a->rstd, sizeof(float)))
+        return lntune_ctx_fail(ctx, LNTUNE_EINVAL, "%s: mean or rstd is not aligned to a float",
+                               fn);
+    /* dx against x, dy and dresidual_out (which it may be, with the same stride) */
+    for (int i = 0; i < 4; ++i) {
+        if (i == 2 || !ptrs[i]) continue;
+        if (i == 3 && a->dx == a->dresidual_out && stride[2] == stride[3]) continue;
+        if (lntune_matrices_overlap(a->dx, stride[2], width, extent[2], ptrs[i], stride[i], width,
+                                    extent[i], a->rows))
+            return lntune_ctx_fail(
+                ctx, LNTUNE_EINVAL, "%s: dx overlaps %s (%s); give dx memory of its own", fn,
+                names[i],
+                i == 3 ? "only dresidual_out's own buffer, same stride, is served"
+                       : "any overlap is refused");
+    }
     return LNTUNE_OK;
 }
 
 static int run(lntune *ctx, const lntune_backward_args *a, int op) {
     if (!ctx) return LNTUNE_EINVAL;
     lntune_types types = {0};
-    int rc = check_args(ctx, a, op, &types);
-    if (rc != LNTUNE_OK || a->rows == 0) return rc;
+    int empty = 1;
+    int rc = check_args(ctx, a, op, &types, &empty);
+    if (rc != LNTUNE_OK || empty) return rc;
 
     const int fusion = a->dresidual_out ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE;
     const lntune_backward_kernel_args ka = {
@@ -91,7 +127,7 @@ static int run(lntune *ctx, const lntune_backward_args *a, int op) {
         .mean = a->mean,
         .rstd = a->rstd,
         .dx = a->dx,
-        .eps = a->eps > 0.0f ? a->eps : 1e-5f,
+        .eps = lntune_kernel_eps(a->eps, a->flags),
         .dresidual_out = a->dresidual_out,
         .dresidual_out_stride = a->dresidual_out_stride ? a->dresidual_out_stride : a->H,
     };

@@ -1,6 +1,6 @@
 /*
- * context.c - lntune_open and lntune_close: the handle's messages (messages.c), its dispatcher
- * (dispatch.c) and, in a CUDA build, its GPUs (cuda_dispatch.c).
+ * context.c - lntune_open, lntune_db_status and lntune_close: the handle's messages
+ * (messages.c), its dispatcher (dispatch.c) and, in a CUDA build, its GPUs (cuda_dispatch.c).
  */
 #include "context.h"
 
@@ -19,7 +19,7 @@ int lntune_open(const char *db_path, lntune **out) {
 int lntune_open_flags(const char *db_path, unsigned flags, lntune **out) {
     if (!out) return LNTUNE_EINVAL;
     *out = NULL;
-    if (flags & ~LNTUNE_OPEN_BATCH_INVARIANT) return LNTUNE_EINVAL;
+    if (flags & ~(LNTUNE_OPEN_BATCH_INVARIANT | LNTUNE_OPEN_STRICT)) return LNTUNE_EINVAL;
     lntune *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return LNTUNE_ENOMEM;
     pthread_mutex_init(&ctx->lock, NULL);
@@ -28,12 +28,19 @@ int lntune_open_flags(const char *db_path, unsigned flags, lntune **out) {
     ctx->debug = log && strcmp(log, "debug") == 0;
     ctx->batch_invariant = (flags & LNTUNE_OPEN_BATCH_INVARIANT) != 0;
     int rc = lntune_dispatch_open(ctx, db_path);
+    if (rc == LNTUNE_OK && (flags & LNTUNE_OPEN_STRICT) && ctx->db_state != LNTUNE_DB_OK)
+        rc = ctx->db_state == LNTUNE_DB_MISSING ? LNTUNE_ENOTFOUND : LNTUNE_EDB;
     if (rc != LNTUNE_OK) {
         lntune_close(ctx);
         return rc;
     }
     *out = ctx;
     return LNTUNE_OK;
+}
+
+int lntune_db_status(const lntune *ctx, const char **message) {
+    if (message) *message = ctx ? ctx->db_why : "no lntune handle";
+    return ctx ? ctx->db_state : LNTUNE_DB_MISSING;
 }
 
 void lntune_close(lntune *ctx) {

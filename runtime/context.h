@@ -26,6 +26,8 @@ struct lntune {
     int cpu_known;            /* the database knows this CPU: hardware_id is its row */
     int code_trusted;         /* its artifacts may be loaded (lntune_db_code_trusted) */
     char code_why[600];       /* else why not */
+    int db_state;             /* LNTUNE_DB_OK, ...: what lntune_db_status returns */
+    char db_why[1200];        /* and its sentence */
     int64_t hardware_id;
     lntune_cpu_info cpu;
     int64_t streaming_bytes;         /* built-in calls moving this much store non-temporally */

@@ -385,9 +385,12 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
             k = NULL;
         }
     }
+    char reason[1400] = "";
+    const int tuned = k != NULL;
     if (k) {
-        lntune_ctx_debug(ctx, "%s on CUDA device %d: tuned %s, measured %.0f ns at rows=%lld", what,
-                         index, best.variant, best.median_ns, (long long)best.tuned_rows);
+        snprintf(reason, sizeof reason, "tuned %s, measured %.0f ns at rows=%lld", best.variant,
+                 best.median_ns, (long long)best.tuned_rows);
+        lntune_ctx_debug(ctx, "%s on CUDA device %d: %s", what, index, reason);
     } else if ((rc = builtin_kernel(ctx, g, d, &k)) != LNTUNE_OK) {
         rc = rc == LNTUNE_ENOMEM
                  ? lntune_ctx_fail(ctx, rc, "%s: out of memory loading a CUDA kernel", fn)
@@ -408,9 +411,19 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
                              "%s: CUDA device %d: built-in %s cannot run H = %lld", fn, index,
                              k->key, (long long)d->H);
     } else {
-        lntune_ctx_debug(ctx, "%s on CUDA device %d: built-in %s (%s)", what, index, k->key, why);
+        snprintf(reason, sizeof reason, "built-in %s (%s)", k->key, why);
+        lntune_ctx_debug(ctx, "%s on CUDA device %d: %s", what, index, reason);
     }
     lntune_entry *e = rc == LNTUNE_OK ? calloc(1, sizeof *e) : NULL;
+    if (e && (!(e->reason = strdup(reason)) || (tuned && !(e->variant = strdup(best.variant))))) {
+        free(e->reason);
+        free(e);
+        e = NULL;
+    }
+    if (e && tuned) {
+        e->tuned_H = best.H;
+        e->tuned_rows = best.tuned_rows;
+    }
     if (rc == LNTUNE_OK && !e)
         rc = lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "%s: out of memory resolving a kernel", fn);
     if (e) {
@@ -424,23 +437,20 @@ static int resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, int64_t row
     return rc;
 }
 
-/* The kernel of (op, types, affine, fusion, rows, H) on device index: the registry's, else
+/* The entry of (op, types, affine, fusion, rows, H) on device index: the registry's, else
  * resolved. */
 static int find(lntune *ctx, int op, lntune_types types, int affine, int fusion, int64_t rows,
-                int64_t H, int index, const char *fn, const lntune_gpu_kernel **k) {
+                int64_t H, int index, const char *fn, const lntune_entry **e) {
     lntune_desc d = lntune_desc_make(op, lntune_types_packed(types), affine, fusion,
                                      lntune_dispatch_bucket(ctx, rows), H);
     d.kind |= (uint64_t)(index + 1) << 24;
     const uint64_t hash = lntune_desc_hash(&d);
-    const lntune_entry *e = lntune_registry_find(&ctx->registry, &d, hash);
-    int rc;
-    if (!e && (rc = resolve(ctx, &d, hash, rows, index, fn, &e)) != LNTUNE_OK) return rc;
-    *k = e->gpu;
-    return LNTUNE_OK;
+    if ((*e = lntune_registry_find(&ctx->registry, &d, hash))) return LNTUNE_OK;
+    return resolve(ctx, &d, hash, rows, index, fn, e);
 }
 
-int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types, int fusion,
-                   const lntune_kernel_args *ka, const char *fn) {
+int lntune_gpu_entry(lntune *ctx, const lntune_args *a, int op, lntune_types types, int fusion,
+                     const char *fn, const lntune_entry **e) {
     const int index = a->device_index;
     if (index < 0 || index >= LNTUNE_MAX_GPUS)
         return lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: no CUDA device %d", fn, index);
@@ -452,12 +462,24 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types
                                "%s: residual_out == residual (in place) is not served on a CUDA "
                                "device; give residual_out its own buffer",
                                fn);
-    const int affine = ka->weight_offset != 0.0f ? LNTUNE_DESC_GAMMA_OFFSET
-                       : a->gamma                ? LNTUNE_DESC_GAMMA
-                                                 : LNTUNE_DESC_NO_AFFINE;
-    const lntune_gpu_kernel *k;
-    int rc = find(ctx, op, types, affine, fusion, a->rows, a->H, index, fn, &k);
+    if (a->y == a->x) /* nor y in place */
+        return lntune_ctx_fail(ctx, LNTUNE_EUNSUPPORTED,
+                               "%s: y == x (in place) is not served on a CUDA device; give y its "
+                               "own buffer",
+                               fn);
+    const int affine = a->weight_offset != 0.0f ? LNTUNE_DESC_GAMMA_OFFSET
+                       : a->gamma               ? LNTUNE_DESC_GAMMA
+                                                : LNTUNE_DESC_NO_AFFINE;
+    return find(ctx, op, types, affine, fusion, a->rows, a->H, index, fn, e);
+}
+
+int lntune_gpu_run(lntune *ctx, const lntune_args *a, int op, lntune_types types, int fusion,
+                   const lntune_kernel_args *ka, const char *fn) {
+    const int index = a->device_index;
+    const lntune_entry *e;
+    int rc = lntune_gpu_entry(ctx, a, op, types, fusion, fn, &e);
     if (rc != LNTUNE_OK) return rc;
+    const lntune_gpu_kernel *k = e->gpu;
 
     lntune_kernel_args by_value = *ka; /* the launch's one parameter block, by value */
     void *saved = NULL;
@@ -478,10 +500,11 @@ int lntune_gpu_run_backward(lntune *ctx, const lntune_backward_args *a, int op, 
     const int index = a->device_index;
     if (index < 0 || index >= LNTUNE_MAX_GPUS)
         return lntune_ctx_fail(ctx, LNTUNE_ENODEVICE, "%s: no CUDA device %d", fn, index);
-    const lntune_gpu_kernel *k;
+    const lntune_entry *e;
     int rc = find(ctx, LNTUNE_DESC_LAYERNORM_BACKWARD + op, types, LNTUNE_DESC_GAMMA, fusion,
-                  a->rows, a->H, index, fn, &k);
+                  a->rows, a->H, index, fn, &e);
     if (rc != LNTUNE_OK) return rc;
+    const lntune_gpu_kernel *k = e->gpu;
     const lntune_cuda_backward_launch *l = &k->backward;
     const int64_t grid = lntune_cuda_backward_call_grid(l, a->rows, a->H);
     const int64_t parts = lntune_cuda_backward_parts(l, grid);

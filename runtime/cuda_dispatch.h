@@ -20,6 +20,15 @@ int lntune_gpu_run(lntune *ctx, const lntune_args *args, int op, lntune_types ty
                    const lntune_kernel_args *ka, const char *fn);
 
 /*
+ * The registry entry serving args (checked by api.c, rows > 0 and H > 0, device CUDA) on its
+ * device, after the refusals of a CUDA call (no such device_index, beta without gamma,
+ * residual_out == residual): the entry lntune_gpu_run launches, resolved on the shape's first
+ * call (the device opened, the kernel loaded). lntune_query asks it.
+ */
+int lntune_gpu_entry(lntune *ctx, const lntune_args *args, int op, lntune_types types, int fusion,
+                     const char *fn, const lntune_entry **e);
+
+/*
  * The backward of op (LNTUNE_DESC_LAYERNORM or _RMSNORM) on a CUDA device, for args checked by
  * api_backward.c (rows > 0): types packs x (x, dy, dx) and params, fusion is
  * LNTUNE_FUSION_RESIDUAL when dresidual_out is given, kb the kernel args (device addresses,

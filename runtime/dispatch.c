@@ -37,6 +37,7 @@
 #include "loader.h"
 
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,8 +143,19 @@ static void describe_builtins(const lntune *ctx) {
         lntune_ctx_debug(ctx, "built-in CPU kernels: %s", lntune_builtin_isa());
 }
 
+/* Sets the database's state (lntune_db_status) and its sentence. */
+static void db_state(lntune *ctx, int state, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void db_state(lntune *ctx, int state, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->db_why, sizeof ctx->db_why, fmt, ap);
+    va_end(ap);
+    ctx->db_state = state;
+}
+
 /* The tuning database, read-only, into ctx->db when it opens (and cpu_known when it knows this
- * CPU); any failure is a debug line, never an error. */
+ * CPU); any failure is a state (lntune_db_status) and a debug line, never an error. */
 static void open_database(lntune *ctx, const char *db_path) {
     char path[4096] = "";
     if (db_path)
@@ -153,19 +165,23 @@ static void open_database(lntune *ctx, const char *db_path) {
     lntune_db *db = NULL;
     int rc = lntune_db_open(db_path, LNTUNE_DB_READONLY, &db);
     if (rc != LNTUNE_OK) {
-        lntune_ctx_debug(ctx,
-                         "no tuned kernels: cannot use tuning database %s: %s; every shape "
-                         "runs a built-in kernel",
-                         path, db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+        if (!path[0] || access(path, F_OK) != 0)
+            db_state(ctx, LNTUNE_DB_MISSING, "no tuning database at %s",
+                     path[0] ? path : "the default path (no $LNTUNE_DB, $XDG_CACHE_HOME or $HOME)");
+        else
+            db_state(ctx, LNTUNE_DB_UNUSABLE, "cannot use tuning database %s: %s", path,
+                     db ? lntune_db_errmsg(db) : lntune_errstr(rc));
+        lntune_ctx_debug(ctx, "no tuned kernels: %s; every shape runs a built-in kernel",
+                         ctx->db_why);
         lntune_db_close(db);
         return;
     }
     rc = lntune_db_find_hardware(db, ctx->cpu.fingerprint, &ctx->hardware_id);
     if (rc != LNTUNE_OK && rc != LNTUNE_ENOTFOUND) {
-        lntune_ctx_debug(ctx,
-                         "no tuned kernels: tuning database %s has an error (%s); every shape "
-                         "runs a built-in kernel",
-                         path, lntune_db_errmsg(db));
+        db_state(ctx, LNTUNE_DB_UNUSABLE, "tuning database %s has an error (%s)", path,
+                 lntune_db_errmsg(db));
+        lntune_ctx_debug(ctx, "no tuned kernels: %s; every shape runs a built-in kernel",
+                         ctx->db_why);
         lntune_db_close(db);
         return;
     }
@@ -179,6 +195,15 @@ static void open_database(lntune *ctx, const char *db_path) {
     /* Kept open when it does not know this CPU: it may know this machine's GPUs. */
     ctx->db = db;
     ctx->cpu_known = rc == LNTUNE_OK;
+    if (!ctx->code_trusted)
+        db_state(ctx, LNTUNE_DB_UNTRUSTED, "no tuned kernels from %s: %s", path, ctx->code_why);
+    else if (!ctx->cpu_known)
+        db_state(ctx, LNTUNE_DB_OTHER_MACHINE,
+                 "tuning database %s has no record of this machine (%s)", path,
+                 ctx->cpu.fingerprint);
+    else
+        db_state(ctx, LNTUNE_DB_OK, "tuning database %s, this machine is %s", path,
+                 ctx->cpu.fingerprint);
     if (ctx->cpu_known)
         lntune_ctx_debug(ctx, "tuning database %s, this machine is %s", path, ctx->cpu.fingerprint);
     else
@@ -263,25 +288,41 @@ static int64_t row_alignment(int64_t H, size_t element) {
  * are plain (any_alignment): non-temporal stores of a 4096x768 winner ran 4096x777 at 0.40x the
  * built-in's speed (Xeon), where a plain-store twin of the same winner ran 4096x1000 at 1.41-1.50x
  * and 4096x777 at 1.07-1.27x (Zen 4, 2 threads). And another H only within the winner's measured
- * reach, where it has one (schema.sql's version 8).
+ * reach, where it has one (schema.sql's version 8). A refusal is said in b->refused, the first
+ * one kept (lntune_query reports it).
  */
-static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows,
-                  const lntune_best_copy *b) {
+static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows, lntune_best_copy *b) {
     const int64_t bytes = element_bytes(d);
     const int streams = lntune_builtin_streams(rows * d->H, bytes, ctx->streaming_bytes);
+    const char *why = NULL;
     const int tuned_streams =
         lntune_builtin_streams(b->tuned_rows * b->H, bytes, ctx->streaming_bytes);
     /* the store kind follows the call's size: a winner that stores plainly although tuned past
      * the crossover (plain stores won there) also serves a call that fits in the caches */
-    if (tuned_streams != streams && !(b->any_alignment && tuned_streams && !streams)) return 0;
-    if (b->H == d->H) return 1;
-    /* another H: only within the reach the tuner measured (tuner.c's store_reach) */
-    if ((b->reach_lo > 0 && d->H < b->reach_lo) || (b->reach_hi > 0 && d->H > b->reach_hi))
-        return 0;
-    const lntune_types t = lntune_types_unpacked(lntune_desc_dtype(d));
-    const size_t element = lntune_type_size(t.y) < lntune_type_size(t.x) ? lntune_type_size(t.y)
-                                                                         : lntune_type_size(t.x);
-    return b->any_alignment || row_alignment(d->H, element) >= row_alignment(b->H, element);
+    if (tuned_streams != streams && !(b->any_alignment && tuned_streams && !streams)) {
+        why = streams ? "was tuned on data that fits under the streaming crossover, this call "
+                        "reaches it"
+                      : "was tuned on data past the streaming crossover, this call fits under it";
+    } else if (b->H == d->H) {
+        return 1;
+    } else if ((b->reach_lo > 0 && d->H < b->reach_lo) || (b->reach_hi > 0 && d->H > b->reach_hi)) {
+        /* another H: only within the reach the tuner measured (tuner.c's store_reach) */
+        why = "reaches only H in its measured reach";
+    } else {
+        const lntune_types t = lntune_types_unpacked(lntune_desc_dtype(d));
+        const size_t element = lntune_type_size(t.y) < lntune_type_size(t.x)
+                                   ? lntune_type_size(t.y)
+                                   : lntune_type_size(t.x);
+        if (b->any_alignment || row_alignment(d->H, element) >= row_alignment(b->H, element))
+            return 1;
+        why = "stores non-temporally, on rows more aligned than this call's";
+    }
+    if (!b->refused[0]) /* the first refusal: the nearest winner's, what lntune_query says */
+        snprintf(b->refused, sizeof b->refused,
+                 "the winner of H=%lld at rows=%lld (reach H=%lld..%lld, 0: unmeasured) %s",
+                 (long long)b->H, (long long)b->tuned_rows, (long long)b->reach_lo,
+                 (long long)b->reach_hi, why);
+    return 0;
 }
 
 /*
@@ -305,9 +346,14 @@ static int take_if_serves(void *ud, const lntune_best *b) {
     nearest_walk *w = ud;
     copy_best(w->best, b);
     const int first = w->offered++ == 0;
+    if (!w->cpu) return w->best->found = 1;
+    const int serving = serves(w->ctx, w->d, w->rows, w->best);
     w->best->found =
-        !w->cpu || (serves(w->ctx, w->d, w->rows, w->best) &&
-                    (first || lntune_rows_bucket(b->tuned_rows) == lntune_rows_bucket(w->rows)));
+        serving && (first || lntune_rows_bucket(b->tuned_rows) == lntune_rows_bucket(w->rows));
+    if (serving && !w->best->found && !w->best->refused[0])
+        snprintf(w->best->refused, sizeof w->best->refused,
+                 "the winner of H=%lld was tuned at rows=%lld, another rows bucket",
+                 (long long)b->H, (long long)b->tuned_rows);
     return w->best->found;
 }
 
@@ -332,6 +378,7 @@ static int find_invariant_best(lntune *ctx, lntune_db_key *key, lntune_best_copy
 int lntune_dispatch_find_best(lntune *ctx, int64_t hardware_id, const char *target,
                               const lntune_desc *d, int64_t rows, lntune_best_copy *best) {
     const int cpu = strcmp(target, "cpu") == 0;
+    best->refused[0] = '\0';
     char dtype[32], op[48];
     lntune_types_format(lntune_types_unpacked(lntune_desc_dtype(d)), dtype, sizeof dtype);
     const int affine = lntune_desc_affine(d), offset = affine == LNTUNE_DESC_GAMMA_OFFSET;
@@ -513,39 +560,47 @@ int lntune_dispatch_resolve(lntune *ctx, const lntune_desc *d, uint64_t hash, in
                                : lntune_builtin_residual_streaming_kernel(op, types);
         e->streaming_elements = ctx->streaming_bytes / bytes;
     }
-    char what[160];
+    char what[160], why[1400];
     lntune_dispatch_describe(d, ctx->batch_invariant ? 0 : rows, what, sizeof what);
     lntune_best_copy best = {0};
     if (!ctx->db || !ctx->cpu_known) {
-        lntune_ctx_debug(ctx, "%s: built-in kernel (no tuning database for this machine)", what);
+        snprintf(why, sizeof why, "built-in kernel (no tuning database for this machine: %s)",
+                 ctx->db_why);
     } else if (lntune_desc_affine(d) == LNTUNE_DESC_BETA_ONLY) {
-        lntune_ctx_debug(ctx, "%s: built-in kernel (beta without gamma is never tuned)", what);
+        snprintf(why, sizeof why, "built-in kernel (beta without gamma is never tuned)");
     } else if (!ctx->code_trusted) {
-        lntune_ctx_debug(ctx, "%s: built-in kernel (tuned kernels not loaded: %s)", what,
-                         ctx->code_why);
+        snprintf(why, sizeof why, "built-in kernel (tuned kernels not loaded: %s)", ctx->code_why);
     } else if (lntune_dispatch_find_best(ctx, ctx->hardware_id, "cpu", d, rows, &best) !=
                LNTUNE_OK) {
-        lntune_ctx_debug(ctx, "%s: built-in kernel (not tuned on this machine)", what);
+        snprintf(why, sizeof why, "built-in kernel (not tuned on this machine%s%s)",
+                 best.refused[0] ? "; " : "", best.refused);
     } else {
         char err[768], near[64];
         lntune_kernel_fn fn = tuned_kernel(ctx, &best, err, sizeof err);
         if (!fn) {
-            lntune_ctx_debug(ctx, "%s: built-in kernel (tuned %s unusable: %s)", what, best.variant,
-                             err);
-        } else if (backward) {
-            /* the artifact's symbol has the backward ABI (the tuner stored it for this op) */
-            memcpy(&e->backward, &fn, sizeof fn);
-            e->threads = best.threads > 0 ? best.threads : 1;
-            lntune_ctx_debug(ctx, "%s: tuned %s, %d thread(s), measured %.0f ns at rows=%lld%s",
-                             what, best.variant, e->threads, best.median_ns,
-                             (long long)best.tuned_rows, nearest_h(&best, d, near, sizeof near));
+            snprintf(why, sizeof why, "built-in kernel (tuned %s unusable: %s)", best.variant, err);
         } else {
-            e->kernel = fn;
+            if (backward) /* the artifact's symbol has the backward ABI (the tuner stored it) */
+                memcpy(&e->backward, &fn, sizeof fn);
+            else
+                e->kernel = fn;
             e->threads = best.threads > 0 ? best.threads : 1;
-            lntune_ctx_debug(ctx, "%s: tuned %s, %d thread(s), measured %.0f ns at rows=%lld%s",
-                             what, best.variant, e->threads, best.median_ns,
-                             (long long)best.tuned_rows, nearest_h(&best, d, near, sizeof near));
+            e->variant = strdup(best.variant);
+            e->tuned_H = best.H;
+            e->tuned_rows = best.tuned_rows;
+            snprintf(why, sizeof why, "tuned %s, %d thread(s), measured %.0f ns at rows=%lld%s",
+                     best.variant, e->threads, best.median_ns, (long long)best.tuned_rows,
+                     nearest_h(&best, d, near, sizeof near));
         }
+    }
+    lntune_ctx_debug(ctx, "%s: %s", what, why);
+    e->reason = strdup(why);
+    if (!e->reason || (e->tuned_H && !e->variant)) {
+        free(e->variant);
+        free(e->reason);
+        free(e);
+        pthread_mutex_unlock(&ctx->lock);
+        return lntune_ctx_fail(ctx, LNTUNE_ENOMEM, "out of memory resolving a kernel");
     }
     lntune_registry_insert(&ctx->registry, e, hash);
     pthread_mutex_unlock(&ctx->lock);

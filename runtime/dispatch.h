@@ -37,6 +37,7 @@ typedef struct lntune_best_copy {
     int64_t H;                  /* the record's: another H than the call's for a nearest-H winner */
     int any_alignment;          /* it may serve rows less aligned than its H's (tuning_db.h) */
     int64_t reach_lo, reach_hi; /* the H it serves no slower than the built-in; 0: no limit */
+    char refused[320]; /* why the nearest winner that does not serve the call does not; or "" */
 } lntune_best_copy;
 
 /*

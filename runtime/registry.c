@@ -16,6 +16,8 @@ void lntune_registry_clear(lntune_registry *r) {
         lntune_entry *e = atomic_load_explicit(&r->slots[i], memory_order_relaxed);
         while (e) {
             lntune_entry *next = e->next;
+            free(e->variant);
+            free(e->reason);
             free(e);
             e = next;
         }

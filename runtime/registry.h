@@ -69,6 +69,12 @@ typedef struct lntune_entry {
     lntune_backward_kernel_fn backward;          /* backward entries: tuned, or the built-in */
     lntune_backward_kernel_fn backward_fallback; /* backward entries: the built-in */
     int threads; /* the tuned thread count; 0: the built-in heuristic */
+    /* What lntune_query reports (the decision of dispatch.c or cuda_dispatch.c), owned by the
+     * entry: the tuned winner's variant (NULL: a built-in serves), the H and rows it was tuned
+     * at, and why this kernel (the text of the debug line). */
+    char *variant;
+    char *reason;
+    int64_t tuned_H, tuned_rows;
     struct lntune_entry *next;
 } lntune_entry;
 

@@ -1,6 +1,11 @@
 /*
- * test_args.c - every bad argument gets its documented code (runtime/api.c) and a message on the
- * handle, and never aborts; valid edge cases (rows = 0, zero-filled defaults) succeed.
+ * test_args.c - every bad argument gets its documented code (lntune.h) and a message on the
+ * handle, and never aborts; valid edge cases (empty calls with NULL pointers, zero-filled
+ * defaults, rows of two tensors interleaved in one buffer, y = x in place, which gives the bits of
+ * the same call out of place) succeed. Pointers misaligned for their type and outputs
+ * overlapping inputs are refused (forward and backward), and so is a bad
+ * struct_size of each versioned struct, while a newer header's struct with its extra bytes zero
+ * is served.
  */
 #include "half.h"
 #include "lntune.h"
@@ -53,13 +58,13 @@ EDIT(bf16_to_f32, (a->dtype = LNTUNE_BF16, a->y_dtype = a->param_dtype = LNTUNE_
 EDIT(f32_to_f16, (a->y_dtype = LNTUNE_F16, a->param_dtype = LNTUNE_BF16, a->y = hy, a->gamma = by))
 EDIT(f16_overflow_f32_y,
      (a->dtype = LNTUNE_F16, a->y_dtype = LNTUNE_F32, a->x = hx, a->y_stride = INT64_C(1) << 60))
-EDIT(cuda_in_place, (a->device = LNTUNE_DEVICE_CUDA, a->residual = a->residual_out = y))
 EDIT(cuda_bad_stride, (a->device = LNTUNE_DEVICE_CUDA, a->x_stride = 15))
 EDIT(bad_device, a->device = (lntune_device_kind)5)
 EDIT(cpu_stream, a->stream = (void *)x)
 EDIT(cpu_index, a->device_index = 1)
-static float res_[64], res_out_[64];
+static float res_[64], res_out_[64], big_[256];
 static uint16_t bres_[64];
+EDIT(cuda_in_place, (a->device = LNTUNE_DEVICE_CUDA, a->residual = a->residual_out = res_))
 EDIT(residual, a->residual = res_)
 EDIT(residual_out, (a->residual = res_, a->residual_out = res_out_))
 EDIT(residual_out_in_place, (a->residual = res_, a->residual_out = res_))
@@ -82,11 +87,67 @@ EDIT(zero_rows, (a->rows = 0, a->x = x))
 EDIT(beta_without_gamma, a->beta = beta_)
 EDIT(mean_rstd, (a->mean = y + 32, a->rstd = y + 48, a->H = 8))
 EDIT(nothing, (void)a)
+EDIT(zero_h_null, (a->H = 0, a->x = NULL, a->y = NULL))
+EDIT(zero_rows_null, (a->rows = 0, a->x = NULL, a->y = NULL, a->gamma = NULL))
+EDIT(zero_rows_bad_dtype, (a->rows = 0, a->x = NULL, a->dtype = (lntune_dtype)7))
+EDIT(zero_h_negative_rows, (a->H = 0, a->rows = -1))
+EDIT(zero_h_bad_flags, (a->H = 0, a->flags = 0x80))
+EDIT(bad_flags, a->flags = 0x2)
+EDIT(eps_exact, (a->flags = LNTUNE_EPS_EXACT, a->eps = 0.0f))
+EDIT(y_misaligned, a->y = (char *)y + 2)
+EDIT(f16_y_odd, (a->y_dtype = LNTUNE_F16, a->y = (char *)hy + 1))
+EDIT(bf16_y_even, (a->y_dtype = LNTUNE_BF16, a->y = (char *)hy + 2, a->H = 8))
+EDIT(x_misaligned, a->x = (const char *)x + 1)
+EDIT(gamma_misaligned, a->gamma = (const char *)beta_ + 2)
+EDIT(mean_misaligned, (a->mean = (float *)((char *)res_ + 1), a->H = 8))
+EDIT(y_is_x, a->y = x)
+EDIT(y_is_x_other_stride, (a->x = a->y = big_, a->y_stride = 32))
+EDIT(f16_y_over_f32_x, (a->y_dtype = LNTUNE_F16, a->y = x))
+EDIT(y_overlaps_x, (a->x = big_, a->y = big_ + 8))
+EDIT(y_overlaps_x_end, (a->x = big_ + 8, a->y = big_))
+EDIT(y_rows_interleave_x, (a->x = big_, a->y = big_ + 16, a->x_stride = a->y_stride = 32))
+EDIT(y_rows_hit_x, (a->x = big_, a->y = big_ + 17, a->x_stride = a->y_stride = 32))
+EDIT(y_rows_other_stride, (a->x = big_, a->y = big_ + 16, a->x_stride = 32, a->y_stride = 64))
+EDIT(y_last_row_hits_x, (a->x = big_ + 150, a->y = big_, a->y_stride = 48))
+EDIT(y_overlaps_residual, (a->residual = big_, a->y = big_ + 4))
+EDIT(residual_out_partly_residual, (a->residual = big_, a->residual_out = big_ + 16))
+EDIT(residual_out_in_place_strided,
+     (a->residual = a->residual_out = big_, a->residual_stride = 16, a->residual_out_stride = 32))
+EDIT(residual_out_overlaps_y, (a->residual = res_, a->y = big_, a->residual_out = big_ + 8))
+EDIT(residual_out_overlaps_x, (a->residual = res_, a->x = big_, a->residual_out = big_ + 63))
 
 static const arg_case cases[] = {
     {"x NULL", 0, LNTUNE_EINVAL, null_x},
     {"y NULL", 1, LNTUNE_EINVAL, null_y},
-    {"H = 0", 0, LNTUNE_EINVAL, zero_h},
+    {"H = 0 is an empty call", 0, LNTUNE_OK, zero_h},
+    {"H = 0 with x and y NULL", 1, LNTUNE_OK, zero_h_null},
+    {"rows = 0 with x, y and gamma NULL", 0, LNTUNE_OK, zero_rows_null},
+    {"rows = 0 with an unknown dtype", 0, LNTUNE_EINVAL, zero_rows_bad_dtype},
+    {"H = 0 with rows < 0", 1, LNTUNE_EINVAL, zero_h_negative_rows},
+    {"H = 0 with an unknown flag", 0, LNTUNE_EINVAL, zero_h_bad_flags},
+    {"an unknown flags bit", 1, LNTUNE_EINVAL, bad_flags},
+    {"eps 0 with LNTUNE_EPS_EXACT", 0, LNTUNE_OK, eps_exact},
+    {"fp32 y 2 bytes off its alignment", 0, LNTUNE_EINVAL, y_misaligned},
+    {"fp16 y at an odd address", 1, LNTUNE_EINVAL, f16_y_odd},
+    {"bf16 y 2 bytes in: aligned for its type", 1, LNTUNE_OK, bf16_y_even},
+    {"fp32 x 1 byte off its alignment", 0, LNTUNE_EINVAL, x_misaligned},
+    {"fp32 gamma 2 bytes off", 0, LNTUNE_EINVAL, gamma_misaligned},
+    {"mean 1 byte off", 0, LNTUNE_EINVAL, mean_misaligned},
+    {"y = x (in place) on the CPU", 0, LNTUNE_OK, y_is_x},
+    {"y = x with another stride", 1, LNTUNE_EINVAL, y_is_x_other_stride},
+    {"fp16 y at fp32 x's address", 0, LNTUNE_EINVAL, f16_y_over_f32_x},
+    {"y starting inside x", 1, LNTUNE_EINVAL, y_overlaps_x},
+    {"x starting inside y", 0, LNTUNE_EINVAL, y_overlaps_x_end},
+    {"rows of y between rows of x (one buffer, stride 2H)", 0, LNTUNE_OK, y_rows_interleave_x},
+    {"rows of y one element into rows of x", 1, LNTUNE_EINVAL, y_rows_hit_x},
+    {"rows of y interleaving x's with another stride, disjoint", 0, LNTUNE_OK, y_rows_other_stride},
+    {"y's last row reaching x", 1, LNTUNE_EINVAL, y_last_row_hits_x},
+    {"y overlapping residual", 0, LNTUNE_EINVAL, y_overlaps_residual},
+    {"residual_out partly over residual", 1, LNTUNE_EINVAL, residual_out_partly_residual},
+    {"residual_out = residual with another stride", 0, LNTUNE_EINVAL,
+     residual_out_in_place_strided},
+    {"residual_out overlapping y", 1, LNTUNE_EINVAL, residual_out_overlaps_y},
+    {"residual_out overlapping x's last element", 0, LNTUNE_EINVAL, residual_out_overlaps_x},
     {"H < 0", 1, LNTUNE_EINVAL, negative_h},
     {"rows < 0", 0, LNTUNE_EINVAL, negative_rows},
     {"eps < 0", 0, LNTUNE_EINVAL, negative_eps},
@@ -128,6 +189,149 @@ static const arg_case cases[] = {
     {"mean and rstd outputs", 0, LNTUNE_OK, mean_rstd},
     {"zero-filled args plus rows, H, x, y", 1, LNTUNE_OK, nothing},
 };
+
+/*
+ * struct_size of each versioned struct: 0 (zero-filled) and the _INIT macro's are served; one
+ * below the struct is LNTUNE_EINVAL; a newer header's larger struct is served with its extra
+ * bytes zero and refused with one set.
+ */
+static void check_struct_sizes(lntune *ctx) {
+    lntune_args init = LNTUNE_ARGS_INIT, a = valid();
+    test_case(init.struct_size == sizeof(lntune_args) && init.rows == 0 && init.x == NULL,
+              "LNTUNE_ARGS_INIT: struct_size %zu, every other field 0", init.struct_size);
+    a.struct_size = sizeof a;
+    test_case(lntune_layernorm(ctx, &a) == LNTUNE_OK, "lntune_args.struct_size = sizeof: served");
+    const size_t bad[] = {1, sizeof(size_t), sizeof a - 1};
+    for (int i = 0; i < 3; ++i) {
+        a.struct_size = bad[i];
+        const int rc = lntune_rmsnorm(ctx, &a);
+        test_case(rc == LNTUNE_EINVAL && strstr(lntune_errmsg(ctx), "struct_size"),
+                  "lntune_args.struct_size = %zu refused: %s", bad[i], lntune_errmsg(ctx));
+    }
+    struct {
+        lntune_args a;
+        unsigned char more[24];
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.a = valid();
+    newer.a.struct_size = sizeof newer;
+    test_case(lntune_layernorm(ctx, &newer.a) == LNTUNE_OK,
+              "a newer header's lntune_args with its extra bytes 0: served");
+    newer.more[5] = 1;
+    int rc = lntune_layernorm(ctx, &newer.a);
+    test_case(rc == LNTUNE_EUNSUPPORTED && strstr(lntune_errmsg(ctx), "newer"),
+              "a newer lntune_args with a field set there: refused: %s", lntune_errmsg(ctx));
+
+    float dy[64], dx[64];
+    test_fill(dy, 64, 0.0, 1.0);
+    lntune_backward_args b = LNTUNE_BACKWARD_ARGS_INIT;
+    b.rows = 4, b.H = 16, b.x = x, b.dy = dy, b.dx = dx;
+    test_case(b.struct_size == sizeof b && lntune_layernorm_backward(ctx, &b) == LNTUNE_OK,
+              "LNTUNE_BACKWARD_ARGS_INIT: served");
+    b.struct_size = sizeof b - 4;
+    rc = lntune_rmsnorm_backward(ctx, &b);
+    test_case(rc == LNTUNE_EINVAL && strstr(lntune_errmsg(ctx), "struct_size"),
+              "lntune_backward_args.struct_size below the struct refused: %s", lntune_errmsg(ctx));
+    struct {
+        lntune_backward_args b;
+        unsigned char more[16];
+    } newer_b;
+    memset(&newer_b, 0, sizeof newer_b);
+    newer_b.b = b;
+    newer_b.b.struct_size = sizeof newer_b;
+    test_case(lntune_layernorm_backward(ctx, &newer_b.b) == LNTUNE_OK,
+              "a newer lntune_backward_args with its extra bytes 0: served");
+    newer_b.more[15] = 9;
+    test_case(lntune_layernorm_backward(ctx, &newer_b.b) == LNTUNE_EUNSUPPORTED,
+              "a newer lntune_backward_args with a field set there: refused");
+}
+
+/* In place (y = x) on the CPU gives the bits of the same call out of place. */
+static void check_in_place(lntune *ctx) {
+    enum { N = 8 * 300 };
+    static float in[N], out[N], buf[N], r[N], g[300];
+    static uint16_t hin[N], hout[N], hbuf[N];
+    test_fill(in, N, 1.0, 3.0);
+    test_fill(r, N, 0.0, 1.0);
+    test_fill(g, 300, 1.0, 0.2);
+    for (int i = 0; i < N; ++i) hin[i] = lntune_f32_to_bf16(in[i]);
+    for (int k = 0; k < 6; ++k) {
+        const int rms = k % 2, bf16 = k / 2 == 1, residual = k / 2 == 2;
+        lntune_args a = LNTUNE_ARGS_INIT;
+        a.rows = 8, a.H = 300, a.gamma = g, a.param_dtype = LNTUNE_F32;
+        a.dtype = bf16 ? LNTUNE_BF16 : LNTUNE_F32;
+        a.residual = residual ? r : NULL;
+        a.x = bf16 ? (const void *)hin : in;
+        a.y = bf16 ? (void *)hout : out;
+        int rc = rms ? lntune_rmsnorm(ctx, &a) : lntune_layernorm(ctx, &a);
+        memcpy(buf, in, sizeof buf);
+        memcpy(hbuf, hin, sizeof hbuf);
+        a.x = a.y = bf16 ? (void *)hbuf : buf;
+        if (rc == LNTUNE_OK) rc = rms ? lntune_rmsnorm(ctx, &a) : lntune_layernorm(ctx, &a);
+        const int same =
+            bf16 ? memcmp(hbuf, hout, sizeof hout) == 0 : memcmp(buf, out, sizeof out) == 0;
+        test_case(rc == LNTUNE_OK && same, "%s %s%s in place: the bits of the call out of place",
+                  rms ? "rmsnorm" : "layernorm", bf16 ? "bf16" : "fp32",
+                  residual ? " with residual" : "");
+    }
+}
+
+/* The backward's checks: empty calls, flags, alignment, dx overlapping its inputs. */
+static void check_backward(lntune *ctx) {
+    static float dy[256], dx[256], g[16], dg[16];
+    test_fill(dy, 256, 0.0, 1.0);
+    test_fill(g, 16, 1.0, 0.1);
+    lntune_backward_args v = LNTUNE_BACKWARD_ARGS_INIT;
+    v.rows = 4, v.H = 16, v.x = x, v.dy = dy, v.dx = dx, v.gamma = g, v.dgamma = dg;
+    const struct {
+        const char *what;
+        int want;
+        lntune_backward_args b;
+    } bcases[] = {
+        {"valid", LNTUNE_OK, v},
+        {"H = 0 with every pointer NULL", LNTUNE_OK, {.struct_size = sizeof v, .rows = 4, .H = 0}},
+        {"rows = 0 with every pointer NULL",
+         LNTUNE_OK,
+         {.struct_size = sizeof v, .rows = 0, .H = 16}},
+        {"rows = 0 with an unknown flag", LNTUNE_EINVAL, {.rows = 0, .H = 16, .flags = 0x4}},
+        {"H < 0", LNTUNE_EINVAL, {.rows = 1, .H = -1}},
+        {"an unknown flags bit",
+         LNTUNE_EINVAL,
+         {.rows = 4, .H = 16, .x = x, .dy = dy, .dx = dx, .flags = 0x10}},
+        {"eps 0 with LNTUNE_EPS_EXACT",
+         LNTUNE_OK,
+         {.rows = 4, .H = 16, .x = x, .dy = dy, .dx = dx, .flags = LNTUNE_EPS_EXACT}},
+        {"dx 2 bytes off",
+         LNTUNE_EINVAL,
+         {.rows = 4, .H = 16, .x = x, .dy = dy, .dx = (char *)dx + 2}},
+        {"dgamma 1 byte off",
+         LNTUNE_EINVAL,
+         {.rows = 4, .H = 16, .x = x, .dy = dy, .dx = dx, .dgamma = (char *)dg + 1}},
+        {"dx = dy", LNTUNE_EINVAL, {.rows = 4, .H = 16, .x = x, .dy = dy, .dx = dy}},
+        {"dx partly over dy", LNTUNE_EINVAL, {.rows = 4, .H = 16, .x = x, .dy = dy, .dx = dy + 20}},
+        {"dx partly over x", LNTUNE_EINVAL, {.rows = 4, .H = 16, .x = dy, .dy = x, .dx = dy + 63}},
+        {"dx rows between dy's rows",
+         LNTUNE_OK,
+         {.rows = 4, .H = 16, .x = x, .dy = dy, .dx = dy + 16, .dy_stride = 32, .dx_stride = 32}},
+        {"dx = dresidual_out, same stride",
+         LNTUNE_OK,
+         {.rows = 4, .H = 16, .x = x, .dy = dy, .dx = dx, .dresidual_out = dx}},
+        {"dx = dresidual_out, another stride",
+         LNTUNE_EINVAL,
+         {.rows = 4,
+          .H = 16,
+          .x = x,
+          .dy = dy,
+          .dx = dx,
+          .dresidual_out = dx,
+          .dresidual_out_stride = 32}},
+    };
+    for (size_t i = 0; i < sizeof bcases / sizeof bcases[0]; ++i) {
+        const int rc = lntune_layernorm_backward(ctx, &bcases[i].b);
+        test_case(rc == bcases[i].want, "layernorm_backward %s: rc %d, want %d; message: %s",
+                  bcases[i].what, rc, bcases[i].want, rc ? lntune_errmsg(ctx) : "-");
+    }
+}
 
 /* A failure on another thread leaves this thread's message alone. */
 static void *fail_elsewhere(void *p) {
@@ -173,6 +377,9 @@ int main(void) {
                   strcmp(lntune_errstr(999), "unknown error code") == 0,
               "errstr knows the codes");
     test_case(strcmp(lntune_version(), LNTUNE_VERSION_STRING) == 0, "version %s", lntune_version());
+    check_struct_sizes(ctx);
+    check_backward(ctx);
+    check_in_place(ctx);
     lntune_close(ctx);
     return test_summary();
 }

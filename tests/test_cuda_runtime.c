@@ -1,12 +1,13 @@
 /*
  * test_cuda_runtime.c - device memory through the public API on any machine, GPU or not (the
  * GPU's answers are test_cuda_dispatch's):
- *   - bad arguments are LNTUNE_EINVAL, and beta without gamma and an in-place residual_out
- *     LNTUNE_EUNSUPPORTED on CUDA, before any driver is touched;
+ *   - bad arguments are LNTUNE_EINVAL, and beta without gamma, an in-place residual_out and
+ *     y == x LNTUNE_EUNSUPPORTED on CUDA, before any driver is touched;
  *   - where lntune_cuda_open finds no GPU, a call is LNTUNE_ENODEVICE with the driver's reason
  *     in lntune_errmsg, the same on every later call, for any device index, fp16/bf16 and
  *     residual calls too, never a crash;
- *   - rows = 0 is a no-op whatever the device;
+ *   - rows = 0 or H = 0 is a no-op whatever the device; a misaligned or overlapping y is
+ *     LNTUNE_EINVAL there too;
  *   - the CUDA built-ins liblntune carries: one per op, affine kind and H, each with a launch
  *     line, and PTX for compute_80 naming its kernel wherever NVRTC was there at build time;
  *     and one typed source per op, affine kind (the weight offset's too), fusion and y (left to
@@ -57,7 +58,12 @@ int main(void) {
     CHECK(rc == LNTUNE_OK, "open: rc %d", rc);
     if (rc != LNTUNE_OK) return 1;
 
-    CHECK_CHANGED(0, LNTUNE_EINVAL, "H = 0", c.H = 0);
+    CHECK_CHANGED(0, LNTUNE_EINVAL, "H < 0", c.H = -1);
+    CHECK_CHANGED(0, LNTUNE_OK, "H = 0 (empty), x and y NULL, device 7: no driver touched", c.H = 0,
+                  c.x = NULL, c.y = NULL, c.device_index = 7);
+    CHECK_CHANGED(1, LNTUNE_EINVAL, "y 2 bytes off", c.y = (char *)c.y + 2);
+    CHECK_CHANGED(0, LNTUNE_EINVAL, "y overlapping x", c.y = (char *)c.x + 64);
+    CHECK_CHANGED(1, LNTUNE_EUNSUPPORTED, "y == x (in place)", c.y = (void *)(uintptr_t)c.x);
     CHECK_CHANGED(1, LNTUNE_EINVAL, "x NULL", c.x = NULL);
     CHECK_CHANGED(0, LNTUNE_EINVAL, "y_stride < H", c.y_stride = 15);
     CHECK_CHANGED(0, LNTUNE_EINVAL, "eps NaN", c.eps = NAN);

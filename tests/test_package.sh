@@ -21,7 +21,7 @@ done
 echo "ok  : libraries, headers, CLI, templates, lntune.pc and lntuneConfig.cmake installed"
 
 exported=$(nm -D --defined-only "$libdir/liblntune.so" | awk '{print $3}' | sort | tr '\n' ' ')
-want="lntune_builtin_isa lntune_close lntune_errmsg lntune_errstr lntune_layernorm lntune_layernorm_backward lntune_layernorm_sized lntune_open lntune_open_flags lntune_rmsnorm lntune_rmsnorm_backward lntune_rmsnorm_sized lntune_version "
+want="lntune_builtin_isa lntune_close lntune_db_status lntune_errmsg lntune_errstr lntune_layernorm lntune_layernorm_backward lntune_open lntune_open_flags lntune_query lntune_rmsnorm lntune_rmsnorm_backward lntune_version "
 test "$exported" = "$want" || { echo "FAIL: exported: $exported"; exit 1; }
 echo "ok  : liblntune.so exports exactly: $exported"
 

@@ -9,7 +9,7 @@ in one process and one run (the GPU side of bench/quant.py).
 
 For each shape, x dtype (gamma of the same type) and code: RMSNorm whose y is stored as int8
 (or fp8 e4m3) codes with a dynamic scale per row (the row's largest |y| / 127, or / 448):
-  lntune tuned     lntune_rmsnorm_sized on device pointers, a handle on --db (tuned with
+  lntune tuned     lntune_rmsnorm on device pointers, a handle on --db (tuned with
                    lntune --target cuda --op rmsnorm --dtype f32/i8row ...)
   lntune built-in  a handle on no database: the CUDA built-in of the call's kind
   PyTorch          F.rms_norm(x, (H,), w), then s = y.float().abs().amax(-1) / 127,
