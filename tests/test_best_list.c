@@ -3,6 +3,8 @@
  *  - a database holding this machine's CPU winners and another machine's: this machine's alone,
  *    ordered by target, op, dtype and H, each with its direction, time in us, ratio to the copy
  *    and shape as computed; with all, both machines';
+ *  - every machine of the database named: its kind, model and fingerprint, and each row's
+ *    machine the one of its hardware row;
  *  - a database of another machine only: opened, no machine of this one, no rows;
  *  - a missing file: not opened, the message says so, and no file is made; a file that is not
  *    SQLite: LNTUNE_EDB, not opened;
@@ -107,8 +109,18 @@ int main(int argc, char **argv) {
     if (mock)
         CHECK(row_is(&l, 3, hw_gpu, "cuda", "rmsnorm", "f32", "8x256"),
               "the GPU found here: its winner follows the CPU's");
+    const lntune_best_machine *m0 = l.n && l.rows[0].machine >= 0 ? &l.hw[l.rows[0].machine] : 0;
+    CHECK(l.nhw == 2u + mock && m0 && m0->id == hw && strcmp(m0->kind, "cpu") == 0 &&
+              strcmp(m0->model, cpu.model) == 0 && strcmp(m0->fingerprint, cpu.fingerprint) == 0,
+          "the machines named: %zu, the first row's %s %s %s", l.nhw, m0 ? m0->kind : "-",
+          m0 ? m0->model : "-", m0 ? m0->fingerprint : "-");
+    if (mock)
+        CHECK(l.n > 3 && l.rows[3].machine >= 0 &&
+                  strcmp(l.hw[l.rows[3].machine].kind, "cuda") == 0,
+              "the GPU's row names the GPU");
     lntune_best_list_free(&l);
-    CHECK(l.rows == NULL && l.n == 0 && l.db_path == NULL, "free empties the list");
+    CHECK(l.rows == NULL && l.n == 0 && l.db_path == NULL && l.hw == NULL && l.nhw == 0,
+          "free empties the list");
 
     rc = lntune_best_list_read(path, 1, &l, err, sizeof err);
     CHECK(rc == LNTUNE_OK && l.machines == 0 && l.n == 4u + mock &&

@@ -14,6 +14,67 @@ expect 0 "8x64" --shape rows=8,H=64 --op rmsnorm --target cpu --rigor quick --db
 expect 0 "warning: --threads 999: this process may run on" --shape rows=8,H=64 --op rmsnorm \
     --target cpu --rigor quick --threads 999 --db "$dir/threads.db"
 
+# Progress (item 6), piped: a plain line as each op x shape starts and at each phase, with its
+# number of the job's, variants done of the estimate and time left, of it and of the job; a
+# summary line as each ends; nothing unlabelled after the last (the second looks' "copy (0
+# variants so far, 0 s)").
+"$lntune" --shape rows=8,H=64,96 --op rmsnorm --target cpu --rigor quick --db "$dir/two.db" \
+    >/dev/null 2>"$dir/progress"
+step='^\[1/2\] cpu rmsnorm H=64 rows=8: [a-z]+, [0-9]+/[0-9]+ variants, [0-9]+ s, ETA ([0-9]+ s|-); job: [0-9]+ s, ETA ([0-9]+ s|-)$'
+done1='^\[1/2\] cpu rmsnorm H=64 rows=8: done, [1-9][0-9]* variants in [0-9]+ s; job: [0-9]+ s, ETA [0-9]+ s$'
+done2='^\[2/2\] cpu rmsnorm H=96 rows=8: done, [1-9][0-9]* variants in [0-9]+ s; job: [0-9]+ s, ETA 0 s$'
+if grep -Eq "$step" "$dir/progress" && grep -Eq "$done1" "$dir/progress" &&
+    grep -Eq "$done2" "$dir/progress" && ! grep -q "so far" "$dir/progress" &&
+    tail -n 1 "$dir/progress" | grep -Eq '^\[[12]/2\] cpu rmsnorm H=(64|96) rows=8: (done|second look)'; then
+    ok "piped progress: $(wc -l <"$dir/progress") lines, each op x shape's steps and its end"
+else
+    fail "piped progress: $(head -c 1500 "$dir/progress")"
+fi
+
+# show (item 8): a heading per machine with its CPU model and fingerprint, short rows with the
+# ratio to the copy, its spread and the copy's GB/s, a short variant id; --long every knob.
+fp=$("$lntune" doctor --db "$db" | sed -n 's/^ok: it holds results of this machine (\(.*\))$/\1/p')
+short=$("$lntune" show --db "$db")
+if grep -q "^cpu .*, fingerprint $fp:$" <<<"$short" &&
+    grep -Eq '^cpu  rmsnorm +f32  8x64 .*x [0-9.]+-[0-9.]+\*? +[0-9.]+  v[0-9a-f]{8}$' <<<"$short" &&
+    ! grep -q "threads=" <<<"$short" && [ -n "$fp" ]; then
+    ok "show: the machine named ($fp), a short row"
+else
+    fail "show: ${short:0:600}"
+fi
+expect 0 "threads=" show --db "$db" --long
+if "$lntune" show --db "$db" --all | grep -q "^hw \|^1 "; then
+    fail "show --all names a machine by its row id"
+else
+    ok "show --all: no machine named by its row id"
+fi
+
+# JSON (issue 58): every string the CLI prints as JSON is escaped. A database in a folder whose
+# name holds a quote and a backslash, a stored field holding both and a newline: show --json,
+# tune --json and cache --json (whose folder name holds them too) still parse.
+odd="$dir/a \"quoted\" \\ folder"
+mkdir -p "$odd/cache"
+cp "$db" "$odd/t.db"
+sqlite3 "$odd/t.db" "UPDATE best SET under_load = 'a \"top\" \\ process' || char(10) || 'x'"
+json_parses() { python3 -c 'import json, sys; json.load(sys.stdin)'; }
+if "$lntune" show --db "$odd/t.db" --json | json_parses &&
+    "$lntune" show --db "$odd/t.db" --json | grep -qF '"under_load": "a \"top\" \\ process\nx"'; then
+    ok "show --json escapes a stored field's quote, backslash and newline"
+else
+    fail "show --json: $("$lntune" show --db "$odd/t.db" --json 2>&1 | head -c 600)"
+fi
+if "$lntune" --shape rows=8,H=64 --op rmsnorm --target cpu --rigor quick --db "$odd/t.db" \
+    --json 2>/dev/null | json_parses; then
+    ok "tune --json parses"
+else
+    fail "tune --json does not parse"
+fi
+if XDG_CACHE_HOME="$odd/cache" "$lntune" cache --json | json_parses; then
+    ok "cache --json parses with a quote and a backslash in its folder"
+else
+    fail "cache --json: $(XDG_CACHE_HOME="$odd/cache" "$lntune" cache --json 2>&1)"
+fi
+
 # lntune cache (item 9): the tune above left compiled objects in this scratch's cache; clean
 # removes them and nothing else; a word it does not know is refused.
 expect 0 "$XDG_CACHE_HOME/lntune/objects:" cache

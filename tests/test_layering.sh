@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test_layering.sh OBJECTS_DIR [SOURCE_DIR] - the sources call each other one way only. From the
-# symbols of every object file of the library and the CLI (nm: what each defines and what it
-# calls), the file-level call graph must have no circle (tsort finds none), and nothing in core/
-# (with core/tuning_db/) or runtime/ may call into gen/ or cli/: data flows templates -> gen ->
-# tuning_db -> runtime -> app. Within gen/ the stages run forward: gen/common/ (what they share),
-# then template, compile, verify, tune, export; no file of a stage calls or includes (#include
-# "...", read from the sources) a file of a later one.
+# symbols of every object file of the library, the application layer and the CLI (nm: what each
+# defines and what it calls), the file-level call graph must have no circle (tsort finds none),
+# nothing in core/ (with core/tuning_db/) or runtime/ may call into gen/, app/ or cli/, and nothing
+# in gen/ into app/ or cli/: data flows templates -> gen -> tuning_db -> runtime -> app -> cli.
+# Within gen/ the stages run forward: gen/common/ (what they share), then template, compile,
+# verify, tune, export; no file of a stage calls or includes (#include "...", read from the
+# sources) a file of a later one.
 # OBJECTS_DIR is the build's CMakeFiles folder; tests, bench and fuzz objects are left out.
 # SOURCE_DIR is the repository (default: this file's parent folder).
 set -u
@@ -17,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 
 # One line per object: SOURCE (the path under the target's .dir, without .o).
 find "$objdir" -path '*/tests/*' -prune -o -name '*.c.o' -print |
-    grep -E '/(lntune_core_obj|lntune_runtime_obj|lntune_tuning_db|lntune_gen|lntune)\.dir/' |
+    grep -E '/(lntune_core_obj|lntune_runtime_obj|lntune_tuning_db|lntune_gen|lntune_app|lntune)\.dir/' |
     sort >"$work/objects"
 n=$(wc -l <"$work/objects")
 [ "$n" -ge 40 ] && ok "$n object files" || fail "only $n object files under $objdir"
@@ -60,7 +61,9 @@ no_calls() {
         ok "$3 calls nothing in $2/"
     fi
 }
-no_calls "runtime|core" "gen|cli" "runtime/ or core/"
+no_calls "runtime|core" "gen|app|cli" "runtime/ or core/"
+no_calls "gen" "app|cli" "gen/"
+no_calls "app" "cli" "app/"
 # core/ is what liblntune and gen share: it calls nothing of runtime/ either.
 no_calls "core" "runtime" "core/"
 

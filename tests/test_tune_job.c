@@ -12,7 +12,11 @@
  *    what it saved; a rerun reads it back; a stop flag set before the run leaves nothing done;
  *    a CUDA device that is not there fails the run with a message;
  *  - lntune_tune_stop_on_signals: SIGINT sets the flag and the process goes on;
- *  - the printed rows' fields (direction, time, ratios, shape, counts) and when progress shows.
+ *  - the printed rows' fields (direction, time, ratios, shape, counts);
+ *  - the job's progress: a run of two shapes reports each one's stages numbered 1 and 2 of 2,
+ *    says once as each ends that it ended (with its variants and the job's time left), and
+ *    nothing of a shape after both ended but second looks (the tuner's recheck, whose copy
+ *    report once ended a run as an unlabelled "copy (0 variants so far)" line).
  *
  *   test_tune_job TEST_TEMPLATE_PATH (tests/templates/tuner:tests/templates/common)
  */
@@ -93,7 +97,7 @@ static void check_job(void) {
           "no target: the CPU, and CUDA device 3 when found");
     CHECK(strcmp(job.cfg.db_path, "x.db") == 0 && job.cfg.shapes == &s && job.cfg.nshapes == 1 &&
               job.cfg.max_threads == 2 && job.cfg.retune && job.cfg.force &&
-              job.cfg.progress_ud == &progress_ud && job.cfg.stop == &flag,
+              job.progress_ud == &progress_ud && job.cfg.stop == &flag,
           "the request's fields reach the tuner's configuration");
     q.op = "rmsnorm", q.backward = 0, q.target = "cuda", q.rigor = "exhaustive";
     rc = lntune_tune_job_init(&job, &q, err, sizeof err);
@@ -198,23 +202,64 @@ static void check_rows(void) {
     int saved, missing;
     lntune_tune_results_count(both, 2, &saved, &missing);
     CHECK(saved == 5 && missing == 1, "saved %d, missing %d", saved, missing);
+}
 
-    lntune_tune_progress p = {"layernorm", 64, 4096, "copy", 10, 40, 5.0, NULL};
-    lntune_tune_progress_state tty = {1, ""}, log = {0, ""};
-    int filled = -1;
-    double eta = -1;
-    CHECK(lntune_tune_progress_shown(&tty, &p, 30, &filled, &eta) && filled == 7 && eta == 15.0,
-          "a terminal shows every report: %d of 30 filled, ETA %.0f s", filled, eta);
-    int shown = lntune_tune_progress_shown(&log, &p, 30, &filled, &eta);
-    shown += 2 * lntune_tune_progress_shown(&log, &p, 30, &filled, &eta);
-    p.stage = "compile";
-    shown += 4 * lntune_tune_progress_shown(&log, &p, 30, &filled, &eta);
-    p.stage = "retime";
-    shown += 8 * lntune_tune_progress_shown(&log, &p, 30, &filled, &eta);
-    p.H = 128, p.stage = "copy", p.done = 0;
-    shown += 16 * lntune_tune_progress_shown(&log, &p, 30, &filled, &eta);
-    CHECK(shown == 1 + 8 + 16 && eta == 0.0,
-          "a log: the first copy and retime of each op and H (%d)", shown);
+/* What a job reported: its events in order. */
+typedef struct {
+    int n, steps, done[4], ndone, after_done, looks, bad;
+    size_t shapes;
+} events;
+
+static void collect(void *ud, const lntune_job_progress *j) {
+    events *e = ud;
+    e->n++;
+    e->shapes = j->shapes;
+    if (strcmp(j->target, "cpu") != 0 || j->shape < 1 || j->shape > j->shapes || j->job_s < 0 ||
+        (j->p->done > 0 && (j->eta_s < 0 || j->job_eta_s < j->eta_s)) || j->p->done > j->p->total)
+        e->bad++;
+    if (j->event == LNTUNE_JOB_STEP) {
+        e->steps++;
+        if (e->ndone == 2) e->after_done++;
+        if (e->ndone != (int)j->shape - 1) e->bad++; /* a step of shape k after k ended */
+    } else if (j->event == LNTUNE_JOB_SHAPE_DONE) {
+        if (e->ndone < 4) e->done[e->ndone] = (int)j->shape;
+        e->ndone++;
+        if (j->p->done == 0 || j->eta_s != 0 || j->job_eta_s < 0) e->bad++;
+    } else {
+        e->looks++;
+        if (e->ndone != 2) e->bad++;
+    }
+}
+
+static void check_progress(const char *templates) {
+    char dir[256], db[300], err[1024] = "";
+    if (scratch_dir_make(dir, sizeof dir, "tune-job-progress") != 0) return;
+    snprintf(db, sizeof db, "%s/t.db", dir);
+    setenv("LNTUNE_TEMPLATE_DIR", templates, 1);
+    lntune_shape s[2] = {{.rows = 16, .H = 64}, {.rows = 16, .H = 32}};
+    events e = {0};
+    lntune_tune_request q = {.db_path = db,
+                             .op = "layernorm",
+                             .target = "cpu",
+                             .rigor = "exhaustive",
+                             .shapes = s,
+                             .nshapes = 2,
+                             .threads = 1,
+                             .progress = collect,
+                             .progress_ud = &e};
+    lntune_tune_job job;
+    lntune_tune_result *r = NULL;
+    size_t n = 0;
+    int rc = lntune_tune_job_init(&job, &q, err, sizeof err);
+    if (rc == LNTUNE_OK) rc = lntune_tune_job_run(&job, &r, &n, err, sizeof err);
+    free(r);
+    CHECK(rc == LNTUNE_OK && e.shapes == 2 && e.steps > 2 && e.ndone == 2 && e.done[0] == 1 &&
+              e.done[1] == 2 && e.after_done == 0 && e.bad == 0,
+          "two shapes: %d steps, ended %d (%d, %d), %d steps after both ended, %d second looks, "
+          "%d bad fields: %s",
+          e.steps, e.ndone, e.done[0], e.done[1], e.after_done, e.looks, e.bad, err);
+    unsetenv("LNTUNE_TEMPLATE_DIR");
+    scratch_dir_finish(dir, check_failures);
 }
 
 int main(int argc, char **argv) {
@@ -229,5 +274,6 @@ int main(int argc, char **argv) {
     raise(SIGINT);
     CHECK(*stop == SIGINT, "SIGINT sets the stop flag (%d) and the process goes on", (int)*stop);
     check_run(argv[1]);
+    check_progress(argv[1]);
     return CHECK_SUMMARY();
 }

@@ -27,10 +27,33 @@ static void free_row(lntune_best_row *w) {
     free(w->under_load);
 }
 
+static int add_machine(void *ud, const lntune_db_hardware *h) {
+    listing *s = ud;
+    lntune_best_list *l = s->list;
+    lntune_best_machine *hw = realloc(l->hw, (l->nhw + 1) * sizeof *hw);
+    if (hw) l->hw = hw;
+    char *model = strdup(h->model ? h->model : "?");
+    if (!hw || !model) {
+        free(model);
+        s->nomem = 1;
+        return 1;
+    }
+    lntune_best_machine *m = &hw[l->nhw++];
+    m->id = h->id;
+    m->model = model;
+    snprintf(m->kind, sizeof m->kind, "%s", h->kind ? h->kind : "cpu");
+    snprintf(m->fingerprint, sizeof m->fingerprint, "%s", h->fingerprint ? h->fingerprint : "");
+    return 0;
+}
+
 static int add_row(void *ud, const lntune_db_key *k, const lntune_best *b) {
     listing *s = ud;
     lntune_best_list *l = s->list;
+    int machine = -1;
+    for (size_t i = 0; i < l->nhw && machine < 0; ++i)
+        if (l->hw[i].id == k->hardware_id) machine = (int)i;
     lntune_best_row w = {.hardware_id = k->hardware_id,
+                         .machine = machine,
                          .target = strdup(k->target),
                          .op = strdup(k->op),
                          .dtype = strdup(k->dtype),
@@ -87,7 +110,9 @@ int lntune_best_list_read(const char *db_path, int all, lntune_best_list *list, 
             if (lntune_db_find_hardware(db, gpus[g], &ids[list->machines]) == LNTUNE_OK)
                 ++list->machines;
     }
-    if (list->opened && all) rc = lntune_db_each_best(db, 0, add_row, &s);
+    if (list->opened) rc = lntune_db_each_hardware(db, add_machine, &s);
+    if (list->opened && all && rc == LNTUNE_OK && !s.nomem)
+        rc = lntune_db_each_best(db, 0, add_row, &s);
     for (int i = 0; i < list->machines && rc == LNTUNE_OK && !s.nomem; ++i)
         rc = lntune_db_each_best(db, ids[i], add_row, &s);
     /* the open's message, or the listing's */
@@ -104,6 +129,8 @@ void lntune_best_list_free(lntune_best_list *list) {
     if (!list) return;
     for (size_t i = 0; i < list->n; ++i) free_row(&list->rows[i]);
     free(list->rows);
+    for (size_t i = 0; i < list->nhw; ++i) free(list->hw[i].model);
+    free(list->hw);
     free(list->db_path);
     memset(list, 0, sizeof *list);
 }

@@ -1,7 +1,8 @@
 /*
  * best_list.h - `lntune show`: the winners the tuning database holds for this machine (its CPU
  * and the GPUs found here), or for every machine, read into plain rows with what is printed of
- * each computed (direction, time, ratio to the copy), so that the command line only prints them.
+ * each computed (direction, time, ratio to the copy) and the machines they belong to named, so
+ * that the command line only prints them.
  * The database is opened read-only: listing never creates, migrates or writes it.
  */
 #ifndef LNTUNE_BEST_LIST_H
@@ -10,8 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A machine of the database: its CPU, or one GPU. */
+typedef struct lntune_best_machine {
+    int64_t id;           /* the hardware row */
+    char kind[8];         /* "cpu" or "cuda" */
+    char fingerprint[17]; /* as hardware.h computes it */
+    char *model;          /* the CPU's model name or the GPU's name, as stored */
+} lntune_best_machine;
+
 typedef struct lntune_best_row {
     int64_t hardware_id;
+    int machine; /* its index in the list's machines, or -1 when the row names none */
     char *target, *op, *dtype, *variant; /* as stored: "cpu", "rmsnorm+residual", "bf16" */
     const char *direction;               /* "forward", "backward"; "?" for an op not known */
     int64_t H, rows;                     /* rows: the row count it was tuned at */
@@ -32,7 +42,9 @@ typedef struct lntune_best_list {
     int opened;           /* the database was opened: the listing began */
     int machines;         /* hardware rows listed: this machine's CPU and GPUs the database knows */
     char fingerprint[17]; /* this machine's CPU (not read with all) */
-    char *db_path;        /* the database read */
+    lntune_best_machine *hw; /* every machine of the database, in the order of their rows */
+    size_t nhw;
+    char *db_path; /* the database read */
 } lntune_best_list;
 
 /*

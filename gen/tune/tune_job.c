@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* x and y of a tuned CPU shape (and its other rows x H buffers) must fit in half the memory. */
@@ -70,6 +71,8 @@ int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, c
     job->cuda = req->target && strcmp(req->target, "cuda") == 0;
     job->find_cuda = !req->target;
     job->device = req->device;
+    job->progress = req->progress;
+    job->progress_ud = req->progress_ud;
     if (req->target && !job->cpu && !job->cuda) {
         snprintf(err, errlen, "unknown target '%s' (expected cpu or cuda)", req->target);
         return LNTUNE_EINVAL;
@@ -119,8 +122,6 @@ int lntune_tune_job_init(lntune_tune_job *job, const lntune_tune_request *req, c
                                     .max_threads = req->threads,
                                     .rigor = rigor,
                                     .retune = req->retune,
-                                    .progress = req->progress,
-                                    .progress_ud = req->progress_ud,
                                     .stop = req->stop,
                                     .force = req->force,
                                     .max_wait_s = req->max_wait_s,
@@ -230,18 +231,119 @@ static int tune_cuda(const lntune_tune_config *cfg, int device, lntune_tune_resu
 #endif
 }
 
+/* What a job's run has seen of the tuner's reports (lntune_job_progress). */
+enum { KEY_LEN = 96 };
+typedef struct {
+    const lntune_tune_job *job;
+    const char *target;
+    double t0_s;
+    char cur[KEY_LEN];         /* the op x shape in hand: "op H rows" ("": none) */
+    lntune_tune_progress last; /* its last report, its texts copied below */
+    char op[32], stage[16];
+    char (*ended)[KEY_LEN]; /* the op x shapes of this target that ended */
+    size_t nended, cap;
+    size_t base; /* op x shapes that ended on targets before this one */
+    size_t started, finished, shapes;
+    double finished_s; /* the seconds they took */
+    int second_look;   /* the tuner's second looks of this target began */
+} job_tracker;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void job_event(job_tracker *t, lntune_job_event e, const lntune_tune_progress *p,
+                      size_t shape) {
+    lntune_job_progress j = {e, p, t->target, shape, t->shapes, now_s() - t->t0_s, -1, -1};
+    const size_t left = t->shapes - (t->finished < t->shapes ? t->finished : t->shapes);
+    if (e == LNTUNE_JOB_SECOND_LOOK) {
+        j.eta_s = j.job_eta_s = 0;
+    } else if (e == LNTUNE_JOB_SHAPE_DONE) {
+        j.eta_s = 0;
+        j.job_eta_s = (double)left * t->finished_s / (double)t->finished;
+    } else if (p->done) { /* the others at the mean of those ended, else at this one's pace */
+        j.eta_s = p->elapsed_s * (double)(p->total - p->done) / (double)p->done;
+        const double mean =
+            t->finished ? t->finished_s / (double)t->finished : j.eta_s + p->elapsed_s;
+        j.job_eta_s = j.eta_s + (double)(left ? left - 1 : 0) * mean;
+    } else if (t->finished) {
+        j.job_eta_s = (double)left * t->finished_s / (double)t->finished;
+    }
+    t->job->progress(t->job->progress_ud, &j);
+}
+
+/* The op x shape in hand ended: said once, with its last report. */
+static void end_current(job_tracker *t) {
+    if (!t->cur[0]) return;
+    if (t->nended == t->cap) {
+        const size_t cap = t->cap ? 2 * t->cap : 8;
+        char(*more)[KEY_LEN] = realloc(t->ended, cap * sizeof *more);
+        if (more) t->ended = more, t->cap = cap;
+    }
+    if (t->nended < t->cap) memcpy(t->ended[t->nended++], t->cur, KEY_LEN);
+    t->finished++;
+    t->finished_s += t->last.elapsed_s;
+    job_event(t, LNTUNE_JOB_SHAPE_DONE, &t->last, t->started);
+    t->cur[0] = '\0';
+}
+
+static void on_report(void *ud, const lntune_tune_progress *p) {
+    job_tracker *t = ud;
+    char key[KEY_LEN];
+    snprintf(key, sizeof key, "%s %lld %lld", p->op, (long long)p->H, (long long)p->rows);
+    size_t seen = 0;
+    while (seen < t->nended && strcmp(t->ended[seen], key) != 0) ++seen;
+    if (t->second_look || seen < t->nended) {
+        if (!t->second_look) end_current(t);
+        t->second_look = 1;
+        /* the look's other reports (its copy) are no stage of a search */
+        if (strcmp(p->stage, "recheck") == 0)
+            job_event(t, LNTUNE_JOB_SECOND_LOOK, p, t->base + seen + 1);
+        return;
+    }
+    if (strcmp(key, t->cur) != 0) {
+        end_current(t);
+        memcpy(t->cur, key, KEY_LEN);
+        t->started++;
+    }
+    t->last = *p;
+    snprintf(t->op, sizeof t->op, "%s", p->op);
+    snprintf(t->stage, sizeof t->stage, "%s", p->stage);
+    t->last.op = t->op, t->last.stage = t->stage, t->last.detail = NULL;
+    job_event(t, LNTUNE_JOB_STEP, p, t->started);
+}
+
+/* The target's run ended: its op x shape in hand too; the next target starts afresh. */
+static void end_target(job_tracker *t) {
+    end_current(t);
+    t->base = t->finished;
+    t->nended = 0;
+    t->second_look = 0;
+}
+
 int lntune_tune_job_run(const lntune_tune_job *job, lntune_tune_result **results, size_t *n,
                         char *err, size_t errlen) {
     lntune_tune_config cfg = job->cfg;
     cfg.ops = job->ops; /* job may have been copied */
     cfg.seed_db = job->seed_db[0] ? job->seed_db : NULL;
+    job_tracker t = {.job = job, .t0_s = now_s()};
+    t.shapes = cfg.nops * cfg.nshapes * (size_t)(!!job->cpu + !!job->cuda);
+    cfg.progress = job->progress ? on_report : NULL;
+    cfg.progress_ud = &t;
     *results = NULL;
     *n = 0;
     if (errlen) err[0] = '\0';
     int rc = LNTUNE_OK;
+    t.target = "cpu";
     if (job->cpu) rc = lntune_tune(&cfg, results, n, err, errlen);
+    end_target(&t);
+    t.target = "cuda";
     if (job->cuda && rc == LNTUNE_OK && !(cfg.stop && *cfg.stop))
         rc = tune_cuda(&cfg, job->device, results, n, err, errlen);
+    end_target(&t);
+    free(t.ended);
     if (rc != LNTUNE_OK && errlen && !err[0]) snprintf(err, errlen, "%s", lntune_errstr(rc));
     return rc;
 }
@@ -253,20 +355,6 @@ void lntune_tune_results_count(const lntune_tune_result *results, size_t n, int 
         *saved += results[i].saved;
         *missing += !results[i].variant[0];
     }
-}
-
-int lntune_tune_progress_shown(lntune_tune_progress_state *s, const lntune_tune_progress *p,
-                               int width, int *filled, double *eta_s) {
-    *eta_s = p->done ? p->elapsed_s * (double)(p->total - p->done) / (double)p->done : 0.0;
-    *filled = p->total ? (int)(width * p->done / p->total) : 0;
-    if (s->tty) return 1;
-    char now[64];
-    if (p->detail) return 1; /* a wait: always said, with why */
-    if (strcmp(p->stage, "copy") != 0 && strcmp(p->stage, "retime") != 0) return 0;
-    snprintf(now, sizeof now, "%s %lld %s", p->op, (long long)p->H, p->stage);
-    if (strcmp(now, s->last) == 0) return 0;
-    snprintf(s->last, sizeof s->last, "%s", now);
-    return 1;
 }
 
 void lntune_tune_row_make(const lntune_tune_result *r, lntune_tune_row *row) {

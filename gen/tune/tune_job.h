@@ -18,6 +18,8 @@
  * $LNTUNE_FINAL_GAP_S names another (0 to 60 s). */
 #define LNTUNE_FINAL_GAP_S 1.0
 
+struct lntune_job_progress;
+
 typedef struct lntune_tune_request {
     const char *db_path;        /* NULL: the default database */
     const char *op;             /* "layernorm" or "rmsnorm"; NULL: both */
@@ -29,9 +31,9 @@ typedef struct lntune_tune_request {
     int device;   /* the CUDA device index */
     int threads;  /* 0: every core */
     int retune, force;
-    /* As lntune_tune_config's: the progress reports, and a flag that stops the run (may be NULL;
-     * lntune_tune_stop_on_signals) */
-    void (*progress)(void *ud, const lntune_tune_progress *p);
+    /* The job's progress reports (lntune_job_progress; may be NULL), and a flag that stops the
+     * run, as lntune_tune_config's (may be NULL; lntune_tune_stop_on_signals) */
+    void (*progress)(void *ud, const struct lntune_job_progress *p);
     void *progress_ud;
     const volatile sig_atomic_t *stop;
     double memory_bytes; /* what the CPU's buffers may take half of; 0: this machine's memory */
@@ -48,6 +50,8 @@ typedef struct lntune_tune_job {
     int cpu, cuda;          /* the targets tuned */
     int find_cuda;          /* no target given: lntune_tune_job_find_cuda sets cuda */
     int device;
+    void (*progress)(void *ud, const struct lntune_job_progress *p); /* the request's */
+    void *progress_ud;
     char seed_dir[4096]; /* a wisdom file given as seed_from: the temporary folder it was
                           * imported into ("" if none); lntune_tune_job_end removes it */
     char seed_db[4200];
@@ -98,19 +102,31 @@ int lntune_tune_job_run(const lntune_tune_job *job, lntune_tune_result **results
 void lntune_tune_results_count(const lntune_tune_result *results, size_t n, int *saved,
                                int *missing);
 
-/* What the progress reports of one run have shown (zero it first; tty: they go to a terminal). */
-typedef struct lntune_tune_progress_state {
-    int tty;
-    char last[64]; /* off a terminal: the op, H and stage of the last line */
-} lntune_tune_progress_state;
-
 /*
- * Whether report p is shown: on a terminal each one (a bar drawn again), elsewhere a line at the
- * first "copy" and "retime" report of each op and H. With the bar's fill out of width in *filled
- * and the time left, from the rate so far, in *eta_s.
+ * A job's progress: the tuner's reports of each op x shape (lntune_tune_progress) placed in the
+ * whole job, which tunes nops x nshapes op x shapes on each target. The tuner says nothing of a
+ * shape whose winner it reads back from the database, nor when an op x shape ends; the job
+ * tells the end from the next op x shape's first report (or the target's end), and the second
+ * look (tuner.c's recheck, after every op x shape of a target) from a report of an op x shape
+ * already ended.
  */
-int lntune_tune_progress_shown(lntune_tune_progress_state *s, const lntune_tune_progress *p,
-                               int width, int *filled, double *eta_s);
+typedef enum lntune_job_event {
+    LNTUNE_JOB_STEP,        /* a stage of the op x shape in hand (p: the tuner's report) */
+    LNTUNE_JOB_SHAPE_DONE,  /* the op x shape ended (p: its last report) */
+    LNTUNE_JOB_SECOND_LOOK, /* a second look at an op x shape's winner (p: its report) */
+} lntune_job_event;
+
+typedef struct lntune_job_progress {
+    lntune_job_event event;
+    const lntune_tune_progress *p;
+    const char *target;   /* "cpu", "cuda" */
+    size_t shape, shapes; /* this op x shape's number in the job (from 1), and how many it has */
+    double job_s;         /* seconds since the job's run began */
+    /* Seconds left (< 0: not known yet): of this op x shape at the rate of its variants so far,
+     * and of the job: this op x shape's and the others' at the mean of those ended (else at this
+     * one's pace). A second look's are 0. */
+    double eta_s, job_eta_s;
+} lntune_job_progress;
 
 /* What is printed of one result beside its own fields. */
 typedef struct lntune_tune_row {
