@@ -44,8 +44,9 @@ int lntune_bench_is_latency(int64_t rows, int64_t H) {
 #define CHECK_ELEMENTS (INT64_C(1) << 24)
 
 static const lntune_bench_family *const families[] = {
-    &lntune_bench_lntune_family, &lntune_bench_export_family, &lntune_bench_onednn_family,
-    &lntune_bench_onednn3_family, &lntune_bench_naive_copy_family};
+    &lntune_bench_lntune_family,    &lntune_bench_export_family, &lntune_bench_onednn_family,
+    &lntune_bench_onednn3_family,   &lntune_bench_ort_family,    &lntune_bench_ggml_family,
+    &lntune_bench_naive_copy_family};
 
 #ifndef LNTUNE_BENCH_PEERS_DIR
 #define LNTUNE_BENCH_PEERS_DIR "/opt/lntune-bench"

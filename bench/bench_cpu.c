@@ -131,7 +131,8 @@ static int write_report(const char *prefix, const lntune_bench_records *rs) {
             }
         fclose(f);
     }
-    snprintf(title, sizeof title, "lntune vs oneDNN, PyTorch and memory copy: %s, %ld cores", cpu,
+    snprintf(title, sizeof title,
+             "lntune vs oneDNN, ONNX Runtime, ggml, PyTorch and memory copy: %s, %ld cores", cpu,
              sysconf(_SC_NPROCESSORS_ONLN));
     const char *ext[] = {".md", ".svg"};
     for (int k = 0; k < 2; ++k) {
