@@ -59,6 +59,25 @@ extern const lntune_bench_family lntune_bench_lntune_family;  /* empty without t
 extern const lntune_bench_family lntune_bench_export_family;  /* config's export_lib */
 
 /*
+ * ONNX Runtime's SkipLayerNormalization (com.microsoft: Add & Norm), for bench_residual:
+ * y = LayerNorm(x + residual) * gamma + beta, and the sum into residual_out where it is not NULL;
+ * all of one element type. open loads the library (peers_ort.c) on first use; it returns
+ * LNTUNE_OK or another code with the reason in note (version and node on success).
+ */
+typedef struct lntune_bench_skip_problem {
+    int64_t rows, H;
+    float eps;
+    int type; /* LNTUNE_TYPE_* */
+    const void *x, *residual, *gamma, *beta;
+    void *y, *residual_out;
+    int threads;
+} lntune_bench_skip_problem;
+int lntune_bench_ort_skip_open(const lntune_bench_skip_problem *p, void **state, char *note,
+                               size_t notelen);
+int lntune_bench_ort_skip_run(void *state); /* non-zero on failure */
+void lntune_bench_ort_skip_close(void *state);
+
+/*
  * Runs the PyTorch script at cfg's threads on shapes and appends its records, with cfg's python,
  * else the peers folder's bin/python3 where there is one, else /usr/bin/python3. A missing
  * Python or torch adds n/a records saying so; it is not an error.

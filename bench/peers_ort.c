@@ -301,57 +301,135 @@ static void initializer(pb *graph, const char *name, int elem, int64_t n, const 
     pb_msg(graph, 5, &t); /* GraphProto.initializer */
 }
 
-/*
- * ModelProto of y = op(x, gamma[, beta]) with axis -1 and p's epsilon: ir_version, opset_import
- * (the default domain at opset), graph (node, name, initializer, input, output).
- */
-static int build_model(const lntune_bench_problem *p, const char *op_type, int opset, int elem,
-                       pb *model) {
-    const int layernorm = strcmp(op_type, "LayerNormalization") == 0;
-    const size_t es = lntune_type_size(p->type);
-    const int64_t dims[2] = {p->rows, p->H};
+/* One node: its graph inputs (fed at each Run), its initializers (gamma, beta) and its outputs
+ * (an empty name skips an optional one; the others are the graph's outputs). */
+typedef struct {
+    const char *op_type, *domain; /* domain: "" (ONNX) or "com.microsoft" (opset 1) */
+    int opset;                    /* of the default domain */
+    int axis;                     /* 1: an axis = -1 attribute */
+    const char *in[2];
+    int nin;
+    const char *init[2];
+    const void *init_data[2];
+    int ninit;
+    const char *out[4];
+    int nout;
+    int64_t dims[3], H;
+    int rank, elem, type;
+    float eps;
+} node_spec;
+
+/* ModelProto: ir_version, opset_import, producer_name, graph (node, name, initializer, input,
+ * output). */
+static int build_model(const node_spec *n, pb *model) {
     pb node = {0}, attr = {0}, graph = {0}, opsetid = {0};
-    pb_str(&node, 1, "x"); /* NodeProto.input */
-    pb_str(&node, 1, "gamma");
-    if (layernorm) pb_str(&node, 1, "beta");
-    pb_str(&node, 2, "y"); /* .output */
+    for (int i = 0; i < n->nin; ++i) pb_str(&node, 1, n->in[i]); /* NodeProto.input */
+    for (int i = 0; i < n->ninit; ++i) pb_str(&node, 1, n->init[i]);
+    for (int i = 0; i < n->nout; ++i) pb_str(&node, 2, n->out[i]); /* .output */
     pb_str(&node, 3, "norm");
-    pb_str(&node, 4, op_type);
-    pb_str(&attr, 1, "axis"); /* AttributeProto: name, i, type INT (2) */
-    pb_int(&attr, 3, -1);
-    pb_int(&attr, 20, 2);
-    pb_msg(&node, 5, &attr);
+    pb_str(&node, 4, n->op_type);
+    if (n->axis) {
+        pb_str(&attr, 1, "axis"); /* AttributeProto: name, i, type INT (2) */
+        pb_int(&attr, 3, -1);
+        pb_int(&attr, 20, 2);
+        pb_msg(&node, 5, &attr);
+    }
     pb_str(&attr, 1, "epsilon"); /* name, f, type FLOAT (1) */
-    pb_float(&attr, 2, p->eps);
+    pb_float(&attr, 2, n->eps);
     pb_int(&attr, 20, 1);
     pb_msg(&node, 5, &attr);
+    if (n->domain[0]) pb_str(&node, 7, n->domain);
     pb_msg(&graph, 1, &node); /* GraphProto.node */
     pb_str(&graph, 2, "lntune_bench");
-    initializer(&graph, "gamma", elem, p->H, p->gamma, es);
-    if (layernorm) initializer(&graph, "beta", elem, p->H, p->beta, es);
-    value_info(&graph, 11, "x", elem, dims, 2); /* .input */
-    value_info(&graph, 12, "y", elem, dims, 2); /* .output */
-    pb_int(model, 1, opset >= 23 ? 11 : 8);     /* ir_version: ONNX 1.18's for opset 23 */
-    pb_str(&opsetid, 1, "");                    /* OperatorSetIdProto.domain */
-    pb_int(&opsetid, 2, opset);                 /* .version */
+    for (int i = 0; i < n->ninit; ++i)
+        initializer(&graph, n->init[i], n->elem, n->H, n->init_data[i], lntune_type_size(n->type));
+    for (int i = 0; i < n->nin; ++i) value_info(&graph, 11, n->in[i], n->elem, n->dims, n->rank);
+    for (int i = 0; i < n->nout; ++i)
+        if (n->out[i][0]) value_info(&graph, 12, n->out[i], n->elem, n->dims, n->rank);
+    pb_int(model, 1, n->opset >= 23 ? 11 : 8); /* ir_version: ONNX 1.18's for opset 23 */
+    pb_str(&opsetid, 1, "");                   /* OperatorSetIdProto.domain */
+    pb_int(&opsetid, 2, n->opset);             /* .version */
     pb_msg(model, 8, &opsetid);
+    if (n->domain[0]) {
+        pb_str(&opsetid, 1, n->domain);
+        pb_int(&opsetid, 2, 1);
+        pb_msg(model, 8, &opsetid);
+    }
     pb_str(model, 2, "lntune bench"); /* producer_name */
     pb_msg(model, 7, &graph);
     return model->oom ? LNTUNE_ENOMEM : LNTUNE_OK;
 }
 
+enum { MAXV = 4 };
+
 typedef struct {
     OrtSession *session;
-    OrtValue *x, *y;
+    OrtValue *in[2], *out[MAXV];
+    const char *in_names[2], *out_names[MAXV];
+    size_t nin, nout;
 } state;
 
 static void close_state(void *st) {
     state *s = st;
     if (!s) return;
-    if (s->x) ort.ReleaseValue(s->x);
-    if (s->y) ort.ReleaseValue(s->y);
+    for (size_t i = 0; i < s->nin; ++i)
+        if (s->in[i]) ort.ReleaseValue(s->in[i]);
+    for (size_t i = 0; i < s->nout; ++i)
+        if (s->out[i]) ort.ReleaseValue(s->out[i]);
     if (s->session) ort.ReleaseSession(s->session);
     free(s);
+}
+
+/*
+ * A session of one node at threads, its graph inputs wrapping in_data and its outputs out_data
+ * (one per non-empty output name). Returns LNTUNE_OK or a code with ORT's message in note.
+ */
+static int open_node(const node_spec *n, void *const *in_data, void *const *out_data, int threads,
+                     void **out, char *note, size_t notelen) {
+    pb model = {0};
+    int rc = build_model(n, &model);
+    state *s = rc == LNTUNE_OK ? calloc(1, sizeof *s) : NULL;
+    if (!s) {
+        free(model.b);
+        return rc == LNTUNE_OK ? LNTUNE_ENOMEM : rc;
+    }
+    size_t elements = 1;
+    for (int i = 0; i < n->rank; ++i) elements *= (size_t)n->dims[i];
+    const size_t bytes = elements * lntune_type_size(n->type);
+    char what[80];
+    snprintf(what, sizeof what, "%s (%s opset %d)", n->op_type, n->domain[0] ? n->domain : "ONNX",
+             n->domain[0] ? 1 : n->opset);
+    OrtSessionOptions *opts = NULL;
+    int bad =
+        failed(ort.CreateSessionOptions(&opts), "session options", note, notelen) ||
+        failed(ort.SetIntraOpNumThreads(opts, threads), "intra_op_num_threads", note, notelen) ||
+        failed(ort.SetInterOpNumThreads(opts, 1), "inter_op_num_threads", note, notelen) ||
+        failed(ort.CreateSessionFromArray(env, model.b, model.n, opts, &s->session), what, note,
+               notelen);
+    for (int i = 0; i < n->nin && !bad; ++i) {
+        s->in_names[s->nin] = n->in[i];
+        bad = failed(ort.CreateTensorWithDataAsOrtValue(cpu_memory, in_data[i], bytes, n->dims,
+                                                        (size_t)n->rank, n->elem, &s->in[s->nin++]),
+                     "wrapping an input", note, notelen);
+    }
+    for (int i = 0, k = 0; i < n->nout && !bad; ++i) {
+        if (!n->out[i][0]) continue;
+        s->out_names[s->nout] = n->out[i];
+        bad =
+            failed(ort.CreateTensorWithDataAsOrtValue(cpu_memory, out_data[k++], bytes, n->dims,
+                                                      (size_t)n->rank, n->elem, &s->out[s->nout++]),
+                   "wrapping an output", note, notelen);
+    }
+    if (opts) ort.ReleaseSessionOptions(opts);
+    free(model.b);
+    if (bad) {
+        close_state(s);
+        return LNTUNE_EUNSUPPORTED;
+    }
+    snprintf(note, notelen, "ONNX Runtime %s CPU, %s, intra_op_num_threads %d, preallocated out",
+             version, what, threads);
+    *out = s;
+    return LNTUNE_OK;
 }
 
 static int open_norm(int op, const lntune_bench_problem *p, void **out, char *note,
@@ -361,47 +439,26 @@ static int open_norm(int op, const lntune_bench_problem *p, void **out, char *no
         return LNTUNE_EUNSUPPORTED;
     }
     static const int elems[] = {ONNX_FLOAT, ONNX_FLOAT16, ONNX_BFLOAT16}; /* LNTUNE_TYPE_* */
-    const int rms = op == LNTUNE_BENCH_RMSNORM, elem = elems[p->type];
-    const char *op_type = rms ? "RMSNormalization" : "LayerNormalization";
-    const int opset = rms ? 23 : 17;
-    pb model = {0};
-    int rc = build_model(p, op_type, opset, elem, &model);
-    if (rc != LNTUNE_OK) {
-        free(model.b);
-        return rc;
-    }
-    state *s = calloc(1, sizeof *s);
-    OrtSessionOptions *opts = NULL;
-    if (!s) {
-        free(model.b);
-        return LNTUNE_ENOMEM;
-    }
-    const int64_t dims[2] = {p->rows, p->H};
-    const size_t bytes = (size_t)(p->rows * p->H) * lntune_type_size(p->type);
-    char what[64];
-    snprintf(what, sizeof what, "%s (opset %d)", op_type, opset);
-    int bad =
-        failed(ort.CreateSessionOptions(&opts), "session options", note, notelen) ||
-        failed(ort.SetIntraOpNumThreads(opts, p->threads), "intra_op_num_threads", note, notelen) ||
-        failed(ort.SetInterOpNumThreads(opts, 1), "inter_op_num_threads", note, notelen) ||
-        failed(ort.CreateSessionFromArray(env, model.b, model.n, opts, &s->session), what, note,
-               notelen) ||
-        failed(ort.CreateTensorWithDataAsOrtValue(cpu_memory, (void *)p->x, bytes, dims, 2, elem,
-                                                  &s->x),
-               "wrapping x", note, notelen) ||
-        failed(ort.CreateTensorWithDataAsOrtValue(cpu_memory, p->y, bytes, dims, 2, elem, &s->y),
-               "wrapping y", note, notelen);
-    if (opts) ort.ReleaseSessionOptions(opts);
-    free(model.b);
-    if (bad) {
-        close_state(s);
-        return LNTUNE_EUNSUPPORTED;
-    }
-    snprintf(note, notelen,
-             "ONNX Runtime %s CPU, %s opset %d, intra_op_num_threads %d, preallocated y", version,
-             op_type, opset, p->threads);
-    *out = s;
-    return LNTUNE_OK;
+    const int rms = op == LNTUNE_BENCH_RMSNORM;
+    const node_spec n = {.op_type = rms ? "RMSNormalization" : "LayerNormalization",
+                         .domain = "",
+                         .opset = rms ? 23 : 17,
+                         .axis = 1,
+                         .in = {"x"},
+                         .nin = 1,
+                         .init = {"gamma", "beta"},
+                         .init_data = {p->gamma, p->beta},
+                         .ninit = rms ? 1 : 2,
+                         .out = {"y"},
+                         .nout = 1,
+                         .dims = {p->rows, p->H},
+                         .H = p->H,
+                         .rank = 2,
+                         .elem = elems[p->type],
+                         .type = p->type,
+                         .eps = p->eps};
+    void *const in[] = {(void *)p->x}, *const outs[] = {p->y};
+    return open_node(&n, in, outs, p->threads, out, note, notelen);
 }
 
 static int open_layernorm(const lntune_bench_problem *p, void **out, char *note, size_t notelen) {
@@ -414,13 +471,49 @@ static int open_rmsnorm(const lntune_bench_problem *p, void **out, char *note, s
 
 static int run(void *st) {
     state *s = st;
-    static const char *const in_names[] = {"x"}, *const out_names[] = {"y"};
-    const OrtValue *in[] = {s->x};
-    OrtValue *outv[] = {s->y};
-    OrtStatus *r = ort.Run(s->session, NULL, in_names, in, 1, out_names, 1, outv);
-    if (!r) return outv[0] != s->y; /* Run must have written into the bench's y */
-    ort.ReleaseStatus(r);
-    return 1;
+    OrtValue *outv[MAXV];
+    memcpy(outv, s->out, sizeof outv);
+    OrtStatus *r = ort.Run(s->session, NULL, s->in_names, (const OrtValue *const *)s->in, s->nin,
+                           s->out_names, s->nout, outv);
+    if (r) {
+        ort.ReleaseStatus(r);
+        return 1;
+    }
+    return memcmp(outv, s->out, sizeof outv) != 0; /* Run must have written into the bench's */
+}
+
+int lntune_bench_ort_skip_open(const lntune_bench_skip_problem *p, void **out, char *note,
+                               size_t notelen) {
+    if (!env && init(NULL, note, notelen) != LNTUNE_OK) return LNTUNE_EUNSUPPORTED;
+    static const int elems[] = {ONNX_FLOAT, ONNX_FLOAT16, ONNX_BFLOAT16}; /* LNTUNE_TYPE_* */
+    /* SkipLayerNormalization's outputs: output, mean, inv_std_var, input_skip_bias_sum. Its
+     * input is [batch, sequence, hidden]: one batch of rows. */
+    const node_spec n = {.op_type = "SkipLayerNormalization",
+                         .domain = "com.microsoft",
+                         .opset = 17,
+                         .in = {"x", "skip"},
+                         .nin = 2,
+                         .init = {"gamma", "beta"},
+                         .init_data = {p->gamma, p->beta},
+                         .ninit = 2,
+                         .out = {"y", "", "", "sum"},
+                         .nout = p->residual_out ? 4 : 1,
+                         .dims = {1, p->rows, p->H},
+                         .H = p->H,
+                         .rank = 3,
+                         .elem = elems[p->type],
+                         .type = p->type,
+                         .eps = p->eps};
+    void *const in[] = {(void *)p->x, (void *)p->residual}, *const outs[] = {p->y, p->residual_out};
+    return open_node(&n, in, outs, p->threads, out, note, notelen);
+}
+
+int lntune_bench_ort_skip_run(void *st) {
+    return run(st);
+}
+
+void lntune_bench_ort_skip_close(void *st) {
+    close_state(st);
 }
 
 static const lntune_bench_peer peers[] = {
