@@ -123,7 +123,10 @@ static int load(char *note, size_t notelen) {
             dlclose(h);
             return LNTUNE_EIO;
         }
-    snprintf(version, sizeof version, "%s (%s)", api.version(), api.commit());
+    const char *commit = api.commit(); /* "unknown" when built from a source archive */
+    snprintf(version, sizeof version, "%s%s%s%s", api.version(),
+             strcmp(commit, "unknown") ? " (" : "", strcmp(commit, "unknown") ? commit : "",
+             strcmp(commit, "unknown") ? ")" : "");
     library = h;
     return LNTUNE_OK;
 }
@@ -214,8 +217,9 @@ static int open_norm(int op, const lntune_bench_problem *p, void **out, char *no
     s->graph = api.new_graph(s->ctx);
     api.backend_cpu_set_n_threads(backend, p->threads); /* every problem of a run has the same */
     api.build_forward_expand(s->graph, nodes[n - 1]);
-    snprintf(note, notelen, "ggml %s CPU backend, %s, %d threads", version,
-             rms ? "rms_norm then mul (fused)" : "norm, mul, add", p->threads);
+    snprintf(note, notelen, "ggml %s CPU backend, %s, %d thread%s", version,
+             rms ? "rms_norm then mul (fused)" : "norm, mul, add", p->threads,
+             p->threads > 1 ? "s" : "");
     *out = s;
     return LNTUNE_OK;
 }
