@@ -44,17 +44,10 @@ int lntune_bench_is_latency(int64_t rows, int64_t H) {
 #define CHECK_ELEMENTS (INT64_C(1) << 24)
 
 static const lntune_bench_family *const families[] = {
-    &lntune_bench_lntune_family, &lntune_bench_export_family, &lntune_bench_onednn_family,
-    &lntune_bench_onednn3_family, &lntune_bench_naive_copy_family};
+    &lntune_bench_lntune_family,    &lntune_bench_export_family, &lntune_bench_onednn_family,
+    &lntune_bench_onednn3_family,   &lntune_bench_ort_family,    &lntune_bench_ggml_family,
+    &lntune_bench_naive_copy_family};
 
-#ifndef LNTUNE_BENCH_PEERS_DIR
-#define LNTUNE_BENCH_PEERS_DIR "/opt/lntune-bench"
-#endif
-
-const char *lntune_bench_peers_dir(void) {
-    const char *dir = getenv("LNTUNE_BENCH_PEERS");
-    return dir && dir[0] ? dir : LNTUNE_BENCH_PEERS_DIR;
-}
 enum { NFAMILIES = sizeof families / sizeof families[0] };
 
 /* xorshift64* and Box-Muller: reproducible normal data without libc's rand state. */

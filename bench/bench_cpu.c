@@ -61,7 +61,8 @@ static int usage(const char *why) {
             "  --python: the Python that runs bench_torch.py (default: bin/python3 of the folder\n"
             "  bench/install-deps fills, where there is one: %s ($LNTUNE_BENCH_PEERS);\n"
             "  else /usr/bin/python3). oneDNN 3.x: $LNTUNE_BENCH_ONEDNN3, else that folder's\n"
-            "  lib/libdnnl.so.3.\n",
+            "  lib/libdnnl.so.3; ONNX Runtime: $LNTUNE_BENCH_ORT, else its onnxruntime wheel's\n"
+            "  libonnxruntime.so; ggml: $LNTUNE_BENCH_GGML, else its ggml/lib/libggml-cpu.so.\n",
             why, lntune_bench_peers_dir());
     return 2;
 }
@@ -131,7 +132,8 @@ static int write_report(const char *prefix, const lntune_bench_records *rs) {
             }
         fclose(f);
     }
-    snprintf(title, sizeof title, "lntune vs oneDNN, PyTorch and memory copy: %s, %ld cores", cpu,
+    snprintf(title, sizeof title,
+             "lntune vs oneDNN, ONNX Runtime, ggml, PyTorch and memory copy: %s, %ld cores", cpu,
              sysconf(_SC_NPROCESSORS_ONLN));
     const char *ext[] = {".md", ".svg"};
     for (int k = 0; k < 2; ++k) {

@@ -13,10 +13,15 @@
  *      of the four in this run) writing s (to residual_out for Pre-LN, to a scratch buffer for
  *      Post-LN), then lntune_layernorm (unfused, tuned in the same database) reading s;
  *  (c) memcpy of the bytes (a) moves (x, residual read, y and residual_out written), on 1 and
- *      on every thread: the copy bandwidth of the fused call's bytes.
+ *      on every thread: the copy bandwidth of the fused call's bytes;
+ *  (d) ONNX Runtime's SkipLayerNormalization (com.microsoft, the Add & Norm of its transformer
+ *      models; intra_op_num_threads = every core), where bench/install-deps put the onnxruntime
+ *      wheel (peers_ort.c); n/a with the reason otherwise, and left out, not failed, when its
+ *      result disagrees with the reference: it is a peer, not the thing under test.
  * Before timing, every candidate's outputs (poisoned first) are checked against a float64
  * reference: y against the LayerNorm of s (of s rounded to its type for (b), which normalizes
- * the rounded s it reads), s / residual_out bit for bit against the fp32 sum rounded once.
+ * the rounded s it reads; of the fp32 sum for (a) and (d)), s / residual_out bit for bit against
+ * the fp32 sum rounded once.
  * Other processes' CPU use during each configuration is reported (busy.h).
  */
 #define _GNU_SOURCE
@@ -24,6 +29,7 @@
 #include "dtypes.h"
 #include "half_ref.h"
 #include "lntune.h"
+#include "peers.h"
 #include "reference.h"
 #include "residual_add.h"
 #include "verify.h"
@@ -36,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { FUSED, PAIR, COPY, MAX_CANDIDATES = 8, MAX_REPS = 101 };
+enum { FUSED, PAIR, COPY, PEER, MAX_CANDIDATES = 8, MAX_REPS = 101 };
 
 typedef struct {
     int kind;
@@ -53,6 +59,8 @@ typedef struct {
     void *x, *r, *y, *ro, *s, *gamma, *beta, *ca, *cb;
     double bytes; /* what the fused call moves */
     lntune *ctx;
+    void *ort;          /* (d)'s state, or NULL */
+    char ort_note[160]; /* what (d) ran, or why it is n/a */
 } config;
 
 static double now_ms(void) {
@@ -132,6 +140,7 @@ static int run(const config *c, const candidate *k) {
         copy_bytes(c, k->threads);
         return LNTUNE_OK;
     }
+    if (k->kind == PEER) return lntune_bench_ort_skip_run(c->ort) ? LNTUNE_EINVAL : LNTUNE_OK;
     if (k->kind == FUSED) {
         lntune_args a = ln_args(c, c->x);
         a.residual = c->r;
@@ -158,7 +167,7 @@ static double check(const config *c, const candidate *k) {
     poison(c, c->y);
     if (s) poison(c, s);
     if (run(c, k) != LNTUNE_OK) {
-        printf("  %s: %s\n", k->name, lntune_errmsg(c->ctx));
+        printf("  %s: %s\n", k->name, k->kind == PEER ? "the call failed" : lntune_errmsg(c->ctx));
         return INFINITY;
     }
     const int t = type_of(c);
@@ -244,13 +253,26 @@ static int bench_config(config *c, int reps, double rep_ms, int cores) {
         snprintf(p.name, sizeof p.name, "copy(%dt)", p.threads);
         k[nk++] = p;
     }
+    const lntune_bench_skip_problem sp = {
+        c->rows, c->H, 1e-5f, c->type, c->x, c->r, c->gamma, c->beta, c->y, c->out ? c->ro : NULL,
+        cores};
+    if (lntune_bench_ort_skip_open(&sp, &c->ort, c->ort_note, sizeof c->ort_note) == LNTUNE_OK)
+        k[nk++] = (candidate){.kind = PEER, .name = "ort SkipLayerNorm"};
     int wrong = 0;
     double err[MAX_CANDIDATES];
     for (int i = 0; i < nk; ++i) {
         err[i] = check(c, &k[i]);
+        if (k[i].kind == PEER && !(err[i] < INFINITY)) { /* the last one: left out */
+            snprintf(c->ort_note, sizeof c->ort_note, "disagrees with the reference: left out");
+            --nk;
+            break;
+        }
         wrong += !(err[i] < INFINITY);
     }
-    if (wrong) return 1;
+    if (wrong) {
+        lntune_bench_ort_skip_close(c->ort);
+        return 1;
+    }
     lntune_busy_sample b0, b1;
     lntune_busy_sample_now(&b0);
     int order[MAX_CANDIDATES];
@@ -296,11 +318,13 @@ static int bench_config(config *c, int reps, double rep_ms, int cores) {
                "%.3g\n",
                k[i].name, k[i].median_ms, k[i].ms[0], k[i].ms[reps - 1],
                c->bytes / (k[i].median_ms * 1e6), err[i]);
+    printf("  ONNX Runtime: %s%s\n", k[nk - 1].kind == PEER ? "" : "n/a: ", c->ort_note);
     printf("RESULT | %s | %s | %.3f | %.3f (%s) | %.2fx | %.2f | %.2f (%s) | %.2f |\n",
            lntune_type_name(c->type), c->out ? "yes" : "no", k[0].median_ms, k[best_pair].median_ms,
            k[best_pair].name, k[best_pair].median_ms / k[0].median_ms,
            c->bytes / (k[0].median_ms * 1e6), c->bytes / (k[best_copy].median_ms * 1e6),
            k[best_copy].name, busy);
+    lntune_bench_ort_skip_close(c->ort);
     free(c->x), free(c->r), free(c->y), free(c->ro), free(c->s), free(c->gamma), free(c->beta);
     free(c->ca), free(c->cb);
     return 0;

@@ -9,11 +9,12 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const impls[] = {"lntune_tuned", "lntune_builtin", "lntune_export", "onednn",
-                                    "onednn3",      "torch",          "torch_out",     "naive",
-                                    "copy_memcpy",  "copy_nt"};
-static const char *const colors[] = {"#d62728", "#ff9896", "#9467bd", "#1f77b4", "#aec7e8",
-                                     "#ff7f0e", "#ffbb78", "#7f7f7f", "#2ca02c", "#98df8a"};
+static const char *const impls[] = {
+    "lntune_tuned", "lntune_builtin", "lntune_export", "onednn", "onednn3",     "ort",
+    "ggml",         "torch",          "torch_out",     "naive",  "copy_memcpy", "copy_nt"};
+static const char *const colors[] = {"#d62728", "#ff9896", "#9467bd", "#1f77b4",
+                                     "#aec7e8", "#17becf", "#bcbd22", "#ff7f0e",
+                                     "#ffbb78", "#7f7f7f", "#2ca02c", "#98df8a"};
 enum {
     NIMPL = sizeof impls / sizeof impls[0],
     BAR = 11,

@@ -1,8 +1,9 @@
 /*
  * peers.h - the in-process implementations the bench times, behind one small interface, so that
- * the runner treats lntune, oneDNN, the naive kernel and the copies alike. Each peers_*.c file
- * exports a table of them; PyTorch runs in its own process (peers_torch.c). The peers that are
- * not part of the build (oneDNN 3.x, PyTorch) come from the folder bench/install-deps fills.
+ * the runner treats lntune, oneDNN, ONNX Runtime, ggml, the naive kernel and the copies alike.
+ * Each peers_*.c file exports a table of them; PyTorch runs in its own process (peers_torch.c).
+ * The peers that are not part of the build (oneDNN 3.x, ONNX Runtime, ggml, PyTorch) come from
+ * the folder bench/install-deps fills.
  */
 #ifndef LNTUNE_BENCH_PEERS_H
 #define LNTUNE_BENCH_PEERS_H
@@ -52,8 +53,29 @@ typedef struct lntune_bench_family {
 extern const lntune_bench_family lntune_bench_naive_copy_family;
 extern const lntune_bench_family lntune_bench_onednn_family;  /* 2.x; n/a without its header */
 extern const lntune_bench_family lntune_bench_onednn3_family; /* libdnnl.so.3, at run time */
+extern const lntune_bench_family lntune_bench_ort_family;     /* libonnxruntime, at run time */
+extern const lntune_bench_family lntune_bench_ggml_family;    /* libggml-cpu.so, at run time */
 extern const lntune_bench_family lntune_bench_lntune_family;  /* empty without the runtime */
 extern const lntune_bench_family lntune_bench_export_family;  /* config's export_lib */
+
+/*
+ * ONNX Runtime's SkipLayerNormalization (com.microsoft: Add & Norm), for bench_residual:
+ * y = LayerNorm(x + residual) * gamma + beta, and the sum into residual_out where it is not NULL;
+ * all of one element type. open loads the library (peers_ort.c) on first use; it returns
+ * LNTUNE_OK or another code with the reason in note (version and node on success).
+ */
+typedef struct lntune_bench_skip_problem {
+    int64_t rows, H;
+    float eps;
+    int type; /* LNTUNE_TYPE_* */
+    const void *x, *residual, *gamma, *beta;
+    void *y, *residual_out;
+    int threads;
+} lntune_bench_skip_problem;
+int lntune_bench_ort_skip_open(const lntune_bench_skip_problem *p, void **state, char *note,
+                               size_t notelen);
+int lntune_bench_ort_skip_run(void *state); /* non-zero on failure */
+void lntune_bench_ort_skip_close(void *state);
 
 /*
  * Runs the PyTorch script at cfg's threads on shapes and appends its records, with cfg's python,

@@ -10,8 +10,8 @@
 #include <string.h>
 
 static const char *const impl_order[] = {
-    "lntune_tuned", "lntune_builtin", "lntune_export", "onednn",      "onednn3",
-    "torch",        "torch_out",      "naive",         "copy_memcpy", "copy_nt"};
+    "lntune_tuned", "lntune_builtin", "lntune_export", "onednn", "onednn3",     "ort",
+    "ggml",         "torch",          "torch_out",     "naive",  "copy_memcpy", "copy_nt"};
 enum { NIMPL = sizeof impl_order / sizeof impl_order[0] };
 
 const char *lntune_bench_impl_label(const char *impl) {
@@ -20,6 +20,8 @@ const char *lntune_bench_impl_label(const char *impl) {
                                             {"lntune_export", "lntune export"},
                                             {"onednn", "oneDNN 2"},
                                             {"onednn3", "oneDNN 3"},
+                                            {"ort", "ONNX Runtime"},
+                                            {"ggml", "ggml"},
                                             {"torch", "PyTorch"},
                                             {"torch_out", "PyTorch out="},
                                             {"naive", "naive C"},
@@ -116,7 +118,10 @@ static void section(FILE *f, const lntune_bench_records *rs, int threads, const 
             if (r->threads != threads || strcmp(r->impl, impl_order[i]) != 0 ||
                 strcmp(r->op, op) != 0 || !r->note[0] || (said && strcmp(said, r->note) == 0))
                 continue;
-            if (r->us >= 0 && strncmp(impl_order[i], "torch", 5) != 0) continue;
+            /* A measured peer's note says what was called, where more than one thing could be. */
+            if (r->us >= 0 && strncmp(impl_order[i], "torch", 5) != 0 &&
+                strcmp(impl_order[i], "ort") != 0 && strcmp(impl_order[i], "ggml") != 0)
+                continue;
             fprintf(f, "%s- %s: %s%s\n", listed ? "" : "\n", lntune_bench_impl_label(impl_order[i]),
                     r->us < 0 ? "n/a: " : "", r->note);
             said = r->note, listed = 1;

@@ -14,16 +14,19 @@
 #   BENCH_RESULTS=DIR (default $BUILD_DIR/bench-results: the bench databases and the report;
 #   raw output stays out of the source tree),
 #   BENCH_OUT=PREFIX (default $BENCH_RESULTS/cpu[-TYPE]-DATE: PREFIX.md, .svg, -t*.jsonl),
-#   LNTUNE_BENCH_PEERS (default /opt/lntune-bench: oneDNN 3.x and PyTorch, bench/install-deps).
+#   LNTUNE_BENCH_PEERS (default /opt/lntune-bench: oneDNN 3.x, ONNX Runtime, ggml and PyTorch,
+#   bench/install-deps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 results=${BENCH_RESULTS:-$build/bench-results}
-peers=${LNTUNE_BENCH_PEERS:-/opt/lntune-bench} # bench/install-deps: oneDNN 3.x and PyTorch
+peers=${LNTUNE_BENCH_PEERS:-/opt/lntune-bench} # bench/install-deps: oneDNN 3, ORT, ggml, PyTorch
 
 have_deps() {
     { [ -e /usr/include/dnnl.h ] || [ -e /usr/include/oneapi/dnnl/dnnl.h ]; } &&
         [ -e "$peers/lib/libdnnl.so.3" ] && "$peers/bin/python3" -c 'import torch' 2>/dev/null &&
+        compgen -G "$peers/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.*" >/dev/null &&
+        [ -e "$peers/ggml/lib/libggml-cpu.so" ] &&
         command -v clang-14 >/dev/null
 }
 if ! have_deps; then
