@@ -206,22 +206,11 @@ static void check_mutants(void) {
     for (size_t m = 0; m < sizeof mutants / sizeof *mutants; ++m) {
         const mutant *u = &mutants[m];
         const char *file = u->file ? u->file : "convert.lua";
-        const int written = write_mutant(dir, file, u->from, u->to);
-        CHECK(written, "%s: the line to change is in %s", u->what, file);
-        if (!written) continue;
-        setenv("LNTUNE_TEMPLATE_DIR", dir, 1);
+        if (!write_mutant_checked(dir, file, u->from, u->to, u->what)) continue;
+        const lntune_shape s = shape_of(u->dtype, 0);
         const int first = full ? 0 : (int)(m % 2), last = full ? 1 : first; /* ops, in turn */
-        for (int op = first; op <= last; ++op) {
-            const lntune_shape s = shape_of(u->dtype, 0);
-            lntune_verify_variant_result r;
-            char err[1024] = "";
-            const int rc = lntune_verify_variant(op ? "rmsnorm" : "layernorm", u->variant, &s, &r,
-                                                 err, sizeof err);
-            CHECK(rc == LNTUNE_EVERIFY && strstr(r.check.message, "expected"),
-                  "%s, %s: refused (rc %d): %s %s", u->what, op ? "rmsnorm" : "layernorm", rc,
-                  r.check.message, err);
-        }
-        unsetenv("LNTUNE_TEMPLATE_DIR");
+        for (int op = first; op <= last; ++op)
+            mutant_refused(dir, u->what, op ? "rmsnorm" : "layernorm", u->variant, &s, "expected");
     }
     scratch_dir_finish(dir, check_failures);
 }

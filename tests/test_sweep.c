@@ -36,6 +36,7 @@
 #include "randn.h"
 #include "verify.h"
 #include "verify_backward.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,12 +68,6 @@ typedef struct {
     int scale;
     int turn; /* which list a group's odd variant comes from: any-H when odd */
 } sweep;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static size_t draw(sweep *w, size_t n) {
     const size_t k = (size_t)(test_uniform(&w->rng) * (double)n);
@@ -170,9 +165,9 @@ static size_t run_cpu(sweep *w, const char *compiler, uint64_t seed) {
     const char *const werror[] = {"-Wall", "-Wextra", "-Werror", NULL};
     lntune_library *lib = NULL;
     char *diag = NULL;
-    const double t0 = now_s();
+    const double t0 = test_now_s();
     int rc = lntune_build_library(compiler, werror, texts, w->n, 2, &lib, &diag);
-    const double t1 = now_s();
+    const double t1 = test_now_s();
     CHECK(rc == LNTUNE_OK, "%zu CPU sources compile with %s -Wall -Wextra -Werror in %.1f s%s%s",
           w->n, compiler, t1 - t0, diag ? ": " : "", diag ? diag : "");
     free(diag);
@@ -214,7 +209,7 @@ static size_t run_cpu(sweep *w, const char *compiler, uint64_t seed) {
         if (rc == LNTUNE_OK) ++passed;
         if (getenv("LNTUNE_TEST_VERBOSE")) printf("%s: %s\n", rc ? "FAIL" : "ok", s->what);
     }
-    printf("CPU: %zu of %zu variants verified in %.1f s\n", passed, w->n, now_s() - t1);
+    printf("CPU: %zu of %zu variants verified in %.1f s\n", passed, w->n, test_now_s() - t1);
     lntune_pool_destroy(pool);
     lntune_library_close(lib);
     return passed;
@@ -224,7 +219,7 @@ static size_t run_cpu(sweep *w, const char *compiler, uint64_t seed) {
 static size_t run_cuda(sweep *w, lntune_nvrtc *nv) {
     lntune_nvrtc_job *jobs = calloc(w->n ? w->n : 1, sizeof *jobs);
     for (size_t i = 0; i < w->n; ++i) jobs[i].source = w->s[i].src.text;
-    const double t0 = now_s();
+    const double t0 = test_now_s();
     int rc = lntune_nvrtc_compile_many(nv, CUDA_SM, LNTUNE_NVRTC_CUBIN, jobs, w->n, 0);
     CHECK(rc == LNTUNE_OK, "NVRTC batch of %zu: rc %d", w->n, rc);
     device_suite dev;
@@ -244,7 +239,7 @@ static size_t run_cuda(sweep *w, lntune_nvrtc *nv) {
     }
     device_close(&dev);
     printf("CUDA: %zu of %zu variants compiled for sm_%d in %.1f s\n", compiled, w->n, CUDA_SM,
-           now_s() - t0);
+           test_now_s() - t0);
     free(jobs);
     return compiled;
 }
