@@ -11,6 +11,7 @@
 #include "busy.h"
 #include "lntune.h"
 #include "peers.h"
+#include "randn.h"
 #include "dtypes.h"
 #include "half.h"
 #include "half_ref.h"
@@ -50,21 +51,10 @@ static const lntune_bench_family *const families[] = {
 
 enum { NFAMILIES = sizeof families / sizeof families[0] };
 
-/* xorshift64* and Box-Muller: reproducible normal data without libc's rand state. */
-static uint64_t next_u64(uint64_t *s) {
-    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
-}
-
+/* Reproducible normal data without libc's rand state (the tests' generator, tests/randn.h). */
 static void fill_normal(float *v, int64_t n, double mean, double sd, uint64_t seed) {
     uint64_t s = seed | 1;
-    for (int64_t i = 0; i < n; i += 2) {
-        double u1 = ((double)(next_u64(&s) >> 11) + 0.5) / 9007199254740992.0;
-        double u2 = (double)(next_u64(&s) >> 11) / 9007199254740992.0;
-        double r = sqrt(-2.0 * log(u1));
-        v[i] = (float)(mean + sd * r * cos(6.283185307179586 * u2));
-        if (i + 1 < n) v[i + 1] = (float)(mean + sd * r * sin(6.283185307179586 * u2));
-    }
+    for (int64_t i = 0; i < n; ++i) v[i] = (float)(mean + sd * test_randn(&s));
 }
 
 /*
@@ -276,8 +266,7 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
     uint64_t rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(rows * 131 + H); /* the same run alike */
     for (int rep = 0; rep < reps; ++rep) {
         for (size_t k = ncand; k > 1; --k) { /* Fisher-Yates */
-            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-            const size_t j = (size_t)(rng % k), tmp = order[k - 1];
+            const size_t j = (size_t)(test_uniform(&rng) * (double)k), tmp = order[k - 1];
             order[k - 1] = order[j];
             order[j] = tmp;
         }

@@ -33,6 +33,8 @@
 #include "reference.h"
 #include "residual_add.h"
 #include "verify.h"
+#include "clock.h"
+#include "randn.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -63,20 +65,9 @@ typedef struct {
     char ort_note[160]; /* what (d) ran, or why it is n/a */
 } config;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static double randn(void) {
-    double u[2];
-    for (int k = 0; k < 2; ++k) {
-        rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
-        u[k] = ((double)((rng * 0x2545f4914f6cdd1dULL) >> 11) + 0.5) / 9007199254740992.0;
-    }
-    return sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]);
+    return test_randn(&rng);
 }
 
 static int type_of(const config *c) {
@@ -286,12 +277,12 @@ static int bench_config(config *c, int reps, double rep_ms, int cores) {
         for (int o = 0; o < nk; ++o) {
             candidate *q = &k[order[o]];
             int calls = 0;
-            const double t0 = now_ms();
+            const double t0 = 1e3 * test_now_s();
             double t1;
             do {
                 if (run(c, q) != LNTUNE_OK) return 1;
                 calls++;
-            } while ((t1 = now_ms()) - t0 < rep_ms);
+            } while ((t1 = 1e3 * test_now_s()) - t0 < rep_ms);
             q->ms[rep] = (t1 - t0) / calls;
         }
     }

@@ -23,7 +23,7 @@ open(sys.argv[2], "w").write(s[:i] + "    (void)op, (void)affine, (void)out, (vo
 PY
 for f in lntune_kernels row_path; do
     $cc -std=c11 -O3 -march=native -c "$work/$f.c" -o "$work/$f.o"
-    $cc -std=c11 -O2 -I"$work" bench/export_residual.c "$work/$f.o" -pthread -lm -o "$work/bench_$f"
+    $cc -std=c11 -O2 -I"$work" -Itests bench/export_residual.c "$work/$f.o" -pthread -lm -o "$work/bench_$f"
 done
 printf "%-8s %6s %-7s %14s %14s %8s\n" rows H call "fused (ms)" "fp32 row (ms)" speedup
 for H in ${HS:-4096 768}; do

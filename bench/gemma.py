@@ -30,7 +30,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_F32, Args, bench_arguments, copy_call,
+from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_F32, Args, bench_arguments, cases, copy_call,
                            cpu_name, finish, rmsnorm_call, start, time_all)
 
 
@@ -71,27 +71,23 @@ def main():
     o = p.parse_args()
     lib, tuned, untuned = start(o, "gemma")
     rows_out = []
-    for shape in o.shapes.split(","):
-        R, H = (int(v) for v in shape.split("x"))
-        for dt in o.dtypes.split(","):
-            tdt = torch.bfloat16 if dt == "bf16" else torch.float32
-            x = torch.randn(R, H).to(tdt)
-            w = (0.1 * torch.randn(H)).to(tdt)  # zero-centred, as Gemma stores them
-            y, yp, yu = (torch.empty(R, H, dtype=tdt) for _ in range(3))
-            moved = 2 * R * H * x.element_size()
-            calls = {
-                "lntune tuned": lntune_call(lib, tuned, x, w, y, 1.0),
-                "lntune no offset": lntune_call(lib, tuned, x, w, yp, 0.0),
-                "lntune untuned": lntune_call(lib, untuned, x, w, yu, 1.0),
-                "HF Gemma": hf_gemma(x, w),
-                "PyTorch fused": torch_fused(x, w),
-                "copy": copy_call(moved),
-            }
-            t = time_all(calls, o.reps, o.rep_ms / 1000.0)
-            errs = [ulp_error(v, x, w) for v in (y, yu, hf_gemma(x, w)())]
-            rows_out.append((shape, dt, t, moved, errs))
-            print("%s %s: %s" % (shape, dt, ", ".join(
-                "%s %.1f us" % (k, v * 1e6) for k, v in t.items())), file=sys.stderr)
+    for shape, R, H, dt, tdt, x in cases(o):
+        w = (0.1 * torch.randn(H)).to(tdt)  # zero-centred, as Gemma stores them
+        y, yp, yu = (torch.empty(R, H, dtype=tdt) for _ in range(3))
+        moved = 2 * R * H * x.element_size()
+        calls = {
+            "lntune tuned": lntune_call(lib, tuned, x, w, y, 1.0),
+            "lntune no offset": lntune_call(lib, tuned, x, w, yp, 0.0),
+            "lntune untuned": lntune_call(lib, untuned, x, w, yu, 1.0),
+            "HF Gemma": hf_gemma(x, w),
+            "PyTorch fused": torch_fused(x, w),
+            "copy": copy_call(moved),
+        }
+        t = time_all(calls, o.reps, o.rep_ms / 1000.0)
+        errs = [ulp_error(v, x, w) for v in (y, yu, hf_gemma(x, w)())]
+        rows_out.append((shape, dt, t, moved, errs))
+        print("%s %s: %s" % (shape, dt, ", ".join(
+            "%s %.1f us" % (k, v * 1e6) for k, v in t.items())), file=sys.stderr)
     lines = ["# RMSNorm with Gemma's weight offset, CPU: lntune vs PyTorch",
              "",
              "%s, %d threads (LNTUNE_NUM_THREADS and torch.set_num_threads), torch %s. "

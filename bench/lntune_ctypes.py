@@ -124,6 +124,17 @@ def start(o, name):
     return lib, tuned, untuned
 
 
+def cases(o):
+    """(shape text, rows, H, dtype text, torch dtype, x) for each of o's shapes and dtypes: x
+    rows x H of N(0, 1) in that dtype."""
+    import torch
+    for shape in o.shapes.split(","):
+        R, H = (int(v) for v in shape.split("x"))
+        for dt in o.dtypes.split(","):
+            tdt = torch.bfloat16 if dt == "bf16" else torch.float32
+            yield shape, R, H, dt, tdt, torch.randn(R, H).to(tdt)
+
+
 def copy_call(moved):
     """torch's copy_ of moved bytes, half read and half written, as the tuner's copy moves them."""
     import torch

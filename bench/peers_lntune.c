@@ -96,21 +96,15 @@ static void close_state(void *s) {
     free(s);
 }
 
-static const lntune_bench_peer peers[] = {
-    {"lntune_tuned", LNTUNE_BENCH_LAYERNORM, open_tuned_ln, run, close_state},
-    {"lntune_builtin", LNTUNE_BENCH_LAYERNORM, open_builtin_ln, run, close_state},
-    {"lntune_tuned", LNTUNE_BENCH_RMSNORM, open_tuned_rms, run, close_state},
-    {"lntune_builtin", LNTUNE_BENCH_RMSNORM, open_builtin_rms, run, close_state},
-};
+/* The table below, with this build's functions. */
+#define OPENER(f) f
+#define RUN run
+#define CLOSE close_state
+#define INIT init
+#define FINI fini
+#define HAS_RUNTIME 1
 
-const lntune_bench_family lntune_bench_lntune_family = {peers, sizeof peers / sizeof peers[0], init,
-                                                        fini};
-
-int lntune_bench_has_runtime(void) {
-    return 1;
-}
-
-#else /* no runtime in this build */
+#else /* no runtime in this build: every peer is n/a, saying why */
 
 static int open_absent(const lntune_bench_problem *p, void **out, char *note, size_t notelen) {
     (void)p, (void)out;
@@ -118,18 +112,25 @@ static int open_absent(const lntune_bench_problem *p, void **out, char *note, si
     return LNTUNE_EUNSUPPORTED;
 }
 
-static const lntune_bench_peer peers[] = {
-    {"lntune_tuned", LNTUNE_BENCH_LAYERNORM, open_absent, NULL, NULL},
-    {"lntune_builtin", LNTUNE_BENCH_LAYERNORM, open_absent, NULL, NULL},
-    {"lntune_tuned", LNTUNE_BENCH_RMSNORM, open_absent, NULL, NULL},
-    {"lntune_builtin", LNTUNE_BENCH_RMSNORM, open_absent, NULL, NULL},
-};
-
-const lntune_bench_family lntune_bench_lntune_family = {peers, sizeof peers / sizeof peers[0], NULL,
-                                                        NULL};
-
-int lntune_bench_has_runtime(void) {
-    return 0;
-}
+#define OPENER(f) open_absent
+#define RUN NULL
+#define CLOSE NULL
+#define INIT NULL
+#define FINI NULL
+#define HAS_RUNTIME 0
 
 #endif
+
+static const lntune_bench_peer peers[] = {
+    {"lntune_tuned", LNTUNE_BENCH_LAYERNORM, OPENER(open_tuned_ln), RUN, CLOSE},
+    {"lntune_builtin", LNTUNE_BENCH_LAYERNORM, OPENER(open_builtin_ln), RUN, CLOSE},
+    {"lntune_tuned", LNTUNE_BENCH_RMSNORM, OPENER(open_tuned_rms), RUN, CLOSE},
+    {"lntune_builtin", LNTUNE_BENCH_RMSNORM, OPENER(open_builtin_rms), RUN, CLOSE},
+};
+
+const lntune_bench_family lntune_bench_lntune_family = {peers, sizeof peers / sizeof peers[0], INIT,
+                                                        FINI};
+
+int lntune_bench_has_runtime(void) {
+    return HAS_RUNTIME;
+}

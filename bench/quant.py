@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from lntune_ctypes import (EPS, LNTUNE_BF16, LNTUNE_DEVICE_CUDA, LNTUNE_F32, LNTUNE_FP8_E4M3,
-                           LNTUNE_I8, Args, bench_arguments, copy_call, cpu_name, finish,
+                           LNTUNE_I8, Args, bench_arguments, cases, copy_call, cpu_name, finish,
                            rmsnorm_call, start, time_all)
 
 
@@ -81,31 +81,27 @@ def main():
     o = p.parse_args()
     lib, tuned, untuned = start(o, "quant")
     rows_out = []
-    for shape in o.shapes.split(","):
-        R, H = (int(v) for v in shape.split("x"))
-        for dt in o.dtypes.split(","):
-            tdt = torch.bfloat16 if dt == "bf16" else torch.float32
-            x = torch.randn(R, H).to(tdt)
-            w = (1.0 + 0.1 * torch.randn(H)).to(tdt)
-            xb = x.element_size()
-            for code in o.codes.split(","):
-                q = torch.empty(R, H, dtype=torch.uint8)
-                qu = torch.empty(R, H, dtype=torch.uint8)
-                s, su = torch.empty(R), torch.empty(R)
-                moved = R * H * (xb + 1)
-                calls = {
-                    "lntune tuned": lntune_call(lib, tuned, x, w, q, s, code),
-                    "lntune untuned": lntune_call(lib, untuned, x, w, qu, su, code),
-                    "PyTorch (norm, then quantize)": torch_call(x, w, code),
-                    "copy": copy_call(moved),
-                }
-                t = time_all(calls, o.reps, o.rep_ms / 1000.0)
-                ref, _ = torch_call(x, w, code)()
-                same, far = agreement(q.view(torch.int8) if code == "i8" else q, ref, code)
-                same_u, far_u = agreement(qu.view(torch.int8) if code == "i8" else qu, ref, code)
-                rows_out.append((shape, dt, code, t, moved, same, far, same_u, far_u))
-                print("%s %s -> %s: %s" % (shape, dt, code, ", ".join(
-                    "%s %.1f us" % (k, v * 1e6) for k, v in t.items())), file=sys.stderr)
+    for shape, R, H, dt, tdt, x in cases(o):
+        w = (1.0 + 0.1 * torch.randn(H)).to(tdt)
+        xb = x.element_size()
+        for code in o.codes.split(","):
+            q = torch.empty(R, H, dtype=torch.uint8)
+            qu = torch.empty(R, H, dtype=torch.uint8)
+            s, su = torch.empty(R), torch.empty(R)
+            moved = R * H * (xb + 1)
+            calls = {
+                "lntune tuned": lntune_call(lib, tuned, x, w, q, s, code),
+                "lntune untuned": lntune_call(lib, untuned, x, w, qu, su, code),
+                "PyTorch (norm, then quantize)": torch_call(x, w, code),
+                "copy": copy_call(moved),
+            }
+            t = time_all(calls, o.reps, o.rep_ms / 1000.0)
+            ref, _ = torch_call(x, w, code)()
+            same, far = agreement(q.view(torch.int8) if code == "i8" else q, ref, code)
+            same_u, far_u = agreement(qu.view(torch.int8) if code == "i8" else qu, ref, code)
+            rows_out.append((shape, dt, code, t, moved, same, far, same_u, far_u))
+            print("%s %s -> %s: %s" % (shape, dt, code, ", ".join(
+                "%s %.1f us" % (k, v * 1e6) for k, v in t.items())), file=sys.stderr)
     lines = ["# Fused RMSNorm + dynamic per-row quantization, CPU: lntune vs PyTorch unfused",
              "",
              "%s, %d threads (LNTUNE_NUM_THREADS and torch.set_num_threads), torch %s. "

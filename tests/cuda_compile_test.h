@@ -16,6 +16,7 @@
 #include "lntune.h"
 #include "nvrtc.h"
 #include "nvrtc_check.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,12 +37,6 @@ typedef struct compile_test {
     const size_t *nsamples; /* the samples collected ... */
     size_t want;            /* ... which must be this many */
 } compile_test;
-
-static inline double compile_test_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Room for one more sample of at most max; a failure counted when there is none. */
 static inline int compile_test_room(size_t n, size_t max) {
@@ -115,6 +110,28 @@ static inline const char *compile_test_pick_fixed(char **list, size_t n, const k
     return nf ? knob_coverage_pick(c, fl, nf, start) : NULL;
 }
 
+/* A test's sample maker and variant lister (its add and variants). */
+typedef void compile_test_add_fn(lntune_gen *g, int sm, const char *op, const char *variant,
+                                 const lntune_shape *shape);
+typedef char **compile_test_list_fn(lntune_gen *g, const char *op, const lntune_shape *shape,
+                                    size_t *n);
+
+/* Group k's fixed-H sample for sm_90: op at any's types, fusion and affine kind at H 1000, 4096
+ * or 16384 in turn, the variant c picks from seed, added with add. */
+static inline void compile_test_add_fixed(lntune_gen *g, const char *op, const lntune_shape *any,
+                                          int k, const knob_coverage *c, size_t seed,
+                                          compile_test_list_fn *variants,
+                                          compile_test_add_fn *add) {
+    static const int64_t fixed_h[] = {1000, 4096, 16384};
+    lntune_shape fixed = *any;
+    fixed.H = fixed_h[k % 3];
+    size_t n = 0;
+    char **list = variants(g, op, &fixed, &n);
+    const char *v = compile_test_pick_fixed(list, n, c, seed, op, fixed.H);
+    if (v) add(g, 90, op, v, &fixed);
+    lntune_gen_free_list(list, n);
+}
+
 /* Every knob value of the lists c saw came up in its sample (name: whose sample). */
 static inline void compile_test_covered(const knob_coverage *c, const char *name) {
     const char *missing = knob_coverage_missing(c);
@@ -179,7 +196,7 @@ static inline int compile_test_main(const compile_test *t) {
 
     device_suite dev;
     device_open(&dev);
-    const double t0 = compile_test_now();
+    const double t0 = test_now_s();
     double ms = 0;
     for (size_t k = 0; k < 2 && t->sms[k]; ++k) {
         size_t n = 0;
@@ -187,7 +204,7 @@ static inline int compile_test_main(const compile_test *t) {
         printf("%zu %s compiled for sm_%d\n", n, t->what, t->sms[k]);
     }
     printf("%zu %s compiled (those for the GPU run on it, if any) in %.1f s wall (NVRTC %.1f s)\n",
-           *t->nsamples, t->what, compile_test_now() - t0, ms / 1e3);
+           *t->nsamples, t->what, test_now_s() - t0, ms / 1e3);
     EXPECT(*t->nsamples == t->want, "%zu samples", *t->nsamples);
     device_close(&dev);
     lntune_nvrtc_close(nv);

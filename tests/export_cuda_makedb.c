@@ -19,6 +19,7 @@
  *   export_cuda_makedb PATH [none]   ("none": the GPU rows without winners)
  * Prints "gpu FINGERPRINT NAME" for each GPU row.
  */
+#include "best_record.h"
 #include "cuda_launch.h"
 #include "dtypes.h"
 #include "fusion.h"
@@ -113,15 +114,8 @@ static int put_winner(lntune_db *db, lntune_gen *g, int64_t hw, int sm, const wi
                            .object_len = sizeof cubin,
                            .ptx = "// not PTX either"};
     lntune_db_key k = {hw, "cuda", op, w->dtype ? w->dtype : "f32", w->H, w->rows, w->affine};
-    lntune_best best = {.variant = src.variant,
-                        .artifact_key = key,
-                        .threads = 1,
-                        .tuned_rows = w->rows,
-                        .median_ns = 5000.0,
-                        .gbps = 2000.0,
-                        .copy_gbps = 3000.0,
-                        .max_error = 1e-7,
-                        .naive_ns = 9000.0};
+    lntune_best best =
+        test_best(src.variant, key, 1, w->rows, 5000.0, 2000.0, 3000.0, 1e-7, 9000.0);
     lntune_measurement m = {.variant = src.variant,
                             .template_hash = src.template_hash,
                             .status = LNTUNE_STATUS_OK,
@@ -172,13 +166,7 @@ int main(int argc, char **argv) {
         static const char pair[] =
             "layout=block,tpr=32,block=256,pack=4,cache=smem,h=runtime,dgamma=partials";
         const lntune_db_key k = {hw[0], "cuda", "layernorm_backward", "f32", 4096, 16384, 1};
-        const lntune_best b = {.variant = pair,
-                               .threads = 1,
-                               .tuned_rows = 16384,
-                               .median_ns = 5000.0,
-                               .gbps = 2000.0,
-                               .copy_gbps = 3000.0,
-                               .max_error = 1e-7};
+        const lntune_best b = test_best(pair, NULL, 1, 16384, 5000.0, 2000.0, 3000.0, 1e-7, 0);
         rc = lntune_db_set_best(db, &k, &b);
         const lntune_db_key bad = {hw[0], "cuda", "layernorm_backward+residual_out", "f32", 4096,
                                    16384, 1};

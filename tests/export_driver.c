@@ -49,6 +49,7 @@
 #include "half_ref.h"
 #include "lntune_kernels.h"
 #include "testutil.h"
+#include "typed_bits.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -158,38 +159,12 @@ static void test_nearest_h(void) {
 /* ---- 2. type tuples ---- */
 
 static const char *const type_names[] = {"f32", "f16", "bf16"};
-static const int type_bits[] = {24, 11, 8}; /* significand, with the hidden 1 */
-static const int type_emin[] = {-126, -14, -126};
-/* Signalling NaNs: no kernel output is ever one, so any left after a call was never written. */
-static const uint32_t poison[] = {0x7fa5a5a5u, 0x7d5au, 0x7f85u};
-
-static size_t tsize(int t) {
-    return t == LNTUNE_TYPE_F32 ? 4 : 2;
-}
-
-static uint32_t raw(int t, const void *p, int64_t i) {
-    return t == LNTUNE_TYPE_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
-}
-
-static void set_raw(int t, void *p, int64_t i, uint32_t bits) {
-    if (t == LNTUNE_TYPE_F32)
-        ((uint32_t *)p)[i] = bits;
-    else
-        ((uint16_t *)p)[i] = (uint16_t)bits;
-}
-
-/* The spacing of type t's values at magnitude v (subnormal spacing below 2^emin). */
-static double ulp_of(int t, double v) {
-    int e = v > 0.0 && isfinite(v) ? ilogb(v) : type_emin[t];
-    if (e < type_emin[t]) e = type_emin[t];
-    return ldexp(1.0, e - type_bits[t] + 1);
-}
 
 /* A nonzero value of type t near offset (uniform, standard deviation spread) at p[i]. */
 static void put_random(int t, void *p, int64_t i, double offset, double spread) {
     do
-        lntune_ref_store(t, p, i,
-                         (float)(offset + spread * 1.7320508 * (2.0 * test_uniform() - 1.0)));
+        lntune_ref_store(
+            t, p, i, (float)(offset + spread * 1.7320508 * (2.0 * test_uniform(&test_rng) - 1.0)));
     while (lntune_ref_load(t, p, i) == 0.0);
 }
 

@@ -97,61 +97,44 @@ int main(int argc, char **argv) {
     lntune_cpu_info_get(&cpu);
     lntune_db *db;
     int64_t hw, gpu_hw = 0;
+    /* The winners of this machine, in order (see the top); twin: the run-time-H twin of the
+     * fp32 fixed-H winner above it. */
+    static const struct {
+        const char *op, *dtype, *variant;
+        int64_t H, rows;
+        int affine, threads, twin;
+    } tuned[] = {
+        {"layernorm", "f32", "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768, 64, 1, 1, 0},
+        {"rmsnorm", "f32", "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2, 0},
+        {"layernorm", "f32", "vec=8,acc=2,stats=twopass,affine=fused,h=fixed,threads=2", 768, 4096,
+         1, 2, 0},
+        {"layernorm", "f32", "vec=8,acc=2,stats=welford,affine=fused,h=runtime", 768, 64, 1, 1, 1},
+        {"rmsnorm", "f32", "vec=8,acc=4,stats=wide,affine=fused,store=nt,threads=1", 2048, 64, 1, 1,
+         0},
+        {"rmsnorm", "f32", "vec=8,acc=4,stats=wide,affine=fused,threads=1", 1024, 600, 1, 1, 0},
+        {"layernorm", "bf16", "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768, 64, 1, 1, 0},
+        {"rmsnorm", "f16", "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2, 0},
+        {"layernorm", "f16/bf16/f32", "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1001, 64, 1,
+         1, 0},
+        {"layernorm+residual_out", "f32", "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 768, 64,
+         1, 1, 0},
+        {"layernorm+residual_out", "bf16", "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1024,
+         64, 1, 1, 0},
+        {"rmsnorm+residual", "bf16/bf16/bf16/f32", "vec=8,acc=4,stats=wide,affine=none,threads=2",
+         4096, 4096, 0, 2, 0},
+        {"rmsnorm+offset", "bf16", "vec=8,acc=2,affine=offset,h=fixed", 768, 64, 1, 1, 0},
+        {"rmsnorm", "bf16/i8row/bf16", "vec=8,acc=2,affine=fused,h=fixed,layout=evenodd,qabs=stats",
+         768, 64, 1, 1, 0},
+        {"layernorm+residual", "f32/e4m3", "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1000,
+         64, 1, 1, 0},
+    };
     int rc = create_db_for(argv[1], &cpu, &db, &hw);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned(db, hw, "layernorm", "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768,
-                       64, 1, 1, TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned(db, hw, "rmsnorm", "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096,
-                       4096, 0, 2, TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned(db, hw, "layernorm",
-                       "vec=8,acc=2,stats=twopass,affine=fused,h=fixed,threads=2", 768, 4096, 1, 2,
-                       TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_twin(db, hw, "layernorm", "vec=8,acc=2,stats=welford,affine=fused,h=runtime", 768,
-                      64, 1);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned(db, hw, "rmsnorm", "vec=8,acc=4,stats=wide,affine=fused,store=nt,threads=1",
-                       2048, 64, 1, 1, TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned(db, hw, "rmsnorm", "vec=8,acc=4,stats=wide,affine=fused,threads=1", 1024,
-                       600, 1, 1, TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "layernorm", "bf16",
-                             "vec=8,acc=2,stats=welford,affine=fused,h=fixed", 768, 64, 1, 1,
-                             TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "rmsnorm", "f16",
-                             "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
-                             TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "layernorm", "f16/bf16/f32",
-                             "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1001, 64, 1, 1,
-                             TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "layernorm+residual_out", "f32",
-                             "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 768, 64, 1, 1,
-                             TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "layernorm+residual_out", "bf16",
-                             "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1024, 64, 1, 1,
-                             TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "rmsnorm+residual", "bf16/bf16/bf16/f32",
-                             "vec=8,acc=4,stats=wide,affine=none,threads=2", 4096, 4096, 0, 2,
-                             TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "rmsnorm+offset", "bf16", "vec=8,acc=2,affine=offset,h=fixed",
-                             768, 64, 1, 1, TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "rmsnorm", "bf16/i8row/bf16",
-                             "vec=8,acc=2,affine=fused,h=fixed,layout=evenodd,qabs=stats", 768, 64,
-                             1, 1, TUNED_RUNS);
-    if (rc == LNTUNE_OK)
-        rc = put_tuned_typed(db, hw, "layernorm+residual", "f32/e4m3",
-                             "vec=8,acc=2,stats=twopass,affine=fused,h=fixed", 1000, 64, 1, 1,
-                             TUNED_RUNS);
+    for (size_t i = 0; rc == LNTUNE_OK && i < sizeof tuned / sizeof tuned[0]; ++i)
+        rc = tuned[i].twin ? put_twin(db, hw, tuned[i].op, tuned[i].variant, tuned[i].H,
+                                      tuned[i].rows, tuned[i].affine)
+                           : put_tuned_typed(db, hw, tuned[i].op, tuned[i].dtype, tuned[i].variant,
+                                             tuned[i].H, tuned[i].rows, tuned[i].affine,
+                                             tuned[i].threads, TUNED_RUNS);
     if (rc == LNTUNE_OK)
         rc = put_best(db, hw, "cpu", "layernorm_backward", "f32",
                       "vec=8,acc=2,rows=1,h=fixed,store=plain,threads=1", 768, 64, 1);

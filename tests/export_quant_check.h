@@ -46,7 +46,8 @@ static int run_quant(int op, tuple t, int y_type, int64_t H, int64_t rows, int a
         for (int64_t i = 0; i < H; ++i)
             put_random(t.x, x, r * xs + i, r % 5 == 1 ? 1000.0 : 0.0, 1.0);
         if (rows >= 7 && r == 3) lntune_ref_store(t.x, x, r * xs + H / 2, NAN);
-        for (int64_t i = 0; fusion && i < H; ++i) rb[r * rs + i] = (float)(test_uniform() - 0.5);
+        for (int64_t i = 0; fusion && i < H; ++i)
+            rb[r * rs + i] = (float)(test_uniform(&test_rng) - 0.5);
         for (int64_t i = 0; i < H; ++i)
             xf[r * H + i] =
                 (float)lntune_ref_load(t.x, x, r * xs + i) + (fusion ? rb[r * rs + i] : 0.0f);

@@ -6,7 +6,11 @@
 #ifndef LNTUNE_TEST_TEMPLATE_MUTANT_H
 #define LNTUNE_TEST_TEMPLATE_MUTANT_H
 
+#include "check.h"
+#include "verify_variant.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -31,6 +35,27 @@ static int write_mutant(const char *dir, const char *name, const char *from, con
     if (!f) return 0;
     fputs(out, f);
     return fclose(f) == 0;
+}
+
+/* write_mutant, a failure counted (what names the mutant) when the text is not there. */
+static int write_mutant_checked(const char *dir, const char *name, const char *from, const char *to,
+                                const char *what) {
+    const int written = write_mutant(dir, name, from, to);
+    CHECK(written, "%s: the line to change is in %s", what, name);
+    return written;
+}
+
+/* The verifier refuses op's variant for shape s with the templates of dir found first on
+ * LNTUNE_TEMPLATE_DIR, its message containing want; what names the mutant. */
+static void mutant_refused(const char *dir, const char *what, const char *op, const char *variant,
+                           const lntune_shape *s, const char *want) {
+    lntune_verify_variant_result r;
+    char err[1024] = "";
+    setenv("LNTUNE_TEMPLATE_DIR", dir, 1);
+    const int rc = lntune_verify_variant(op, variant, s, &r, err, sizeof err);
+    unsetenv("LNTUNE_TEMPLATE_DIR");
+    CHECK(rc == LNTUNE_EVERIFY && strstr(r.check.message, want), "%s, %s: refused (rc %d): %s %s",
+          what, op, rc, r.check.message, err);
 }
 
 #endif /* LNTUNE_TEST_TEMPLATE_MUTANT_H */

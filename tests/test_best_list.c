@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "best_list.h"
+#include "best_record.h"
 #include "check.h"
 #include "cuda_driver.h"
 #include "cuda_fingerprint.h"
@@ -31,13 +32,8 @@
 static int put(lntune_db *db, int64_t hw, const char *target, const char *op, const char *dtype,
                int64_t H, int64_t rows, double median_ns, double gbps, double copy_gbps) {
     const lntune_db_key key = {hw, target, op, dtype, H, rows, 1};
-    const lntune_best b = {.variant = "vec=8,threads=2",
-                           .threads = 2,
-                           .tuned_rows = rows,
-                           .median_ns = median_ns,
-                           .gbps = gbps,
-                           .copy_gbps = copy_gbps,
-                           .max_error = 1e-7};
+    const lntune_best b =
+        test_best("vec=8,threads=2", NULL, 2, rows, median_ns, gbps, copy_gbps, 1e-7, 0);
     return lntune_db_set_best(db, &key, &b);
 }
 

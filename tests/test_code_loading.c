@@ -18,6 +18,7 @@
 #include "lntune.h"
 #include "log_lines.h"
 #include "testutil.h"
+#include "logged_call.h"
 #include "tunedb.h"
 
 #include <sqlite3.h>
@@ -36,26 +37,8 @@ static void expect(int ok, const char *what) {
 /* One LayerNorm call through a new handle on path, its stderr (debug log) to log; returns the
  * tuned calls it made, or -1 when the answer was wrong. */
 static int call(const char *path, const char *log) {
-    float x[ROWS * H], y[ROWS * H], g[H], b[H];
-    test_fill(x, ROWS * H, 10.0, 3.0);
-    test_fill(g, H, 1.0, 0.2);
-    test_fill(b, H, 0.0, 0.5);
-    const int saved = log_capture_begin(log);
-    lntune *ctx = NULL;
-    int rc = lntune_open(path, &ctx);
-    lntune_args a = {0};
-    a.rows = ROWS, a.H = H, a.x = x, a.y = y, a.gamma = g, a.beta = b;
     const int before = __atomic_load_n(&lntune_test_tuned_calls, __ATOMIC_RELAXED);
-    if (rc == LNTUNE_OK) rc = lntune_layernorm(ctx, &a);
-    lntune_close(ctx);
-    if (saved >= 0) log_capture_end(saved);
-    const double err =
-        rc ? INFINITY
-           : test_error(LNTUNE_OP_LAYERNORM, x, H, y, H, ROWS, H, g, b, 1e-5, NULL, NULL);
-    if (rc != LNTUNE_OK || !(err <= TOLERANCE)) {
-        printf("      rc %d, error %.3g\n", rc, err);
-        return -1;
-    }
+    if (logged_call(path, log, LNTUNE_OP_LAYERNORM, ROWS, H, 1)) return -1;
     return __atomic_load_n(&lntune_test_tuned_calls, __ATOMIC_RELAXED) - before;
 }
 

@@ -19,6 +19,12 @@
  * above. A quantized y's PTX must round to codes (cvt.rni.s32.f32) and divide exactly
  * (div.rn.f32), and per row take the row's max (max.f32); with the offset, gamma + offset is one
  * add.rn.f32. Exits 77 (skipped) when no NVRTC can be loaded.
+ *
+ * With the argument "quick" (the quick tier's cuda_builtin_typed), the same sample but for the
+ * backward and the quantized/offset built-ins, each taken under one of its fusions (and for the
+ * backward one op) in turn: every (x, params) tuple of the backward and every built-in of a
+ * quantized y or the offset compiled once. Without it (cuda_builtin_typed_full, the slow tier;
+ * the GPU bundle's run) every one.
  */
 #define _GNU_SOURCE /* memmem, in nvrtc_check.h */
 #include "builtin.h"
@@ -40,8 +46,11 @@ enum {
     FUSED = 3 * 2 * 2,
     BACKWARD = 9 * 2 * 2,        /* (x, params) x op x fusion */
     KINDS = 2 * (2 * 4 + 5) * 3, /* op x (affine, y) x fusion */
-    MAX_JOBS = UNFUSED + FUSED + BACKWARD + KINDS
+    MAX_JOBS = UNFUSED + FUSED + BACKWARD + KINDS,
+    QUICK_JOBS = UNFUSED + FUSED + 9 + KINDS / 3 /* one per (x, params) tuple; per built-in */
 };
+
+static int quick; /* the argument "quick": see the top */
 
 typedef struct {
     int backward; /* a pair: variant is its index in lntune_builtin_cuda_backward_variants */
@@ -130,6 +139,7 @@ static void collect(lntune_gen *g) {
             }
     /* the backward: x, dy, dx (and dresidual_out) share x's type; y is x's */
     for (int b = 0; b < BACKWARD; ++b) {
+        if (quick && b % 4 != b / 4 % 4) continue; /* tuple b / 4's op and fusion in turn */
         const int x = b / 12, p = b / 4 % 3;
         const lntune_types t = {.x = (uint8_t)x, .y = (uint8_t)x, .params = (uint8_t)p};
         add_backward(g, (size_t)(b % 2), b / 2 % 2 ? LNTUNE_FUSION_RESIDUAL : LNTUNE_FUSION_NONE,
@@ -141,11 +151,14 @@ static void collect(lntune_gen *g) {
                              LNTUNE_TYPE_E4M3_ROW};
     static const char *const ops[] = {"layernorm", "rmsnorm"};
     k = 0;
+    int built_in = 0;
     for (int op = 0; op < 2; ++op)
         for (int a = 0; a < 3; ++a)
             for (int y = 0; y < 5; ++y) {
                 if (ys[y] == LNTUNE_TYPE_F32 && affines[a] != LNTUNE_AFFINE_OFFSET) continue;
+                const int quick_fusion = built_in++ % LNTUNE_FUSION_COUNT; /* in turn */
                 for (int f = LNTUNE_FUSION_NONE; f < LNTUNE_FUSION_COUNT; ++f, ++k) {
+                    if (quick && f != quick_fusion) continue;
                     lntune_types t = {.x = (uint8_t)(k % 3),
                                       .y = (uint8_t)(ys[y] ? ys[y] : (k / 3) % 3),
                                       .params = (uint8_t)((k / 9) % 3)};
@@ -212,8 +225,15 @@ static void compiled(size_t i, device_suite *d) {
     }
 }
 
-int main(void) {
-    static const compile_test t = {"typed built-ins", {SM},      {collect}, collected, job,
-                                   compiled,          &nsamples, MAX_JOBS};
+int main(int argc, char **argv) {
+    quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    const compile_test t = {"typed built-ins",
+                            {SM},
+                            {collect},
+                            collected,
+                            job,
+                            compiled,
+                            &nsamples,
+                            quick ? QUICK_JOBS : MAX_JOBS};
     return compile_test_main(&t);
 }

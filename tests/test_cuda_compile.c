@@ -17,6 +17,7 @@
 #include "generator.h"
 #include "lntune.h"
 #include "nvrtc.h"
+#include "clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,12 +27,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A missing library named by LNTUNE_NVRTC is reported as "no device", with the path. */
 static void test_missing_nvrtc(void) {
@@ -234,13 +229,13 @@ static void test_every_variant(const lntune_nvrtc *nv) {
     int quick = q ? atoi(q) : 0;
     job *jobs = NULL;
     size_t n = 0;
-    double t0 = now_s();
+    double t0 = test_now_s();
     size_t total = collect(&jobs, &n, quick);
     size_t unique = distinct(jobs, n);
     printf("%zu variants in all (%zu emitted); %zu distinct (arch, source) pairs to compile on 2 "
            "threads\n",
            total, n, unique);
-    printf("emitted in %.1f s\n", now_s() - t0);
+    printf("emitted in %.1f s\n", test_now_s() - t0);
     if (getenv("LNTUNE_TEST_DRY")) unique = 0; /* emit and count only */
     pool p = {.nv = nv, .jobs = jobs, .n = unique, .full = getenv("LNTUNE_TEST_FULL") != NULL};
     atomic_init(&p.next, 0);
@@ -253,7 +248,7 @@ static void test_every_variant(const lntune_nvrtc *nv) {
     int failed = atomic_load(&p.failed);
     EXPECT(failed == 0, "%d compiles failed", failed);
     printf("compiled in %.1f s wall; NVRTC time: %.1f s to cubin (+PTX), %.1f s to PTX only\n",
-           now_s() - t0, p.compile_ms[1] / 1e3, p.compile_ms[0] / 1e3);
+           test_now_s() - t0, p.compile_ms[1] / 1e3, p.compile_ms[0] / 1e3);
     for (size_t i = 0; i < n; ++i) {
         free(jobs[i].text);
         free(jobs[i].what);

@@ -158,7 +158,6 @@ static lntune_shape shape_of(int code, int tuple, int k) {
 }
 
 static void collect_sm90(lntune_gen *g) {
-    static const int64_t fixed_h[] = {1000, 4096, 16384};
     int k = 0;
     for (int c = 0; c < NCODES; ++c)
         for (int ti = 0; ti < NTUPLES; ++ti)
@@ -171,14 +170,8 @@ static void collect_sm90(lntune_gen *g) {
                         knob_coverage_pick(&coverage[c], list, n, (size_t)k * 11 + 3 + j * 5),
                         &any);
                 lntune_gen_free_list(list, n);
-
-                lntune_shape fixed = any;
-                fixed.H = fixed_h[k % 3];
-                list = variants(g, ops[o], &fixed, &n);
-                const char *v =
-                    compile_test_pick_fixed(list, n, &coverage[c], (size_t)k * 5, ops[o], fixed.H);
-                if (v) add(g, 90, ops[o], v, &fixed);
-                lntune_gen_free_list(list, n);
+                compile_test_add_fixed(g, ops[o], &any, k, &coverage[c], (size_t)k * 5, variants,
+                                       add);
             }
 }
 

@@ -127,7 +127,6 @@ static lntune_types tuple(int i) {
 }
 
 static void collect_sm90(lntune_gen *g) {
-    static const int64_t fixed_h[] = {1000, 4096, 16384};
     int k = 0;
     for (int ti = 0; ti < NTUPLES; ++ti)
         for (size_t o = 0; o < 2; ++o)
@@ -139,14 +138,8 @@ static void collect_sm90(lntune_gen *g) {
                     add(g, 90, ops[o],
                         knob_coverage_pick(&coverage[f], list, n, (size_t)k * 13 + 5), &any);
                 lntune_gen_free_list(list, n);
-
-                lntune_shape fixed = any;
-                fixed.H = fixed_h[k % 3];
-                list = variants(g, ops[o], &fixed, &n);
-                const char *v =
-                    compile_test_pick_fixed(list, n, &coverage[f], (size_t)k * 7, ops[o], fixed.H);
-                if (v) add(g, 90, ops[o], v, &fixed);
-                lntune_gen_free_list(list, n);
+                compile_test_add_fixed(g, ops[o], &any, k, &coverage[f], (size_t)k * 7, variants,
+                                       add);
             }
 }
 

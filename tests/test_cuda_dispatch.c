@@ -31,6 +31,7 @@
  *
  * Exits 77 (skipped) when lntune_cuda_open finds no GPU. Labelled `cuda` in ctest.
  */
+#include "best_record.h"
 #include "cuda_driver.h"
 #include "cuda_fingerprint.h"
 #include "dtypes.h"
@@ -255,11 +256,7 @@ static int store_tuned(const char *db_path, const lntune_cuda_info *info, const 
     if (rc == LNTUNE_OK) rc = lntune_db_put_artifact(db, &art);
     for (int i = 0; i < nh && rc == LNTUNE_OK; ++i) {
         lntune_db_key key = {hw, "cuda", op_key, dtype, hs[i], 64, 1};
-        lntune_best best = {.variant = variant,
-                            .artifact_key = key_text,
-                            .threads = 1,
-                            .tuned_rows = 64,
-                            .median_ns = 1000.0};
+        lntune_best best = test_best(variant, key_text, 1, 64, 1000.0, 0, 0, 0, 0);
         rc = lntune_db_set_best(db, &key, &best);
     }
     if (rc != LNTUNE_OK) printf("FAIL database: %s\n", lntune_db_errmsg(db));

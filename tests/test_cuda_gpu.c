@@ -56,10 +56,8 @@ static size_t collect(lntune_gen *g, const char *op, job **jobs) {
             }
             if (n == cap) *jobs = realloc(*jobs, (cap = cap ? 2 * cap : 512) * sizeof **jobs);
             job *j = &(*jobs)[n++];
-            j->variant = strdup(list[i]);
-            j->text = src.text;
-            j->fixed_h = src.fixed_h;
-            j->affine = src.affine;
+            j->variant = strdup(list[i]), j->text = src.text; /* the job takes the text */
+            j->fixed_h = src.fixed_h, j->affine = src.affine;
             src.text = NULL;
             lntune_source_free(&src);
         }

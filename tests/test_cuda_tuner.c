@@ -8,7 +8,8 @@
  *    space, quick a few;
  *  - the winner is the fastest correct variant measured (within the 1% tie-break), stored as
  *    best with a cubin and its PTX, under a GPU hardware row (kind cuda) apart from the CPU's;
- *  - a second run compiles nothing and reads the winner back;
+ *  - a second run compiles nothing and reads the winner back; a second row count of one H in
+ *    the same run compiles nothing new;
  *  - a quantized y (scales per row) and the weight offset tune too, the wrong modules (codes
  *    off by two steps) never chosen, each winner stored under its op text and type tuple;
  *  - a device that does not exist is a clear error.
@@ -78,6 +79,34 @@ static lntune_tune_result tune(const char *db, const char *op, int64_t rows, int
     return tune_shape(db, op, shape, rigor, device, rc, err);
 }
 
+/* Tunes op at rows x H and 1 x H in one run (rows x H's result returned): the shape tuned
+ * second must compile nothing new, every source of one H being shared by its row counts. */
+static lntune_tune_result tune_and_one_row(const char *db, const char *op, int64_t rows, int64_t H,
+                                           lntune_rigor rigor, int *rc, char *err) {
+    const char *ops[1] = {op};
+    lntune_shape two[2] = {{.rows = rows, .H = H}, {.rows = 1, .H = H}};
+    lntune_tune_config cfg = {
+        .db_path = db, .ops = ops, .nops = 1, .shapes = two, .nshapes = 2, .rigor = rigor};
+    lntune_tune_result *r = NULL, out;
+    size_t n = 0;
+    setenv("MOCK_CUDA_OP", op, 1);
+    setenv("MOCK_CUDA_TYPES", "f32", 1);
+    *rc = lntune_tune_cuda(&cfg, 0, &r, &n, err, 1024);
+    memset(&out, 0, sizeof out);
+    /* the results in the order tuned: the first compiles, the second reuses */
+    const lntune_tune_result *first = n == 2 ? &r[0] : &out, *second = n == 2 ? &r[1] : &out;
+    CHECK(*rc == LNTUNE_OK && n == 2 && first->variant[0] && second->variant[0] &&
+              first->cache_hits == 0 && second->compiled > 0 &&
+              second->cache_hits == second->compiled + second->failed,
+          "rows %lld after rows %lld at H=%lld reuses every compiled source (%d of %d)",
+          (long long)second->rows, (long long)first->rows, (long long)H, second->cache_hits,
+          second->compiled);
+    for (size_t i = 0; i < n; ++i)
+        if (r[i].rows == rows) out = r[i];
+    free(r);
+    return out;
+}
+
 int main(void) {
     char dir[4096], db[4200], err[1024] = "";
     const int skip = cuda_tuner_test_begin("cuda-tuner", dir, sizeof dir, db, sizeof db);
@@ -86,7 +115,8 @@ int main(void) {
 
     /* The order matters to the stand-in, which numbers the modules loaded in this process: the
      * naive variants of both shapes must not load as a multiple of 3 (wrong), or no naive time is
-     * reported. */
+     * reported. The exhaustive run tunes rows 1 of its H too: two row counts of one H in one
+     * run, the second compiling nothing new. */
     static const struct {
         const char *op;
         int64_t rows, H;
@@ -96,7 +126,10 @@ int main(void) {
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
         const char *op = shapes[s].op;
         const lntune_rigor rigor = shapes[s].rigor;
-        lntune_tune_result r = tune(db, op, shapes[s].rows, shapes[s].H, rigor, 0, &rc, err);
+        lntune_tune_result r =
+            rigor == LNTUNE_RIGOR_EXHAUSTIVE
+                ? tune_and_one_row(db, op, shapes[s].rows, shapes[s].H, rigor, &rc, err)
+                : tune(db, op, shapes[s].rows, shapes[s].H, rigor, 0, &rc, err);
         CHECK(rc == LNTUNE_OK && r.variant[0], "%s %lldx%lld tuned: rc %d %s; winner %s", op,
               (long long)shapes[s].rows, (long long)shapes[s].H, rc, err, r.variant);
         const lntune_shape shape = {.rows = shapes[s].rows, .H = shapes[s].H};
@@ -142,27 +175,6 @@ int main(void) {
         CHECK(rc == LNTUNE_OK && again.from_db && again.compiled == 0 &&
                   strcmp(again.variant, r.variant) == 0,
               "second run reads the winner back, compiling nothing (compiled %d)", again.compiled);
-    }
-
-    /* Two row counts of one H in one exhaustive run: the second compiles nothing new. */
-    {
-        const char *ops[1] = {"rmsnorm"};
-        lntune_shape two[2] = {{.rows = 32, .H = 512}, {.rows = 1, .H = 512}};
-        lntune_tune_config cfg = {.db_path = db,
-                                  .ops = ops,
-                                  .nops = 1,
-                                  .shapes = two,
-                                  .nshapes = 2,
-                                  .rigor = LNTUNE_RIGOR_EXHAUSTIVE};
-        lntune_tune_result *r = NULL;
-        size_t n = 0;
-        setenv("MOCK_CUDA_OP", "rmsnorm", 1);
-        rc = lntune_tune_cuda(&cfg, 0, &r, &n, err, sizeof err);
-        CHECK(rc == LNTUNE_OK && n == 2 && r[0].variant[0] && r[1].variant[0] &&
-                  r[0].cache_hits == 0 && r[1].cache_hits == r[1].compiled + r[1].failed,
-              "rows 1 after rows 32 at H=512 reuses every compiled source (%d of %d)",
-              n == 2 ? r[1].cache_hits : -1, n == 2 ? r[1].compiled : -1);
-        free(r);
     }
 
     /* A quantized y (a scale per row: the timing launches pass a buffer for them) and the

@@ -12,6 +12,9 @@
  *  - liblntune serves lntune_layernorm_backward on device memory with the tuned pair (its debug
  *    log says "tuned"), and its dx and dgamma match the float64 reference;
  *  - a backward of an fp16 x with a bf16 y is refused with a message.
+ * The LayerNorm fp32 tune is exhaustive with `test_cuda_tuner_backward full` (the slow tier's
+ * cuda_tuner_backward_full: every pair of the space compiled with NVRTC) and of rigor quick
+ * otherwise (the quick tier's; test_cuda_tuner tunes an exhaustive forward).
  * Exits 77 (skipped) without NVRTC.
  */
 #define _GNU_SOURCE /* memmem, mkdtemp, nftw: in cuda_tuner_test.h */
@@ -159,14 +162,15 @@ static int served(const char *db, const char *log_path, int64_t rows, int64_t H,
     return bad;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const int full = argc > 1 && strcmp(argv[1], "full") == 0;
     char dir[4096], db[4200], log_path[4200], err[1024] = "";
     const int skip = cuda_tuner_test_begin("cuda-tuner-backward", dir, sizeof dir, db, sizeof db);
     if (skip) return skip;
     snprintf(log_path, sizeof log_path, "%s/lntune.log", dir);
 
     check_tuned(db, "layernorm_backward", "f32", LNTUNE_FUSION_NONE, 64, 64,
-                LNTUNE_RIGOR_EXHAUSTIVE);
+                full ? LNTUNE_RIGOR_EXHAUSTIVE : LNTUNE_RIGOR_QUICK);
     check_tuned(db, "rmsnorm_backward", "bf16", LNTUNE_FUSION_RESIDUAL, 16, 48, LNTUNE_RIGOR_QUICK);
 
     int rc;

@@ -39,28 +39,28 @@ static void *real(const char *name) {
         if (atomic_load_explicit(&counting, memory_order_relaxed))                                 \
             atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);                          \
     } while (0)
+/* An open-like call's mode, the int after its named parameter last. */
+#define MODE_AFTER(last)                                                                           \
+    __extension__({                                                                                \
+        va_list ap_;                                                                               \
+        va_start(ap_, last);                                                                       \
+        const int mode_ = va_arg(ap_, int);                                                        \
+        va_end(ap_);                                                                               \
+        mode_;                                                                                     \
+    })
 
 int open(const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    int mode = va_arg(ap, int);
-    va_end(ap);
+    const int mode = MODE_AFTER(flags);
     COUNT(n_file);
     return REAL(open)(path, flags, mode);
 }
 int open64(const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    int mode = va_arg(ap, int);
-    va_end(ap);
+    const int mode = MODE_AFTER(flags);
     COUNT(n_file);
     return REAL(open64)(path, flags, mode);
 }
 int openat(int dir, const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    int mode = va_arg(ap, int);
-    va_end(ap);
+    const int mode = MODE_AFTER(flags);
     COUNT(n_file);
     return REAL(openat)(dir, path, flags, mode);
 }

@@ -2,7 +2,7 @@
  * test_quant.c - quantized y (core/quant.h): the reference codes, the CPU template's kernels
  * under the verifier, and the verifier's power to refuse wrong ones.
  *
- *   test_quant
+ *   test_quant [full]
  *
  * Checks: every e4m3 code decodes and encodes back to itself, ties go to even, values past the
  * largest code saturate, NaN gives int8 0 and the e4m3 NaN code; kernels of both ops, int8 and
@@ -13,6 +13,14 @@
  * from zero, and without the saturation, for int8 and e4m3, and evenodd's codes stored in the
  * wrong order (each a copy of templates/cpu/convert.lua or norm.lua with one line changed, found
  * first on LNTUNE_TEMPLATE_DIR).
+ *
+ * Each check is a full verification (a compile, and the adversarial suite twice for the codes'
+ * poisons), so the quick tier's run (no argument) takes one case of each kind: each tuple with
+ * one of the variants (every variant over the tuples), each qabs=stats variant once (the tuples
+ * in turn), each evenodd (op, tuple) once, and each wrong template under one op (the two in
+ * turn). `test_quant full` (quant_full, the slow tier) takes every case: each tuple with two
+ * variants, each qabs=stats variant with every tuple, each evenodd pair with two, each wrong
+ * template under both ops.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -26,6 +34,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int full; /* test_quant full: every case (see the top) */
 
 static void check_codes(void) {
     int roundtrip = 1, monotonic = 1;
@@ -98,12 +108,11 @@ static void check_kernels(void) {
                                            "vec=16,acc=1,stats=sampled,prefetch=1,overlap=1",
                                            "vec=1,acc=1,affine=none"};
     static const char *const ops[] = {"layernorm", "rmsnorm"};
-    /* Each tuple with two of the variants (all of them over the tuples), to keep the quick
-     * tier quick: a full verification each, run twice for the codes' poisons. */
+    /* Each tuple with two of the variants (full), or one (all of them over the tuples). */
     const size_t nv = sizeof variants / sizeof *variants;
     for (size_t o = 0; o < 2; ++o)
         for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
-            for (size_t j = 0; j < 2; ++j) {
+            for (size_t j = 0; j < (full ? 2u : 1u); ++j) {
                 const size_t k = (2 * d + j + o) % nv;
                 const char *variant = variants[k];
                 if (o == 1 && strstr(variant, "stats=sampled"))
@@ -124,10 +133,12 @@ static void check_rmsnorm_row_scales(void) {
         "vec=4,acc=1,qabs=stats,affine=none",
         "vec=16,acc=2,convert=native",
         "vec=16,acc=4,prefetch=1,overlap=1,qabs=stats,convert=native"};
-    /* residual_out with every other one */
-    for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
+    /* residual_out with every other one; the quick run takes each variant with one tuple */
+    const size_t nd = sizeof dtypes / sizeof *dtypes;
+    for (size_t d = 0; d < nd; ++d)
         for (size_t k = 0; k < sizeof variants / sizeof *variants; ++k)
-            check_variant("rmsnorm", dtypes[d], (int)((d + k) % 2) * 2, variants[k]);
+            if (full || k % nd == d)
+                check_variant("rmsnorm", dtypes[d], (int)((d + k) % 2) * 2, variants[k]);
 }
 
 /* layout=evenodd with a quantized y (all-bf16 data): each half of 2V elements narrowed, the codes
@@ -144,7 +155,7 @@ static void check_evenodd(void) {
     static const char *const ops[] = {"layernorm", "rmsnorm"};
     for (size_t o = 0; o < 2; ++o)
         for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
-            for (size_t j = 0; j < 2; ++j) { /* two of the four variants each, all over them */
+            for (size_t j = 0; j < (full ? 2u : 1u); ++j) { /* two (or one) of the four each */
                 const size_t k = (o + d + 2 * j) % (sizeof variants / sizeof *variants);
                 const char *variant = variants[k];
                 if (o == 1 && strstr(variant, "stats=sampled"))
@@ -195,26 +206,17 @@ static void check_mutants(void) {
     for (size_t m = 0; m < sizeof mutants / sizeof *mutants; ++m) {
         const mutant *u = &mutants[m];
         const char *file = u->file ? u->file : "convert.lua";
-        const int written = write_mutant(dir, file, u->from, u->to);
-        CHECK(written, "%s: the line to change is in %s", u->what, file);
-        if (!written) continue;
-        setenv("LNTUNE_TEMPLATE_DIR", dir, 1);
-        for (int op = 0; op < 2; ++op) {
-            const lntune_shape s = shape_of(u->dtype, 0);
-            lntune_verify_variant_result r;
-            char err[1024] = "";
-            const int rc = lntune_verify_variant(op ? "rmsnorm" : "layernorm", u->variant, &s, &r,
-                                                 err, sizeof err);
-            CHECK(rc == LNTUNE_EVERIFY && strstr(r.check.message, "expected"),
-                  "%s, %s: refused (rc %d): %s %s", u->what, op ? "rmsnorm" : "layernorm", rc,
-                  r.check.message, err);
-        }
-        unsetenv("LNTUNE_TEMPLATE_DIR");
+        if (!write_mutant_checked(dir, file, u->from, u->to, u->what)) continue;
+        const lntune_shape s = shape_of(u->dtype, 0);
+        const int first = full ? 0 : (int)(m % 2), last = full ? 1 : first; /* ops, in turn */
+        for (int op = first; op <= last; ++op)
+            mutant_refused(dir, u->what, op ? "rmsnorm" : "layernorm", u->variant, &s, "expected");
     }
     scratch_dir_finish(dir, check_failures);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    full = argc > 1 && strcmp(argv[1], "full") == 0;
     check_codes();
     check_kernels();
     check_rmsnorm_row_scales();

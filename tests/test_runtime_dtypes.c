@@ -19,54 +19,12 @@
 #include "half.h"
 #include "lntune.h"
 #include "testutil.h"
+#include "typed_bits.h"
 #include "tunedb.h"
 
 #include <string.h>
 
 /* ---- types ---- */
-
-static const int type_bits[LNTUNE_TYPE_COUNT] = {24, 11, 8}; /* significand, with the hidden 1 */
-static const int type_emin[LNTUNE_TYPE_COUNT] = {-126, -14, -126}; /* smallest normal: 2^emin */
-/* Signalling NaNs: no kernel output is ever one, so any left after a call was never written. */
-static const uint32_t poison[LNTUNE_TYPE_COUNT] = {0x7fa5a5a5u, 0x7d5au, 0x7f85u};
-
-static size_t tsize(int t) {
-    return t == LNTUNE_TYPE_F32 ? 4 : 2;
-}
-
-static uint32_t raw(int t, const void *p, int64_t i) {
-    if (t == LNTUNE_TYPE_F32) return ((const uint32_t *)p)[i];
-    return ((const uint16_t *)p)[i];
-}
-
-static void set_raw(int t, void *p, int64_t i, uint32_t bits) {
-    if (t == LNTUNE_TYPE_F32)
-        ((uint32_t *)p)[i] = bits;
-    else
-        ((uint16_t *)p)[i] = (uint16_t)bits;
-}
-
-static double get(int t, const void *p, int64_t i) {
-    if (t == LNTUNE_TYPE_F16) return lntune_f16_to_f32(((const uint16_t *)p)[i]);
-    if (t == LNTUNE_TYPE_BF16) return lntune_bf16_to_f32(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
-}
-
-static void put(int t, void *p, int64_t i, float v) {
-    if (t == LNTUNE_TYPE_F16)
-        ((uint16_t *)p)[i] = lntune_f32_to_f16(v);
-    else if (t == LNTUNE_TYPE_BF16)
-        ((uint16_t *)p)[i] = lntune_f32_to_bf16(v);
-    else
-        ((float *)p)[i] = v;
-}
-
-/* The spacing of type t's values at magnitude v (subnormal spacing below 2^emin). */
-static double ulp_of(int t, double v) {
-    int e = v > 0.0 && isfinite(v) ? ilogb(v) : type_emin[t];
-    if (e < type_emin[t]) e = type_emin[t];
-    return ldexp(1.0, e - type_bits[t] + 1);
-}
 
 /* ---- 1. conversions ---- */
 
@@ -177,9 +135,10 @@ static void test_conversions(void) {
         }
     for (int i = 0; i < 1000000; ++i) {
         /* Random bit patterns (any exponent, NaNs included), then values from 2^-30 to 2^18. */
-        DOWN(lntune_bits_to_f32((uint32_t)(test_uniform() * 4294967296.0)));
-        float v = (float)ldexp(1.0 + test_uniform(), (int)(test_uniform() * 49) - 30);
-        DOWN(test_uniform() < 0.5 ? -v : v);
+        DOWN(lntune_bits_to_f32((uint32_t)(test_uniform(&test_rng) * 4294967296.0)));
+        float v =
+            (float)ldexp(1.0 + test_uniform(&test_rng), (int)(test_uniform(&test_rng) * 49) - 30);
+        DOWN(test_uniform(&test_rng) < 0.5 ? -v : v);
     }
 #undef DOWN
     test_case(bad == 0, "32 -> 16 bits round to nearest even: %d of %d wrong %s", bad, n, why);
@@ -210,8 +169,10 @@ static void describe(const dcase *c, char *buf, size_t len) {
 
 /* Stores at p[i] a nonzero value of type t near offset (uniform, standard deviation spread). */
 static void put_random(int t, void *p, int64_t i, double offset, double spread) {
-    do put(t, p, i, (float)(offset + spread * 1.7320508 * (2.0 * test_uniform() - 1.0)));
-    while (get(t, p, i) == 0.0);
+    do
+        typed_store(t, p, i,
+                    (float)(offset + spread * 1.7320508 * (2.0 * test_uniform(&test_rng) - 1.0)));
+    while (typed_load(t, p, i) == 0.0);
 }
 
 /*
@@ -249,14 +210,14 @@ static double run_case(lntune *ctx, const dcase *c, char *why, size_t len) {
 
     /* x: rows around 0, every fifth at 1000, one of tiny variance, a NaN row and an Inf row;
      * padding and the element before x are NaN, so reading them would show. */
-    for (int64_t i = 0; i < rows * xs + pad; ++i) put(t.x, xb, i, NAN);
+    for (int64_t i = 0; i < rows * xs + pad; ++i) typed_store(t.x, xb, i, NAN);
     for (int64_t r = 0; r < rows; ++r) {
         const double offset = r % 5 == 1 ? 1000.0 : r == 2 ? 1.0 : 0.0;
         const double spread = r == 2 ? 1e-3 : 1.0;
         for (int64_t i = 0; i < H; ++i) put_random(t.x, x, r * xs + i, offset, spread);
-        if (rows >= 7 && r == 3) put(t.x, x, r * xs + H / 2, NAN);
-        if (rows >= 7 && r == 4) put(t.x, x, r * xs + H / 3, H % 2 ? INFINITY : -INFINITY);
-        for (int64_t i = 0; i < H; ++i) xf[r * H + i] = (float)get(t.x, x, r * xs + i);
+        if (rows >= 7 && r == 3) typed_store(t.x, x, r * xs + H / 2, NAN);
+        if (rows >= 7 && r == 4) typed_store(t.x, x, r * xs + H / 3, H % 2 ? INFINITY : -INFINITY);
+        for (int64_t i = 0; i < H; ++i) xf[r * H + i] = (float)typed_load(t.x, x, r * xs + i);
     }
     for (int64_t i = 0; i < H; ++i) {
         put_random(t.params, gamma, i, c->scale, 0.5 * c->scale);
@@ -301,9 +262,9 @@ static double run_case(lntune *ctx, const dcase *c, char *why, size_t len) {
                 worst = INFINITY;
                 break;
             }
-            const double got = get(t.y, y, at);
-            const double g = has_gamma ? get(t.params, gamma, i) : 1.0;
-            const double b = has_beta ? get(t.params, beta, i) : 0.0;
+            const double got = typed_load(t.y, y, at);
+            const double g = has_gamma ? typed_load(t.params, gamma, i) : 1.0;
+            const double b = has_beta ? typed_load(t.params, beta, i) : 0.0;
             const double ref = z[i] * g + b;
             const double unit = (fabs(m) * rs + fabs(z[i]) + 1.0) * fabs(g) + fabs(b);
             const double e32 = 0x1p-20 * unit;

@@ -166,28 +166,17 @@ static void check_invariance(lntune *ctx, int64_t H) {
     for (int64_t i = 0; i < R * H; ++i) x[i] = (float)(4.0 * test_uniform(&rng) - 2.0);
     for (int64_t i = 0; i < H; ++i) gamma[i] = (float)(0.5 + test_uniform(&rng));
     lntune_args a = {0};
-    a.rows = R;
-    a.H = H;
-    a.x = x;
-    a.y = all;
-    a.gamma = gamma;
-    a.y_dtype = LNTUNE_I8;
+    a.rows = R, a.H = H, a.x = x, a.y = all, a.gamma = gamma, a.y_dtype = LNTUNE_I8;
     a.y_scales = all_s;
     int rc = lntune_rmsnorm(ctx, &a);
     for (int r = 0; rc == LNTUNE_OK && r < R; ++r) {
-        a.rows = 1;
-        a.x = x + r * H;
-        a.y = one + r * H;
-        a.y_scales = one_s + r;
+        a.rows = 1, a.x = x + r * H, a.y = one + r * H, a.y_scales = one_s + r;
         rc = lntune_rmsnorm(ctx, &a);
     }
     CHECK(rc == LNTUNE_OK && memcmp(all, one, R * H) == 0 &&
               memcmp(all_s, one_s, sizeof all_s) == 0,
           "batch-invariant handle: %d rows alone and in one call, the same codes and scales", R);
-    free(x);
-    free(gamma);
-    free(all);
-    free(one);
+    free(x), free(gamma), free(all), free(one);
 }
 
 int main(int argc, char **argv) {

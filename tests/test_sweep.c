@@ -13,8 +13,10 @@
  *    4 (op, fused residual or not) pairs;
  *  - CUDA forward and backward (cuda/norm.lua, cuda/norm_backward.lua), the same groups, through
  *    NVRTC for sm_90 (skipped without NVRTC; verified on the device where there is a GPU).
- * Each group takes SCALE (default 1) variants drawn from its any-H list and SCALE from its
- * fixed-H list at an H drawn from a set of odd, one-element and large rows. CPU variants are
+ * Each group takes SCALE (default 1) variants, half drawn from its any-H list and half from its
+ * fixed-H list at an H drawn from a set of odd, one-element and large rows; an odd one from
+ * either list in turn (from a random start), so that at SCALE 1 half the groups meet each list
+ * and every group meets both over runs. CPU variants are
  * compiled with COMPILER -Wall -Wextra -Werror and verified (the float64 reference on the
  * adversarial suite, every thread count the variant names); CUDA ones must compile to a cubin
  * with the kernel's entry points.
@@ -34,6 +36,7 @@
 #include "randn.h"
 #include "verify.h"
 #include "verify_backward.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,22 +66,18 @@ typedef struct {
     size_t n;
     uint64_t rng;
     int scale;
+    int turn; /* which list a group's odd variant comes from: any-H when odd */
 } sweep;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static size_t draw(sweep *w, size_t n) {
     const size_t k = (size_t)(test_uniform(&w->rng) * (double)n);
     return k < n ? k : n - 1;
 }
 
-/* Adds up to w->scale distinct variants of list (those containing part) for one group. */
+/* Adds up to count distinct variants of list (those containing part) for one group. */
 static void add_from(lntune_gen *g, sweep *w, const char *op_text, const lntune_shape *shape,
-                     lntune_op op, int backward, const char *part) {
+                     lntune_op op, int backward, const char *part, int count) {
+    if (count <= 0) return;
     char **list = NULL;
     size_t n = 0;
     if (lntune_gen_variants(g, w->target, op_text, shape, &list, &n) != LNTUNE_OK || n == 0) {
@@ -93,7 +92,7 @@ static void add_from(lntune_gen *g, sweep *w, const char *op_text, const lntune_
     lntune_fusion_op_key(op_text, shape->fusion, op_key, sizeof op_key);
     EXPECT(ne > 0, "%s %s %s H=%lld: no %s variant", w->target, op_key, types, (long long)shape->H,
            part);
-    for (int k = 0; k < w->scale && ne > 0 && w->n < MAX_SAMPLES; ++k) {
+    for (int k = 0; k < count && ne > 0 && w->n < MAX_SAMPLES; ++k) {
         const size_t j = draw(w, ne), i = eligible[j];
         eligible[j] = eligible[--ne]; /* drawn without replacement */
         sample *s = &w->s[w->n];
@@ -119,22 +118,25 @@ static void add_from(lntune_gen *g, sweep *w, const char *op_text, const lntune_
     lntune_gen_free_list(list, n);
 }
 
-/* One group: scale variants of the any-H list and scale of a fixed-H list. */
+/* One group: scale variants, half of the any-H list and half of a fixed-H list (the odd one
+ * from either in turn). */
 static void add_group(lntune_gen *g, sweep *w, int backward, lntune_op op, int fusion,
                       lntune_types types) {
     static const char *const forward_ops[] = {"layernorm", "rmsnorm"};
     static const char *const backward_ops[] = {"layernorm_backward", "rmsnorm_backward"};
     const char *op_text = backward ? backward_ops[op] : forward_ops[op];
+    const int any_count = (w->scale + w->turn++ % 2) / 2;
     lntune_shape any = {.types = types, .fusion = fusion};
-    add_from(g, w, op_text, &any, op, backward, "h=runtime");
+    add_from(g, w, op_text, &any, op, backward, "h=runtime", any_count);
     lntune_shape fixed = any;
     fixed.H = fixed_hs[draw(w, sizeof fixed_hs / sizeof fixed_hs[0])];
-    add_from(g, w, op_text, &fixed, op, backward, "h=fixed");
+    add_from(g, w, op_text, &fixed, op, backward, "h=fixed", w->scale - any_count);
 }
 
 /* Every template's groups, each op/fusion pair in turn from a random start (see the header). */
 static void collect(lntune_gen *g, sweep *w) {
     const int start = (int)draw(w, 12);
+    w->turn = (int)draw(w, 2);
     for (int t = 0; t < 27; ++t) {
         const int pair = (start + t) % 6; /* op x {none, residual, residual_out} */
         lntune_types types = {(uint8_t)(t % 3), (uint8_t)(t / 3 % 3), (uint8_t)(t / 9), 0};
@@ -163,9 +165,9 @@ static size_t run_cpu(sweep *w, const char *compiler, uint64_t seed) {
     const char *const werror[] = {"-Wall", "-Wextra", "-Werror", NULL};
     lntune_library *lib = NULL;
     char *diag = NULL;
-    const double t0 = now_s();
+    const double t0 = test_now_s();
     int rc = lntune_build_library(compiler, werror, texts, w->n, 2, &lib, &diag);
-    const double t1 = now_s();
+    const double t1 = test_now_s();
     CHECK(rc == LNTUNE_OK, "%zu CPU sources compile with %s -Wall -Wextra -Werror in %.1f s%s%s",
           w->n, compiler, t1 - t0, diag ? ": " : "", diag ? diag : "");
     free(diag);
@@ -207,7 +209,7 @@ static size_t run_cpu(sweep *w, const char *compiler, uint64_t seed) {
         if (rc == LNTUNE_OK) ++passed;
         if (getenv("LNTUNE_TEST_VERBOSE")) printf("%s: %s\n", rc ? "FAIL" : "ok", s->what);
     }
-    printf("CPU: %zu of %zu variants verified in %.1f s\n", passed, w->n, now_s() - t1);
+    printf("CPU: %zu of %zu variants verified in %.1f s\n", passed, w->n, test_now_s() - t1);
     lntune_pool_destroy(pool);
     lntune_library_close(lib);
     return passed;
@@ -217,7 +219,7 @@ static size_t run_cpu(sweep *w, const char *compiler, uint64_t seed) {
 static size_t run_cuda(sweep *w, lntune_nvrtc *nv) {
     lntune_nvrtc_job *jobs = calloc(w->n ? w->n : 1, sizeof *jobs);
     for (size_t i = 0; i < w->n; ++i) jobs[i].source = w->s[i].src.text;
-    const double t0 = now_s();
+    const double t0 = test_now_s();
     int rc = lntune_nvrtc_compile_many(nv, CUDA_SM, LNTUNE_NVRTC_CUBIN, jobs, w->n, 0);
     CHECK(rc == LNTUNE_OK, "NVRTC batch of %zu: rc %d", w->n, rc);
     device_suite dev;
@@ -237,7 +239,7 @@ static size_t run_cuda(sweep *w, lntune_nvrtc *nv) {
     }
     device_close(&dev);
     printf("CUDA: %zu of %zu variants compiled for sm_%d in %.1f s\n", compiled, w->n, CUDA_SM,
-           now_s() - t0);
+           test_now_s() - t0);
     free(jobs);
     return compiled;
 }
@@ -272,11 +274,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     sample *samples = calloc(MAX_SAMPLES, sizeof *samples);
-    sweep w = {"cpu", samples, 0, seed, scale};
+    sweep w = {"cpu", samples, 0, seed, scale, 0};
     collect(g, &w);
     const size_t ncpu = w.n;
     const size_t cpu_ok = run_cpu(&w, argv[1], seed);
-    CHECK(ncpu >= 36 * 2 && cpu_ok == ncpu, "CPU: %zu of %zu sampled variants pass", cpu_ok, ncpu);
+    CHECK(ncpu >= 36 * (size_t)scale && cpu_ok == ncpu, "CPU: %zu of %zu sampled variants pass",
+          cpu_ok, ncpu);
     free_samples(&w);
 
     lntune_nvrtc *nv = NULL;
@@ -286,8 +289,8 @@ int main(int argc, char **argv) {
         w.rng = seed ^ 0x9e3779b97f4a7c15ull; /* CUDA's draws apart from the CPU's */
         collect(g, &w);
         const size_t ncuda = w.n, cuda_ok = run_cuda(&w, nv);
-        CHECK(ncuda >= 36 * 2 && cuda_ok == ncuda, "CUDA: %zu of %zu sampled variants compile",
-              cuda_ok, ncuda);
+        CHECK(ncuda >= 36 * (size_t)scale && cuda_ok == ncuda,
+              "CUDA: %zu of %zu sampled variants compile", cuda_ok, ncuda);
         free_samples(&w);
     } else {
         printf("CUDA: no NVRTC, its templates not sampled\n");

@@ -14,6 +14,7 @@
  *
  *   test_tuned SCRATCH_DIR
  */
+#include "best_record.h"
 #include "lntune.h"
 #include "log_lines.h"
 #include "testutil.h"
@@ -133,15 +134,7 @@ int main(int argc, char **argv) {
     lntune_artifact junk = {"junk", "",   "cc", "", "tuned_entry", NULL, 0, "not an ELF file",
                             15,     NULL, NULL};
     lntune_db_key k = {t.hw, "cpu", "layernorm", "f32", 512, 1, 0};
-    lntune_best best = {.variant = "vec=4",
-                        .artifact_key = "junk",
-                        .threads = 1,
-                        .tuned_rows = 1,
-                        .median_ns = 1.0,
-                        .gbps = 1.0,
-                        .copy_gbps = 1.0,
-                        .max_error = 0.0,
-                        .naive_ns = 1.0};
+    lntune_best best = test_best("vec=4", "junk", 1, 1, 1.0, 1.0, 1.0, 0.0, 1.0);
     ok &= lntune_db_put_artifact(t.db, &junk) == LNTUNE_OK &&
           lntune_db_set_best(t.db, &k, &best) == 0;
     test_case(ok, "store eight tuned winners (one with a reach) and a twin with their artifacts");

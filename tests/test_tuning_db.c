@@ -5,6 +5,7 @@
  * left byte-for-byte as it was. Each case prints its name; the exit status counts failures.
  */
 #define _GNU_SOURCE
+#include "best_record.h"
 #include "lntune.h"
 #include "scratch_dir.h"
 #include "sha256.h"
@@ -196,15 +197,7 @@ static void make_full_db(const char *path) {
         "art",       "int f(void);",     "cc", "-O2", "f", object_blob, sizeof object_blob,
         shared_blob, sizeof shared_blob, NULL, NULL};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
-    lntune_best b = {.variant = "vec=8",
-                     .artifact_key = "art",
-                     .threads = 2,
-                     .tuned_rows = 512,
-                     .median_ns = 2,
-                     .gbps = 5,
-                     .copy_gbps = 6,
-                     .max_error = 7,
-                     .naive_ns = 10};
+    lntune_best b = test_best("vec=8", "art", 2, 512, 2, 5, 6, 7, 10);
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     /* Enough pages that a truncated copy loses b-tree pages, not only free space. */
     for (int i = 0; i < 40; ++i) {
@@ -282,6 +275,22 @@ static int get_one_best(void *ud, const lntune_best *b) {
         keep(o->twin_artifact_key, sizeof o->twin_artifact_key, b->twin_artifact_key);
     o->b.under_load = keep(o->under_load, sizeof o->under_load, b->under_load);
     return 1; /* get_nearest_best: takes the nearest */
+}
+
+/* Closes db, takes its file NAME back to an older schema (sql drops what came since and sets
+ * the version), opens it again, which migrates it to this version, and reads key's best into
+ * *o; returns the new handle. */
+static lntune_db *reopen_migrated(lntune_db *db, const char *name, const char *sql,
+                                  const lntune_db_key *key, one_best *o) {
+    char p[512];
+    lntune_db_close(db);
+    raw_exec(tpath(p, name), sql);
+    db = NULL;
+    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
+    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
+    memset(o, 0, sizeof *o);
+    CHECK_RC(db, lntune_db_get_best(db, key, get_one_best, o), LNTUNE_OK);
+    return db;
 }
 
 typedef struct {
@@ -545,15 +554,7 @@ static void best_per_bucket(void) {
     int64_t hw = 0;
     lntune_db *db = open_new("best.db", &hw);
     lntune_db_key k = test_key(hw, "rmsnorm", 4096, 4096); /* bucket 513-4096 */
-    lntune_best a = {.variant = "A",
-                     .artifact_key = "artA",
-                     .threads = 2,
-                     .tuned_rows = 4096,
-                     .median_ns = 100,
-                     .gbps = 50,
-                     .copy_gbps = 60,
-                     .max_error = 1e-7,
-                     .naive_ns = 300};
+    lntune_best a = test_best("A", "artA", 2, 4096, 100, 50, 60, 1e-7, 300);
     one_best o = {0};
     CHECK_RC(db, lntune_db_set_best(db, &k, &a), LNTUNE_OK);
     for (int64_t rows = 513; rows <= 4096; rows += 3583) {
@@ -572,13 +573,7 @@ static void best_per_bucket(void) {
     k.rows = 512;
     CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_ENOTFOUND);
 
-    lntune_best b = {.variant = "B",
-                     .threads = 1,
-                     .tuned_rows = 1000,
-                     .median_ns = 90,
-                     .gbps = 55,
-                     .copy_gbps = 60,
-                     .naive_ns = NAN};
+    lntune_best b = test_best("B", NULL, 1, 1000, 90, 55, 60, 0, NAN);
     k.rows = 1000; /* same bucket: replaces A */
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     memset(&o, 0, sizeof o);
@@ -587,13 +582,7 @@ static void best_per_bucket(void) {
     CHECK_STR(o.variant, "B");
     CHECK(o.b.tuned_rows == 1000 && o.b.artifact_key == NULL && isnan(o.b.naive_ns));
 
-    lntune_best c = {.variant = "C",
-                     .threads = 1,
-                     .tuned_rows = 1,
-                     .median_ns = 5,
-                     .gbps = 1,
-                     .copy_gbps = 1,
-                     .naive_ns = 6};
+    lntune_best c = test_best("C", NULL, 1, 1, 5, 1, 1, 0, 6);
     k.rows = 1;
     CHECK_RC(db, lntune_db_set_best(db, &k, &c), LNTUNE_OK);
     memset(&o, 0, sizeof o);
@@ -626,13 +615,7 @@ static void each_best_is_ordered(void) {
     for (size_t i = 0; i < sizeof put / sizeof put[0]; ++i) {
         lntune_db_key k = {put[i].hw, put[i].target, put[i].op, put[i].dtype,
                            put[i].H,  put[i].rows,   1};
-        lntune_best b = {.variant = "v",
-                         .threads = 1,
-                         .tuned_rows = put[i].rows,
-                         .median_ns = 1,
-                         .gbps = 1,
-                         .copy_gbps = 1,
-                         .naive_ns = 1};
+        lntune_best b = test_best("v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1);
         CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     }
     char want[6][128];
@@ -880,19 +863,11 @@ static void wisdom_export(void) {
     lntune_artifact a = {
         .key = "secret-key", .source = "s", .symbol = "f", .shared = so, .shared_len = sizeof so};
     CHECK_RC(db, lntune_db_put_artifact(db, &a), LNTUNE_OK);
-    lntune_best b = {.variant = "vec=8",
-                     .artifact_key = "secret-key",
-                     .threads = 2,
-                     .tuned_rows = 64,
-                     .median_ns = 100.0,
-                     .gbps = 50.0,
-                     .copy_gbps = 55.0,
-                     .max_error = 1e-7,
-                     .naive_ns = 300.0,
-                     .any_h = 1,
-                     .ratio_lo = 0.75,
-                     .ratio_hi = 0.875,
-                     .under_load = "0.9 of 2 cores"};
+    lntune_best b = test_best("vec=8", "secret-key", 2, 64, 100.0, 50.0, 55.0, 1e-7, 300.0);
+    b.any_h = 1;
+    b.ratio_lo = 0.75;
+    b.ratio_hi = 0.875;
+    b.under_load = "0.9 of 2 cores";
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     CHECK_RC(db, lntune_db_set_reach(db, &k, 192, 3072), LNTUNE_OK);
     CHECK_RC(db, lntune_db_put_crossover(db, hw, "streaming_bytes", 2, 1 << 26, "th1"), LNTUNE_OK);
@@ -972,14 +947,8 @@ static void nearest_best(void) {
     for (size_t i = 0; i < sizeof put / sizeof put[0]; ++i) {
         lntune_db_key k = {hw,       "cpu",       "layernorm",  put[i].dtype,
                            put[i].H, put[i].rows, put[i].affine};
-        lntune_best b = {.variant = "v",
-                         .threads = 1,
-                         .tuned_rows = put[i].rows,
-                         .median_ns = 1,
-                         .gbps = 1,
-                         .copy_gbps = 1,
-                         .naive_ns = 1,
-                         .any_h = put[i].any_h};
+        lntune_best b = test_best("v", NULL, 1, put[i].rows, 1, 1, 1, 0, 1);
+        b.any_h = put[i].any_h;
         CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     }
     lntune_db_key want = {hw, "cpu", "layernorm", "f32", 2900, 64, 1};
@@ -1012,25 +981,9 @@ static void runtime_h_twin(void) {
     lntune_db_key fixed = test_key(hw, "layernorm", 3000, 64), runtime = fixed, want = fixed;
     runtime.H = 4096;
     want.H = 3010;
-    lntune_best f = {.variant = "h=fixed,vec=8",
-                     .artifact_key = "artF",
-                     .threads = 2,
-                     .tuned_rows = 64,
-                     .median_ns = 100,
-                     .gbps = 50,
-                     .copy_gbps = 60,
-                     .max_error = 1e-7,
-                     .naive_ns = 300};
-    lntune_best r = {.variant = "h=runtime,vec=4",
-                     .artifact_key = "artR",
-                     .threads = 1,
-                     .tuned_rows = 64,
-                     .median_ns = 200,
-                     .gbps = 25,
-                     .copy_gbps = 60,
-                     .max_error = 1e-7,
-                     .naive_ns = 300,
-                     .any_h = 1};
+    lntune_best f = test_best("h=fixed,vec=8", "artF", 2, 64, 100, 50, 60, 1e-7, 300);
+    lntune_best r = test_best("h=runtime,vec=4", "artR", 1, 64, 200, 25, 60, 1e-7, 300);
+    r.any_h = 1;
     CHECK_RC(db, lntune_db_set_best(db, &fixed, &f), LNTUNE_OK);
     CHECK_RC(db, lntune_db_set_best(db, &runtime, &r), LNTUNE_OK);
     one_best o = {0};
@@ -1068,14 +1021,8 @@ static void runtime_h_twin(void) {
     memset(&o, 0, sizeof o);
     CHECK_RC(db, lntune_db_get_nearest_best(db, &want, get_one_best, &o), LNTUNE_OK);
     CHECK(o.b.H == 4096);
-    lntune_db_close(db);
     /* A version-4 database (before twins) gains the columns and keeps its winners, twinless. */
-    char p[512];
-    raw_exec(tpath(p, "twin.db"), DROP_TWINS "PRAGMA user_version = 4;");
-    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
-    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
-    memset(&o, 0, sizeof o);
-    CHECK_RC(db, lntune_db_get_best(db, &fixed, get_one_best, &o), LNTUNE_OK);
+    db = reopen_migrated(db, "twin.db", DROP_TWINS "PRAGMA user_version = 4;", &fixed, &o);
     CHECK(o.called == 1 && o.b.twin_variant == NULL && isnan(o.b.twin_median_ns));
     CHECK_RC(db, lntune_db_set_twin(db, &fixed, "h=runtime,vec=8", "artT", 125), LNTUNE_OK);
     lntune_db_close(db);
@@ -1090,16 +1037,8 @@ static void any_alignment(void) {
     lntune_db_key plain = test_key(hw, "layernorm", 768, 64), nt = plain, want = plain;
     nt.op = "rmsnorm";
     want.H = 777;
-    lntune_best b = {.variant = "h=fixed,store=plain",
-                     .artifact_key = "artP",
-                     .threads = 2,
-                     .tuned_rows = 64,
-                     .median_ns = 100,
-                     .gbps = 50,
-                     .copy_gbps = 60,
-                     .max_error = 1e-7,
-                     .naive_ns = 300,
-                     .any_alignment = 1};
+    lntune_best b = test_best("h=fixed,store=plain", "artP", 2, 64, 100, 50, 60, 1e-7, 300);
+    b.any_alignment = 1;
     CHECK_RC(db, lntune_db_set_best(db, &plain, &b), LNTUNE_OK);
     CHECK_RC(db, lntune_db_set_twin(db, &plain, "h=runtime,store=plain", "artT", 110), LNTUNE_OK);
     b.variant = "h=runtime,store=nt";
@@ -1118,13 +1057,7 @@ static void any_alignment(void) {
     CHECK_RC(db, lntune_db_get_nearest_best(db, &want, get_one_best, &o), LNTUNE_OK);
     CHECK(o.b.any_h == 1 && o.b.any_alignment == 0);
     CHECK_STR(o.variant, "h=runtime,store=nt");
-    lntune_db_close(db);
-    char p[512];
-    raw_exec(tpath(p, "align.db"), DROP_ANY_ALIGNMENT "PRAGMA user_version = 5;");
-    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
-    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
-    memset(&o, 0, sizeof o);
-    CHECK_RC(db, lntune_db_get_best(db, &plain, get_one_best, &o), LNTUNE_OK);
+    db = reopen_migrated(db, "align.db", DROP_ANY_ALIGNMENT "PRAGMA user_version = 5;", &plain, &o);
     CHECK(o.called == 1 && o.b.any_alignment == 0 && o.b.twin_median_ns == 110);
     lntune_db_close(db);
 }
@@ -1138,15 +1071,7 @@ static void reach(void) {
     lntune_db_key k = test_key(hw, "rmsnorm", 4096, 2048), want = k, none = k;
     want.H = 3000;
     none.H = 512;
-    lntune_best b = {.variant = "h=fixed,vec=16",
-                     .artifact_key = "artF",
-                     .threads = 2,
-                     .tuned_rows = 2048,
-                     .median_ns = 100,
-                     .gbps = 50,
-                     .copy_gbps = 60,
-                     .max_error = 1e-7,
-                     .naive_ns = 300};
+    lntune_best b = test_best("h=fixed,vec=16", "artF", 2, 2048, 100, 50, 60, 1e-7, 300);
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_OK);
     CHECK_RC(db, lntune_db_set_twin(db, &k, "h=runtime,vec=16", "artT", 110), LNTUNE_OK);
     one_best o = {0};
@@ -1169,13 +1094,7 @@ static void reach(void) {
     CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_OK);
     CHECK(o.b.reach_lo == 0 && o.b.reach_hi == 0);
     CHECK_RC(db, lntune_db_set_reach(db, &k, 1, 4096), LNTUNE_OK);
-    lntune_db_close(db);
-    char p[512];
-    raw_exec(tpath(p, "reach.db"), DROP_REACH "PRAGMA user_version = 7;");
-    CHECK_RC(db, lntune_db_open(p, 0, &db), LNTUNE_OK);
-    CHECK(raw_int(p, "PRAGMA user_version") == lntune_db_schema_version());
-    memset(&o, 0, sizeof o);
-    CHECK_RC(db, lntune_db_get_best(db, &k, get_one_best, &o), LNTUNE_OK);
+    db = reopen_migrated(db, "reach.db", DROP_REACH "PRAGMA user_version = 7;", &k, &o);
     CHECK(o.called == 1 && o.b.reach_lo == 0 && o.b.reach_hi == 0);
     lntune_db_close(db);
 }
@@ -1215,13 +1134,7 @@ static void readonly_never_writes(void) {
     one_artifact *a = calloc(1, sizeof *a);
     CHECK_RC(db, lntune_db_get_artifact(db, "art", get_one_artifact, a), LNTUNE_OK);
     free(a);
-    lntune_best b = {.variant = "other",
-                     .threads = 1,
-                     .tuned_rows = 512,
-                     .median_ns = 1,
-                     .gbps = 1,
-                     .copy_gbps = 1,
-                     .naive_ns = 1};
+    lntune_best b = test_best("other", NULL, 1, 512, 1, 1, 1, 0, 1);
     CHECK_RC(db, lntune_db_set_best(db, &k, &b), LNTUNE_EDB);
     CHECK(strstr(lntune_db_errmsg(db), "readonly") != NULL);
     lntune_measurement m = {"x", "h", "ok", NULL, NULL, 0, 0, 0, 0, 0, 0, 0};

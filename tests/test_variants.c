@@ -29,6 +29,7 @@
 #include "knob_coverage.h"
 #include "lntune.h"
 #include "verify.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,12 +51,6 @@ static unsigned long fnv1a(const char *s) {
     unsigned long h = 2166136261ul;
     for (; *s; ++s) h = ((h ^ (unsigned char)*s) * 16777619ul) & 0xfffffffful;
     return h;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /*
@@ -133,9 +128,9 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
     const char *const werror[] = {"-Wall", "-Wextra", "-Werror", NULL};
     lntune_library *lib = NULL;
     char *diag = NULL;
-    double t0 = now_s();
+    double t0 = test_now_s();
     int rc = lntune_build_library(compiler, werror, texts, ncode, 2, &lib, &diag);
-    double t1 = now_s();
+    double t1 = test_now_s();
     if (rc != LNTUNE_OK) {
         printf("FAIL %s %s: %s\n", compiler, op, diag ? diag : lntune_errstr(rc));
         t->failures++;
@@ -177,7 +172,7 @@ static void check_space(lntune_gen *g, const char *compiler, const char *op, lnt
     char types[24];
     lntune_types_format(shape.types, types, sizeof types);
     printf("  %s %s %s H=%lld %s: %zu sources compiled in %.1f s, verified in %.1f s\n", compiler,
-           op_key, types, (long long)shape.H, want_h, ncode, t1 - t0, now_s() - t1);
+           op_key, types, (long long)shape.H, want_h, ncode, t1 - t0, test_now_s() - t1);
     fflush(stdout);
     lntune_library_close(lib);
     for (size_t i = 0; i < ncode; ++i) lntune_source_free(&srcs[i]);

@@ -73,11 +73,7 @@ static int inputs_make(inputs *in, int ln, int xt, int yt, int pt, int fused, in
 }
 
 static void inputs_free(inputs *in) {
-    free(in->x);
-    free(in->res);
-    free(in->gamma);
-    free(in->beta);
-    free(in->xf);
+    free(in->x), free(in->res), free(in->gamma), free(in->beta), free(in->xf);
 }
 
 /* The args of a call on in's rows [r0, r0 + rows) into y (residual_out into out when fused). */
@@ -251,8 +247,7 @@ static void check_invariance(lntune *ctx, int64_t H) {
           "batch-invariant handle, H=%lld: %d rows alone and in one call, the same bits",
           (long long)H, ROWS);
     inputs_free(&in);
-    free(all);
-    free(one);
+    free(all), free(one);
 }
 
 int main(int argc, char **argv) {

@@ -16,12 +16,14 @@
  *   test_wisdom_rebuild SCRATCH_DIR
  */
 #define _GNU_SOURCE
+#include "best_record.h"
 #include "hardware.h"
 #include "lntune.h"
 #include "log_lines.h"
 #include "rebuild.h"
 #include "scratch_dir.h"
 #include "testutil.h"
+#include "logged_call.h"
 #include "tuner.h"
 #include "tuning_db.h"
 
@@ -34,22 +36,7 @@ enum { H = 64, ROWS = 8 };
 /* One RMSNorm call of ROWS x H through a new handle on path, the debug log to log; 0 when the
  * answer matches the float64 reference. */
 static int call(const char *path, const char *log) {
-    float x[ROWS * H], y[ROWS * H], g[H];
-    test_fill(x, ROWS * H, 10.0, 3.0);
-    test_fill(g, H, 1.0, 0.2);
-    const int saved = log_capture_begin(log);
-    lntune *ctx = NULL;
-    int rc = lntune_open(path, &ctx);
-    lntune_args a = {0};
-    a.rows = ROWS, a.H = H, a.x = x, a.y = y, a.gamma = g;
-    if (rc == LNTUNE_OK) rc = lntune_rmsnorm(ctx, &a);
-    lntune_close(ctx);
-    if (saved >= 0) log_capture_end(saved);
-    const double err =
-        rc ? INFINITY
-           : test_error(LNTUNE_OP_RMSNORM, x, H, y, H, ROWS, H, g, NULL, 1e-5, NULL, NULL);
-    if (rc != LNTUNE_OK || !(err <= TOLERANCE)) printf("      rc %d, error %.3g\n", rc, err);
-    return rc != LNTUNE_OK || !(err <= TOLERANCE);
+    return logged_call(path, log, LNTUNE_OP_RMSNORM, ROWS, H, 0);
 }
 
 typedef struct {
@@ -134,15 +121,8 @@ static int other_machine(const char *path, const char *fp) {
     int rc = lntune_db_open(path, 0, &db);
     if (rc == LNTUNE_OK) rc = lntune_db_put_hardware(db, &cpu, "cc", &hw);
     const lntune_db_key key = {hw, "cpu", "layernorm", "f32", 4096, 2048, 1};
-    const lntune_best b = {.variant = "vec=8",
-                           .threads = 1,
-                           .tuned_rows = 2048,
-                           .median_ns = 1000.0,
-                           .gbps = 60.0,
-                           .copy_gbps = 62.0,
-                           .max_error = 1e-7,
-                           .naive_ns = 3000.0,
-                           .any_h = 1};
+    lntune_best b = test_best("vec=8", NULL, 1, 2048, 1000.0, 60.0, 62.0, 1e-7, 3000.0);
+    b.any_h = 1;
     if (rc == LNTUNE_OK) rc = lntune_db_set_best(db, &key, &b);
     if (rc != LNTUNE_OK) printf("      %s: %s\n", path, lntune_db_errmsg(db));
     lntune_db_close(db);

@@ -5,6 +5,7 @@
 #ifndef LNTUNE_TESTUTIL_H
 #define LNTUNE_TESTUTIL_H
 
+#include "randn.h"
 #include "reference.h"
 
 #include <dirent.h>
@@ -39,23 +40,13 @@ static int test_summary(void) {
     return test_failures ? 1 : 0;
 }
 
+/* The runtime tests' draws (randn.h's generator on one state for the program). */
 static uint64_t test_rng = 0x1234567887654321ULL;
-
-static double test_uniform(void) /* in (0, 1) */
-{
-    test_rng ^= test_rng >> 12;
-    test_rng ^= test_rng << 25;
-    test_rng ^= test_rng >> 27;
-    return ((double)((test_rng * 0x2545f4914f6cdd1dULL) >> 11) + 0.5) / 9007199254740992.0;
-}
 
 /* n floats of offset + spread * N(0, 1). */
 static void test_fill(float *p, int64_t n, double offset, double spread) __attribute__((unused));
 static void test_fill(float *p, int64_t n, double offset, double spread) {
-    for (int64_t i = 0; i < n; ++i) {
-        double g = sqrt(-2.0 * log(test_uniform())) * cos(6.283185307179586 * test_uniform());
-        p[i] = (float)(offset + spread * g);
-    }
+    for (int64_t i = 0; i < n; ++i) p[i] = (float)(offset + spread * test_randn(&test_rng));
 }
 
 /*

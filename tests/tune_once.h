@@ -18,14 +18,8 @@
 static lntune_tune_result tune_once(const char *db, const char *op, lntune_shape shape,
                                     lntune_rigor rigor, int max_threads, int retune, int *rc) {
     const char *ops[] = {op};
-    lntune_tune_config cfg = {.db_path = db,
-                              .ops = ops,
-                              .nops = 1,
-                              .shapes = &shape,
-                              .nshapes = 1,
-                              .max_threads = max_threads,
-                              .rigor = rigor,
-                              .retune = retune};
+    lntune_tune_config cfg = {.db_path = db, .ops = ops, .nops = 1, .shapes = &shape, .nshapes = 1};
+    cfg.max_threads = max_threads, cfg.rigor = rigor, cfg.retune = retune;
     lntune_tune_result *r = NULL, out;
     size_t n = 0;
     char err[512] = "";

@@ -9,6 +9,7 @@
 #ifndef LNTUNE_TUNEDB_H
 #define LNTUNE_TUNEDB_H
 
+#include "best_record.h"
 #include "cc.h"
 #include "fusion.h"
 #include "generator.h"
@@ -147,15 +148,7 @@ static int store_tuned_kernel(lntune_db *db, const char *op, const char *dtype, 
 /* A winner record with the tests' stock figures (1 us, 10 GB/s against a 20 GB/s copy). */
 static inline lntune_best tunedb_best(const char *variant, const char *artifact_key, int threads,
                                       int64_t rows) {
-    return (lntune_best){.variant = variant,
-                         .artifact_key = artifact_key,
-                         .threads = threads,
-                         .tuned_rows = rows,
-                         .median_ns = 1000.0,
-                         .gbps = 10.0,
-                         .copy_gbps = 20.0,
-                         .max_error = 1e-7,
-                         .naive_ns = 2000.0};
+    return test_best(variant, artifact_key, threads, rows, 1000.0, 10.0, 20.0, 1e-7, 2000.0);
 }
 
 /*
