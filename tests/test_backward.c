@@ -146,8 +146,12 @@ static void argument_checks(lntune *ctx) {
     CHECK(lntune_layernorm_backward(ctx, &b) == LNTUNE_EINVAL &&
               strstr(lntune_errmsg(ctx), "dx is NULL"),
           "NULL dx: EINVAL (%s)", lntune_errmsg(ctx));
-    b = a, b.H = 0;
-    CHECK(lntune_rmsnorm_backward(ctx, &b) == LNTUNE_EINVAL, "H = 0: EINVAL (%s)",
+    b = a, b.H = 0, b.dgamma = dg;
+    dg[0] = 42.0f;
+    CHECK(lntune_rmsnorm_backward(ctx, &b) == LNTUNE_OK && dg[0] == 42.0f,
+          "H = 0 is an empty call: nothing written");
+    b = a, b.H = -1;
+    CHECK(lntune_rmsnorm_backward(ctx, &b) == LNTUNE_EINVAL, "H < 0: EINVAL (%s)",
           lntune_errmsg(ctx));
     b = a, b.dbeta = dg;
     CHECK(lntune_rmsnorm_backward(ctx, &b) == LNTUNE_EINVAL && strstr(lntune_errmsg(ctx), "dbeta"),

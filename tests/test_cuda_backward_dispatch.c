@@ -246,7 +246,7 @@ int main(int argc, char **argv) {
     /* A device that does not exist: a message, no crash. */
     lntune_backward_args a;
     memset(&a, 0, sizeof a);
-    a.rows = 1, a.H = 4, a.x = (const void *)16, a.dy = (const void *)16, a.dx = (void *)16;
+    a.rows = 1, a.H = 4, a.x = (const void *)16, a.dy = (const void *)32, a.dx = (void *)48;
     a.device = LNTUNE_DEVICE_CUDA, a.device_index = 63;
     rc = lntune_layernorm_backward(ctx, &a);
     CHECK(rc == LNTUNE_ENODEVICE, "device_index 63: rc %d, %s", rc, lntune_errmsg(ctx));
