@@ -256,7 +256,7 @@ static int bench_shape(const lntune_bench_config *cfg, const lntune_bench_shape 
 
     /*
      * Each repetition visits the candidates in a fresh random order, as the tuner's rounds do
-     * (gen/tune/timing.c). In a fixed cyclic order each candidate always followed the same one,
+     * (gen/common/timing.c). In a fixed cyclic order each candidate always followed the same one,
      * and the first (lntune tuned) always followed the NT copy: with no database, so that tuned
      * and built-in ran the same kernel, the first read 0.65-0.94x of the second at 2 threads
      * (LayerNorm 2048x4096, 1024x8192, 256x16384), whatever the warm-up calls (lntune_settle).

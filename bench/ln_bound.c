@@ -8,7 +8,7 @@
  *   ln_bound [THREADS [ROWS [H]]]  the table (default 2 threads, 2048 rows, H = 4096: 64 MiB,
  *                               past a 32 MiB L3 but not a 260 MiB one; H a multiple of 256)
  *   ln_bound --drift            how much a batch median of 5 rounds varies, raw and as a
- *                               ratio to a copy timed in the same rounds (gen/tune/timing.h)
+ *                               ratio to a copy timed in the same rounds (gen/common/timing.h)
  *
  * Not a test and not the tuner's code: the template (templates/cpu/norm.lua) is the real thing.
  */

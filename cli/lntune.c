@@ -199,7 +199,7 @@ static const command commands[] = {
     {"verify", lnt_app_verify,
      "lntune verify --op OP --target cpu --variant STRING [--shape H=N] [--dtype T] [--backward]\n"
      "              [--residual[=noout]] [--weight-offset]\n"
-     "  Compiles one variant ($LNTUNE_CC, else clang-14, else cc) and runs it on the\n"
+     "  Compiles one variant ($LNTUNE_CC, else clang-14, else clang, else cc) and runs it on the\n"
      "  adversarial suite against the float64 reference.\n",
      "--op --target --variant --shape --dtype --residual --backward --weight-offset"},
     {"time", lnt_app_time,

@@ -1,5 +1,5 @@
 /*
- * test_timing.c - the figures of an interleaved timing (gen/tune/timing.c), from made-up samples:
+ * test_timing.c - the figures of an interleaved timing (gen/common/timing.c), from made-up samples:
  *  - without a reference, each candidate's median, min and max of its own samples;
  *  - with one, the median of the per-round ratios times the reference's median: a drift that
  *    scales every candidate of a round alike (here up to 3x) leaves the ratios exact, and a
