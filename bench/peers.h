@@ -85,4 +85,15 @@ void lntune_bench_ort_skip_close(void *state);
 int lntune_bench_torch(const lntune_bench_config *cfg, const lntune_bench_shape *shapes,
                        size_t nshapes, int threads, lntune_bench_records *out);
 
+/* A peer's open_layernorm and open_rmsnorm over its open_norm(op, p, out, note, notelen). */
+#define LNTUNE_BENCH_NORM_OPENERS(open_norm)                                                       \
+    static int open_layernorm(const lntune_bench_problem *p, void **out, char *note,               \
+                              size_t notelen) {                                                    \
+        return open_norm(LNTUNE_BENCH_LAYERNORM, p, out, note, notelen);                           \
+    }                                                                                              \
+    static int open_rmsnorm(const lntune_bench_problem *p, void **out, char *note,                 \
+                            size_t notelen) {                                                      \
+        return open_norm(LNTUNE_BENCH_RMSNORM, p, out, note, notelen);                             \
+    }
+
 #endif /* LNTUNE_BENCH_PEERS_H */

@@ -224,13 +224,7 @@ static int open_norm(int op, const lntune_bench_problem *p, void **out, char *no
     return LNTUNE_OK;
 }
 
-static int open_layernorm(const lntune_bench_problem *p, void **out, char *note, size_t notelen) {
-    return open_norm(LNTUNE_BENCH_LAYERNORM, p, out, note, notelen);
-}
-
-static int open_rmsnorm(const lntune_bench_problem *p, void **out, char *note, size_t notelen) {
-    return open_norm(LNTUNE_BENCH_RMSNORM, p, out, note, notelen);
-}
+LNTUNE_BENCH_NORM_OPENERS(open_norm)
 
 static int run(void *st) {
     state *s = st;

@@ -248,21 +248,24 @@ static void *compile_worker(void *arg) {
     return NULL;
 }
 
-size_t lntune_cc_compile(const char *compiler, const char *const *flags, lntune_cc_job *jobs,
-                         size_t n, int parallel) {
-    if (n == 0) return 0;
-    compile_batch b = {compiler, flags, jobs, n, 0, 0};
+void lntune_cc_run_workers(void *(*worker)(void *), void *arg, size_t n, int parallel) {
     size_t threads = parallel < 1 ? 1 : (size_t)parallel;
     if (threads > n) threads = n;
     pthread_t *tids = calloc(threads, sizeof *tids);
     size_t started = 0;
     /* The calling thread is a worker too, so a failed pthread_create only costs parallelism. */
-    while (tids && started + 1 < threads &&
-           pthread_create(&tids[started], NULL, compile_worker, &b) == 0)
+    while (tids && started + 1 < threads && pthread_create(&tids[started], NULL, worker, arg) == 0)
         ++started;
-    compile_worker(&b);
+    worker(arg);
     for (size_t i = 0; i < started; ++i) pthread_join(tids[i], NULL);
     free(tids);
+}
+
+size_t lntune_cc_compile(const char *compiler, const char *const *flags, lntune_cc_job *jobs,
+                         size_t n, int parallel) {
+    if (n == 0) return 0;
+    compile_batch b = {compiler, flags, jobs, n, 0, 0};
+    lntune_cc_run_workers(compile_worker, &b, n, parallel);
     return atomic_load(&b.failed);
 }
 

@@ -39,6 +39,10 @@ typedef struct lntune_cc_job {
     char *diag;                     /* out: the compiler's messages (malloc'd, may be NULL) */
 } lntune_cc_job;
 
+/* Runs worker(arg) on up to parallel threads (at most n), the calling thread one of them: a
+ * failed pthread_create only costs parallelism. The compile batches of cc.c and jit.c. */
+void lntune_cc_run_workers(void *(*worker)(void *), void *arg, size_t n, int parallel);
+
 /*
  * Compiles each job with `compiler flags... extra_flags... -x c - -o out_path`, running up to
  * parallel compilers at once. Returns the number of failed jobs.

@@ -492,17 +492,7 @@ size_t lntune_jit_compile_many(lntune_jit *jit, const char *const *sources,
         return n;
     }
     compile_batch b = {jit, sources, extra_flags, objs, n, 0, 0};
-    size_t threads = parallel < 1 ? 1 : (size_t)parallel;
-    if (threads > n) threads = n;
-    pthread_t *tids = calloc(threads, sizeof *tids);
-    size_t started = 0;
-    /* The calling thread is a worker too, so a failed pthread_create only costs parallelism. */
-    while (tids && started + 1 < threads &&
-           pthread_create(&tids[started], NULL, compile_worker, &b) == 0)
-        ++started;
-    compile_worker(&b);
-    for (size_t i = 0; i < started; ++i) pthread_join(tids[i], NULL);
-    free(tids);
+    lntune_cc_run_workers(compile_worker, &b, n, parallel);
     return atomic_load(&b.failed);
 }
 
