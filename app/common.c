@@ -25,22 +25,28 @@ int app_usage(FILE *err, const char *fmt, ...) {
     return LNT_EXIT_USAGE;
 }
 
+/* The usage fault of app_shapes_parse: s holds nothing afterwards. */
+static int shapes_fault(app_shapes *s, FILE *err, const char *msg) {
+    app_shapes_free(s);
+    return app_usage(err, "%s", msg);
+}
+
 int app_shapes_parse(const lnt_app_options *o, FILE *err, app_shapes *s) {
     memset(s, 0, sizeof *s);
     char msg[1024];
     for (int i = 0; i < o->nshapes; ++i)
         if (lntune_shape_parse(o->shapes[i], &s->shapes, &s->n, msg, sizeof msg) != LNTUNE_OK)
-            return app_usage(err, "%s", msg);
+            return shapes_fault(s, err, msg);
     const int fusion = o->residual == LNT_APP_RESIDUAL_OUT     ? LNTUNE_FUSION_RESIDUAL_OUT
                        : o->residual == LNT_APP_RESIDUAL_NOOUT ? LNTUNE_FUSION_RESIDUAL
                                                                : LNTUNE_FUSION_NONE;
     if (lntune_shape_kind(o->dtype, fusion, o->backward, &s->kind, msg, sizeof msg) != LNTUNE_OK)
-        return app_usage(err, "%s", msg);
+        return shapes_fault(s, err, msg);
     if (o->weight_offset) {
         if (o->backward)
-            return app_usage(err, "%s",
-                             "--weight-offset is of the forward ops only (the backward takes the "
-                             "summed weights offset + gamma as its gamma)");
+            return shapes_fault(s, err,
+                                "--weight-offset is of the forward ops only (the backward takes "
+                                "the summed weights offset + gamma as its gamma)");
         s->kind.affine = LNTUNE_AFFINE_OFFSET;
     }
     s->given = o->dtype || o->residual || o->weight_offset;
