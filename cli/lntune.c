@@ -263,10 +263,15 @@ static void print_help(FILE *f) {
             "Example: lntune --shape H=4096   (tunes both ops for hidden size 4096; then: lntune "
             "show)\n\nCommands:\n",
             lntune_version());
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
-        fprintf(f, "  %s", commands[i].usage);
-    fprintf(f, "\n'lntune help COMMAND' (or 'lntune COMMAND --help') describes one command; "
-               "'lntune version' prints the version.\n");
+    /* short: the first line of each command's synopsis; help COMMAND has the rest */
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i) {
+        const char *u = commands[i].usage;
+        fprintf(f, "  %.*s%s\n", (int)strcspn(u, "\n"), u, strchr(u, '[') ? " ..." : "");
+    }
+    fprintf(f, "\n'lntune help COMMAND' (or 'lntune COMMAND --help') describes one command and "
+               "all its options;\n'lntune version' prints the version. Environment: LNTUNE_DB (the "
+               "database),\nLNTUNE_LOG=debug (what liblntune decides), LNTUNE_NUM_THREADS "
+               "(docs/cli.md).\n");
 }
 
 static const command *find_command(const char *name) {

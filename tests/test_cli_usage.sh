@@ -115,6 +115,12 @@ if "$lntune" --help | head -n 4 | grep -q "^Example: lntune --shape H=4096"; the
 else
     fail "--help has no example at the top"
 fi
+lines=$("$lntune" --help | wc -l)
+if [ "$lines" -le 30 ] && "$lntune" --help | grep -q "LNTUNE_LOG=debug"; then
+    ok "--help is short ($lines lines) and names LNTUNE_LOG"
+else
+    fail "--help is $lines lines or does not name LNTUNE_LOG"
+fi
 
 # export fails on a database that serves nothing (missing, not SQLite, another machine's) and
 # writes nothing; --generic-only writes the generic kernels on purpose.
