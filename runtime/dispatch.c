@@ -302,7 +302,8 @@ static int serves(const lntune *ctx, const lntune_desc *d, int64_t rows, lntune_
     if (tuned_streams != streams && !(b->any_alignment && tuned_streams && !streams)) {
         why = streams ? "was tuned on data that fits under the streaming crossover, this call "
                         "reaches it"
-                      : "was tuned on data past the streaming crossover, this call fits under it";
+                      : "stores non-temporally and was tuned on data past the streaming "
+                        "crossover, this call fits under it";
     } else if (b->H == d->H) {
         return 1;
     } else if ((b->reach_lo > 0 && d->H < b->reach_lo) || (b->reach_hi > 0 && d->H > b->reach_hi)) {
